@@ -1,0 +1,113 @@
+# The Transformer, part by part: one Makefile for everything.
+# `make` builds, runs every chapter and writes figures/; `make test` runs the doctest suite.
+# `make help` lists the targets. Paths below can be overridden: `make STB_INC=/opt/stb`.
+
+SHELL      := bash
+BUILD      ?= build
+CXX        ?= g++
+DOCTEST_INC ?= /usr/include/doctest
+STB_INC    ?= /usr/include/stb
+FONT       ?= /usr/share/fonts/truetype/nanum/NanumGothic.ttf
+ARCH_FLAGS ?= -march=native
+OPT        ?= -O2
+
+CXXFLAGS  := -std=c++20 $(OPT) $(ARCH_FLAGS) -fopenmp -Wall -Wextra -MMD -MP -I. \
+             -I$(DOCTEST_INC) -I$(STB_INC) -DPROJECT_FONT='"$(FONT)"' $(EXTRA_CXXFLAGS)
+LDFLAGS   := -fopenmp $(EXTRA_LDFLAGS)
+LDLIBS    := -lm
+
+COMMON_SRC  := $(wildcard common/*.cpp)
+COMMON_OBJ  := $(COMMON_SRC:%.cpp=$(BUILD)/obj/%.o)
+LIB         := $(BUILD)/libcommon.a
+CHAPTERS    := $(sort $(patsubst chapters/%/,%,$(dir $(wildcard chapters/*/main.cpp))))
+NUMBERED    := $(filter-out flashcards,$(CHAPTERS))
+BENCHES     := $(patsubst bench/%.cpp,bench-%,$(wildcard bench/*.cpp))
+TEST_SRC    := $(wildcard tests/*.cpp)
+TEST_OBJ    := $(TEST_SRC:%.cpp=$(BUILD)/obj/%.o)
+PROGRAMS    := $(CHAPTERS:%=$(BUILD)/bin/%) $(BENCHES:%=$(BUILD)/bin/%)
+
+.DEFAULT_GOAL := all
+.PHONY: all build test help clean sanitize format cards bench deps $(NUMBERED:%=run-%)
+
+all: build $(NUMBERED:%=run-%) ## build everything, run every chapter, write figures/
+
+build: deps $(PROGRAMS) $(BUILD)/bin/tests ## build every program into $(BUILD)/bin without running them
+
+test: build ## build and run the doctest suite
+	$(BUILD)/bin/tests
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  make \1\t\2/' | expand -t 24
+	@for c in $(NUMBERED); do n=$${c%%-*}; printf '  make ch%-18s run chapters/%s\n' "$$n" "$$c"; done
+
+clean: ## remove build outputs (figures/ stays: it is committed)
+	rm -rf build build-san
+
+sanitize: ## run the test suite built with AddressSanitizer + UndefinedBehaviorSanitizer
+	$(MAKE) BUILD=build-san OPT=-O1 EXTRA_CXXFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
+	    EXTRA_LDFLAGS='-fsanitize=address,undefined' test
+
+format: ## reformat every C++ source with .clang-format
+	clang-format -i $$(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh')
+
+cards: $(BUILD)/bin/flashcards ## review the 20-card deck in the terminal
+	$(BUILD)/bin/flashcards
+
+bench: $(BENCHES:%=$(BUILD)/bin/%) ## speed benchmarks, side by side with the peers (not tests)
+	@for b in $(BENCHES); do $(BUILD)/bin/$$b || exit 1; done
+
+# ---- dependencies: Debian packages, installed on demand where we may ----------------------
+NEEDS := $(DOCTEST_INC)/doctest.h:doctest-dev $(STB_INC)/stb_image_write.h:libstb-dev \
+         $(STB_INC)/stb_truetype.h:libstb-dev $(FONT):fonts-nanum
+deps: ## check (and where possible install) the Debian packages the build needs
+	@missing=""; for pair in $(NEEDS); do f=$${pair%%:*}; p=$${pair##*:}; \
+	  [ -e "$$f" ] || missing="$$missing $$p"; done; \
+	missing=$$(echo $$missing | tr ' ' '\n' | sort -u | tr '\n' ' '); \
+	if [ -n "$${missing// /}" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO=sudo; \
+	  else echo "missing Debian package(s):$$missing -- install with: sudo apt-get install$$missing" >&2; exit 1; fi; \
+	  echo "installing Debian package(s):$$missing"; \
+	  ($$SUDO apt-get install -y -qq $$missing >/dev/null 2>&1 || \
+	   ($$SUDO apt-get update -qq >/dev/null 2>&1 && $$SUDO apt-get install -y -qq $$missing >/dev/null 2>&1)) || \
+	  { echo "could not install:$$missing -- run: sudo apt-get update && sudo apt-get install$$missing" >&2; exit 1; }; \
+	fi
+
+# ---- compile ---------------------------------------------------------------------------
+$(BUILD)/obj/%.o: %.cpp | deps
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+# The random generators must not let the compiler fuse a*b+c: numpy and torch round twice.
+$(BUILD)/obj/common/random.o: CXXFLAGS += -ffp-contract=off
+
+$(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -DPROJECT_ROOT='"$(CURDIR)"'
+
+$(LIB): $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^
+
+# One program per chapter folder: every .cpp in chapters/<name>/ -> $(BUILD)/bin/<name>.
+define CHAPTER_RULES
+$(BUILD)/bin/$(1): $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard chapters/$(1)/*.cpp)) $(LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CXX) $$^ -o $$@ $$(LDFLAGS) $$(LDLIBS)
+run-$(1): $(BUILD)/bin/$(1)
+	@echo "== chapters/$(1) =="
+	$(BUILD)/bin/$(1)
+endef
+$(foreach c,$(CHAPTERS),$(eval $(call CHAPTER_RULES,$(c))))
+$(foreach c,$(NUMBERED),$(eval ch$(firstword $(subst -, ,$(c))): run-$(c)))
+.PHONY: $(foreach c,$(NUMBERED),ch$(firstword $(subst -, ,$(c))))
+
+$(BUILD)/bin/bench-%: $(BUILD)/obj/bench/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/bin/tests: $(TEST_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+
+# Optional parts keep their rules beside their sources.
+-include $(wildcard cuda/*.mk)
+-include $(COMMON_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(wildcard $(BUILD)/obj/chapters/*/*.d) $(wildcard $(BUILD)/obj/bench/*.d)

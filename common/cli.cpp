@@ -1,0 +1,149 @@
+#include "common/cli.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace cli {
+
+bool parse_int(const std::string& s, long& out) {
+    if (s.empty()) return false;
+    char* end = nullptr;
+    errno = 0;
+    long v = std::strtol(s.c_str(), &end, 10);
+    if (errno != 0 || *end != '\0') return false;
+    out = v;
+    return true;
+}
+
+bool parse_double(const std::string& s, double& out) {
+    if (s.empty()) return false;
+    char* end = nullptr;
+    errno = 0;
+    double v = std::strtod(s.c_str(), &end);
+    if (errno != 0 || *end != '\0') return false;
+    out = v;
+    return true;
+}
+
+bool parse_int_list(const std::string& s, std::vector<int>& out) {
+    std::vector<int> v;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        long x;
+        if (!parse_int(item, x) || x < -2147483647L || x > 2147483647L) return false;
+        v.push_back(int(x));
+    }
+    if (v.empty() || (!s.empty() && s.back() == ',')) return false;
+    out = v;
+    return true;
+}
+
+static std::string join(const std::vector<int>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + std::to_string(v[i]);
+    return s;
+}
+
+static std::string shortest(double v) {
+    char buf[64];
+    for (int prec = 1; prec <= 17; prec++) {
+        std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (std::strtod(buf, nullptr) == v) break;
+    }
+    return buf;
+}
+
+Parser::Parser(std::string program, std::string about)
+    : program_(std::move(program)), about_(std::move(about)) {}
+
+void Parser::add(Entry e) { entries_.push_back(std::move(e)); }
+
+void Parser::option(const std::string& name, int& value, const std::string& help) {
+    add({name, help, std::to_string(value), "integer", true, [&value](const std::string& s) {
+             long x;
+             if (!parse_int(s, x) || x < -2147483647L || x > 2147483647L) return false;
+             value = int(x);
+             return true;
+         }});
+}
+
+void Parser::option(const std::string& name, long& value, const std::string& help) {
+    add({name, help, std::to_string(value), "integer", true,
+         [&value](const std::string& s) { return parse_int(s, value); }});
+}
+
+void Parser::option(const std::string& name, double& value, const std::string& help) {
+    add({name, help, shortest(value), "number", true,
+         [&value](const std::string& s) { return parse_double(s, value); }});
+}
+
+void Parser::option(const std::string& name, std::string& value, const std::string& help) {
+    add({name, help, value.empty() ? "\"\"" : value, "text", true, [&value](const std::string& s) {
+             value = s;
+             return true;
+         }});
+}
+
+void Parser::option(const std::string& name, std::vector<int>& value, const std::string& help) {
+    add({name, help, join(value), "comma-separated list of integers", true,
+         [&value](const std::string& s) { return parse_int_list(s, value); }});
+}
+
+void Parser::flag(const std::string& name, bool& value, const std::string& help) {
+    add({name, help, "", "", false, [&value](const std::string&) {
+             value = true;
+             return true;
+         }});
+}
+
+void Parser::fail(const std::string& message) const {
+    std::fprintf(stderr, "%s: error: %s\n", program_.c_str(), message.c_str());
+    std::exit(2);
+}
+
+void Parser::print_help() const {
+    std::printf("usage: %s [options]\n%s\n\noptions:\n", program_.c_str(), about_.c_str());
+    for (const Entry& e : entries_) {
+        std::string left = "  " + e.name + (e.takes_value ? " VALUE" : "");
+        std::printf("%-24s %s", left.c_str(), e.help.c_str());
+        if (e.takes_value) std::printf(" (default: %s)", e.default_text.c_str());
+        std::printf("\n");
+    }
+    std::printf("  %-22s %s\n", "--help", "show this help and exit");
+}
+
+void Parser::parse(int argc, char** argv) {
+    for (int i = 1; i < argc; i++) {
+        std::string arg = argv[i], value;
+        bool inline_value = false;
+        if (arg == "--help" || arg == "-h") {
+            print_help();
+            std::exit(0);
+        }
+        if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+            value = arg.substr(eq + 1);
+            arg = arg.substr(0, eq);
+            inline_value = true;
+        }
+        const Entry* found = nullptr;
+        for (const Entry& e : entries_)
+            if (e.name == arg) found = &e;
+        if (!found) fail("unknown flag '" + arg + "' (see --help)");
+        if (!found->takes_value) {
+            if (inline_value) fail(arg + " takes no value");
+            found->set("");
+            continue;
+        }
+        if (!inline_value) {
+            if (i + 1 >= argc) fail(arg + " needs a value (" + found->kind + ")");
+            value = argv[++i];
+        }
+        if (!found->set(value))
+            fail("bad value '" + value + "' for " + arg + ": expected " + found->kind);
+    }
+}
+
+}  // namespace cli

@@ -1,0 +1,42 @@
+// Tracked memory: every tensor and work buffer is allocated here, so a program can ask for
+// the bytes in use now and the peak since the last reset (like torch.cuda.max_memory_allocated).
+#pragma once
+#include <cstddef>
+#include <utility>
+
+namespace mem {
+
+size_t current_bytes();
+size_t peak_bytes();
+void reset_peak();  // peak := current; call before a measurement
+
+void* allocate(size_t bytes);  // 64-byte aligned, zero-filled; throws std::bad_alloc
+void release(void* p, size_t bytes);
+
+// An owning, tracked, zero-initialised array of T (trivially copyable T only).
+template <class T>
+class Buffer {
+public:
+    Buffer() = default;
+    explicit Buffer(size_t n) : n_(n), p_(static_cast<T*>(allocate(n * sizeof(T)))) {}
+    ~Buffer() { release(p_, n_ * sizeof(T)); }
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    Buffer(Buffer&& o) noexcept : n_(std::exchange(o.n_, 0)), p_(std::exchange(o.p_, nullptr)) {}
+    Buffer& operator=(Buffer&& o) noexcept {
+        std::swap(n_, o.n_);
+        std::swap(p_, o.p_);
+        return *this;
+    }
+    T* data() { return p_; }
+    const T* data() const { return p_; }
+    size_t size() const { return n_; }
+    T& operator[](size_t i) { return p_[i]; }
+    const T& operator[](size_t i) const { return p_[i]; }
+
+private:
+    size_t n_ = 0;
+    T* p_ = nullptr;
+};
+
+}  // namespace mem

@@ -1,0 +1,83 @@
+// Shared test helpers: run a program and capture its output; compare arrays with a tolerance.
+#pragma once
+#include <doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace testutil {
+
+struct Run {
+    int exit_code;
+    std::string out;  // stdout
+    std::string err;  // stderr
+};
+
+// Runs build/bin/<program> <args> (a shell fragment; no stdin) and captures stdout and stderr.
+inline Run run(const std::string& program, const std::string& args = "",
+               const std::string& stdin_text = "") {
+    static int counter = 0;
+    std::string tmp = "/tmp/transformer-test-" + std::to_string(::getpid()) + "-" +
+                      std::to_string(counter++);
+    std::string in = tmp + ".in";
+    {
+        std::ofstream f(in);
+        f << stdin_text;
+    }
+    std::string cmd = std::string(PROJECT_BIN) + "/" + program + " " + args + " <" + in + " >" +
+                      tmp + ".out 2>" + tmp + ".err";
+    int status = std::system(cmd.c_str());
+    auto slurp = [](const std::string& path) {
+        std::ifstream f(path, std::ios::binary);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        return ss.str();
+    };
+    Run r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(tmp + ".out"), slurp(tmp + ".err")};
+    std::remove(in.c_str());
+    std::remove((tmp + ".out").c_str());
+    std::remove((tmp + ".err").c_str());
+    return r;
+}
+
+// The contents of a file under the project root, e.g. "tests/expected/1-self-attention.txt".
+inline std::string read_file(const std::string& relative) {
+    std::ifstream f(std::string(PROJECT_ROOT) + "/" + relative, std::ios::binary);
+    REQUIRE_MESSAGE(f.good(), "cannot open " << relative);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// |got - ref| <= atol + rtol * |ref| for every element; reports the first mismatches.
+inline bool allclose(const float* got, const float* ref, size_t n, double atol, double rtol,
+                     const char* what = "") {
+    int shown = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], r = ref[i];
+        bool ok = std::fabs(g - r) <= atol + rtol * std::fabs(r) || (std::isinf(g) && g == r);
+        if (!ok) {
+            bad++;
+            if (shown++ < 5)
+                MESSAGE(what << "[" << i << "]: got " << g << ", expected " << r
+                             << " (diff " << std::fabs(g - r) << ")");
+        }
+    }
+    if (bad) MESSAGE(what << ": " << bad << " of " << n << " elements differ");
+    return bad == 0;
+}
+
+inline bool allclose(const std::vector<float>& got, const std::vector<float>& ref, double atol,
+                     double rtol, const char* what = "") {
+    REQUIRE(got.size() == ref.size());
+    return allclose(got.data(), ref.data(), got.size(), atol, rtol, what);
+}
+
+}  // namespace testutil
