@@ -13,10 +13,11 @@
 //   torch_rng::Generator& gen = torch_rng::default_generator();
 //   gen.rand(n); gen.randint(0, 50, n); gen.linear_init(W, out, in, b);
 //
-// The global default generator works like torch's: a process that never calls manual_seed
-// starts from torch's fixed default seed 67280421310721 (torch.initial_seed() in a fresh
-// process). Modules (common/nn) draw their initial weights from it in constructor order, so
-// building layers in the same order as the Python code gives torch's weights.
+// The global default generator works like torch's default CPU generator: torch_rng::manual_seed
+// reseeds it, and modules (common/nn) draw their initial weights from it in constructor order, so
+// // building layers in the same order as the Python code gives torch's weights. A process that
+// never calls manual_seed starts from 67280421310721, the seed of a fresh torch.Generator()
+// (torch's own global generator takes a nondeterministic seed; we keep runs reproducible).
 //
 // The random-number code is compiled with -ffp-contract=off (see the Makefile): numpy and torch
 // round a*b+c twice, except where torch's AVX2 kernel fuses it (written std::fma there).
@@ -63,7 +64,7 @@ uint64_t ziggurat_table_hash();
 
 namespace torch_rng {
 
-// torch's default seed: the default CPU generator starts from it when manual_seed is never called.
+// torch's default_rng_seed_val (torch.Generator().initial_seed()); our default generator starts here.
 constexpr uint64_t default_seed = 67280421310721ULL;
 
 // torch 1.13's CPUGeneratorImpl: mt19937 plus torch's float transforms.

@@ -1,0 +1,426 @@
+// numpy default_rng (SeedSequence -> PCG64 -> ziggurat) and torch 1.13's CPU generator (mt19937
+// -> torch's transforms), bit for bit. Compiled with -ffp-contract=off: every a*b+c below rounds
+// twice unless it is written std::fma, which is exactly where torch's AVX2 build fused it.
+#include "common/random.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace numpy {
+
+// ---- SeedSequence -------------------------------------------------------------------------
+namespace {
+constexpr uint32_t INIT_A = 0x43b0d7e5, MULT_A = 0x931e8875;
+constexpr uint32_t INIT_B = 0x8b51f9dd, MULT_B = 0x58f38ded;
+constexpr uint32_t MIX_L = 0xca01f9dd, MIX_R = 0x4973f715;
+
+std::vector<uint32_t> words_of(uint64_t seed) {
+    // An int becomes uint32 words, least significant first; 0 is one word [0].
+    std::vector<uint32_t> w;
+    do {
+        w.push_back(static_cast<uint32_t>(seed));
+        seed >>= 32;
+    } while (seed != 0);
+    return w;
+}
+}  // namespace
+
+SeedSequence::SeedSequence(uint64_t seed) : SeedSequence(words_of(seed)) {}
+
+SeedSequence::SeedSequence(std::vector<uint32_t> entropy) {
+    uint32_t hc = INIT_A;  // one running multiplier for all of the mixing
+    auto hashmix = [&hc](uint32_t v) {
+        v ^= hc;
+        hc *= MULT_A;
+        v *= hc;
+        v ^= v >> 16;
+        return v;
+    };
+    auto mix = [](uint32_t x, uint32_t y) {
+        uint32_t r = MIX_L * x - MIX_R * y;
+        r ^= r >> 16;
+        return r;
+    };
+    for (int i = 0; i < 4; i++) pool_[i] = hashmix(i < (int)entropy.size() ? entropy[i] : 0);
+    for (int s = 0; s < 4; s++)
+        for (int d = 0; d < 4; d++)
+            if (s != d) pool_[d] = mix(pool_[d], hashmix(pool_[s]));
+    for (size_t s = 4; s < entropy.size(); s++)
+        for (int d = 0; d < 4; d++) pool_[d] = mix(pool_[d], hashmix(entropy[s]));
+}
+
+std::vector<uint32_t> SeedSequence::generate_state32(size_t n) const {
+    std::vector<uint32_t> out(n);
+    uint32_t hc = INIT_B;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v = pool_[i % 4];
+        v ^= hc;
+        hc *= MULT_B;
+        v *= hc;
+        v ^= v >> 16;
+        out[i] = v;
+    }
+    return out;
+}
+
+std::vector<uint64_t> SeedSequence::generate_state64(size_t n) const {
+    std::vector<uint32_t> w = generate_state32(2 * n);
+    std::vector<uint64_t> out(n);
+    for (size_t k = 0; k < n; k++) out[k] = w[2 * k] | (uint64_t)w[2 * k + 1] << 32;
+    return out;
+}
+
+// ---- PCG64 (XSL-RR 128/64) ----------------------------------------------------------------
+namespace {
+using u128 = unsigned __int128;
+constexpr u128 PCG_MULT = ((u128)0x2360ED051FC65DA4ULL << 64) | 0x4385DF649FCCF645ULL;
+}  // namespace
+
+Generator::Generator(uint64_t seed) : Generator(SeedSequence(seed)) {}
+
+Generator::Generator(const SeedSequence& seq) {
+    std::vector<uint64_t> s = seq.generate_state64(4);
+    u128 initstate = ((u128)s[0] << 64) | s[1];
+    u128 initseq = ((u128)s[2] << 64) | s[3];
+    state_ = 0;
+    inc_ = (initseq << 1) | 1;
+    state_ = state_ * PCG_MULT + inc_;
+    state_ += initstate;
+    state_ = state_ * PCG_MULT + inc_;
+}
+
+uint64_t Generator::random_raw() {
+    state_ = state_ * PCG_MULT + inc_;  // advance first, then output from the new state
+    uint64_t x = (uint64_t)(state_ >> 64) ^ (uint64_t)state_;
+    unsigned rot = (unsigned)(state_ >> 122);
+    return (x >> rot) | (x << ((64 - rot) & 63));
+}
+
+double Generator::random() { return (double)(random_raw() >> 11) * (1.0 / 9007199254740992.0); }
+
+// ---- ziggurat tables, recomputed (docs/rng-spec.md 1.6) ------------------------------------
+namespace {
+constexpr double ZIG_R = 3.6541528853610087963519472518;
+constexpr double ZIG_INV_R = 0.27366123732975827203338247596;
+
+struct Ziggurat {
+    uint64_t ki[256];
+    double wi[256], fi[256];
+    Ziggurat() {
+        const double v = 0.0049286732339746519, S = 4503599627370496.0;  // S = 2^52
+        double x[256], f[256];
+        x[255] = ZIG_R;
+        f[255] = std::exp(-0.5 * ZIG_R * ZIG_R);
+        x[0] = 0;
+        f[0] = 1;
+        for (int i = 254; i >= 1; i--) {
+            x[i] = std::sqrt(-2.0 * std::log(f[i + 1] + v / x[i + 1]));
+            f[i] = std::exp(-0.5 * x[i] * x[i]);
+            // numpy's generator of these tables got exp one ulp high here; every entry below
+            // inherits it, so we patch the same ulp (the table hash checks the whole result).
+            if (i == 38) f[i] = std::nextafter(f[i], INFINITY);
+        }
+        // Halves occur: round half to even (nearbyint), not half away from zero.
+        ki[0] = (uint64_t)std::nearbyint(ZIG_R * f[255] / v * S);
+        wi[0] = v / f[255] / S;
+        for (int i = 1; i < 256; i++) {
+            ki[i] = (uint64_t)std::nearbyint(x[i - 1] / x[i] * S);
+            wi[i] = x[i] / S;
+        }
+        std::memcpy(fi, f, sizeof fi);
+    }
+};
+
+const Ziggurat& zig() {
+    static const Ziggurat z;
+    return z;
+}
+}  // namespace
+
+uint64_t ziggurat_table_hash() {
+    const Ziggurat& z = zig();
+    uint64_t h = 0xcbf29ce484222325ULL;
+    auto eat = [&h](uint64_t word) {  // little-endian bytes of one 64-bit word
+        for (int b = 0; b < 8; b++) {
+            h ^= (word >> (8 * b)) & 0xFF;
+            h *= 0x100000001b3ULL;
+        }
+    };
+    for (int i = 0; i < 256; i++) eat(z.ki[i]);
+    for (int i = 0; i < 256; i++) {
+        uint64_t bits;
+        std::memcpy(&bits, &z.wi[i], 8);
+        eat(bits);
+    }
+    for (int i = 0; i < 256; i++) {
+        uint64_t bits;
+        std::memcpy(&bits, &z.fi[i], 8);
+        eat(bits);
+    }
+    return h;
+}
+
+double Generator::standard_normal() {
+    const Ziggurat& z = zig();
+    for (;;) {
+        uint64_t r = random_raw();
+        int idx = r & 0xFF;
+        r >>= 8;
+        uint64_t sign = r & 1;
+        uint64_t rabs = (r >> 1) & 0x000FFFFFFFFFFFFFULL;  // 52 bits
+        double x = (double)rabs * z.wi[idx];
+        if (sign) x = -x;
+        if (rabs < z.ki[idx]) return x;  // inside the layer's rectangle: ~99.3% of draws
+        if (idx == 0) {
+            // The tail beyond R (Marsaglia's exponential rejection); its sign is bit 8 of rabs.
+            for (;;) {
+                double xx = -ZIG_INV_R * std::log1p(-random());
+                double yy = -std::log1p(-random());
+                if (yy + yy > xx * xx) return ((rabs >> 8) & 1) ? -(ZIG_R + xx) : ZIG_R + xx;
+            }
+        }
+        // The wedge between two layers: accept under the density curve.
+        if ((z.fi[idx - 1] - z.fi[idx]) * random() + z.fi[idx] < std::exp(-0.5 * x * x)) return x;
+    }
+}
+
+void Generator::standard_normal(double* out, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = standard_normal();
+}
+
+std::vector<double> Generator::standard_normal(size_t n) {
+    std::vector<double> out(n);
+    standard_normal(out.data(), n);
+    return out;
+}
+
+}  // namespace numpy
+
+namespace torch_rng {
+
+// ---- mt19937 ------------------------------------------------------------------------------
+Generator::Generator(uint64_t seed) { manual_seed(seed); }
+
+void Generator::manual_seed(uint64_t seed) {
+    seed_ = seed;
+    mt_[0] = static_cast<uint32_t>(seed);
+    for (int j = 1; j < 624; j++) mt_[j] = 1812433253u * (mt_[j - 1] ^ (mt_[j - 1] >> 30)) + j;
+    mti_ = 624;  // twist on the first draw
+    has_cached_normal_ = false;
+}
+
+uint32_t Generator::random32() {
+    if (mti_ >= 624) {
+        for (int k = 0; k < 624; k++) {
+            uint32_t y = (mt_[k] & 0x80000000u) | (mt_[(k + 1) % 624] & 0x7fffffffu);
+            mt_[k] = mt_[(k + 397) % 624] ^ (y >> 1) ^ ((y & 1) ? 0x9908b0dfu : 0u);
+        }
+        mti_ = 0;
+    }
+    uint32_t y = mt_[mti_++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= y >> 18;
+    return y;
+}
+
+uint64_t Generator::random64() {
+    uint64_t hi = random32();
+    uint64_t lo = random32();
+    return hi << 32 | lo;
+}
+
+// ---- uniform --------------------------------------------------------------------------------
+float Generator::uniform_float() {
+    // torch takes the LOW 24 bits (numpy takes the high bits).
+    return (float)(random32() & 0xFFFFFFu) * (1.0f / 16777216.0f);
+}
+
+double Generator::uniform_double() {
+    return (double)(random64() & ((1ULL << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+void Generator::uniform_(float* x, size_t n, double from_d, double to_d) {
+    const float from = (float)from_d, to = (float)to_d;
+    const float w = to - from;
+    for (size_t i = 0; i < n; i++) {
+        float u = uniform_float();
+        // torch's AVX2 build compiled u*w+from into one fused multiply-add.
+        x[i] = avx2 ? std::fma(u, w, from) : u * w + from;
+    }
+}
+
+std::vector<float> Generator::rand(size_t n) {
+    std::vector<float> x(n);
+    uniform_(x.data(), n, 0.0, 1.0);
+    return x;
+}
+
+// ---- normal: float32 AVX2 math (Cephes polynomials as in torch's avx_mathfun.h) ----------------
+namespace {
+float from_bits(uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+}
+uint32_t to_bits(float f) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
+
+// log(x) for x in (0, 1], one lane of torch's log256_ps.
+float avx2_logf(float x) {
+    static const float SQRTHF = from_bits(0x3F3504F3);
+    static const float P[9] = {from_bits(0x3D9021BB), from_bits(0xBDEBD1B8), from_bits(0x3DEF251A),
+                               from_bits(0xBDFE5D4F), from_bits(0x3E11E9BF), from_bits(0xBE2AAE50),
+                               from_bits(0x3E4CCEAC), from_bits(0xBE7FFFFC), from_bits(0x3EAAAAAA)};
+    static const float Q1 = from_bits(0xB95E8083), Q2 = from_bits(0x3F318000);
+    uint32_t b = to_bits(x);
+    float e = (float)((int)(b >> 23) - 127) + 1.0f;
+    float m = from_bits((b & 0x807FFFFFu) | 0x3F000000u);  // mantissa in [0.5, 1)
+    float t = 0.0f;
+    if (m < SQRTHF) {
+        e = e - 1.0f;
+        t = m;
+    }
+    x = (m - 1.0f) + t;
+    float z = x * x;
+    float y = P[0];
+    for (int k = 1; k < 9; k++) y = std::fma(y, x, P[k]);
+    y = y * x;
+    y = std::fma(y, z, e * Q1);
+    y = y - z * 0.5f;
+    x = x + y;
+    x = x + e * Q2;
+    return x;
+}
+
+// sin and cos of a >= 0, one lane of torch's sincos256_ps.
+void avx2_sincosf(float a, float& sin_out, float& cos_out) {
+    static const float FOPI = from_bits(0x3FA2F983);
+    static const float DP1 = from_bits(0x3F490000), DP2 = from_bits(0x397DA000),
+                       DP3 = from_bits(0x33222169);
+    static const float C0 = from_bits(0x37CCF5CE), C1 = from_bits(0xBAB6061A),
+                       C2 = from_bits(0x3D2AAAA5);
+    static const float S0 = from_bits(0xB94CA1F9), S1 = from_bits(0x3C08839E),
+                       S2 = from_bits(0xBE2AAAA3);
+    int j = (int)(a * FOPI);  // truncating, like _mm256_cvttps_epi32
+    j = (j + 1) & ~1;
+    float y = (float)j;
+    a = std::fma(y, -DP1, a);  // a - y*pi/4 in three exact-ish pieces
+    a = std::fma(y, -DP2, a);
+    a = std::fma(y, -DP3, a);
+    float z = a * a;
+    float c = std::fma(std::fma(C0, z, C1), z, C2);
+    c = c * z;
+    c = std::fma(c, z, -(z * 0.5f));
+    c = c + 1.0f;
+    float s = std::fma(std::fma(S0, z, S1), z, S2);
+    s = s * z;
+    s = std::fma(s, a, a);
+    float sn = (j & 2) == 0 ? s : c;
+    float cs = (j & 2) == 0 ? c : s;
+    if ((j & 4) != 0) sn = from_bits(to_bits(sn) ^ 0x80000000u);
+    if (((j - 2) & 4) == 0) cs = from_bits(to_bits(cs) ^ 0x80000000u);
+    sin_out = sn;
+    cos_out = cs;
+}
+}  // namespace
+
+// Box-Muller on 16 uniforms: d[j] and d[j+8] become a pair of normals (torch's normal_fill_16).
+static void transform16(float* d, bool avx2) {
+    const float TWO_PI = (float)(2.0 * M_PI);
+    for (int j = 0; j < 8; j++) {
+        const float u1 = 1.0f - d[j];
+        const float u2 = d[j + 8];
+        if (avx2) {
+            const float rad = std::sqrt(-2.0f * avx2_logf(u1));
+            float s, c;
+            avx2_sincosf(TWO_PI * u2, s, c);
+            d[j] = rad * c;
+            d[j + 8] = rad * s;
+        } else {
+            const float rad = std::sqrt(-2.0f * std::log(u1));
+            const float th = (float)((2.0 * M_PI) * (double)u2);
+            d[j] = rad * std::cos(th);
+            d[j + 8] = rad * std::sin(th);
+        }
+    }
+}
+
+void Generator::normal_fill(float* x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = uniform_float();  // n uniforms first
+    for (size_t i = 0; i + 16 <= n; i += 16) transform16(x + i, avx2);
+    if (n % 16 != 0) {
+        // The last 16 slots overlap a finished block: torch overwrites them with fresh uniforms.
+        float* p = x + n - 16;
+        for (int k = 0; k < 16; k++) p[k] = uniform_float();
+        transform16(p, avx2);
+    }
+}
+
+double Generator::normal_double() {
+    if (has_cached_normal_) {
+        has_cached_normal_ = false;
+        return cached_normal_;
+    }
+    const double u1 = uniform_double();
+    const double u2 = uniform_double();
+    const double r = std::sqrt(-2.0 * std::log(1.0 - u2));
+    const double theta = (2.0 * M_PI) * u1;
+    cached_normal_ = r * std::sin(theta);  // the other half of the pair waits for the next call
+    has_cached_normal_ = true;
+    return r * std::cos(theta);
+}
+
+void Generator::randn(float* x, size_t n) {
+    if (n >= 16) {
+        normal_fill(x, n);
+    } else {
+        for (size_t i = 0; i < n; i++) x[i] = (float)normal_double();
+    }
+}
+
+std::vector<float> Generator::randn(size_t n) {
+    std::vector<float> x(n);
+    randn(x.data(), n);
+    return x;
+}
+
+std::vector<int64_t> Generator::randint(int64_t low, int64_t high, size_t n) {
+    const uint64_t range = (uint64_t)high - (uint64_t)low;
+    std::vector<int64_t> out(n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = range >= (1ULL << 32) ? random64() : random32();
+        out[i] = (int64_t)(v % range + (uint64_t)low);  // biased modulo, as torch does
+    }
+    return out;
+}
+
+void Generator::linear_init(float* weight, int out, int in, float* bias) {
+    // kaiming_uniform_(weight, a=sqrt(5)) in Python doubles, in this order.
+    const double a = std::sqrt(5.0);
+    const double gain = std::sqrt(2.0 / (1.0 + a * a));
+    const double bound_w = std::sqrt(3.0) * (gain / std::sqrt((double)in));
+    uniform_(weight, (size_t)out * in, -bound_w, bound_w);
+    if (bias) {
+        const double bound_b = 1.0 / std::sqrt((double)in);
+        uniform_(bias, out, -bound_b, bound_b);
+    }
+}
+
+// ---- the default generator ------------------------------------------------------------------
+Generator& default_generator() {
+    static Generator gen(default_seed);
+    return gen;
+}
+void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+std::vector<float> rand(size_t n) { return default_generator().rand(n); }
+std::vector<float> randn(size_t n) { return default_generator().randn(n); }
+std::vector<int64_t> randint(int64_t low, int64_t high, size_t n) {
+    return default_generator().randint(low, high, n);
+}
+
+}  // namespace torch_rng
