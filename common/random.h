@@ -15,7 +15,7 @@
 //
 // The global default generator works like torch's default CPU generator: torch_rng::manual_seed
 // reseeds it, and modules (common/nn) draw their initial weights from it in constructor order, so
-// // building layers in the same order as the Python code gives torch's weights. A process that
+// building layers in the same order as the Python code gives torch's weights. A process that
 // never calls manual_seed starts from 67280421310721, the seed of a fresh torch.Generator()
 // (torch's own global generator takes a nondeterministic seed; we keep runs reproducible).
 //
