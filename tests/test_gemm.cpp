@@ -1,0 +1,108 @@
+// common/gemm: the packed, register-blocked sgemm against the textbook triple loop, at shapes
+// that leave ragged edges in every blocking level, with transposes, strides, alpha and beta.
+#include "common/gemm.h"
+#include "tests/util.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace {
+
+struct Case {
+    bool ta, tb;
+    int M, N, K;
+    float alpha, beta;
+    int pad = 0;  // extra columns in every leading dimension (a sub-matrix of a wider array)
+};
+
+// Runs one case through sgemm and sgemm_reference and compares C.
+bool check(const Case& c, std::mt19937& rng) {
+    std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+    const int lda = (c.ta ? c.M : c.K) + c.pad;
+    const int ldb = (c.tb ? c.K : c.N) + c.pad;
+    const int ldc = c.N + c.pad;
+    std::vector<float> A((size_t)(c.ta ? c.K : c.M) * lda), B((size_t)(c.tb ? c.N : c.K) * ldb);
+    std::vector<float> C((size_t)c.M * ldc);
+    for (auto& x : A) x = U(rng);
+    for (auto& x : B) x = U(rng);
+    for (auto& x : C) x = U(rng);
+    if (c.beta == 0.0f)  // beta = 0 must ignore C, even NaN
+        for (auto& x : C) x = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> ref = C;
+    sgemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C.data(), ldc);
+    sgemm_reference(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta,
+                    ref.data(), ldc);
+    // Only the M x N window may change; padding columns stay as they were.
+    for (int i = 0; i < c.M; i++)
+        for (int j = c.N; j < ldc; j++)
+            if (!(C[(size_t)i * ldc + j] == ref[(size_t)i * ldc + j]) &&
+                !(std::isnan(C[(size_t)i * ldc + j]) && std::isnan(ref[(size_t)i * ldc + j])))
+                return false;
+    // float32 sums of K products of numbers in [-1, 1]: error grows like sqrt(K) * eps.
+    const double atol = 1e-5 * std::sqrt((double)c.K + 1) * 4;
+    std::vector<float> got_w, ref_w;
+    for (int i = 0; i < c.M; i++)
+        for (int j = 0; j < c.N; j++) {
+            got_w.push_back(C[(size_t)i * ldc + j]);
+            ref_w.push_back(ref[(size_t)i * ldc + j]);
+        }
+    return testutil::allclose(got_w, ref_w, atol, 1e-5, "C");
+}
+
+}  // namespace
+
+TEST_CASE("gemm: every awkward shape combination matches the reference") {
+    std::mt19937 rng(1);
+    const int sizes[] = {1, 7, 17, 33, 100, 257};
+    int index = 0;
+    for (int M : sizes)
+        for (int N : sizes)
+            for (int K : sizes) {
+                // Cycle the transposes and the alpha/beta cases through the grid.
+                Case c{(index & 1) != 0, (index & 2) != 0, M, N, K, 1.0f, 0.0f};
+                if (index % 3 == 1) c.beta = 1.0f;
+                if (index % 3 == 2) c.alpha = -0.5f, c.beta = 0.25f;
+                c.pad = index % 5 == 0 ? 3 : 0;
+                index++;
+                CAPTURE(M);
+                CAPTURE(N);
+                CAPTURE(K);
+                CAPTURE(c.ta);
+                CAPTURE(c.tb);
+                CHECK(check(c, rng));
+            }
+}
+
+TEST_CASE("gemm: all four transpose combinations with alpha, beta and strides") {
+    std::mt19937 rng(2);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (float beta : {0.0f, 1.0f, -0.75f}) {
+                CAPTURE(ta);
+                CAPTURE(tb);
+                CAPTURE(beta);
+                CHECK(check({ta != 0, tb != 0, 100, 257, 33, 1.5f, beta, 5}, rng));
+                CHECK(check({ta != 0, tb != 0, 7, 33, 100, -1.0f, beta, 0}, rng));   // few rows
+                CHECK(check({ta != 0, tb != 0, 16, 17, 1, 2.0f, beta, 1}, rng));     // K = 1
+            }
+}
+
+TEST_CASE("gemm: shapes that cross every cache block and use both threads") {
+    std::mt19937 rng(3);
+    // K > KC (slices accumulate), M > MC (several L2 blocks), N > NC (two L3 blocks).
+    CHECK(check({false, false, 300, 520, 600, 1.0f, 0.5f}, rng));
+    CHECK(check({true, true, 301, 263, 513, 1.0f, 0.0f}, rng));
+    CHECK(check({false, true, 9, 4100, 37, 1.0f, 0.0f}, rng));   // wide and short: column split
+    CHECK(check({false, false, 9, 4100, 300, 1.0f, 1.0f}, rng));  // B read in place
+    CHECK(check({true, false, 40, 4113, 20, 0.5f, 0.0f}, rng));
+}
+
+TEST_CASE("gemm: K = 0 or alpha = 0 only scales C") {
+    std::vector<float> C = {1, 2, 3, 4}, A = {1, 1}, B = {1, 1};
+    sgemm(false, false, 2, 2, 0, 1.0f, A.data(), 1, B.data(), 2, 0.5f, C.data(), 2);
+    CHECK(C == std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f});
+    sgemm(false, false, 2, 2, 1, 0.0f, A.data(), 1, B.data(), 2, 0.0f, C.data(), 2);
+    CHECK(C == std::vector<float>{0, 0, 0, 0});
+}
