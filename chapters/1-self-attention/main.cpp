@@ -1,0 +1,83 @@
+// Section 1, "순환을 버리면 무엇이 남는가": self-attention on four tokens.
+//
+// Every token of X becomes a query that looks at every token of the same sentence:
+//   Q = X W_Q,  K = X W_K,  V = X W_V,  Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+// The weights are the article's hand-picked integers (in practice they are learned).
+//
+//   build/bin/1-self-attention                 the article's output
+//   build/bin/1-self-attention --mask causal   the widget's causal toggle: token i sees j <= i
+//   build/bin/1-self-attention --explain 1     every step for the query of token 1
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "common/cli.h"
+#include "common/format.h"
+#include "common/nn.h"
+
+int main(int argc, char** argv) {
+    cli::Parser cli("1-self-attention", "Section 1: self-attention on the article's 4 tokens");
+    std::string mask_name = "none";
+    int explain = 0;
+    cli.option("--mask", mask_name, "none | causal (row i sees only keys j <= i)");
+    cli.option("--explain", explain, "print each step for query token I (1..4); 0 = off");
+    cli.parse(argc, argv);
+    if (mask_name != "none" && mask_name != "causal")
+        cli.fail("bad value '" + mask_name + "' for --mask: expected none or causal");
+
+    // Four tokens, d_model = d_k = 4. One row of X per token.
+    Tensor X = Tensor::from({{0, 0, 1, 0}, {1, 1, 1, 0}, {1, 1, 0, 1}, {0, 0, 0, 1}});
+    Tensor W_Q = Tensor::from({{0, -1, -1, -1}, {-1, 1, 1, -1}, {0, -1, 1, 1}, {0, -1, -1, 0}});
+    Tensor W_K = Tensor::from({{0, -1, 0, 1}, {1, -1, 0, 1}, {1, 1, -1, -1}, {0, 1, 1, 0}});
+    Tensor W_V = Tensor::from({{1, 0, 2, 0}, {0, 2, 0, 1}, {2, 1, 0, 0}, {0, 0, 1, 2}});
+    const int n = int(X.size(0));
+    if (explain < 0 || explain > n)
+        cli.fail("--explain " + std::to_string(explain) + " is not a token: use 1.." +
+                 std::to_string(n) + " (or 0 for off)");
+
+    // Query, key and value: three roles for the same tokens.
+    Tensor Q = matmul(X, W_Q), K = matmul(X, W_K), V = matmul(X, W_V);  // (n, d_k)
+
+    // The causal mask hides the upper triangle: -inf before softmax, exactly 0 after.
+    Tensor mask = mask_name == "causal" ? causal_mask(n) : Tensor();
+    auto [out, attn] = scaled_dot_product_attention(Q, K, V, mask);  // (n, d_v), (n, n)
+
+    // print("어텐션 가중치:\n", attn): Python's print puts a space between its arguments.
+    std::printf("어텐션 가중치:\n %s\n", torch_str(attn).c_str());
+    std::printf("출력:\n %s\n", torch_str(out).c_str());
+
+    if (explain == 0) return 0;
+    // One row of the computation by hand: the same numbers, one step at a time.
+    const int i = explain - 1;
+    const int d_k = int(Q.size(1));
+    auto row = [](const Tensor& t, int r) {  // Q, K and V hold integers here; `out` does not
+        std::string s = "[";
+        for (int j = 0; j < t.size(1); j++) s += (j ? ", " : "") + py_repr(t.at({r, j}));
+        return s + "]";
+    };
+    std::printf("\n%d번 토큰의 쿼리 q_%d = %s\n", explain, explain, row(Q, i).c_str());
+    std::printf("1) 키와의 내적 q·k_j:\n");
+    std::vector<double> s(n);
+    for (int j = 0; j < n; j++) {
+        double dot = 0;
+        for (int c = 0; c < d_k; c++) dot += double(Q.at({i, c})) * K.at({j, c});
+        s[j] = dot / std::sqrt(double(d_k));
+        std::printf("   k_%d = %s  ->  q·k_%d = %s\n", j + 1, row(K, j).c_str(), j + 1,
+                    fixed(dot, 4).c_str());
+    }
+    std::printf("2) √d_k = %s로 나눔:", fixed(std::sqrt(double(d_k)), 4).c_str());
+    for (int j = 0; j < n; j++) {
+        bool hidden = mask.defined() && mask.at({i, j}) != 0;
+        std::printf(" %s", hidden ? "-inf" : fixed(s[j], 4).c_str());
+    }
+    std::printf("%s\n", mask.defined() ? "  (causal 마스크: j > i는 -inf)" : "");
+    std::printf("3) softmax 가중치:");
+    for (int j = 0; j < n; j++) std::printf(" %s", fixed(attn.at({i, j}), 4).c_str());
+    std::printf("  (합 = 1)\n4) V의 행을 가중합:\n   ");
+    for (int j = 0; j < n; j++)
+        std::printf("%s%s × V_%d", j ? " + " : "", fixed(attn.at({i, j}), 4).c_str(), j + 1);
+    std::string o = "[";
+    for (int c = 0; c < out.size(1); c++) o += (c ? ", " : "") + fixed(out.at({i, c}), 4);
+    std::printf("\n   = %s]\n", o.c_str());
+    return 0;
+}
