@@ -1,0 +1,56 @@
+// Chapter 1 prints the article's block byte for byte; the causal mask zeroes the upper triangle.
+#include <algorithm>
+#include <sstream>
+
+#include "tests/util.h"
+
+TEST_CASE("chapter 1: default output equals the article's block") {
+    auto r = testutil::run("1-self-attention");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == testutil::read_file("tests/expected/1-self-attention.txt"));
+}
+
+TEST_CASE("chapter 1: --mask causal gives exactly 0 above the diagonal and rows summing to 1") {
+    auto r = testutil::run("1-self-attention", "--mask causal");
+    REQUIRE(r.exit_code == 0);
+    // Parse the 4 rows of the weights block: the lines after "어텐션 가중치:".
+    std::istringstream in(r.out);
+    std::string line;
+    std::getline(in, line);
+    REQUIRE(line == "어텐션 가중치:");
+    for (int i = 0; i < 4; i++) {
+        std::getline(in, line);
+        for (char& c : line)
+            if (c == '[' || c == ']' || c == ',' || c == '(' || c == ')') c = ' ';
+        std::istringstream row(line.substr(line.find_first_of("0123456789")));
+        double sum = 0;
+        for (int j = 0; j < 4; j++) {
+            double w;
+            row >> w;
+            if (j > i) CHECK(w == 0.0);  // printed as 0.0000: exactly zero after -inf
+            sum += w;
+        }
+        CHECK(sum == doctest::Approx(1.0).epsilon(3e-4));  // four values rounded to 4 decimals
+    }
+}
+
+TEST_CASE("chapter 1: --explain walks through one query") {
+    auto r = testutil::run("1-self-attention", "--explain 1");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("0.0217 × V_1 + 0.1607 × V_2 + 0.7201 × V_3 + 0.0975 × V_4") !=
+          std::string::npos);
+    CHECK(r.out.find("= [1.2456, 1.9440, 2.5792, 2.5159]") != std::string::npos);
+}
+
+TEST_CASE("cli errors: unknown flag or bad value -> exit 2 and one line") {
+    for (const char* args : {"--bogus", "--explain x", "--explain 9", "--mask sideways", "--explain"}) {
+        auto r = testutil::run("1-self-attention", args);
+        CHECK_MESSAGE(r.exit_code == 2, args);
+        CHECK_MESSAGE(r.out.empty(), args);
+        CHECK_MESSAGE(std::count(r.err.begin(), r.err.end(), '\n') == 1, args << ": " << r.err);
+    }
+    auto help = testutil::run("1-self-attention", "--help");
+    CHECK(help.exit_code == 0);
+    CHECK(help.out.find("--mask") != std::string::npos);
+    CHECK(help.out.find("(default: none)") != std::string::npos);
+}

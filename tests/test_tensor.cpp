@@ -1,0 +1,234 @@
+// common/tensor + ops: forward values on hand-computed cases, and every op's backward against
+// central finite differences.
+#include <cmath>
+#include <functional>
+
+#include "common/format.h"
+#include "common/tensor.h"
+#include "tests/util.h"
+
+namespace {
+
+// A small deterministic generator for test inputs (the numpy/torch ones are tested elsewhere).
+struct Lcg {
+    uint64_t s;
+    float next(float lo, float hi) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        return lo + (hi - lo) * float((s >> 40) & 0xFFFFFF) / float(1 << 24);
+    }
+};
+
+Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1, float hi = 1) {
+    Lcg g{seed};
+    std::vector<float> v(size_t(numel_of(shape)));
+    for (float& x : v) x = g.next(lo, hi);
+    return Tensor::from(v, shape).requires_grad_();
+}
+
+// Checks d(loss)/d(input) from backward() against (f(x + eps) - f(x - eps)) / (2 eps) for every
+// element of every input. The loss is sum(op(inputs) * R) with a fixed random R, so every
+// output element matters with its own weight.
+// Tolerance: the inputs are O(1) and float32 keeps ~7 digits; with eps = 1e-2 the central
+// difference's truncation error is O(eps^2) ~ 1e-4 and its rounding error ~ 1e-7 * |loss| / eps
+// ~ 1e-4 for losses of size ~10, so atol 2e-3 + rtol 1e-2 separates right from wrong gradients
+// (a wrong backward is off by O(1)).
+void gradcheck(std::vector<Tensor> inputs, const std::function<Tensor(std::vector<Tensor>&)>& op,
+               const char* name, float eps = 1e-2f, double atol = 2e-3, double rtol = 1e-2) {
+    Tensor probe = op(inputs);
+    Tensor R = random_tensor(probe.shape(), 99);
+    R.requires_grad_(false);
+    auto loss_of = [&]() { return sum(op(inputs) * R); };
+    for (Tensor& t : inputs) t.zero_grad();
+    loss_of().backward();
+    for (size_t k = 0; k < inputs.size(); k++) {
+        Tensor& x = inputs[k];
+        if (!x.requires_grad()) continue;
+        Tensor analytic = x.grad();
+        REQUIRE_MESSAGE(analytic.defined(), name << ": input " << k << " got no gradient");
+        std::vector<float> numeric(size_t(x.numel()));
+        for (int64_t i = 0; i < x.numel(); i++) {
+            float saved = x.data()[i];
+            x.data()[i] = saved + eps;
+            double lp, lm;
+            {
+                NoGradGuard ng;
+                lp = loss_of().item();
+                x.data()[i] = saved - eps;
+                lm = loss_of().item();
+            }
+            x.data()[i] = saved;
+            numeric[size_t(i)] = float((lp - lm) / (2.0 * eps));
+        }
+        std::string what = std::string(name) + " d/dinput" + std::to_string(k);
+        CHECK(testutil::allclose(analytic.to_vector(), numeric, atol, rtol, what.c_str()));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("tensor: creation, shapes and printing of shapes") {
+    Tensor t = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3});
+    CHECK(t.size(0) == 2);
+    CHECK(t.size(-1) == 3);
+    CHECK(t.at({1, 2}) == 6);
+    CHECK(shape_str({2, 10, 512}) == "(2, 10, 512)");
+    CHECK(shape_str({5}) == "(5,)");
+    CHECK(shape_str({}) == "()");
+    CHECK_THROWS_WITH_AS(Tensor::from({1, 2, 3}, {2, 2}), doctest::Contains("(2, 2)"),
+                         std::invalid_argument);
+}
+
+TEST_CASE("tensor: forward values on hand-computed cases") {
+    Tensor A = Tensor::from({{1, 2}, {3, 4}});
+    Tensor B = Tensor::from({{5, 6}, {7, 8}});
+    CHECK(matmul(A, B).to_vector() == std::vector<float>{19, 22, 43, 50});
+    CHECK(transpose(A, 0, 1).to_vector() == std::vector<float>{1, 3, 2, 4});
+    CHECK((A + Tensor::from({10, 20}, {2})).to_vector() == std::vector<float>{11, 22, 13, 24});
+    CHECK((A * Tensor::from({2, 3}, {2, 1})).to_vector() == std::vector<float>{2, 4, 9, 12});
+    CHECK((1.0f - A).to_vector() == std::vector<float>{0, -1, -2, -3});
+    CHECK(sum(A).item() == 10);
+    CHECK(sum(A, 0).to_vector() == std::vector<float>{4, 6});
+    CHECK(mean(A, -1, true).shape() == Shape{2, 1});
+    CHECK(max(A).item() == 4);
+    CHECK(norm(Tensor::from({3, 4}, {2})).item() == doctest::Approx(5));
+    // softmax([0, ln 3]) = [1/4, 3/4]
+    Tensor p = softmax(Tensor::from({0.0f, std::log(3.0f)}, {1, 2}), -1);
+    CHECK(p.data()[0] == doctest::Approx(0.25));
+    CHECK(p.data()[1] == doctest::Approx(0.75));
+    // layer_norm([1, 2, 3]) = [-1, 0, 1] * sqrt(3/2) (biased variance 2/3)
+    Tensor ln = layer_norm(Tensor::from({1, 2, 3}, {3}), Tensor(), Tensor());
+    CHECK(ln.data()[0] == doctest::Approx(-std::sqrt(1.5)).epsilon(1e-4));
+    CHECK(ln.data()[1] == doctest::Approx(0).epsilon(1e-6));
+    // cross_entropy of uniform logits over 4 classes = ln 4
+    CHECK(cross_entropy(Tensor::zeros({2, 4}), {1, 3}).item() == doctest::Approx(std::log(4.0)));
+    // masked_fill with the causal mask: exactly 0 weight above the diagonal
+    Tensor w = softmax(masked_fill(Tensor::zeros({3, 3}), causal_mask(3), -INFINITY), -1);
+    CHECK(w.to_vector() == std::vector<float>{1, 0, 0, 0.5f, 0.5f, 0, w.at({2, 0}), w.at({2, 0}),
+                                              w.at({2, 0})});
+    CHECK(index_select(A, {1, 1, 0}).to_vector() == std::vector<float>{3, 4, 3, 4, 1, 2});
+    Tensor pe = Tensor::arange(6);
+    CHECK(slice(reshape(pe, {1, 6}), 1, 0, -1, 2).to_vector() == std::vector<float>{0, 2, 4});
+    CHECK(slice(reshape(pe, {1, 6}), 1, 1, -1, 2).to_vector() == std::vector<float>{1, 3, 5});
+    CHECK(concat({A, B}, 1).to_vector() == std::vector<float>{1, 2, 5, 6, 3, 4, 7, 8});
+    Tensor z = Tensor::zeros({2, 4});
+    slice_assign(z, 1, 1, 2, Tensor::ones({2, 2}));
+    CHECK(z.to_vector() == std::vector<float>{0, 1, 0, 1, 0, 1, 0, 1});
+    // Batched matmul broadcasts leading dims: (2, 1, 2, 2) @ (3, 2, 2) -> (2, 3, 2, 2)
+    Tensor big = matmul(reshape(concat({A, B}, 0), {2, 1, 2, 2}),
+                        reshape(concat({A, A, B}, 0), {3, 2, 2}));
+    CHECK(big.shape() == Shape{2, 3, 2, 2});
+    CHECK(big.at({1, 2, 0, 0}) == 5 * 5 + 6 * 7);
+}
+
+TEST_CASE("tensor: wrong shapes throw a message naming the op and both shapes") {
+    Tensor a = Tensor::zeros({2, 3}), b = Tensor::zeros({4, 5});
+    CHECK_THROWS_WITH_AS(matmul(a, b), doctest::Contains("matmul: shapes (2, 3) and (4, 5)"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(a + b, doctest::Contains("add: shapes (2, 3) and (4, 5)"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(reshape(a, {4}), doctest::Contains("reshape"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(linear(a, b), doctest::Contains("(4, 5)"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(cross_entropy(a, {0, 7}), doctest::Contains("target 7"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(softmax(a, 0), std::invalid_argument);
+    CHECK_THROWS_AS(Tensor().shape(), std::invalid_argument);
+}
+
+TEST_CASE("autograd: elementwise ops with broadcasting") {
+    Tensor a = random_tensor({2, 3, 4}, 1), b = random_tensor({3, 4}, 2), c = random_tensor({2, 1, 4}, 3);
+    Tensor pos = random_tensor({2, 3}, 4, 0.5f, 2.0f), away = random_tensor({3, 4}, 5, 0.2f, 1.0f);
+    gradcheck({a, b}, [](auto& v) { return v[0] + v[1]; }, "add");
+    gradcheck({a, c}, [](auto& v) { return v[0] - v[1]; }, "sub");
+    gradcheck({a, c}, [](auto& v) { return v[0] * v[1]; }, "mul");
+    gradcheck({a, pos}, [](auto& v) { return v[0] / reshape(v[1], {2, 3, 1}); }, "div");
+    gradcheck({b, away}, [](auto& v) { return v[0] * 2.0f + 1.0f - v[1] / 4.0f; }, "scalar ops");
+    gradcheck({b}, [](auto& v) { return -v[0]; }, "neg");
+    // Kinks (relu and abs at 0) are avoided: the inputs sit at |x| >= 0.2.
+    gradcheck({away}, [](auto& v) { return relu(v[0] - 0.6f) + abs(v[0] - 0.5f); }, "relu, abs",
+              1e-3f, 2e-3, 2e-2);
+    gradcheck({b}, [](auto& v) { return exp(v[0]) + sin(v[0]) + cos(v[0]); }, "exp sin cos");
+    gradcheck({pos}, [](auto& v) { return log(v[0]) + sqrt(v[0]) + pow(v[0], 3.0f); },
+              "log sqrt pow");
+}
+
+TEST_CASE("autograd: matmul, linear and shape ops") {
+    Tensor A = random_tensor({3, 5}, 11), B = random_tensor({5, 4}, 12);
+    Tensor A3 = random_tensor({2, 3, 5}, 13), B3 = random_tensor({2, 5, 4}, 14);
+    Tensor Bb = random_tensor({1, 5, 4}, 15);
+    gradcheck({A, B}, [](auto& v) { return matmul(v[0], v[1]); }, "matmul 2d");
+    gradcheck({A3, B}, [](auto& v) { return matmul(v[0], v[1]); }, "matmul batch @ 2d");
+    gradcheck({A3, B3}, [](auto& v) { return matmul(v[0], v[1]); }, "matmul batched");
+    gradcheck({A3, Bb}, [](auto& v) { return matmul(v[0], v[1]); }, "matmul broadcast batch");
+    Tensor x = random_tensor({2, 3, 5}, 16), W = random_tensor({4, 5}, 17), b = random_tensor({4}, 18);
+    gradcheck({x, W, b}, [](auto& v) { return linear(v[0], v[1], v[2]); }, "linear");
+    gradcheck({x, W}, [](auto& v) { return linear(v[0], v[1]); }, "linear without bias");
+    gradcheck({x}, [](auto& v) { return reshape(v[0], {5, -1}); }, "reshape");
+    gradcheck({x}, [](auto& v) { return transpose(v[0], -2, -1); }, "transpose");
+    gradcheck({x}, [](auto& v) { return permute(v[0], {2, 0, 1}); }, "permute");
+    gradcheck({x}, [](auto& v) { return unsqueeze(v[0], 1); }, "unsqueeze");
+    gradcheck({x}, [](auto& v) { return index_select(v[0], {1, 0, 1}); }, "index_select");
+    gradcheck({W}, [](auto& v) { return embedding(v[0], {3, 1, 3, 0, 2, 3}, {2, 3}); }, "embedding");
+    gradcheck({x}, [](auto& v) { return slice(v[0], -1, 1, -1, 2); }, "slice");
+    gradcheck({A, A3}, [](auto& v) { return concat({unsqueeze(v[0], 0), v[1]}, 0); }, "concat");
+}
+
+TEST_CASE("autograd: softmax, masking, reductions, layer_norm, cross_entropy") {
+    Tensor s = random_tensor({2, 4, 4}, 21, -2, 2);
+    gradcheck({s}, [](auto& v) { return softmax(v[0], -1); }, "softmax");
+    gradcheck({s}, [](auto& v) { return log_softmax(v[0], -1); }, "log_softmax");
+    gradcheck({s}, [](auto& v) { return softmax(masked_fill(v[0], causal_mask(4), -INFINITY), -1); },
+              "masked softmax");
+    gradcheck({s}, [](auto& v) { return sum(v[0], 1, true) + mean(v[0], -1, true); }, "sum/mean dim");
+    gradcheck({s}, [](auto& v) { return sum(v[0]) * mean(v[0]); }, "sum/mean all");
+    gradcheck({s}, [](auto& v) { return max(v[0]) + norm(v[0]); }, "max, norm");
+    Tensor x = random_tensor({3, 6}, 22, -2, 2), g = random_tensor({6}, 23, 0.5f, 1.5f),
+           b = random_tensor({6}, 24);
+    gradcheck({x, g, b}, [](auto& v) { return layer_norm(v[0], v[1], v[2]); }, "layer_norm");
+    Tensor logits = random_tensor({5, 7}, 25, -2, 2);
+    gradcheck({logits}, [](auto& v) { return cross_entropy(v[0], {0, 6, 3, -100, 3}); },
+              "cross_entropy (one ignored row)");
+}
+
+TEST_CASE("autograd: a reused node accumulates, and a second backward after zero_grad matches") {
+    Tensor a = Tensor::from({1.0f, -2.0f, 3.0f}, {3}).requires_grad_();
+    Tensor b = a + a;                  // b is used twice below, a twice here
+    Tensor loss = sum(b * b);          // d/da = 2 * 2b * ... = 8a
+    loss.backward();
+    CHECK(a.grad().to_vector() == std::vector<float>{8, -16, 24});
+    loss.backward();                   // without zero_grad the gradients add up
+    CHECK(a.grad().to_vector() == std::vector<float>{16, -32, 48});
+    a.zero_grad();
+    loss.backward();                   // after zero_grad: the first result again
+    CHECK(a.grad().to_vector() == std::vector<float>{8, -16, 24});
+    {
+        NoGradGuard ng;
+        CHECK_FALSE((a * 2.0f).requires_grad());
+    }
+    CHECK((a * 2.0f).requires_grad());
+}
+
+TEST_CASE("format: torch's tensor printing and Python's float repr") {
+    CHECK(torch_str(Tensor::from({{0, 0, 1, 0}, {1, 1, 1, 0}})) ==
+          "tensor([[0., 0., 1., 0.],\n        [1., 1., 1., 0.]])");
+    CHECK(torch_str(Tensor::from({0.5f, -1.25f}, {2})) == "tensor([ 0.5000, -1.2500])");
+    CHECK(torch_str(Tensor::scalar(0.5570538f)) == "tensor(0.5571)");
+    CHECK(torch_str(Tensor::from({1e-5f, 1.0f}, {2})) == "tensor([1.0000e-05, 1.0000e+00])");
+    // 20 elements of width 7: (80 - 7) / 9 = 8 per line.
+    std::string wrapped = torch_str(Tensor::full({20}, 0.5f));
+    CHECK(wrapped.find("0.5000,\n        0.5000") != std::string::npos);
+    // Over 1000 elements torch prints the 3 first and 3 last of each dim; max/min > 1000 switches
+    // to scientific notation (both checked against torch 1.13's print).
+    CHECK(torch_str(Tensor::arange(2000)) ==
+          "tensor([0.0000e+00, 1.0000e+00, 2.0000e+00,  ..., 1.9970e+03, 1.9980e+03,\n"
+          "        1.9990e+03])");
+    CHECK(torch_str(Tensor::arange(1001) + 100.0f) ==
+          "tensor([ 100.,  101.,  102.,  ..., 1098., 1099., 1100.])");
+    CHECK(py_repr(0.557053804397583) == "0.557053804397583");
+    CHECK(py_repr(1.1920928955078125e-07) == "1.1920928955078125e-07");
+    CHECK(py_repr(3.0) == "3.0");
+    CHECK(py_repr(1e16) == "1e+16");
+    CHECK(py_repr(123456789012345.0) == "123456789012345.0");
+    CHECK(py_repr(0.0001) == "0.0001");
+    CHECK(py_repr(-0.00001) == "-1e-05");
+    CHECK(fixed(0.125, 2) == "0.12");  // round half to even on the exact binary value
+}
