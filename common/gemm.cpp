@@ -3,8 +3,8 @@
 //   for jc in N step NC:                 columns of C that share one packed block of B (L3)
 //     for pc in K step KC:               a slice of the shared dimension
 //       pack B[pc:pc+KC, jc:jc+NC] into NR-wide micro-panels      Bp: (NC/NR, KC, NR)
-//       pack A[:, pc:pc+KC] into MR-tall micro-panels             Ap: (M/MR, KC, MR)
 //       for ic in M step MC:             rows whose packed A stays in one core's L2
+//         pack A[ic:ic+MC, pc:pc+KC] into MR-tall micro-panels    Ap: (MC/MR, KC, MR)
 //         for jr in NC step NR:          one B micro-panel (KC x NR, 16 KB) stays in L1
 //           for ir in MC step MR:
 //             micro-kernel: C[ir:ir+MR, jr:jr+NR] += Ap_panel @ Bp_panel  in registers
@@ -17,7 +17,7 @@
 // Every ISA runs the same templated kernel; only the handful of vector operations differ.
 //
 // Threads: OpenMP splits the rows (or, for short and wide products, the columns) of C between
-// the threads; packing is shared. A call made inside a parallel region runs on one thread.
+// the threads; they pack B together and each packs its own blocks of A. A call made inside a parallel region runs on one thread.
 // Small-M products with a row-major B (the LSTM's per-step recurrent product) read B in place
 // instead of packing it, since each element of B is used only M times.
 #include "common/gemm.h"
@@ -218,20 +218,37 @@ inline std::pair<int, int> range_of(int t, int parts, int total) {
     return {(int)((long)total * t / parts), (int)((long)total * (t + 1) / parts)};
 }
 
+// Packing workspace. Small single-threaded calls (attention tiles, thousands of them) reuse a
+// per-thread buffer instead of allocating; it is tracked like every other buffer.
+constexpr size_t SMALL_WORKSPACE = 64 * 1024;  // floats
+float* small_workspace() {
+    thread_local mem::Buffer<float> ws(SMALL_WORKSPACE);
+    return ws.data();
+}
+
 // The general path: pack both operands.
 void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                   int lda, const float* B, int ldb, float beta, float* C, int ldc, int nt) {
     const int kc_max = std::min(K, KC);
     const int nc_max = std::min(N, NC);
     const int row_panels = ceil_div(M, MR);
-    mem::Buffer<float> Ap((size_t)row_panels * MR * kc_max);                   // (M/MR, KC, MR)
-    mem::Buffer<float> Bp((size_t)kc_max * std::min(ceil_div(nc_max, NR) * NR, NC_ROUNDED));
-    // Bp: (NC/NR, KC, NR)
+    const size_t a_floats = (size_t)std::min(MC, row_panels * MR) * kc_max;  // (MC/MR, KC, MR)
+    const size_t b_floats = (size_t)kc_max * ceil_div(nc_max, NR) * NR;      // (NC/NR, KC, NR)
+    mem::Buffer<float> workspace;
+    float* ws;
+    if (nt == 1 && a_floats + b_floats <= SMALL_WORKSPACE) {
+        ws = small_workspace();
+    } else {
+        workspace = mem::Buffer<float>(b_floats + (size_t)nt * a_floats);
+        ws = workspace.data();
+    }
+    float* const Bp = ws;  // shared by the threads
 
 #pragma omp parallel num_threads(nt)
     {
         const int t = omp_get_thread_num();
         const int nthreads = omp_get_num_threads();
+        float* const Ap = ws + b_floats + (size_t)t * a_floats;  // my own
         for (int jc = 0; jc < N; jc += NC) {
             const int nc = std::min(NC, N - jc);
             const int col_panels = ceil_div(nc, NR);
@@ -241,26 +258,25 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
             for (int pc = 0; pc < K; pc += KC) {
                 const int kc = std::min(KC, K - pc);
                 const float beta_k = pc == 0 ? beta : 1.0f;  // later slices accumulate
-#pragma omp for schedule(static) nowait
+#pragma omp for schedule(static)
                 for (int jr = 0; jr < col_panels; jr++)
                     pack_b_panel(B, ldb, trans_b, pc, kc, jc + jr * NR,
-                                 std::min(NR, nc - jr * NR), Bp.data() + (long)jr * kc * NR);
-#pragma omp for schedule(static)
-                for (int ir = 0; ir < row_panels; ir++)
-                    pack_a_panel(A, lda, trans_a, ir * MR, std::min(MR, M - ir * MR), pc, kc,
-                                 Ap.data() + (long)ir * kc * MR);
-                // (the implicit barrier above: both packed operands are complete)
+                                 std::min(NR, nc - jr * NR), Bp + (long)jr * kc * NR);
+                // (the implicit barrier above: the packed B block is complete)
 
                 for (int ib = r0; ib < r1; ib += MC / MR) {  // an L2 block of row panels
                     const int ie = std::min(r1, ib + MC / MR);
+                    for (int ir = ib; ir < ie; ir++)
+                        pack_a_panel(A, lda, trans_a, ir * MR, std::min(MR, M - ir * MR), pc, kc,
+                                     Ap + (long)(ir - ib) * kc * MR);
                     for (int jr = c0; jr < c1; jr++) {
                         const int j = jc + jr * NR;
                         const int n = std::min(NR, N - j);
-                        const float* b = Bp.data() + (long)jr * kc * NR;
+                        const float* b = Bp + (long)jr * kc * NR;
                         for (int ir = ib; ir < ie; ir++) {
                             const int i = ir * MR;
                             const int m = std::min(MR, M - i);
-                            kernels[m - 1](kc, Ap.data() + (long)ir * kc * MR, b, NR,
+                            kernels[m - 1](kc, Ap + (long)(ir - ib) * kc * MR, b, NR,
                                            C + (long)i * ldc + j, ldc, n, alpha, beta_k);
                         }
                     }
