@@ -1,0 +1,271 @@
+// Scaled dot-product attention, two algorithms (see attention.h for the contract).
+//
+// Notation for one (batch, head) slice, as in the FlashAttention-2 paper:
+//   Q, K, V, O: (n, d_k)   S = Q K^T / sqrt(d_k): (n, n)   P = softmax(S) row by row: (n, n)
+//   forward:  O = P V
+//   backward: dV = P^T dO,  dP = dO V^T,  dS = P * (dP - D) with D_i = sum_j P_ij dP_ij,
+//             dQ = dS K / sqrt(d_k),  dK = dS^T Q / sqrt(d_k)
+// The identity D_i = sum_j P_ij dP_ij = dO_i . O_i lets the fused backward get D from O and dO
+// (O(n d_k) work) without ever forming a row of P.
+//
+// Both algorithms run the B*h slices in parallel with OpenMP; the products inside a slice go
+// through sgemm, which then runs on the calling thread.
+#include "common/attention.h"
+
+#include "common/gemm.h"
+#include "common/memory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace {
+
+constexpr float NEG_INF = -std::numeric_limits<float>::infinity();
+
+// The FlashAttention tile sizes: Br query rows against Bc key rows. 64 x 64 floats of S (16 KB)
+// plus the Q, K, V tiles stay in the L1/L2 cache of one core.
+constexpr int Br = 64;
+constexpr int Bc = 64;
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// naive: everything for all B*h*n*n pairs in memory, the way autograd would run the article's
+// scaled_dot_product_attention: S and P in the forward, dP and dS in the backward.
+// ------------------------------------------------------------------------------------------
+
+void attention_naive_forward(const float* Q, const float* K, const float* V, float* O, float* P,
+                             int B, int h, int n, int d_k, bool causal) {
+    const float scale = 1.0f / std::sqrt((float)d_k);
+    const long nn = (long)n * n, nd = (long)n * d_k;
+    mem::Buffer<float> S((size_t)B * h * nn);  // (B, h, n, n) scores, freed on return
+
+#pragma omp parallel for schedule(dynamic)
+    for (int bh = 0; bh < B * h; bh++) {
+        const float* Q_ = Q + bh * nd;  // (n, d_k)
+        const float* K_ = K + bh * nd;  // (n, d_k)
+        const float* V_ = V + bh * nd;  // (n, d_k)
+        float* S_ = S.data() + bh * nn;  // (n, n)
+        float* P_ = P + bh * nn;         // (n, n)
+        float* O_ = O + bh * nd;         // (n, d_k)
+
+        // S = Q K^T / sqrt(d_k)
+        sgemm(false, true, n, n, d_k, scale, Q_, d_k, K_, d_k, 0.0f, S_, n);
+        if (causal)  // masked_fill(mask, -inf): query i sees keys j <= i
+            for (int i = 0; i < n; i++) std::fill(S_ + (long)i * n + i + 1, S_ + (long)(i + 1) * n, NEG_INF);
+
+        // P = softmax(S) along each row, subtracting the row max so exp never overflows.
+        for (int i = 0; i < n; i++) {
+            const float* s = S_ + (long)i * n;
+            float* p = P_ + (long)i * n;
+            float m = NEG_INF;
+            for (int j = 0; j < n; j++) m = std::max(m, s[j]);
+            float l = 0.0f;
+            for (int j = 0; j < n; j++) l += p[j] = std::exp(s[j] - m);
+            const float inv_l = 1.0f / l;
+            for (int j = 0; j < n; j++) p[j] *= inv_l;
+        }
+
+        // O = P V
+        sgemm(false, false, n, d_k, n, 1.0f, P_, n, V_, d_k, 0.0f, O_, d_k);
+    }
+}
+
+void attention_naive_backward(const float* Q, const float* K, const float* V, const float* P,
+                              const float* dO, float* dQ, float* dK, float* dV, int B, int h,
+                              int n, int d_k, bool causal) {
+    (void)causal;  // P is exactly 0 above the diagonal, so dS is too: no mask needed
+    const float scale = 1.0f / std::sqrt((float)d_k);
+    const long nn = (long)n * n, nd = (long)n * d_k;
+    mem::Buffer<float> dP((size_t)B * h * nn);  // (B, h, n, n)
+    mem::Buffer<float> dS((size_t)B * h * nn);  // (B, h, n, n)
+
+#pragma omp parallel for schedule(dynamic)
+    for (int bh = 0; bh < B * h; bh++) {
+        const float* Q_ = Q + bh * nd;    // (n, d_k)
+        const float* K_ = K + bh * nd;    // (n, d_k)
+        const float* V_ = V + bh * nd;    // (n, d_k)
+        const float* P_ = P + bh * nn;    // (n, n)
+        const float* dO_ = dO + bh * nd;  // (n, d_k)
+        float* dP_ = dP.data() + bh * nn;  // (n, n)
+        float* dS_ = dS.data() + bh * nn;  // (n, n)
+
+        // dV = P^T dO
+        sgemm(true, false, n, d_k, n, 1.0f, P_, n, dO_, d_k, 0.0f, dV + bh * nd, d_k);
+        // dP = dO V^T
+        sgemm(false, true, n, n, d_k, 1.0f, dO_, d_k, V_, d_k, 0.0f, dP_, n);
+        // softmax backward: dS = P * (dP - D), D_i = sum_j P_ij dP_ij
+        for (int i = 0; i < n; i++) {
+            const float* p = P_ + (long)i * n;
+            const float* dp = dP_ + (long)i * n;
+            float* ds = dS_ + (long)i * n;
+            float D = 0.0f;
+            for (int j = 0; j < n; j++) D += p[j] * dp[j];
+            for (int j = 0; j < n; j++) ds[j] = p[j] * (dp[j] - D);
+        }
+        // dQ = dS K / sqrt(d_k),  dK = dS^T Q / sqrt(d_k)
+        sgemm(false, false, n, d_k, n, scale, dS_, n, K_, d_k, 0.0f, dQ + bh * nd, d_k);
+        sgemm(true, false, n, d_k, n, scale, dS_, n, Q_, d_k, 0.0f, dK + bh * nd, d_k);
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// fused (FlashAttention-2): Q is cut into Tr = ceil(n / Br) row tiles, K and V into
+// Tc = ceil(n / Bc) tiles. For each Q tile the K/V tiles stream past while the online softmax
+// keeps, per query row, the running max m and the running sum l of exp(S - m); the output is
+// rescaled whenever m grows. Only O and L = m + log(l) leave the kernel.
+// ------------------------------------------------------------------------------------------
+
+void attention_fused_forward(const float* Q, const float* K, const float* V, float* O, float* L,
+                             int B, int h, int n, int d_k, bool causal) {
+    const float scale = 1.0f / std::sqrt((float)d_k);
+    const long nd = (long)n * d_k;
+    const int Tr = (n + Br - 1) / Br, Tc = (n + Bc - 1) / Bc;
+
+#pragma omp parallel
+    {
+        // Per-thread tiles: O(Br * (Bc + d_k)) floats, independent of n.
+        mem::Buffer<float> S_tile((size_t)Br * Bc);  // (Br, Bc) scores, then probabilities
+        mem::Buffer<float> O_tile((size_t)Br * d_k);  // (Br, d_k) unnormalised output
+        float m[Br], l[Br];                           // running row max and row sum
+
+#pragma omp for schedule(dynamic) collapse(2)
+        for (int bh = 0; bh < B * h; bh++)
+            for (int i = 0; i < Tr; i++) {
+                const int r0 = i * Br, rows = std::min(Br, n - r0);  // query rows r0..r0+rows
+                const float* Q_i = Q + bh * nd + (long)r0 * d_k;      // (rows, d_k)
+                std::fill(m, m + rows, NEG_INF);
+                std::fill(l, l + rows, 0.0f);
+                std::fill(O_tile.data(), O_tile.data() + (long)rows * d_k, 0.0f);
+
+                // causal: key tiles entirely to the right of the last query row are skipped.
+                const int Tc_i = causal ? std::min(Tc, (r0 + rows - 1) / Bc + 1) : Tc;
+                for (int j = 0; j < Tc_i; j++) {
+                    const int c0 = j * Bc, cols = std::min(Bc, n - c0);
+                    const float* K_j = K + bh * nd + (long)c0 * d_k;  // (cols, d_k)
+                    const float* V_j = V + bh * nd + (long)c0 * d_k;  // (cols, d_k)
+                    float* S = S_tile.data();                          // (rows, cols), ld Bc
+
+                    // S = Q_i K_j^T / sqrt(d_k)
+                    sgemm(false, true, rows, cols, d_k, scale, Q_i, d_k, K_j, d_k, 0.0f, S, Bc);
+
+                    // Online softmax: new max, rescale the old sum and output, add this tile.
+                    for (int r = 0; r < rows; r++) {
+                        float* s = S + (long)r * Bc;
+                        const int visible = causal ? std::min(cols, r0 + r - c0 + 1) : cols;
+                        float m_new = m[r];
+                        for (int c = 0; c < visible; c++) m_new = std::max(m_new, s[c]);
+                        float row_sum = 0.0f;
+                        for (int c = 0; c < visible; c++) row_sum += s[c] = std::exp(s[c] - m_new);
+                        for (int c = std::max(visible, 0); c < cols; c++) s[c] = 0.0f;
+                        // m_new is finite: every query row sees at least key 0 in tile 0.
+                        const float correction = std::exp(m[r] - m_new);  // exp(-inf) = 0 at first
+                        l[r] = correction * l[r] + row_sum;
+                        m[r] = m_new;
+                        if (correction != 1.0f) {
+                            float* o = O_tile.data() + (long)r * d_k;
+                            for (int c = 0; c < d_k; c++) o[c] *= correction;
+                        }
+                    }
+                    // O_tile += P V_j
+                    sgemm(false, false, rows, d_k, cols, 1.0f, S, Bc, V_j, d_k, 1.0f,
+                          O_tile.data(), d_k);
+                }
+
+                // O = O_tile / l,  L = m + log(l)
+                for (int r = 0; r < rows; r++) {
+                    const float inv_l = 1.0f / l[r];
+                    const float* o = O_tile.data() + (long)r * d_k;
+                    float* out = O + bh * nd + (long)(r0 + r) * d_k;
+                    for (int c = 0; c < d_k; c++) out[c] = o[c] * inv_l;
+                    L[(long)bh * n + r0 + r] = m[r] + std::log(l[r]);
+                }
+            }
+    }
+}
+
+void attention_fused_backward(const float* Q, const float* K, const float* V, const float* O,
+                              const float* L, const float* dO, float* dQ, float* dK, float* dV,
+                              int B, int h, int n, int d_k, bool causal) {
+    const float scale = 1.0f / std::sqrt((float)d_k);
+    const long nd = (long)n * d_k;
+    const int Tr = (n + Br - 1) / Br, Tc = (n + Bc - 1) / Bc;
+    mem::Buffer<float> D((size_t)B * h * n);  // (B, h, n): D_i = dO_i . O_i
+
+    // D first: one dot product per query row.
+#pragma omp parallel for schedule(static)
+    for (long row = 0; row < (long)B * h * n; row++) {
+        const float* o = O + row * d_k;
+        const float* g = dO + row * d_k;
+        float acc = 0.0f;
+        for (int c = 0; c < d_k; c++) acc += o[c] * g[c];
+        D[row] = acc;
+    }
+
+    // One thread owns a whole (batch, head) slice, so dQ, dK and dV need no atomics: the outer
+    // loop walks the K/V tiles (each thread accumulates dK_j and dV_j for its tile), the inner
+    // loop walks the Q tiles and adds into dQ_i.
+#pragma omp parallel
+    {
+        mem::Buffer<float> P_tile((size_t)Br * Bc);   // (Br, Bc) recomputed probabilities
+        mem::Buffer<float> dP_tile((size_t)Br * Bc);  // (Br, Bc) dP, then dS
+
+#pragma omp for schedule(dynamic)
+        for (int bh = 0; bh < B * h; bh++) {
+            const float* Q_ = Q + bh * nd;    // (n, d_k)
+            const float* K_ = K + bh * nd;    // (n, d_k)
+            const float* V_ = V + bh * nd;    // (n, d_k)
+            const float* dO_ = dO + bh * nd;  // (n, d_k)
+            float* dQ_ = dQ + bh * nd;        // (n, d_k)
+            float* dK_ = dK + bh * nd;        // (n, d_k)
+            float* dV_ = dV + bh * nd;        // (n, d_k)
+            const float* L_ = L + (long)bh * n;
+            const float* D_ = D.data() + (long)bh * n;
+            std::fill(dQ_, dQ_ + nd, 0.0f);
+            std::fill(dK_, dK_ + nd, 0.0f);
+            std::fill(dV_, dV_ + nd, 0.0f);
+
+            for (int j = 0; j < Tc; j++) {
+                const int c0 = j * Bc, cols = std::min(Bc, n - c0);
+                const float* K_j = K_ + (long)c0 * d_k;  // (cols, d_k)
+                const float* V_j = V_ + (long)c0 * d_k;  // (cols, d_k)
+                float* dK_j = dK_ + (long)c0 * d_k;      // (cols, d_k)
+                float* dV_j = dV_ + (long)c0 * d_k;      // (cols, d_k)
+                // causal: query tiles entirely above this key tile see none of it.
+                const int i_first = causal ? c0 / Br : 0;
+                for (int i = i_first; i < Tr; i++) {
+                    const int r0 = i * Br, rows = std::min(Br, n - r0);
+                    const float* Q_i = Q_ + (long)r0 * d_k;    // (rows, d_k)
+                    const float* dO_i = dO_ + (long)r0 * d_k;  // (rows, d_k)
+                    float* dQ_i = dQ_ + (long)r0 * d_k;        // (rows, d_k)
+                    float* P = P_tile.data();                   // (rows, cols), ld Bc
+                    float* dS = dP_tile.data();                 // (rows, cols), ld Bc
+
+                    // P = exp(Q_i K_j^T / sqrt(d_k) - L_i): the forward's probabilities, recomputed
+                    sgemm(false, true, rows, cols, d_k, scale, Q_i, d_k, K_j, d_k, 0.0f, P, Bc);
+                    for (int r = 0; r < rows; r++) {
+                        float* p = P + (long)r * Bc;
+                        const int visible = causal ? std::clamp(r0 + r - c0 + 1, 0, cols) : cols;
+                        const float Li = L_[r0 + r];
+                        for (int c = 0; c < visible; c++) p[c] = std::exp(p[c] - Li);
+                        for (int c = visible; c < cols; c++) p[c] = 0.0f;
+                    }
+                    // dV_j += P^T dO_i
+                    sgemm(true, false, cols, d_k, rows, 1.0f, P, Bc, dO_i, d_k, 1.0f, dV_j, d_k);
+                    // dP = dO_i V_j^T, then dS = P * (dP - D_i) in place
+                    sgemm(false, true, rows, cols, d_k, 1.0f, dO_i, d_k, V_j, d_k, 0.0f, dS, Bc);
+                    for (int r = 0; r < rows; r++) {
+                        const float* p = P + (long)r * Bc;
+                        float* ds = dS + (long)r * Bc;
+                        const float Di = D_[r0 + r];
+                        for (int c = 0; c < cols; c++) ds[c] = p[c] * (ds[c] - Di);
+                    }
+                    // dQ_i += dS K_j / sqrt(d_k),  dK_j += dS^T Q_i / sqrt(d_k)
+                    sgemm(false, false, rows, d_k, cols, scale, dS, Bc, K_j, d_k, 1.0f, dQ_i, d_k);
+                    sgemm(true, false, cols, d_k, rows, scale, dS, Bc, Q_i, d_k, 1.0f, dK_j, d_k);
+                }
+            }
+        }
+    }
+}
