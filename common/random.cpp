@@ -160,32 +160,88 @@ uint64_t ziggurat_table_hash() {
     return h;
 }
 
-double Generator::standard_normal() {
-    const Ziggurat& z = zig();
+namespace {
+// One standard normal from a stream of raw 64-bit outputs (numpy's random_standard_normal).
+template <class NextRaw>
+inline double ziggurat(const Ziggurat& z, NextRaw&& next_raw) {
+    auto next_double = [&] { return (double)(next_raw() >> 11) * (1.0 / 9007199254740992.0); };
     for (;;) {
-        uint64_t r = random_raw();
+        uint64_t r = next_raw();
         int idx = r & 0xFF;
         r >>= 8;
         uint64_t sign = r & 1;
         uint64_t rabs = (r >> 1) & 0x000FFFFFFFFFFFFFULL;  // 52 bits
-        double x = (double)rabs * z.wi[idx];
-        if (sign) x = -x;
+        // if (sign) x = -x, as a multiplication by -1 (exact, keeps -0.0): a branch on a coin
+        // flip would be mispredicted half the time. rabs < 2^52 converts exactly as int64.
+        static constexpr double SIGNS[2] = {1.0, -1.0};
+        double x = (double)(int64_t)rabs * z.wi[idx] * SIGNS[sign];
         if (rabs < z.ki[idx]) return x;  // inside the layer's rectangle: ~99.3% of draws
         if (idx == 0) {
             // The tail beyond R (Marsaglia's exponential rejection); its sign is bit 8 of rabs.
             for (;;) {
-                double xx = -ZIG_INV_R * std::log1p(-random());
-                double yy = -std::log1p(-random());
+                double xx = -ZIG_INV_R * std::log1p(-next_double());
+                double yy = -std::log1p(-next_double());
                 if (yy + yy > xx * xx) return ((rabs >> 8) & 1) ? -(ZIG_R + xx) : ZIG_R + xx;
             }
         }
         // The wedge between two layers: accept under the density curve.
-        if ((z.fi[idx - 1] - z.fi[idx]) * random() + z.fi[idx] < std::exp(-0.5 * x * x)) return x;
+        if ((z.fi[idx - 1] - z.fi[idx]) * next_double() + z.fi[idx] < std::exp(-0.5 * x * x))
+            return x;
     }
 }
 
+// PCG64's output function (XSL-RR) of an already advanced state.
+inline uint64_t pcg_output(u128 state) {
+    uint64_t x = (uint64_t)(state >> 64) ^ (uint64_t)state;
+    unsigned rot = (unsigned)(state >> 122);
+    return (x >> rot) | (x << ((64 - rot) & 63));
+}
+}  // namespace
+
+double Generator::standard_normal() {
+    return ziggurat(zig(), [this] { return random_raw(); });
+}
+
 void Generator::standard_normal(double* out, size_t n) {
-    for (size_t i = 0; i < n; i++) out[i] = standard_normal();
+    // Same stream as n calls of standard_normal(), only faster: the LCG step is a chain of
+    // dependent 128-bit multiplies, so we run CHAINS interleaved copies of it (state i+CHAINS =
+    // M^CHAINS * state i + C) that the CPU can overlap, into a block of raw outputs. We keep each
+    // output's state, so the generator ends exactly after the last raw value it consumed.
+    constexpr int CHAINS = 4, BLOCK = 256;
+    static const auto jump = [] {
+        u128 m = 1, c = 0;  // state -> m * state + c after CHAINS steps
+        for (int i = 0; i < CHAINS; i++) {
+            m = m * PCG_MULT;
+            c = c * PCG_MULT + 1;  // times inc below
+        }
+        return std::pair<u128, u128>(m, c);
+    }();
+    const u128 mult_n = jump.first, inc_n = jump.second * inc_;
+    const Ziggurat& z = zig();
+    u128 states[BLOCK];
+    uint64_t raw[BLOCK];
+    int used = 0;  // raw values of the current block consumed so far
+    bool have_block = false;
+    auto refill = [&] {
+        if (have_block) state_ = states[BLOCK - 1];
+        u128 s[CHAINS];
+        s[0] = state_ * PCG_MULT + inc_;
+        for (int k = 1; k < CHAINS; k++) s[k] = s[k - 1] * PCG_MULT + inc_;
+        for (int i = 0; i < BLOCK; i += CHAINS)
+            for (int k = 0; k < CHAINS; k++) {
+                states[i + k] = s[k];
+                raw[i + k] = pcg_output(s[k]);
+                s[k] = s[k] * mult_n + inc_n;
+            }
+        used = 0;
+        have_block = true;
+    };
+    auto next_raw = [&] {
+        if (!have_block || used == BLOCK) refill();
+        return raw[used++];
+    };
+    for (size_t i = 0; i < n; i++) out[i] = ziggurat(z, next_raw);
+    if (have_block) state_ = states[used - 1];  // rewind to just after the last value consumed
 }
 
 std::vector<double> Generator::standard_normal(size_t n) {
