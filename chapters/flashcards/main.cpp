@@ -1,0 +1,309 @@
+// The 20-card review deck (chapters/flashcards/deck.md) in the terminal: `make cards`.
+//
+// This file is only the loop: read a key, apply it to the session, save after a rating, draw.
+// The deck, the progress file, the Leitner schedule and the screen layout live in
+// common/flashcards.h; text width, key decoding and raw mode in common/terminal.h.
+#include "common/cli.h"
+#include "common/flashcards.h"
+#include "common/terminal.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <poll.h>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+const char* kAbout =
+    "The 20-card Transformer review deck (트랜스포머 마스터 카드) in the terminal.\n"
+    "\n"
+    "Keys in a terminal: Space or Enter (or a click on the card) flips it; once the answer\n"
+    "shows, 1 / 2 / 3 (or a click on a button) rate it 쉬움 / 보통 / 어려움 and the next card\n"
+    "comes; Left / Right arrows browse; Up / Down (or the mouse wheel) scroll a long answer;\n"
+    "q (or Esc, Ctrl-C) quits. The screen is restored on exit, Ctrl-C, SIGTERM and Ctrl-Z.\n"
+    "\n"
+    "When stdin or stdout is not a terminal (or with --plain): one key per line, the same keys,\n"
+    "and after each key the screen is printed as plain text without escape codes:\n"
+    "  space, flip, click or a line holding one space     flip the card\n"
+    "  enter or an empty line                             flip the card\n"
+    "  1  2  3  (or 쉬움  보통  어려움)                   rate the card\n"
+    "  right, next, n   /   left, prev, p                 next / previous card\n"
+    "  down, j   /   up, k                                scroll (the plain screen shows all)\n"
+    "  q, quit, or the end of the input                   quit\n"
+    "An unknown line stops the program with exit code 2 and names the line.\n"
+    "  example: printf 'space\\n1\\nspace\\n3\\nq\\n' | flashcards --progress /tmp/p.tsv\n"
+    "\n"
+    "Spaced review, Leitner boxes 1 to 5: 어려움 puts a card in box 1, 보통 in box 2, 쉬움\n"
+    "moves it one box up (at least box 3, at most box 5). A card in box b is due again\n"
+    "2^(b-1) sessions after the session it was rated in: box 1 the next session, then 2, 4, 8,\n"
+    "16 sessions later. A session is a run of the program in which something was rated. Each\n"
+    "session shows the due cards first (lowest box first, then the longest overdue, then by\n"
+    "number), then the new cards in deck order, then the rest for browsing. Rating a card\n"
+    "again in the same session replaces the earlier rating. Nothing is random.\n"
+    "\n"
+    "Progress is saved after every rating (temporary file, fsync, rename: never half written),\n"
+    "by default to $XDG_STATE_HOME/transformer-cards/progress.tsv, or without XDG_STATE_HOME\n"
+    "to ~/.local/state/transformer-cards/progress.tsv. A corrupt or unreadable progress file\n"
+    "stops the program with one line naming the file and line; the file is not touched.\n"
+    "Exit codes: 0 done, 1 deck or progress problem, 2 bad flag or unknown key line.";
+
+bool file_exists(const std::string& p) {
+    struct stat st;
+    return ::stat(p.c_str(), &st) == 0;
+}
+
+// The deck next to the binary (build/bin/flashcards -> chapters/flashcards/deck.md), for
+// running the program from another folder.
+std::string deck_beside_binary() {
+    char buf[4096];
+    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return "";
+    std::string exe(buf, size_t(n));
+    std::string bin = exe.substr(0, exe.find_last_of('/'));
+    return bin + "/../../chapters/flashcards/deck.md";
+}
+
+// Saves with the terminating signals held back, so a Ctrl-C cannot leave a temporary file.
+void save(const std::string& path, const cards::Progress& p) {
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP}) sigaddset(&block, sig);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    try {
+        cards::save_progress(path, p);
+    } catch (...) {
+        sigprocmask(SIG_SETMASK, &old, nullptr);
+        throw;
+    }
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
+std::string summary(const cards::Session& s, const std::string& path) {
+    if (s.rated_now.empty()) return "평가한 카드가 없어요. 진도 파일: " + path;
+    int n[4] = {0, 0, 0, 0};
+    for (int card : s.rated_now) n[int(s.progress.cards.at(card).last)]++;
+    return "이번 세션(" + std::to_string(s.session) + ")에 " + std::to_string(s.rated_now.size()) +
+           "장을 평가했어요: 쉬움 " + std::to_string(n[1]) + ", 보통 " + std::to_string(n[2]) +
+           ", 어려움 " + std::to_string(n[3]) + ". 진도 파일: " + path;
+}
+
+// ---- stdin is not a terminal: one key per line, plain frames --------------------------------
+
+void print_plain(cards::Session& s) {
+    cards::Frame f = cards::render(s, 80, 0, /*unicode=*/false);
+    std::string out;
+    for (const std::string& line : f.lines) {
+        size_t end = line.find_last_not_of(' ');  // no trailing blanks in a plain transcript
+        out += line.substr(0, end == std::string::npos ? 0 : end + 1) + "\n";
+    }
+    std::fputs((out + "\n").c_str(), stdout);
+}
+
+int run_lines(cards::Session& s, const std::string& progress_path) {
+    print_plain(s);
+    std::string line;
+    int line_no = 0;
+    while (std::getline(std::cin, line)) {
+        line_no++;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        cards::Action a;
+        if (!cards::parse_line_key(line, a)) {
+            std::string shown;  // never echo control bytes back to a terminal
+            for (char ch : line.substr(0, 40)) shown += (unsigned char)ch < 0x20 ? '?' : ch;
+            std::fflush(stdout);
+            std::fprintf(stderr,
+                         "flashcards: stdin line %d: unknown key '%s'; use one per line: space, "
+                         "enter, 1, 2, 3, right, left, up, down, q (see --help)\n",
+                         line_no, shown.c_str());
+            return 2;
+        }
+        if (a == cards::Action::Quit) break;
+        if (s.apply(a)) save(progress_path, s.progress);
+        print_plain(s);
+    }
+    std::printf("%s\n", summary(s, progress_path).c_str());
+    return 0;
+}
+
+// ---- a terminal: raw mode, alternate screen, mouse -----------------------------------------
+
+void write_out(const std::string& s) {
+    const char* p = s.data();
+    size_t left = s.size();
+    while (left > 0) {
+        ssize_t n = ::write(STDOUT_FILENO, p, left);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
+        p += n;
+        left -= size_t(n);
+    }
+}
+
+cards::Action action_for(const term::Key& k, const cards::Frame& frame) {
+    using term::KeyKind;
+    using A = cards::Action;
+    switch (k.kind) {
+        case KeyKind::Space:
+        case KeyKind::Enter: return A::Flip;
+        case KeyKind::Right:
+        case KeyKind::PageDown: return A::Next;
+        case KeyKind::Left:
+        case KeyKind::PageUp: return A::Prev;
+        case KeyKind::Up: return A::ScrollUp;
+        case KeyKind::Down: return A::ScrollDown;
+        case KeyKind::Escape:
+        case KeyKind::CtrlC: return A::Quit;
+        case KeyKind::Mouse:
+            if (k.button == 64) return A::ScrollUp;
+            if (k.button == 65) return A::ScrollDown;
+            if (k.button == 0 && k.press) return cards::hit_test(frame, k.x, k.y);
+            return A::None;
+        case KeyKind::Char:
+            switch (k.ch) {
+                case '1': return A::Rate1;
+                case '2': return A::Rate2;
+                case '3': return A::Rate3;
+                case 'l': case 'n': return A::Next;
+                case 'h': case 'p': return A::Prev;
+                case 'k': return A::ScrollUp;
+                case 'j': return A::ScrollDown;
+                case 'q': case 'Q':
+                case U'ㅂ':  // q typed with the Korean keyboard layout on
+                    return A::Quit;
+            }
+            return A::None;
+        default: return A::None;
+    }
+}
+
+int run_terminal(cards::Session& s, const std::string& progress_path, bool unicode, bool mouse) {
+    term::Raw raw;
+    raw.enter(mouse);
+    cards::Frame frame;
+    int last_rows = 0, last_cols = 0;
+    auto draw = [&] {
+        int rows, cols;
+        term::window_size(rows, cols);
+        frame = cards::render(s, cols, rows, unicode);
+        std::string out;
+        if (rows != last_rows || cols != last_cols) out += "\x1b[2J";
+        last_rows = rows, last_cols = cols;
+        for (size_t r = 0; r < frame.lines.size(); r++) {
+            out += "\x1b[" + std::to_string(r + 1) + ";1H";
+            out += r == 0 ? "\x1b[1m" + frame.lines[r] + "\x1b[0m" : frame.lines[r];
+        }
+        write_out(out);
+    };
+    draw();
+    std::string buf;
+    bool quit = false;
+    while (!quit) {
+        char chunk[256];
+        ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) {
+            if (term::Raw::take_resized()) {
+                last_rows = 0;
+                draw();
+            }
+            continue;
+        }
+        if (n <= 0) break;  // the terminal went away
+        buf.append(chunk, size_t(n));
+        while (!buf.empty() && !quit) {
+            term::Key key;
+            size_t used = term::parse_key(buf, key);
+            if (used == 0) {
+                // Half a sequence: the rest normally follows within milliseconds; a lone ESC
+                // (the Esc key) does not.
+                pollfd p{STDIN_FILENO, POLLIN, 0};
+                if (::poll(&p, 1, 50) > 0) break;
+                key = term::Key{buf[0] == '\x1b' ? term::KeyKind::Escape : term::KeyKind::Unknown};
+                used = buf.size();
+            }
+            buf.erase(0, used);
+            cards::Action a = action_for(key, frame);
+            if (a == cards::Action::Quit) {
+                quit = true;
+                break;
+            }
+            if (s.apply(a)) {
+                try {
+                    save(progress_path, s.progress);
+                } catch (const cards::Error& e) {
+                    raw.leave();
+                    std::fprintf(stderr, "flashcards: %s\n", e.what());
+                    return 1;
+                }
+            }
+        }
+        draw();
+    }
+    raw.leave();
+    std::printf("%s\n", summary(s, progress_path).c_str());
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string deck_path = "chapters/flashcards/deck.md";
+    std::string progress_path;
+    try {
+        progress_path = cards::default_progress_path();
+    } catch (const cards::Error&) {
+        // No home folder: --progress becomes necessary; said below if it is missing.
+    }
+    bool reset = false, stats = false, plain = false, ascii = false, no_mouse = false;
+
+    cli::Parser cli("flashcards", kAbout);
+    cli.option("--deck", deck_path, "the Markdown deck to review");
+    cli.option("--progress", progress_path, "the progress file (created on the first rating)");
+    cli.flag("--reset", reset, "start over: replace the progress file with an empty one");
+    cli.flag("--stats", stats, "print the progress summary and exit");
+    cli.flag("--plain", plain, "read keys line by line and print plain frames, even in a terminal");
+    cli.flag("--ascii", ascii, "draw with ASCII only (for terminals without box-drawing glyphs)");
+    cli.flag("--no-mouse", no_mouse, "do not turn on the terminal's mouse reporting");
+    cli.parse(argc, argv);
+    if (progress_path.empty())
+        cli.fail("no progress file: $HOME is not set; pass --progress FILE");
+
+    if (deck_path == "chapters/flashcards/deck.md" && !file_exists(deck_path)) {
+        std::string beside = deck_beside_binary();
+        if (!beside.empty() && file_exists(beside)) deck_path = beside;
+    }
+
+    try {
+        cards::Deck deck = cards::load_deck(deck_path);
+        cards::Progress progress;
+        if (reset) {
+            save(progress_path, progress);
+            std::printf("진도를 초기화했어요: %s\n", progress_path.c_str());
+        } else {
+            progress = cards::load_progress(progress_path);
+        }
+        if (stats) {
+            std::fputs(cards::stats_text(deck, progress, progress_path).c_str(), stdout);
+            return 0;
+        }
+        cards::Session session(deck, progress);
+        std::fflush(stdout);
+        if (!plain && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO))
+            return run_terminal(session, progress_path, !ascii, !no_mouse);
+        return run_lines(session, progress_path);
+    } catch (const cards::Error& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "flashcards: %s\n", e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "flashcards: %s\n", e.what());
+        return 1;
+    }
+}

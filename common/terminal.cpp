@@ -1,0 +1,539 @@
+#include "common/terminal.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+namespace term {
+
+// ---- text width ---------------------------------------------------------------------------
+
+namespace {
+
+struct Range {
+    char32_t first, last;
+};
+
+// Zero-width: combining marks, Hangul conjoining vowels and finals (they merge into the
+// preceding initial consonant), zero-width spaces and joiners, variation selectors.
+constexpr Range kZero[] = {
+    {0x0300, 0x036F}, {0x0483, 0x0489}, {0x0591, 0x05BD}, {0x0610, 0x061A}, {0x064B, 0x065F},
+    {0x0E31, 0x0E31}, {0x0E34, 0x0E3A}, {0x1160, 0x11FF}, {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF},
+    {0x200B, 0x200F}, {0x2028, 0x202E}, {0x2060, 0x2064}, {0x20D0, 0x20FF}, {0x302A, 0x302D},
+    {0x3099, 0x309A}, {0xD7B0, 0xD7FF}, {0xFE00, 0xFE0F}, {0xFE20, 0xFE2F}, {0xFEFF, 0xFEFF},
+    {0xE0100, 0xE01EF},
+};
+
+// Two columns: Hangul (jamo initials, compatibility jamo, syllables), CJK ideographs, kana,
+// fullwidth forms and the emoji blocks terminals draw wide.
+constexpr Range kWide[] = {
+    {0x1100, 0x115F},   {0x231A, 0x231B},   {0x2329, 0x232A},   {0x23E9, 0x23EC},
+    {0x23F0, 0x23F0},   {0x23F3, 0x23F3},   {0x25FD, 0x25FE},   {0x2614, 0x2615},
+    {0x2648, 0x2653},   {0x267F, 0x267F},   {0x2693, 0x2693},   {0x26A1, 0x26A1},
+    {0x26AA, 0x26AB},   {0x26BD, 0x26BE},   {0x26C4, 0x26C5},   {0x26CE, 0x26CE},
+    {0x26D4, 0x26D4},   {0x26EA, 0x26EA},   {0x26F2, 0x26F3},   {0x26F5, 0x26F5},
+    {0x26FA, 0x26FA},   {0x26FD, 0x26FD},   {0x2705, 0x2705},   {0x270A, 0x270B},
+    {0x2728, 0x2728},   {0x274C, 0x274C},   {0x274E, 0x274E},   {0x2753, 0x2755},
+    {0x2757, 0x2757},   {0x2795, 0x2797},   {0x27B0, 0x27B0},   {0x27BF, 0x27BF},
+    {0x2B1B, 0x2B1C},   {0x2B50, 0x2B50},   {0x2B55, 0x2B55},   {0x2E80, 0x303E},
+    {0x3041, 0x3096},   {0x309B, 0x33FF},   {0x3400, 0x4DBF},   {0x4E00, 0x9FFF},
+    {0xA000, 0xA4CF},   {0xA960, 0xA97F},   {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},
+    {0xFE10, 0xFE19},   {0xFE30, 0xFE6F},   {0xFF00, 0xFF60},   {0xFFE0, 0xFFE6},
+    {0x16FE0, 0x16FE4}, {0x17000, 0x18CFF}, {0x1B000, 0x1B2FF}, {0x1F004, 0x1F004},
+    {0x1F0CF, 0x1F0CF}, {0x1F18E, 0x1F18E}, {0x1F191, 0x1F19A}, {0x1F200, 0x1F251},
+    {0x1F300, 0x1F320}, {0x1F32D, 0x1F335}, {0x1F337, 0x1F37C}, {0x1F37E, 0x1F393},
+    {0x1F3A0, 0x1F3CA}, {0x1F3CF, 0x1F3D3}, {0x1F3E0, 0x1F3F0}, {0x1F3F4, 0x1F3F4},
+    {0x1F3F8, 0x1F43E}, {0x1F440, 0x1F440}, {0x1F442, 0x1F4FC}, {0x1F4FF, 0x1F53D},
+    {0x1F54B, 0x1F54E}, {0x1F550, 0x1F567}, {0x1F57A, 0x1F57A}, {0x1F595, 0x1F596},
+    {0x1F5A4, 0x1F5A4}, {0x1F5FB, 0x1F64F}, {0x1F680, 0x1F6C5}, {0x1F6CC, 0x1F6CC},
+    {0x1F6D0, 0x1F6D2}, {0x1F6D5, 0x1F6D7}, {0x1F6EB, 0x1F6EC}, {0x1F6F4, 0x1F6FC},
+    {0x1F7E0, 0x1F7EB}, {0x1F90C, 0x1F93A}, {0x1F93C, 0x1F945}, {0x1F947, 0x1F9FF},
+    {0x1FA70, 0x1FAFF}, {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD},
+};
+
+template <size_t N>
+bool in(const Range (&table)[N], char32_t c) {
+    // Binary search over sorted, disjoint ranges.
+    size_t lo = 0, hi = N;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (c < table[mid].first)
+            hi = mid;
+        else if (c > table[mid].last)
+            lo = mid + 1;
+        else
+            return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+int codepoint_width(char32_t c) {
+    if (c == 0) return 0;
+    if (c < 0x20 || (c >= 0x7F && c < 0xA0)) return -1;
+    if (c < 0x300) return 1;  // the common case: ASCII and Latin-1
+    if (in(kZero, c)) return 0;
+    if (in(kWide, c)) return 2;
+    return 1;
+}
+
+bool decode_utf8(std::string_view s, size_t& i, char32_t& c) {
+    auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+    unsigned char b0 = byte(i);
+    int len;
+    char32_t min;
+    if (b0 < 0x80) {
+        c = b0;
+        i += 1;
+        return true;
+    } else if ((b0 & 0xE0) == 0xC0) {
+        len = 2, min = 0x80, c = b0 & 0x1F;
+    } else if ((b0 & 0xF0) == 0xE0) {
+        len = 3, min = 0x800, c = b0 & 0x0F;
+    } else if ((b0 & 0xF8) == 0xF0) {
+        len = 4, min = 0x10000, c = b0 & 0x07;
+    } else {
+        i += 1;
+        return false;
+    }
+    if (i + len > s.size()) {
+        i += 1;
+        return false;
+    }
+    for (int k = 1; k < len; k++) {
+        unsigned char b = byte(i + k);
+        if ((b & 0xC0) != 0x80) {
+            i += 1;
+            return false;
+        }
+        c = (c << 6) | (b & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
+        i += 1;
+        return false;
+    }
+    i += len;
+    return true;
+}
+
+bool valid_utf8(std::string_view s) {
+    size_t i = 0;
+    char32_t c;
+    while (i < s.size())
+        if (!decode_utf8(s, i, c)) return false;
+    return true;
+}
+
+int display_width(std::string_view s) {
+    int w = 0;
+    size_t i = 0;
+    char32_t c;
+    while (i < s.size()) {
+        if (!decode_utf8(s, i, c)) {
+            w += 1;
+            continue;
+        }
+        int cw = codepoint_width(c);
+        w += cw < 0 ? 1 : cw;
+    }
+    return w;
+}
+
+namespace {
+
+// Splits a word wider than `width` into pieces of at most `width` columns.
+std::vector<std::string> cut_word(std::string_view word, int width) {
+    std::vector<std::string> pieces(1);
+    int w = 0;
+    size_t i = 0;
+    while (i < word.size()) {
+        size_t start = i;
+        char32_t c;
+        decode_utf8(word, i, c);
+        int cw = display_width(word.substr(start, i - start));
+        if (w + cw > width && w > 0) {
+            pieces.emplace_back();
+            w = 0;
+        }
+        pieces.back().append(word.substr(start, i - start));
+        w += cw;
+    }
+    return pieces;
+}
+
+void wrap_line(std::string_view line, int width, std::vector<std::string>& out) {
+    // Leading spaces stay as an indent; a list item "- " hangs its continuation lines.
+    size_t lead = line.find_first_not_of(' ');
+    if (lead == std::string_view::npos) {
+        out.emplace_back();
+        return;
+    }
+    int indent = int(lead);
+    bool bullet = line.substr(lead).rfind("- ", 0) == 0;
+    int hang = indent + (bullet ? 2 : 0);
+    if (hang > width / 2) indent = hang = 0;  // a narrow window: drop the indent, keep the text
+    std::string prefix_first(indent, ' '), prefix_rest(hang, ' ');
+
+    std::vector<std::string_view> words;
+    size_t i = lead;
+    while (i < line.size()) {
+        size_t j = line.find(' ', i);
+        if (j == std::string_view::npos) j = line.size();
+        if (j > i) words.push_back(line.substr(i, j - i));
+        i = j + 1;
+    }
+
+    std::string cur = prefix_first;
+    int cur_w = indent;
+    bool empty = true;  // nothing but the prefix on the current line
+    for (std::string_view word : words) {
+        int w = display_width(word);
+        if (!empty && cur_w + 1 + w <= width) {
+            cur += ' ';
+            cur.append(word);
+            cur_w += 1 + w;
+            continue;
+        }
+        if (!empty) {
+            out.push_back(cur);
+            cur = prefix_rest;
+            cur_w = hang;
+        }
+        if (cur_w + w <= width) {
+            cur.append(word);
+            cur_w += w;
+        } else {
+            // Wider than a whole line: cut it between code points.
+            std::vector<std::string> pieces = cut_word(word, width - cur_w);
+            for (size_t k = 0; k + 1 < pieces.size(); k++) {
+                out.push_back(cur + pieces[k]);
+                cur = prefix_rest;
+                cur_w = hang;
+            }
+            cur += pieces.back();
+            cur_w += display_width(pieces.back());
+        }
+        empty = false;
+    }
+    out.push_back(cur);
+}
+
+}  // namespace
+
+std::vector<std::string> wrap(std::string_view text, int width) {
+    width = std::max(width, 2);  // a wide character needs two columns
+    std::vector<std::string> out;
+    size_t i = 0;
+    while (true) {
+        size_t j = text.find('\n', i);
+        std::string_view line = text.substr(i, j == std::string_view::npos ? j : j - i);
+        wrap_line(line, width, out);
+        if (j == std::string_view::npos) break;
+        i = j + 1;
+    }
+    return out;
+}
+
+std::string fit(std::string_view s, int width) {
+    if (width <= 0) return "";
+    int w = display_width(s);
+    if (w <= width) return std::string(s) + std::string(width - w, ' ');
+    // Cut at a code point so that the text plus "..." fills the width.
+    const int dots = std::min(3, width);
+    std::string out;
+    int used = 0;
+    size_t i = 0;
+    while (i < s.size()) {
+        size_t start = i;
+        char32_t c;
+        decode_utf8(s, i, c);
+        int cw = display_width(s.substr(start, i - start));
+        if (used + cw > width - dots) break;
+        out.append(s.substr(start, i - start));
+        used += cw;
+    }
+    out.append(std::string(dots, '.'));
+    used += dots;
+    return out + std::string(width - used, ' ');
+}
+
+// ---- keys ---------------------------------------------------------------------------------
+
+size_t parse_key(std::string_view buf, Key& out) {
+    out = Key{};
+    if (buf.empty()) return 0;
+    unsigned char b0 = static_cast<unsigned char>(buf[0]);
+    if (b0 == 0x1B) {
+        if (buf.size() == 1) return 0;  // a lone ESC, or the start of a sequence
+        if (buf[1] == 'O') {            // SS3: arrows in "application cursor" mode
+            if (buf.size() < 3) return 0;
+            switch (buf[2]) {
+                case 'A': out.kind = KeyKind::Up; break;
+                case 'B': out.kind = KeyKind::Down; break;
+                case 'C': out.kind = KeyKind::Right; break;
+                case 'D': out.kind = KeyKind::Left; break;
+                case 'H': out.kind = KeyKind::Home; break;
+                case 'F': out.kind = KeyKind::End; break;
+                default: out.kind = KeyKind::Unknown;
+            }
+            return 3;
+        }
+        if (buf[1] != '[') {
+            out.kind = KeyKind::Escape;
+            return 1;
+        }
+        // CSI: parameter bytes 0x30-0x3F, intermediate bytes 0x20-0x2F, one final 0x40-0x7E.
+        size_t k = 2;
+        while (k < buf.size() && static_cast<unsigned char>(buf[k]) >= 0x20 &&
+               static_cast<unsigned char>(buf[k]) <= 0x3F)
+            k++;
+        if (k >= buf.size()) {
+            if (buf.size() > 64) {  // not a sequence we will ever complete
+                out.kind = KeyKind::Unknown;
+                return buf.size();
+            }
+            return 0;
+        }
+        char final = buf[k];
+        std::string_view params = buf.substr(2, k - 2);
+        size_t used = k + 1;
+        if (static_cast<unsigned char>(final) < 0x40 || static_cast<unsigned char>(final) > 0x7E) {
+            out.kind = KeyKind::Unknown;  // a broken sequence: drop what we looked at
+            return used;
+        }
+        if (!params.empty() && params[0] == '<' && (final == 'M' || final == 'm')) {
+            // SGR mouse: "<button;column;row" then M (press) or m (release).
+            int v[3] = {0, 0, 0}, n = 0;
+            bool ok = true;
+            std::string_view p = params.substr(1);
+            for (size_t a = 0; a <= p.size() && ok; n++) {
+                size_t b = p.find(';', a);
+                if (b == std::string_view::npos) b = p.size();
+                if (n >= 3 || b == a || b - a > 6) ok = false;
+                for (size_t t = a; ok && t < b; t++)
+                    if (p[t] < '0' || p[t] > '9')
+                        ok = false;
+                    else
+                        v[n] = v[n] * 10 + (p[t] - '0');
+                a = b + 1;
+            }
+            if (!ok || n != 3) {
+                out.kind = KeyKind::Unknown;
+                return used;
+            }
+            out.kind = KeyKind::Mouse;
+            out.button = v[0] & ~(4 | 8 | 16);  // drop the shift / alt / ctrl bits
+            out.x = v[1];
+            out.y = v[2];
+            out.press = final == 'M';
+            return used;
+        }
+        // Arrows may carry modifiers ("1;5C" for Ctrl+Right): the final byte decides.
+        std::string_view first = params.substr(0, params.find(';'));
+        switch (final) {
+            case 'A': out.kind = KeyKind::Up; break;
+            case 'B': out.kind = KeyKind::Down; break;
+            case 'C': out.kind = KeyKind::Right; break;
+            case 'D': out.kind = KeyKind::Left; break;
+            case 'H': out.kind = KeyKind::Home; break;
+            case 'F': out.kind = KeyKind::End; break;
+            case '~':
+                if (first == "5")
+                    out.kind = KeyKind::PageUp;
+                else if (first == "6")
+                    out.kind = KeyKind::PageDown;
+                else if (first == "1" || first == "7")
+                    out.kind = KeyKind::Home;
+                else if (first == "4" || first == "8")
+                    out.kind = KeyKind::End;
+                else
+                    out.kind = KeyKind::Unknown;
+                break;
+            default: out.kind = KeyKind::Unknown;
+        }
+        return used;
+    }
+    if (b0 == '\r' || b0 == '\n') {
+        out.kind = KeyKind::Enter;
+        return 1;
+    }
+    if (b0 == ' ') {
+        out.kind = KeyKind::Space;
+        return 1;
+    }
+    if (b0 == 0x03) {
+        out.kind = KeyKind::CtrlC;
+        return 1;
+    }
+    if (b0 < 0x20 || b0 == 0x7F) {
+        out.kind = KeyKind::Unknown;
+        return 1;
+    }
+    // A UTF-8 character; it may be split across two reads.
+    int len = b0 < 0x80 ? 1 : (b0 & 0xE0) == 0xC0 ? 2 : (b0 & 0xF0) == 0xE0 ? 3 : (b0 & 0xF8) == 0xF0 ? 4 : 1;
+    if (size_t(len) > buf.size()) {
+        bool continuation = true;
+        for (size_t k = 1; k < buf.size(); k++)
+            continuation &= (static_cast<unsigned char>(buf[k]) & 0xC0) == 0x80;
+        if (continuation) return 0;
+    }
+    size_t i = 0;
+    char32_t c;
+    if (!decode_utf8(buf, i, c)) {
+        out.kind = KeyKind::Unknown;
+        return 1;
+    }
+    out.kind = KeyKind::Char;
+    out.ch = c;
+    return i;
+}
+
+// ---- raw mode -----------------------------------------------------------------------------
+
+void window_size(int& rows, int& cols) {
+    winsize ws{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0) {
+        rows = ws.ws_row;
+        cols = ws.ws_col;
+    } else {
+        rows = 24;
+        cols = 80;
+    }
+}
+
+namespace {
+
+// Everything the signal handlers touch: plain data, written before the handlers are installed.
+termios g_saved{}, g_raw{};
+volatile sig_atomic_t g_active = 0;    // the terminal is in raw mode right now
+volatile sig_atomic_t g_wanted = 0;    // a Raw object is entered (raw mode again after SIGCONT)
+volatile sig_atomic_t g_resized = 0;
+char g_enter_seq[64];
+size_t g_enter_len = 0;
+
+// Leave mouse reporting, show the cursor, leave the alternate screen.
+constexpr char kLeaveSeq[] = "\x1b[?1006l\x1b[?1000l\x1b[0m\x1b[?25h\x1b[?1049l";
+
+void write_all(const char* p, size_t n) {
+    while (n > 0) {
+        ssize_t k = ::write(STDOUT_FILENO, p, n);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
+        p += k;
+        n -= size_t(k);
+    }
+}
+
+// Async-signal-safe: write(2) and tcsetattr(3) only.
+void restore_now() {
+    if (!g_active) return;
+    g_active = 0;
+    write_all(kLeaveSeq, sizeof kLeaveSeq - 1);
+    ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &g_saved);
+}
+
+void reenter_now() {
+    if (g_active || !g_wanted) return;
+    ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &g_raw);
+    write_all(g_enter_seq, g_enter_len);
+    g_active = 1;
+}
+
+void install(int sig, void (*handler)(int)) {
+    struct sigaction sa{};
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;  // no SA_RESTART: a blocked read returns EINTR so the loop can redraw
+    ::sigaction(sig, &sa, nullptr);
+}
+
+void on_fatal(int sig) {
+    restore_now();
+    // Die of the same signal (the shell then reports it as usual); it is delivered as soon as
+    // this handler returns, because the signal is blocked while its handler runs.
+    install(sig, SIG_DFL);
+    ::raise(sig);
+}
+
+void on_stop(int) {
+    restore_now();
+    install(SIGTSTP, SIG_DFL);
+    ::raise(SIGTSTP);
+}
+
+void on_cont(int) {
+    install(SIGTSTP, on_stop);
+    reenter_now();
+    g_resized = 1;
+}
+
+void on_winch(int) { g_resized = 1; }
+
+void restore_at_exit() { restore_now(); }
+
+}  // namespace
+
+bool Raw::take_resized() {
+    bool r = g_resized != 0;
+    g_resized = 0;
+    return r;
+}
+
+void Raw::enter(bool mouse) {
+    if (active_) return;
+    if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO))
+        throw std::runtime_error("raw mode needs a terminal on stdin and stdout");
+    if (::tcgetattr(STDIN_FILENO, &g_saved) != 0)
+        throw std::runtime_error(std::string("tcgetattr: ") + std::strerror(errno));
+    g_raw = g_saved;
+    // Like cfmakeraw, but ISIG stays on: Ctrl-C raises SIGINT, whose handler restores the screen.
+    g_raw.c_iflag &= ~tcflag_t(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
+    g_raw.c_lflag &= ~tcflag_t(ECHO | ECHONL | ICANON | IEXTEN);
+    g_raw.c_cflag |= CS8;
+    g_raw.c_cc[VMIN] = 1;
+    g_raw.c_cc[VTIME] = 0;
+
+    std::string seq = "\x1b[?1049h\x1b[?25l\x1b[2J";  // alternate screen, hide cursor, clear
+    if (mouse) seq += "\x1b[?1000h\x1b[?1006h";        // clicks, reported as SGR sequences
+    std::memcpy(g_enter_seq, seq.data(), seq.size());
+    g_enter_len = seq.size();
+
+    static bool registered = false;
+    if (!registered) {
+        std::atexit(restore_at_exit);  // std::exit() from anywhere still restores the screen
+        registered = true;
+    }
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) install(sig, on_fatal);
+    install(SIGTSTP, on_stop);
+    install(SIGCONT, on_cont);
+    install(SIGWINCH, on_winch);
+
+    g_wanted = 1;
+    if (::tcsetattr(STDIN_FILENO, TCSAFLUSH, &g_raw) != 0) {
+        g_wanted = 0;
+        throw std::runtime_error(std::string("tcsetattr: ") + std::strerror(errno));
+    }
+    write_all(g_enter_seq, g_enter_len);
+    g_active = 1;
+    active_ = true;
+}
+
+void Raw::leave() {
+    if (!active_) return;
+    g_wanted = 0;
+    restore_now();
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT, SIGWINCH})
+        install(sig, SIG_DFL);
+    active_ = false;
+}
+
+}  // namespace term
