@@ -60,10 +60,16 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
             const float* s = S_ + (long)i * n;
             float* p = P_ + (long)i * n;
             float m = NEG_INF;
+#pragma omp simd reduction(max : m)
             for (int j = 0; j < n; j++) m = std::max(m, s[j]);
             float l = 0.0f;
-            for (int j = 0; j < n; j++) l += p[j] = std::exp(s[j] - m);
+#pragma omp simd reduction(+ : l)
+            for (int j = 0; j < n; j++) {
+                p[j] = exp_fast(s[j] - m);
+                l += p[j];
+            }
             const float inv_l = 1.0f / l;
+#pragma omp simd
             for (int j = 0; j < n; j++) p[j] *= inv_l;
         }
 
@@ -101,7 +107,9 @@ void attention_naive_backward(const float* Q, const float* K, const float* V, co
             const float* dp = dP_ + (long)i * n;
             float* ds = dS_ + (long)i * n;
             float D = 0.0f;
+#pragma omp simd reduction(+ : D)
             for (int j = 0; j < n; j++) D += p[j] * dp[j];
+#pragma omp simd
             for (int j = 0; j < n; j++) ds[j] = p[j] * (dp[j] - D);
         }
         // dQ = dS K / sqrt(d_k),  dK = dS^T Q / sqrt(d_k)
@@ -155,16 +163,22 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                         float* s = S + (long)r * Bc;
                         const int visible = causal ? std::min(cols, r0 + r - c0 + 1) : cols;
                         float m_new = m[r];
+#pragma omp simd reduction(max : m_new)
                         for (int c = 0; c < visible; c++) m_new = std::max(m_new, s[c]);
                         float row_sum = 0.0f;
-                        for (int c = 0; c < visible; c++) row_sum += s[c] = std::exp(s[c] - m_new);
+#pragma omp simd reduction(+ : row_sum)
+                        for (int c = 0; c < visible; c++) {
+                            s[c] = exp_fast(s[c] - m_new);
+                            row_sum += s[c];
+                        }
                         for (int c = std::max(visible, 0); c < cols; c++) s[c] = 0.0f;
                         // m_new is finite: every query row sees at least key 0 in tile 0.
-                        const float correction = std::exp(m[r] - m_new);  // exp(-inf) = 0 at first
+                        const float correction = exp_fast(m[r] - m_new);  // exp(-inf) = 0 at first
                         l[r] = correction * l[r] + row_sum;
                         m[r] = m_new;
                         if (correction != 1.0f) {
                             float* o = O_tile.data() + (long)r * d_k;
+#pragma omp simd
                             for (int c = 0; c < d_k; c++) o[c] *= correction;
                         }
                     }
@@ -248,7 +262,8 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                         float* p = P + (long)r * Bc;
                         const int visible = causal ? std::clamp(r0 + r - c0 + 1, 0, cols) : cols;
                         const float Li = L_[r0 + r];
-                        for (int c = 0; c < visible; c++) p[c] = std::exp(p[c] - Li);
+#pragma omp simd
+                        for (int c = 0; c < visible; c++) p[c] = exp_fast(p[c] - Li);
                         for (int c = visible; c < cols; c++) p[c] = 0.0f;
                     }
                     // dV_j += P^T dO_i
@@ -259,6 +274,7 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                         const float* p = P + (long)r * Bc;
                         float* ds = dS + (long)r * Bc;
                         const float Di = D_[r0 + r];
+#pragma omp simd
                         for (int c = 0; c < cols; c++) ds[c] = p[c] * (ds[c] - Di);
                     }
                     // dQ_i += dS K_j / sqrt(d_k),  dK_j += dS^T Q_i / sqrt(d_k)

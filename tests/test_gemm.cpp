@@ -106,3 +106,15 @@ TEST_CASE("gemm: K = 0 or alpha = 0 only scales C") {
     sgemm(false, false, 2, 2, 1, 0.0f, A.data(), 1, B.data(), 2, 0.0f, C.data(), 2);
     CHECK(C == std::vector<float>{0, 0, 0, 0});
 }
+
+TEST_CASE("gemm: exp_fast is within a few ulp of exp and exact at the edges") {
+    double worst = 0;
+    for (float x = -87.0f; x <= 88.0f; x += 0.001f) {
+        const double ref = std::exp((double)x);
+        worst = std::max(worst, std::fabs(exp_fast(x) - ref) / ref);
+    }
+    CHECK(worst < 3e-7);
+    CHECK(exp_fast(0.0f) == 1.0f);
+    CHECK(exp_fast(-std::numeric_limits<float>::infinity()) == 0.0f);
+    CHECK(exp_fast(-100.0f) == 0.0f);
+}

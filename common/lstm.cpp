@@ -1,0 +1,116 @@
+// LSTM forward and backward (see lstm.h for the contract). Per step t, torch's equations:
+//   i = sigmoid(x_t W_ii^T + h_{t-1} W_hi^T + b_i)      input gate
+//   f = sigmoid(...f rows...)                          forget gate
+//   g = tanh(...g rows...)                             candidate cell
+//   o = sigmoid(...o rows...)                          output gate
+//   c_t = f * c_{t-1} + i * g,      h_t = o * tanh(c_t)
+// The x_t W_ih^T part does not depend on the previous step, so all n steps are one big GEMM.
+// What is left per step is a (B, d) x (d, 4d) product: n of them in a chain that cannot run in
+// parallel, which is the "sequential operations O(n)" row of the article's table.
+#include "common/lstm.h"
+
+#include "common/gemm.h"
+#include "common/memory.h"
+
+#include <cmath>
+
+namespace {
+
+// Written with exp_fast so the gate loops vectorise.
+inline float sigmoid(float z) { return 1.0f / (1.0f + exp_fast(-z)); }
+inline float tanh_fast(float z) { return 1.0f - 2.0f / (exp_fast(2.0f * z) + 1.0f); }
+
+}  // namespace
+
+void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const float* b, int n,
+                  int B, int d, float* h, float* c, float* gates) {
+    const long Bd = (long)B * d, B4d = 4L * B * d;
+    // h[0] = c[0] = 0
+    for (long k = 0; k < Bd; k++) h[k] = c[k] = 0.0f;
+
+    // gates = x W_ih^T + b for all n steps at once: (n*B, d) x (d, 4d) -> (n, B, 4d)
+    sgemm(false, true, n * B, 4 * d, d, 1.0f, x, d, W_ih, d, 0.0f, gates, 4 * d);
+#pragma omp parallel for schedule(static)
+    for (long row = 0; row < (long)n * B; row++)
+        for (int k = 0; k < 4 * d; k++) gates[row * 4 * d + k] += b[k];
+
+    // W_hh^T (d, 4d), stored row-major once so each step's product reads it in place.
+    mem::Buffer<float> W_hh_T((size_t)d * 4 * d);
+    for (int r = 0; r < 4 * d; r++)
+        for (int k = 0; k < d; k++) W_hh_T[(long)k * 4 * d + r] = W_hh[(long)r * d + k];
+
+    for (int t = 0; t < n; t++) {
+        float* a = gates + t * B4d;            // (B, 4d) pre-activations, then activations
+        const float* h_prev = h + t * Bd;      // (B, d)
+        const float* c_prev = c + t * Bd;      // (B, d)
+        float* h_t = h + (t + 1) * Bd;         // (B, d)
+        float* c_t = c + (t + 1) * Bd;         // (B, d)
+        // a += h_{t-1} W_hh^T: the sequential part
+        sgemm(false, false, B, 4 * d, d, 1.0f, h_prev, d, W_hh_T.data(), 4 * d, 1.0f, a, 4 * d);
+        // fused gates and cell update, one pass over (B, d)
+#pragma omp parallel for schedule(static) if (Bd >= 2048)
+        for (int r = 0; r < B; r++) {
+            float* ar = a + (long)r * 4 * d;
+#pragma omp simd
+            for (int k = 0; k < d; k++) {
+                const float i = sigmoid(ar[k]);
+                const float f = sigmoid(ar[d + k]);
+                const float g = tanh_fast(ar[2 * d + k]);
+                const float o = sigmoid(ar[3 * d + k]);
+                ar[k] = i, ar[d + k] = f, ar[2 * d + k] = g, ar[3 * d + k] = o;
+                const float cell = f * c_prev[(long)r * d + k] + i * g;
+                c_t[(long)r * d + k] = cell;
+                h_t[(long)r * d + k] = o * tanh_fast(cell);
+            }
+        }
+    }
+}
+
+void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const float* h,
+                   const float* c, const float* gates, const float* dh_out, int n, int B, int d,
+                   float* dx, float* dW_ih, float* dW_hh, float* db) {
+    const long Bd = (long)B * d, B4d = 4L * B * d;
+    mem::Buffer<float> dgates((size_t)n * B4d);  // (n, B, 4d) gradient of the pre-activations
+    mem::Buffer<float> dh_next(Bd);              // (B, d) gradient reaching h_t from step t+1
+    mem::Buffer<float> dc_next(Bd);              // (B, d) gradient reaching c_t from step t+1
+
+    // Backpropagation through time: walk the chain backwards, one step at a time.
+    for (int t = n - 1; t >= 0; t--) {
+        const float* a = gates + t * B4d;   // (B, 4d) activated i, f, g, o
+        const float* c_prev = c + t * Bd;   // (B, d)
+        const float* c_t = c + (t + 1) * Bd;
+        const float* dh_t = dh_out + t * Bd;
+        float* da = dgates.data() + t * B4d;  // (B, 4d)
+#pragma omp parallel for schedule(static) if (Bd >= 2048)
+        for (int r = 0; r < B; r++)
+#pragma omp simd
+            for (int k = 0; k < d; k++) {
+                const long rk = (long)r * d + k, r4 = (long)r * 4 * d;
+                const float i = a[r4 + k], f = a[r4 + d + k], g = a[r4 + 2 * d + k],
+                            o = a[r4 + 3 * d + k];
+                const float tanh_c = tanh_fast(c_t[rk]);
+                const float dh = dh_t[rk] + dh_next[rk];
+                const float dc = dc_next[rk] + dh * o * (1.0f - tanh_c * tanh_c);
+                // through the nonlinearities: sigmoid' = s(1-s), tanh' = 1-t^2
+                da[r4 + k] = dc * g * i * (1.0f - i);
+                da[r4 + d + k] = dc * c_prev[rk] * f * (1.0f - f);
+                da[r4 + 2 * d + k] = dc * i * (1.0f - g * g);
+                da[r4 + 3 * d + k] = dh * tanh_c * o * (1.0f - o);
+                dc_next[rk] = dc * f;
+            }
+        // dh_{t-1} = dgates_t W_hh: (B, 4d) x (4d, d)
+        sgemm(false, false, B, d, 4 * d, 1.0f, da, 4 * d, W_hh, d, 0.0f, dh_next.data(), d);
+    }
+
+    // Everything that does not feed the chain is again one GEMM over all steps:
+    const int nB = n * B;
+    // dx = dgates W_ih: (n*B, 4d) x (4d, d)
+    sgemm(false, false, nB, d, 4 * d, 1.0f, dgates.data(), 4 * d, W_ih, d, 0.0f, dx, d);
+    // dW_ih = dgates^T x: (4d, n*B) x (n*B, d);  dW_hh = dgates^T h[0:n]
+    sgemm(true, false, 4 * d, d, nB, 1.0f, dgates.data(), 4 * d, x, d, 0.0f, dW_ih, d);
+    sgemm(true, false, 4 * d, d, nB, 1.0f, dgates.data(), 4 * d, h, d, 0.0f, dW_hh, d);
+    // db = sum of dgates over steps and batch
+    for (int k = 0; k < 4 * d; k++) db[k] = 0.0f;
+    for (long row = 0; row < nB; row++)
+        for (int k = 0; k < 4 * d; k++) db[k] += dgates[row * 4 * d + k];
+}

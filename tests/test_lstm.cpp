@@ -1,0 +1,119 @@
+// common/lstm: the forward against torch's equations written plainly in double, and the
+// backward against finite differences of the forward.
+#include "common/lstm.h"
+#include "tests/util.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+using Vec = std::vector<float>;
+
+Vec random_vec(size_t size, std::mt19937& rng, float scale) {
+    std::normal_distribution<float> N(0.0f, scale);
+    Vec v(size);
+    for (auto& x : v) x = N(rng);
+    return v;
+}
+
+struct Lstm {
+    int n, B, d;
+    Vec x, W_ih, W_hh, b;
+    Lstm(int n_, int B_, int d_, std::mt19937& rng)
+        : n(n_), B(B_), d(d_), x(random_vec((size_t)n * B * d, rng, 1.0f)),
+          W_ih(random_vec((size_t)4 * d * d, rng, 0.5f)),
+          W_hh(random_vec((size_t)4 * d * d, rng, 0.5f)), b(random_vec((size_t)4 * d, rng, 0.5f)) {}
+    // h (n + 1, B, d), c, gates from the library
+    void forward(Vec& h, Vec& c, Vec& gates) const {
+        h.assign((size_t)(n + 1) * B * d, 7.0f);  // garbage: h[0] must be set to 0
+        c.assign(h.size(), 7.0f);
+        gates.assign((size_t)n * B * 4 * d, 0.0f);
+        lstm_forward(x.data(), W_ih.data(), W_hh.data(), b.data(), n, B, d, h.data(), c.data(),
+                     gates.data());
+    }
+};
+
+}  // namespace
+
+TEST_CASE("lstm: forward matches torch's equations in double") {
+    std::mt19937 rng(11);
+    struct Shape {
+        int n, B, d;
+    };
+    for (auto [n, B, d] : {Shape{1, 1, 1}, Shape{5, 3, 7}, Shape{17, 2, 33}, Shape{9, 18, 20}}) {
+        CAPTURE(n);
+        CAPTURE(B);
+        CAPTURE(d);
+        Lstm net(n, B, d, rng);
+        Vec h, c, gates;
+        net.forward(h, c, gates);
+        std::vector<double> hp((size_t)B * d, 0.0), cp((size_t)B * d, 0.0);
+        Vec h_ref((size_t)(n + 1) * B * d, 0.0f);
+        auto sig = [](double z) { return 1.0 / (1.0 + std::exp(-z)); };
+        for (int t = 0; t < n; t++) {
+            std::vector<double> hn(hp.size()), cn(cp.size());
+            for (int r = 0; r < B; r++)
+                for (int k = 0; k < d; k++) {
+                    double z[4];
+                    for (int q = 0; q < 4; q++) {
+                        const int row = q * d + k;  // torch's gate order i, f, g, o
+                        double s = net.b[row];
+                        for (int e = 0; e < d; e++)
+                            s += (double)net.W_ih[(size_t)row * d + e] * net.x[((size_t)t * B + r) * d + e] +
+                                 (double)net.W_hh[(size_t)row * d + e] * hp[(size_t)r * d + e];
+                        z[q] = s;
+                    }
+                    const double cc = sig(z[1]) * cp[(size_t)r * d + k] + sig(z[0]) * std::tanh(z[2]);
+                    cn[(size_t)r * d + k] = cc;
+                    hn[(size_t)r * d + k] = sig(z[3]) * std::tanh(cc);
+                }
+            hp = hn, cp = cn;
+            for (size_t k = 0; k < hp.size(); k++) h_ref[(size_t)(t + 1) * B * d + k] = (float)hp[k];
+        }
+        CHECK(testutil::allclose(h, h_ref, 2e-5, 1e-4, "h"));
+    }
+}
+
+TEST_CASE("lstm: backward agrees with finite differences") {
+    std::mt19937 rng(12);
+    const int n = 4, B = 2, d = 3;
+    Lstm net(n, B, d, rng);
+    const Vec G = random_vec((size_t)n * B * d, rng, 1.0f);  // loss = sum(h[1..n] * G)
+    auto loss = [&]() {
+        Vec h, c, gates;
+        net.forward(h, c, gates);
+        double s = 0;
+        for (size_t k = 0; k < G.size(); k++) s += (double)h[(size_t)B * d + k] * G[k];
+        return s;
+    };
+    Vec h, c, gates;
+    net.forward(h, c, gates);
+    Vec dx(net.x.size(), 5.0f), dW_ih(net.W_ih.size(), 5.0f), dW_hh(net.W_hh.size(), 5.0f),
+        db(net.b.size(), 5.0f);  // garbage: outputs are overwritten
+    lstm_backward(net.x.data(), net.W_ih.data(), net.W_hh.data(), h.data(), c.data(),
+                  gates.data(), G.data(), n, B, d, dx.data(), dW_ih.data(), dW_hh.data(),
+                  db.data());
+    struct Wrt {
+        Vec* X;
+        const Vec* dX;
+        const char* name;
+    };
+    const float eps = 1e-2f;
+    for (auto [X, dX, name] : {Wrt{&net.x, &dx, "dx"}, Wrt{&net.W_ih, &dW_ih, "dW_ih"},
+                               Wrt{&net.W_hh, &dW_hh, "dW_hh"}, Wrt{&net.b, &db, "db"}}) {
+        Vec numeric(X->size());
+        for (size_t i = 0; i < X->size(); i++) {
+            const float keep = (*X)[i];
+            (*X)[i] = keep + eps;
+            const double up = loss();
+            (*X)[i] = keep - eps;
+            const double down = loss();
+            (*X)[i] = keep;
+            numeric[i] = (float)((up - down) / (2 * eps));
+        }
+        // float32 forward, eps = 1e-2: truncation ~eps^2 and rounding ~1e-7/eps.
+        CHECK(testutil::allclose(*dX, numeric, 2e-3, 2e-3, name));
+    }
+}
