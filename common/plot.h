@@ -60,10 +60,10 @@ private:
 // ---- styles (designated initialisers: {.fmt = "--", .color = plot::gray, .lw = 1}) --------
 struct Style {
     std::string fmt = "-";       // marker "o" "s" "^" (optional) then line "-" "--" (optional)
-    std::optional<Color> color;  // default: the next tab10 colour of this Axes
+    std::optional<Color> color = {};  // default: the next tab10 colour of this Axes
     double lw = 1.5;             // line width in points
     double ms = 6;               // marker size in points
-    std::string label;           // legend entry; empty: not in the legend
+    std::string label = {};      // legend entry; empty: not in the legend
     double alpha = 1;
 };
 
@@ -78,7 +78,7 @@ struct TextStyle {
 
 struct ImageStyle {
     std::string cmap = "viridis";
-    std::optional<double> vmin, vmax;  // default: the data's min and max
+    std::optional<double> vmin = {}, vmax = {};  // default: the data's min and max
 };
 
 struct LegendStyle {
@@ -124,8 +124,8 @@ struct AxesImpl;
 class Axes {
 public:
     // Lines and markers; fmt as matplotlib: "o-", "s-", "^--", "--", "o" (markers only).
-    void plot(const Values& x, const Values& y, const std::string& fmt = "-",
-              const std::string& label = "");
+    // (fmt is a C string so that a braced Style, {.fmt = "--", .lw = 1}, picks the overload below.)
+    void plot(const Values& x, const Values& y, const char* fmt = "-", const std::string& label = "");
     void plot(const Values& x, const Values& y, const Style& style);
     // A horizontal line across the whole axes at data y (matplotlib axhline).
     void axhline(double y, const Style& style = {});
