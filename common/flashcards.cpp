@@ -78,7 +78,7 @@ std::string read_whole(const std::string& path, bool& missing, std::string& erro
     missing = false;
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        missing = errno == ENOENT;
+        missing = errno == ENOENT || errno == ENOTDIR;
         error = std::strerror(errno);
         return {};
     }
@@ -820,16 +820,18 @@ Frame render(Session& s, int W, int H, bool unicode) {
         int col0 = term::display_width(row);
         row += text;
         f.hits.push_back({row_index, col0, term::display_width(row), a});
-        row += "  ";
     };
     button("[1 쉬움]", Action::Rate1);
+    row += "  ";
     button("[2 보통]", Action::Rate2);
+    row += "  ";
     button("[3 어려움]", Action::Rate3);
-    std::string nav_left = "[< 이전]", nav_right = "[다음 >]";
-    int right_col = W - term::display_width(nav_left) - 2 - term::display_width(nav_right) - 1;
-    if (right_col > term::display_width(row)) {
+    const std::string nav_left = "[< 이전]", nav_right = "[다음 >]";
+    int right_col = W - 1 - term::display_width(nav_left) - 2 - term::display_width(nav_right);
+    if (right_col > term::display_width(row) + 1) {
         row += std::string(size_t(right_col - term::display_width(row)), ' ');
         button(nav_left, Action::Prev);
+        row += "  ";
         button(nav_right, Action::Next);
     }
     f.lines.push_back(term::fit(row, W));

@@ -2,7 +2,7 @@
 // locale says), word wrapping by display width, key and mouse decoding, and raw mode with the
 // alternate screen that is always restored (on exit, Ctrl-C, SIGTERM, SIGHUP, Ctrl-Z).
 //
-//   term::display_width("한국어 abc") == 9      // a Hangul syllable takes two columns
+//   term::display_width("한국어 abc") == 10     // a Hangul syllable takes two columns
 //   term::wrap("긴 답 ...", 40)                 // lines of at most 40 columns
 //   term::Raw raw; raw.enter(/*mouse=*/true);   // ... raw.leave() (also done by the destructor)
 #pragma once

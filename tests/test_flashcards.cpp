@@ -1,0 +1,530 @@
+// chapters/flashcards and its logic in common/flashcards + common/terminal: the deck, the
+// Leitner schedule, the progress file, the screen layout, and a scripted session through a pipe.
+#include "common/flashcards.h"
+#include "common/terminal.h"
+#include "tests/util.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kDeck = std::string(PROJECT_ROOT) + "/chapters/flashcards/deck.md";
+
+// A fresh folder under /tmp for one test case.
+std::string temp_dir(const std::string& name) {
+    static int counter = 0;
+    std::string dir = "/tmp/transformer-cards-test-" + std::to_string(::getpid()) + "-" +
+                      std::to_string(counter++) + "-" + name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+void write(const std::string& path, const std::string& text) {
+    std::ofstream f(path, std::ios::binary);
+    f << text;
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// The message of the cards::Error that fn throws ("" if none).
+template <class Fn>
+std::string error_of(Fn fn) {
+    try {
+        fn();
+    } catch (const cards::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+std::string card_text(int n, const std::string& q = "") {
+    return "## " + std::to_string(n) + ". " + (q.empty() ? "질문 " + std::to_string(n) : q) +
+           "\n\n답 " + std::to_string(n) + "\n실습: `make ch1`\n\n";
+}
+
+cards::Deck small_deck(int n) {
+    std::string text = "# 연습 덱\n\n";
+    for (int i = 1; i <= n; i++) text += card_text(i);
+    return cards::parse_deck(text, "small.md");
+}
+
+std::string run_args(const std::string& progress) {
+    return "--deck " + kDeck + " --progress " + progress;
+}
+
+}  // namespace
+
+TEST_CASE("flashcards: the deck parses to 20 cards, each with a question, an answer and a make target") {
+    cards::Deck deck = cards::load_deck(kDeck);
+    REQUIRE(deck.cards.size() == 20);
+    for (size_t i = 0; i < deck.cards.size(); i++) {
+        const cards::Card& c = deck.cards[i];
+        INFO("card " << c.number << " (line " << c.line << ")");
+        CHECK(c.number == int(i) + 1);
+        CHECK(!c.question.empty());
+        CHECK(!c.answer.empty());
+        CHECK(c.answer.find("실습:") == std::string::npos);  // the demo line is split off
+        CHECK(term::valid_utf8(c.answer));
+        // Every card says where the project demonstrates it, and names a chapter that exists
+        // in the plan (ch1 ... ch7).
+        size_t k = c.demo.find("make ch");
+        REQUIRE(k != std::string::npos);
+        char ch = c.demo[k + 7];
+        CHECK(ch >= '1');
+        CHECK(ch <= '7');
+    }
+    // The topics the issue lists are all there.
+    std::string all;
+    for (const cards::Card& c : deck.cards) all += c.question + "\n" + c.answer + "\n";
+    for (const char* topic : {"병렬", "고유성", "유계성", "연속성", "sqrt(d_k)", "W_Q", "Pre-LN",
+                              "Post-LN", "teacher forcing", "N2M", "N21", "N2N", "퓨전 커널",
+                              "1,048,576", "마스크", "FFN"})
+        CHECK_MESSAGE(all.find(topic) != std::string::npos, "the deck never mentions " << topic);
+}
+
+TEST_CASE("flashcards: a malformed deck fails with one line naming the file and the line") {
+    auto err = [](const std::string& text) {
+        return error_of([&] { cards::parse_deck(text, "d.md"); });
+    };
+    struct Case {
+        std::string text, starts;
+    };
+    const Case cases[] = {
+        {"# intro\n" + card_text(1) + "## 3. 건너뛴 번호\n답\n실습: `make ch1`\n", "d.md:7:"},
+        {"## 1. 질문\n\n답만 있고 실습 줄이 없다\n", "d.md:3:"},
+        {"## 1. 질문\n실습: `make ch1`\n", "d.md:1:"},                   // no answer
+        {"## 1.   \n답\n실습: `make ch1`\n", "d.md:1:"},                  // empty question
+        {"##1. 질문\n답\n실습: `make ch1`\n", "d.md:1:"},                  // no space
+        {"## 첫 카드\n답\n실습: `make ch1`\n", "d.md:1:"},                 // no number
+        {card_text(1) + "# 제목\n", "d.md:6:"},                            // '#' inside a card
+        {"## 1. 질문\n답 \x1b[31m\n실습: `make ch1`\n", "d.md:2:"},       // an escape byte
+        {"## 1. 질문\n답 \xff\n실습: `make ch1`\n", "d.md:2:"},           // invalid UTF-8
+        {"## 1. 질문\n답\n실습: 없음\n", "d.md:3:"},                       // no make target
+        {"# 카드 없음\n\n설명뿐\n", "d.md:3:"},
+        {"", "d.md:1:"},
+    };
+    for (const Case& c : cases) {
+        std::string e = err(c.text);
+        INFO("deck text: " << c.text);
+        CHECK(e.rfind(c.starts, 0) == 0);
+        CHECK(e.find('\n') == std::string::npos);
+        CHECK(e.size() > c.starts.size() + 10);  // and says what is wrong
+    }
+    // Windows line endings and tabs are fine.
+    cards::Deck d = cards::parse_deck("## 1. 질문\r\n> 이어서\r\n답\t끝\r\n실습: `make ch2`\r\n", "d.md");
+    REQUIRE(d.cards.size() == 1);
+    CHECK(d.cards[0].question == "질문\n이어서");
+    CHECK(d.cards[0].answer == "답    끝");
+    CHECK(d.cards[0].demo == "`make ch2`");
+
+    // The binary reports a broken deck the same way and exits non-zero.
+    std::string dir = temp_dir("deck");
+    write(dir + "/bad.md", "## 1. 질문\n답\n");
+    testutil::Run r = testutil::run("flashcards", "--deck " + dir + "/bad.md --progress " + dir + "/p.tsv", "q\n");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "flashcards: " + dir + "/bad.md:2: card 1 must end with a line '실습: `make chN` "
+                   "...' saying where the project shows it\n");
+    CHECK_FALSE(fs::exists(dir + "/p.tsv"));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("flashcards: Leitner rule: 어려움 -> box 1, 보통 -> box 2, 쉬움 one box up (3..5)") {
+    using cards::Rating;
+    CHECK(cards::next_box(0, Rating::Hard) == 1);
+    CHECK(cards::next_box(0, Rating::Medium) == 2);
+    CHECK(cards::next_box(0, Rating::Easy) == 3);
+    CHECK(cards::next_box(1, Rating::Easy) == 3);
+    CHECK(cards::next_box(3, Rating::Easy) == 4);
+    CHECK(cards::next_box(4, Rating::Easy) == 5);
+    CHECK(cards::next_box(5, Rating::Easy) == 5);
+    CHECK(cards::next_box(5, Rating::Medium) == 2);
+    CHECK(cards::next_box(5, Rating::Hard) == 1);
+    // Box b comes back 2^(b-1) sessions after its rating: box 1 the very next session.
+    CHECK(cards::interval(1) == 1);
+    CHECK(cards::interval(2) == 2);
+    CHECK(cards::interval(3) == 4);
+    CHECK(cards::interval(5) == 16);
+
+    cards::Progress p;
+    cards::rate(p, 1, Rating::Easy, 1);    // box 3, due in session 5
+    cards::rate(p, 2, Rating::Hard, 1);    // box 1, due in session 2
+    cards::rate(p, 3, Rating::Medium, 1);  // box 2, due in session 3
+    cards::rate(p, 5, Rating::Hard, 2);    // box 1, due in session 3
+    CHECK(p.session == 2);
+    CHECK(cards::due_in(p.cards[1]) == 5);
+    CHECK(cards::due_in(p.cards[2]) == 2);
+    CHECK(p.cards[1].reviews == 1);
+
+    cards::Deck deck = small_deck(6);  // cards 4 and 6 are new
+    // Session 2: only card 2 is due; then the new cards in deck order; then the rest, soonest due first.
+    cards::Plan plan = cards::plan_session(deck, p, 2);
+    CHECK(plan.today == 3);
+    CHECK(plan.order == std::vector<int>{1, 3, 5, 2, 4, 0});  // indices: cards 2, 4, 6 | 3, 5, 1
+    // Session 3: cards 5 (box 1) before 3 (box 2) although 3 is the older rating; 2 is overdue.
+    plan = cards::plan_session(deck, p, 3);
+    CHECK(plan.today == 5);
+    CHECK(plan.order == std::vector<int>{1, 4, 2, 3, 5, 0});  // 2, 5 (box 1), 3 (box 2) | new 4, 6 | 1
+    // Deterministic: the same input gives the same order.
+    CHECK(cards::plan_session(deck, p, 3).order == plan.order);
+    // Session 5: everything rated is due, lowest box first.
+    plan = cards::plan_session(deck, p, 5);
+    CHECK(plan.order == std::vector<int>{1, 4, 2, 0, 3, 5});
+
+    cards::Counts c = cards::count(deck, p, 3);
+    CHECK(c.seen == 4);
+    CHECK(c.easy == 1);
+    CHECK(c.medium == 1);
+    CHECK(c.hard == 2);
+    CHECK(c.box[0] == 2);
+    CHECK(c.box[1] == 2);
+    CHECK(c.due == 3);
+}
+
+TEST_CASE("flashcards: a session rates, advances, and a second rating in one session replaces the first") {
+    cards::Deck deck = small_deck(3);
+    cards::Session s(deck, cards::Progress{});
+    CHECK(s.session == 1);
+    CHECK_FALSE(s.apply(cards::Action::Rate1));  // not before the answer shows
+    CHECK(s.progress.cards.empty());
+    s.apply(cards::Action::Flip);
+    CHECK(s.flipped);
+    CHECK(s.apply(cards::Action::Rate1));
+    CHECK(s.progress.cards.at(1).box == 3);
+    CHECK(s.card().number == 2);
+    CHECK_FALSE(s.flipped);
+    // Back to card 1 and 쉬움 again: still box 3, one review (not box 4, two reviews).
+    s.apply(cards::Action::Prev);
+    s.apply(cards::Action::Flip);
+    s.apply(cards::Action::Rate1);
+    CHECK(s.progress.cards.at(1).box == 3);
+    CHECK(s.progress.cards.at(1).reviews == 1);
+    CHECK(s.card().number == 2);
+    s.apply(cards::Action::Flip);
+    s.apply(cards::Action::Rate3);
+    s.apply(cards::Action::Flip);
+    s.apply(cards::Action::Rate2);
+    CHECK(s.done_today());
+    CHECK(s.progress.session == 1);
+    CHECK(s.rated == 3);
+}
+
+TEST_CASE("flashcards: progress round trip through the text format and an atomic save") {
+    cards::Progress p;
+    cards::rate(p, 1, cards::Rating::Easy, 1);
+    cards::rate(p, 1, cards::Rating::Easy, 2);
+    cards::rate(p, 7, cards::Rating::Hard, 2);
+    cards::rate(p, 20, cards::Rating::Medium, 3);
+    cards::rate(p, 42, cards::Rating::Hard, 3);  // not in the deck: kept, not lost
+    std::string text = cards::format_progress(p);
+    cards::Progress q = cards::parse_progress(text, "p.tsv");
+    CHECK(q.session == 3);
+    REQUIRE(q.cards.size() == 4);
+    CHECK(q.cards[1].box == 4);
+    CHECK(q.cards[1].reviews == 2);
+    CHECK(q.cards[1].rated_in == 2);
+    CHECK(q.cards[7].last == cards::Rating::Hard);
+    CHECK(q.cards[20].box == 2);
+    CHECK(cards::format_progress(q) == text);
+
+    std::string dir = temp_dir("roundtrip");
+    std::string path = dir + "/deeper/folder/progress.tsv";  // parents are created
+    cards::save_progress(path, p);
+    CHECK(slurp(path) == text);
+    CHECK(cards::format_progress(cards::load_progress(path)) == text);
+    int files = 0;
+    for ([[maybe_unused]] auto& e : fs::directory_iterator(dir + "/deeper/folder")) files++;
+    CHECK(files == 1);  // no temporary file left behind
+    // A missing file is an empty progress; the default path follows XDG_STATE_HOME.
+    CHECK(cards::load_progress(dir + "/none.tsv").cards.empty());
+    ::setenv("XDG_STATE_HOME", "/some/state", 1);
+    CHECK(cards::default_progress_path() == "/some/state/transformer-cards/progress.tsv");
+    ::unsetenv("XDG_STATE_HOME");
+    fs::remove_all(dir);
+}
+
+TEST_CASE("flashcards: a corrupt progress file is reported as file:line and left byte-identical") {
+    const std::string head = "# transformer-cards progress v1\nsession\t2\ncard\tbox\trating\tsession\treviews\n";
+    struct Case {
+        std::string text;
+        int line;
+    };
+    const Case cases[] = {
+        {"card,box\n1,2\n", 1},                                      // not our file
+        {"# transformer-cards progress v1\nsesion\t2\n", 2},
+        {"# transformer-cards progress v1\nsession\t2\ncard box\n", 3},
+        {head + "1\t3\t쉬움\t1\t1\n2\t9\t쉬움\t1\t1\n", 5},          // box 9
+        {head + "1\t3\t쉬움\t1\n", 4},                               // a field short
+        {head + "1\t3\teasy\t1\t1\n", 4},                            // unknown rating
+        {head + "1\t3\t어려움\t1\t1\n", 4},                          // 어려움 must be box 1
+        {head + "1\t1\t어려움\t5\t1\n", 4},                          // rated after the last session
+        {head + "1\t1\t어려움\t1\t1\n1\t2\t보통\t2\t1\n", 5},        // card twice
+        {head + "1\t1\t어려움\t1\t0\n", 4},                          // zero reviews
+        {head + "x\t1\t어려움\t1\t1\n", 4},
+        {head + "1\t1\t어려\xec\t1\t1\n", 4},                        // cut UTF-8 (a torn write)
+        {"# transformer-cards progress v1\n", 1},                    // ends early
+        {"", 1},
+    };
+    std::string dir = temp_dir("corrupt");
+    std::string path = dir + "/progress.tsv";
+    for (const Case& c : cases) {
+        INFO("file text: " << c.text);
+        std::string prefix = path + ":" + std::to_string(c.line) + ":";
+        std::string e = error_of([&] { cards::parse_progress(c.text, path); });
+        CHECK(e.rfind(prefix, 0) == 0);
+        CHECK(e.find('\n') == std::string::npos);
+        CHECK(e.find("--reset") != std::string::npos);  // and says how to get out
+
+        // The program: one line on stderr, non-zero exit, the file untouched even though the
+        // script would rate a card.
+        write(path, c.text);
+        testutil::Run r = testutil::run("flashcards", run_args(path), "space\n1\nq\n");
+        CHECK(r.exit_code == 1);
+        CHECK(r.err == "flashcards: " + e + "\n");
+        CHECK(slurp(path) == c.text);
+        r = testutil::run("flashcards", run_args(path) + " --stats");
+        CHECK(r.exit_code == 1);
+        CHECK(slurp(path) == c.text);
+    }
+    // --reset is the explicit way out.
+    write(path, "garbage\n");
+    testutil::Run r = testutil::run("flashcards", run_args(path) + " --reset --stats");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("본 카드 0/20") != std::string::npos);
+    CHECK(cards::load_progress(path).cards.empty());
+
+    // An unreadable file (a folder here) is named too, and an unwritable place fails the first
+    // save with one line, exit 1.
+    fs::create_directories(dir + "/folder.tsv");
+    r = testutil::run("flashcards", run_args(dir + "/folder.tsv"), "q\n");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.rfind("flashcards: " + dir + "/folder.tsv: cannot read the progress file", 0) == 0);
+    write(dir + "/plainfile", "x");
+    r = testutil::run("flashcards", run_args(dir + "/plainfile/progress.tsv"), "space\n1\n");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.rfind("flashcards: " + dir + "/plainfile/progress.tsv: cannot save progress", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("flashcards: a scripted session through a pipe rates cards and the progress file says so") {
+    std::string dir = temp_dir("pipe");
+    std::string path = dir + "/progress.tsv";
+    // Card 1: 쉬움. Card 2: 어려움. Skip card 3 with the right arrow. Card 4: 보통 after a
+    // rating attempt before flipping (ignored). Keys as words, as single characters, and an
+    // empty line for Enter.
+    testutil::Run r = testutil::run("flashcards", run_args(path),
+                                    "space\n1\n\n3\nright\n2\n \n2\nq\nspace\n");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err == "");
+    CHECK(r.out.find('\x1b') == std::string::npos);  // plain frames: no escape codes
+    CHECK(r.out.find("먼저 답을 확인하세요") != std::string::npos);
+    CHECK(r.out.find("1번 카드: 쉬움, 상자 3 (4세션 뒤에 다시)") != std::string::npos);
+    CHECK(r.out.find("2번 카드: 어려움, 상자 1 (다음 세션에 다시)") != std::string::npos);
+    CHECK(r.out.find("이번 세션(1)에 3장을 평가했어요: 쉬움 1, 보통 1, 어려움 1") != std::string::npos);
+    const std::string expected =
+        "# transformer-cards progress v1\n"
+        "# Leitner boxes: 어려움 -> box 1, 보통 -> box 2, 쉬움 -> one box up (3 to 5).\n"
+        "# A card in box b is due 2^(b-1) sessions after the session it was rated in.\n"
+        "session\t1\n"
+        "card\tbox\trating\tsession\treviews\n"
+        "1\t3\t쉬움\t1\t1\n"
+        "2\t1\t어려움\t1\t1\n"
+        "4\t2\t보통\t1\t1\n";
+    CHECK(slurp(path) == expected);
+    // Every plain frame line fits 80 columns (the closing line with the file's path aside).
+    std::stringstream ss(r.out);
+    for (std::string line; std::getline(ss, line);)
+        if (line.rfind("진도 파일: ", 0) != 0) CHECK(term::display_width(line) <= 80);
+    CHECK(r.out.find("\n진도 파일: " + path + "\n") != std::string::npos);
+
+    // The next session starts with the card rated 어려움, then the new ones.
+    r = testutil::run("flashcards", run_args(path), "space\n3\n");
+    CHECK(r.exit_code == 0);
+    size_t first = r.out.find("번 카드");
+    REQUIRE(first != std::string::npos);
+    CHECK(r.out.substr(first - 1, 1) == "2");
+    CHECK(r.out.find("복습, 상자 1") != std::string::npos);
+    CHECK(r.out.find("오늘 볼 카드 18장: 복습 1장, 새 카드 17장") != std::string::npos);
+    cards::Progress p = cards::load_progress(path);
+    CHECK(p.session == 2);
+    CHECK(p.cards.at(2).reviews == 2);
+    CHECK(p.cards.at(2).rated_in == 2);
+
+    r = testutil::run("flashcards", run_args(path) + " --stats");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("지난 세션: 2 (다음은 세션 3)") != std::string::npos);
+    CHECK(r.out.find("본 카드 3/20, 쉬움 1, 보통 1, 어려움 1") != std::string::npos);
+    CHECK(r.out.find("세션 3에 볼 카드: 복습 2장 + 새 카드 17장") != std::string::npos);
+
+    // An unknown key line stops the script, names the line, and keeps what was saved.
+    r = testutil::run("flashcards", run_args(path), "space\njump\n1\n");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("flashcards: stdin line 2: unknown key 'jump'", 0) == 0);
+    CHECK(cards::load_progress(path).session == 2);
+
+    r = testutil::run("flashcards", "--help");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("Leitner") != std::string::npos);
+    CHECK(r.out.find("2^(b-1)") != std::string::npos);
+    CHECK(r.out.find("one key per line") != std::string::npos);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("flashcards: display width of mixed Hangul and ASCII, and wrapping by columns") {
+    CHECK(term::display_width("") == 0);
+    CHECK(term::display_width("abc") == 3);
+    CHECK(term::display_width("한국어") == 6);
+    CHECK(term::display_width("한국어 abc") == 10);
+    CHECK(term::display_width("d_k=64에서 쉬움") == 15);
+    CHECK(term::display_width("ㅂ") == 2);             // compatibility jamo
+    CHECK(term::display_width("\xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab") == 2);  // 한 as jamo: ᄒ+ᅡ+ᆫ
+    CHECK(term::display_width("e\xcc\x81") == 1);      // e + combining acute
+    CHECK(term::display_width("漢字") == 4);
+    CHECK(term::display_width("ＡＢ") == 4);            // fullwidth forms
+    CHECK(term::display_width("🤖") == 2);
+    CHECK(term::display_width("─│╭") == 3);            // box drawing: narrow
+    CHECK(term::codepoint_width(0x1b) == -1);
+
+    // Wrapping: each line at most the width, no text lost, list items hang.
+    std::string text = "- 병렬화: h_t를 계산하려면 h_(t-1)이 먼저 있어야 하므로 문장 길이만큼 차례로 기다려야 합니다.";
+    for (int width : {10, 17, 24, 40, 76}) {
+        std::vector<std::string> lines = term::wrap(text, width);
+        std::string joined;
+        for (size_t i = 0; i < lines.size(); i++) {
+            INFO("width " << width << " line " << i << ": " << lines[i]);
+            CHECK(term::display_width(lines[i]) <= width);
+            if (i > 0) {
+                CHECK(lines[i].rfind("  ", 0) == 0);  // the hanging indent
+                CHECK(lines[i][2] != ' ');
+            }
+            std::string t = lines[i];
+            t.erase(0, t.find_first_not_of(' '));
+            joined += (joined.empty() ? "" : " ") + t;
+        }
+        if (width >= 17) CHECK(joined == text);  // words are never cut when they fit a line
+    }
+    CHECK(term::wrap("가나다라마바사", 6) == std::vector<std::string>{"가나다", "라마바", "사"});
+    CHECK(term::wrap("a\n\nb", 10) == std::vector<std::string>{"a", "", "b"});
+    CHECK(term::fit("한국어", 5) == "한...");
+    CHECK(term::fit("한국", 5) == "한국 ");
+    CHECK(term::display_width(term::fit("가나다라마바사아자차", 9)) == 9);
+}
+
+TEST_CASE("flashcards: every card fits an 80x24 screen with Hangul aligned, flipped or not") {
+    cards::Deck deck = cards::load_deck(kDeck);
+    for (bool unicode : {true, false}) {
+        cards::Session s(deck, cards::Progress{});
+        for (size_t k = 0; k < deck.cards.size(); k++) {
+            for (bool flipped : {false, true}) {
+                s.flipped = flipped;
+                cards::Frame f = cards::render(s, 80, 24, unicode);
+                REQUIRE(f.lines.size() == 24);
+                for (size_t r = 0; r < f.lines.size(); r++) {
+                    INFO("card " << s.card().number << " row " << r << ": " << f.lines[r]);
+                    CHECK(term::display_width(f.lines[r]) == 80);
+                    CHECK(f.lines[r].find('\x1b') == std::string::npos);
+                }
+                // The box's right border sits in the last column on every box row.
+                for (int r = 3; r < 21; r++) {
+                    const std::string& line = f.lines[size_t(r)];
+                    CHECK(line.substr(line.size() - (unicode ? 3 : 1)) ==
+                          (r == 3 ? (unicode ? "╮" : "+") : r == 20 ? (unicode ? "╯" : "+") : (unicode ? "│" : "|")));
+                }
+                // Scrolling reaches the end of a long answer: the last row shows the 실습 line.
+                if (flipped && f.max_scroll > 0) {
+                    s.scroll = 1000;
+                    cards::Frame g = cards::render(s, 80, 24, unicode);
+                    CHECK(s.scroll == g.max_scroll);
+                    std::string all;
+                    for (int r = 4; r < 20; r++) all += g.lines[size_t(r)];
+                    CHECK(all.find("실습: make ch") != std::string::npos);
+                    s.scroll = 0;
+                }
+            }
+            s.apply(cards::Action::Next);
+        }
+    }
+    // A tiny window says so instead of drawing a broken card.
+    cards::Session s(deck, cards::Progress{});
+    cards::Frame f = cards::render(s, 30, 10, true);
+    CHECK(f.lines.size() == 10);
+    CHECK(f.lines[0].find("창이 너무 작아요") != std::string::npos);
+}
+
+TEST_CASE("flashcards: keys, mouse reports and clicks") {
+    term::Key k;
+    CHECK(term::parse_key("\x1b[C", k) == 3);
+    CHECK(k.kind == term::KeyKind::Right);
+    CHECK(term::parse_key("\x1bOD", k) == 3);
+    CHECK(k.kind == term::KeyKind::Left);
+    CHECK(term::parse_key("\x1b[1;5A", k) == 6);
+    CHECK(k.kind == term::KeyKind::Up);
+    CHECK(term::parse_key("\x1b[6~x", k) == 4);
+    CHECK(k.kind == term::KeyKind::PageDown);
+    CHECK(term::parse_key("\x1b[<0;12;7M", k) == 10);
+    CHECK(k.kind == term::KeyKind::Mouse);
+    CHECK(k.button == 0);
+    CHECK(k.x == 12);
+    CHECK(k.y == 7);
+    CHECK(k.press);
+    CHECK(term::parse_key("\x1b[<65;1;1m", k) == 10);
+    CHECK(k.button == 65);
+    CHECK_FALSE(k.press);
+    CHECK(term::parse_key("\x1b[<0;12", k) == 0);  // incomplete: wait for more bytes
+    CHECK(term::parse_key("\x1b", k) == 0);
+    CHECK(term::parse_key("\x1bq", k) == 1);
+    CHECK(k.kind == term::KeyKind::Escape);
+    CHECK(term::parse_key(" 1", k) == 1);
+    CHECK(k.kind == term::KeyKind::Space);
+    CHECK(term::parse_key("\r", k) == 1);
+    CHECK(k.kind == term::KeyKind::Enter);
+    CHECK(term::parse_key("\x03", k) == 1);
+    CHECK(k.kind == term::KeyKind::CtrlC);
+    CHECK(term::parse_key("ㅂ", k) == 3);
+    CHECK(k.kind == term::KeyKind::Char);
+    CHECK(k.ch == U'ㅂ');
+    CHECK(term::parse_key("\xe3\x85", k) == 0);  // half a Hangul character
+
+    cards::Action a;
+    CHECK(cards::parse_line_key("space", a));
+    CHECK(a == cards::Action::Flip);
+    CHECK(cards::parse_line_key(" ", a));
+    CHECK(a == cards::Action::Flip);
+    CHECK(cards::parse_line_key("", a));
+    CHECK(a == cards::Action::Flip);
+    CHECK(cards::parse_line_key("Enter", a));
+    CHECK(a == cards::Action::Flip);
+    CHECK(cards::parse_line_key("3", a));
+    CHECK(a == cards::Action::Rate3);
+    CHECK(cards::parse_line_key("보통", a));
+    CHECK(a == cards::Action::Rate2);
+    CHECK(cards::parse_line_key("left", a));
+    CHECK(a == cards::Action::Prev);
+    CHECK(cards::parse_line_key("q", a));
+    CHECK(a == cards::Action::Quit);
+    CHECK_FALSE(cards::parse_line_key("4", a));
+    CHECK_FALSE(cards::parse_line_key("spacebar", a));
+
+    // A click anywhere on the card flips it; the buttons rate and browse.
+    cards::Deck deck = cards::load_deck(kDeck);
+    cards::Session s(deck, cards::Progress{});
+    cards::Frame f = cards::render(s, 80, 24, true);
+    CHECK(cards::hit_test(f, 40, 10) == cards::Action::Flip);   // inside the box
+    CHECK(cards::hit_test(f, 1, 4) == cards::Action::Flip);     // its top-left corner
+    CHECK(cards::hit_test(f, 40, 1) == cards::Action::None);    // the title
+    std::string buttons = f.lines[22];
+    int col = term::display_width(buttons.substr(0, buttons.find("[2 보통]")));
+    CHECK(cards::hit_test(f, col + 1, 23) == cards::Action::Rate2);
+    col = term::display_width(buttons.substr(0, buttons.find("[다음 >]")));
+    CHECK(cards::hit_test(f, col + 2, 23) == cards::Action::Next);
+}
