@@ -66,11 +66,11 @@ inline bool allclose(const float* got, const float* ref, size_t n, double atol, 
         if (!ok) {
             bad++;
             if (shown++ < 5)
-                MESSAGE(what << "[" << i << "]: got " << g << ", expected " << r
+                MESSAGE(std::string(what) << "[" << i << "]: got " << g << ", expected " << r
                              << " (diff " << std::fabs(g - r) << ")");
         }
     }
-    if (bad) MESSAGE(what << ": " << bad << " of " << n << " elements differ");
+    if (bad) MESSAGE(std::string(what) << ": " << bad << " of " << n << " elements differ");
     return bad == 0;
 }
 
