@@ -1,0 +1,449 @@
+// The CUDA kernels of cuda/*.cu against CPU references, at awkward shapes (n = 1, 17, 33, 100;
+// d_k = 24, 40, 100; causal and not).
+//
+// One source, two builds:
+//   make test          g++ compiles the .cu files right here against cuda/emulator.h: the
+//                      "cuda emulator:" cases run; the "cuda device:" cases are skipped.
+//   cuda-tests (nvcc)  with CUDA_DEVICE_BUILD the kernels come from nvcc objects; the
+//                      "cuda device:" cases run when a GPU is visible, else they are skipped.
+// Under the emulator every kernel also runs twice, threads forward and in reverse between
+// barriers, and must give the same bits (a missing __syncthreads makes them differ).
+#include <doctest.h>
+
+#include "common/gemm.h"
+#include "cuda/kernels.h"
+#include "cuda/launch.h"
+#include "tests/util.h"
+
+#if !defined(CUDA_DEVICE_BUILD)
+#include "cuda/attention_flash.cu"
+#include "cuda/attention_naive.cu"
+#include "cuda/device_memory.cu"
+#include "cuda/lstm.cu"
+#include "cuda/permute.cu"
+#include "cuda/reduce.cu"
+#include "cuda/sgemm.cu"
+#include "cuda/softmax.cu"
+#endif
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+#if defined(CUDA_DEVICE_BUILD)
+constexpr bool kEmulator = false;
+bool gpu_visible() {
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+#else
+constexpr bool kEmulator = true;
+bool gpu_visible() { return false; }
+#endif
+
+// Registers the same body twice: once for the emulator, once for a real device.
+#define CUDA_TEST(name, body)                                                          \
+    TEST_CASE("cuda emulator: " name * doctest::skip(!kEmulator)) { body(); }        \
+    TEST_CASE("cuda device: " name * doctest::skip(!gpu_visible())) { body(); }
+
+std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+    std::vector<float> v(n);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (auto& x : v) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x = lo + (hi - lo) * float((s >> 40) * (1.0 / 16777216.0));
+    }
+    return v;
+}
+
+gpu::Buffer<float> upload(const std::vector<float>& v) {
+    gpu::Buffer<float> d(v.size());
+    if (!v.empty())
+        CUDA_CHECK(cudaMemcpy(d.data(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+    return d;
+}
+std::vector<float> download(const float* p, size_t n) {
+    std::vector<float> v(n);
+    if (n) CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return v;
+}
+std::vector<float> download(const gpu::Buffer<float>& b) { return download(b.data(), b.size()); }
+
+// Emulator only: the result must not depend on the order of threads between barriers.
+template <class Run, class Read>
+void check_schedule_independent(Run run, Read read, const char* what) {
+#if !defined(CUDA_DEVICE_BUILD)
+    CHECK_MESSAGE(emu::same_under_both_schedules(run, read),
+                  what << ": the result depends on the thread order (a missing __syncthreads?)");
+#else
+    (void)run, (void)read, (void)what;
+#endif
+}
+
+// ---- sgemm ---------------------------------------------------------------------------------
+void sgemm_case() {
+    struct Shape { int M, N, K; };
+    const Shape shapes[] = {{1, 1, 1}, {17, 33, 40}, {100, 17, 33}, {130, 129, 24}};
+    const SgemmVersion versions[] = {SgemmVersion::naive, SgemmVersion::tiled,
+                                     SgemmVersion::register_tiled};
+    const int batch = 2;
+    for (auto [M, N, K] : shapes)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                // Leading dimensions wider than the matrix, to catch lda/ldb/ldc mix-ups.
+                int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 1;
+                long sa = long(ta ? K : M) * lda, sb = long(tb ? N : K) * ldb, sc = long(M) * ldc;
+                auto A = random_vector(batch * sa, 1), B = random_vector(batch * sb, 2);
+                auto C0 = random_vector(batch * sc, 3);
+                std::vector<float> ref = C0;
+                for (int b = 0; b < batch; b++)
+                    sgemm_reference(ta, tb, M, N, K, 0.5f, A.data() + b * sa, lda,
+                                    B.data() + b * sb, ldb, 0.25f, ref.data() + b * sc, ldc);
+                auto dA = upload(A), dB = upload(B);
+                for (SgemmVersion v : versions) {
+                    INFO("M=" << M << " " << "N=" << N << " " << "K=" << K << " " << "ta=" << ta << " " << "tb=" << tb << " ");
+                    INFO("version=" << int(v));
+                    auto dC = upload(C0);
+                    auto run = [&] {
+                        CUDA_CHECK(cudaMemcpy(dC.data(), C0.data(), C0.size() * 4,
+                                              cudaMemcpyHostToDevice));
+                        sgemm_cuda(ta, tb, M, N, K, 0.5f, dA.data(), lda, dB.data(), ldb, 0.25f,
+                                   dC.data(), ldc, batch, sa, sb, sc, v);
+                    };
+                    run();
+                    CHECK(testutil::allclose(download(dC), ref, 1e-5, 1e-5, "C"));
+                    if (M > 1 && v != SgemmVersion::naive)
+                        check_schedule_independent(run, [&] { return download(dC); }, "sgemm");
+                }
+            }
+}
+CUDA_TEST("sgemm naive, tiled and register-tiled, batched, all transposes", sgemm_case)
+
+// ---- softmax -------------------------------------------------------------------------------
+void softmax_case() {
+    for (int n : {1, 17, 33, 100})
+        for (bool causal : {false, true}) {
+            INFO("n=" << n << " " << "causal=" << causal << " ");
+            const int rows = 3 * n;  // three (n, n) blocks, like B*h = 3
+            auto S = random_vector(size_t(rows) * n, 10 + n, -4, 4);
+            auto dP = random_vector(size_t(rows) * n, 20 + n);
+            std::vector<float> P_ref(S.size()), dS_ref(S.size());
+            for (int r = 0; r < rows; r++) {
+                int visible = causal ? r % n + 1 : n;
+                double m = -INFINITY, sum = 0, dot = 0;
+                for (int j = 0; j < visible; j++) m = std::max(m, double(S[r * n + j]));
+                for (int j = 0; j < visible; j++) sum += std::exp(S[r * n + j] - m);
+                for (int j = 0; j < n; j++)
+                    P_ref[r * n + j] = j < visible ? float(std::exp(S[r * n + j] - m) / sum) : 0;
+                for (int j = 0; j < n; j++) dot += double(dP[r * n + j]) * P_ref[r * n + j];
+                for (int j = 0; j < n; j++)
+                    dS_ref[r * n + j] = float(P_ref[r * n + j] * (dP[r * n + j] - dot));
+            }
+            auto dS_ = upload(S), dP_ = upload(dP);
+            gpu::Buffer<float> P(S.size()), dS(S.size());
+            softmax_forward_cuda(dS_.data(), P.data(), rows, n, causal);
+            CHECK(testutil::allclose(download(P), P_ref, 1e-6, 1e-5, "P"));
+            softmax_backward_cuda(P.data(), dP_.data(), dS.data(), rows, n);
+            CHECK(testutil::allclose(download(dS), dS_ref, 1e-6, 1e-4, "dS"));
+        }
+}
+CUDA_TEST("softmax forward and backward over rows, causal and not", softmax_case)
+
+// ---- reductions and permutes -------------------------------------------------------------------
+void reduce_case() {
+    for (auto [rows, cols] : {std::pair{1, 1}, {17, 40}, {100, 33}, {3, 1000}}) {
+        INFO("rows=" << rows << " " << "cols=" << cols << " ");
+        auto a = random_vector(size_t(rows) * cols, 30), b = random_vector(size_t(rows) * cols, 31);
+        std::vector<float> dot_ref(rows), col_ref(cols);
+        double sum = 0, max_abs = 0;
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++) {
+                float x = a[r * cols + c];
+                dot_ref[r] += x * b[r * cols + c];
+                col_ref[c] += x;
+                sum += x;
+                max_abs = std::max(max_abs, double(std::fabs(x)));
+            }
+        auto da = upload(a), db = upload(b);
+        gpu::Buffer<float> dot(rows), col(cols), scalar(1);
+        row_dot_cuda(da.data(), db.data(), dot.data(), rows, cols);
+        CHECK(testutil::allclose(download(dot), dot_ref, 1e-4, 1e-4, "row_dot"));
+        column_sum_cuda(da.data(), col.data(), rows, cols);
+        CHECK(testutil::allclose(download(col), col_ref, 1e-4, 1e-4, "column_sum"));
+        sum_cuda(da.data(), scalar.data(), long(a.size()));
+        CHECK(download(scalar)[0] == doctest::Approx(sum).epsilon(1e-4));
+        max_abs_cuda(da.data(), scalar.data(), long(a.size()));
+        CHECK(download(scalar)[0] == float(max_abs));
+        check_schedule_independent(
+            [&] { sum_cuda(da.data(), scalar.data(), long(a.size())); },
+            [&] { return download(scalar); }, "sum");
+    }
+}
+CUDA_TEST("reductions: row dot, column sum, sum, max |x|", reduce_case)
+
+void permute_case() {
+    const int B = 2, n = 17, h = 3, d_k = 40;
+    auto x = random_vector(size_t(B) * n * h * d_k, 40);  // (B, n, h, d_k)
+    std::vector<float> y_ref(x.size());                     // (B, h, n, d_k)
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < n; t++)
+            for (int hd = 0; hd < h; hd++)
+                for (int e = 0; e < d_k; e++)
+                    y_ref[((size_t(b) * h + hd) * n + t) * d_k + e] =
+                        x[((size_t(b) * n + t) * h + hd) * d_k + e];
+    auto dx = upload(x);
+    gpu::Buffer<float> y(x.size()), back(x.size());
+    split_heads_cuda(dx.data(), y.data(), B, n, h, d_k);
+    CHECK(download(y) == y_ref);
+    merge_heads_cuda(y.data(), back.data(), B, n, h, d_k);
+    CHECK(download(back) == x);
+
+    auto qkv = random_vector(size_t(B) * n * 3 * h * d_k, 41);  // (B, n, 3, h, d_k)
+    std::vector<float> Q_ref(x.size()), V_ref(x.size());
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < n; t++)
+            for (int hd = 0; hd < h; hd++)
+                for (int e = 0; e < d_k; e++) {
+                    size_t dst = ((size_t(b) * h + hd) * n + t) * d_k + e;
+                    size_t src = (((size_t(b) * n + t) * 3 + 0) * h + hd) * d_k + e;
+                    Q_ref[dst] = qkv[src];
+                    V_ref[dst] = qkv[src + 2 * size_t(h) * d_k];
+                }
+    auto dqkv = upload(qkv);
+    gpu::Buffer<float> Q(x.size()), K(x.size()), V(x.size()), qkv_back(qkv.size());
+    split_qkv_cuda(dqkv.data(), Q.data(), K.data(), V.data(), B, n, h, d_k);
+    CHECK(download(Q) == Q_ref);
+    CHECK(download(V) == V_ref);
+    merge_qkv_cuda(Q.data(), K.data(), V.data(), qkv_back.data(), B, n, h, d_k);
+    CHECK(download(qkv_back) == qkv);
+}
+CUDA_TEST("permute (B, n, h, d_k) <-> (B, h, n, d_k) and qkv split/merge", permute_case)
+
+// ---- attention -------------------------------------------------------------------------------
+struct AttentionRef {
+    std::vector<float> O, L, dQ, dK, dV, P;
+};
+
+// The article's scaled_dot_product_attention and its gradients, in double.
+AttentionRef attention_reference(const std::vector<float>& Q, const std::vector<float>& K,
+                                 const std::vector<float>& V, const std::vector<float>& dO,
+                                 int B, int h, int n, int d_k, bool causal) {
+    AttentionRef r;
+    size_t sz = size_t(B) * h * n * d_k;
+    r.O.assign(sz, 0), r.dQ.assign(sz, 0), r.dK.assign(sz, 0), r.dV.assign(sz, 0);
+    r.L.assign(size_t(B) * h * n, 0), r.P.assign(size_t(B) * h * n * n, 0);
+    const double scale = 1.0 / std::sqrt(double(d_k));
+    std::vector<double> P(size_t(n) * n), dS(size_t(n) * n);
+    for (int bh = 0; bh < B * h; bh++) {
+        auto q = &Q[size_t(bh) * n * d_k], k = &K[size_t(bh) * n * d_k], v = &V[size_t(bh) * n * d_k];
+        auto dout = &dO[size_t(bh) * n * d_k];
+        for (int i = 0; i < n; i++) {
+            int visible = causal ? i + 1 : n;
+            double m = -INFINITY, sum = 0;
+            for (int j = 0; j < visible; j++) {
+                double s = 0;
+                for (int e = 0; e < d_k; e++) s += double(q[i * d_k + e]) * k[j * d_k + e];
+                P[i * n + j] = s * scale;
+                m = std::max(m, s * scale);
+            }
+            for (int j = 0; j < visible; j++) sum += std::exp(P[i * n + j] - m);
+            for (int j = 0; j < n; j++) {
+                P[i * n + j] = j < visible ? std::exp(P[i * n + j] - m) / sum : 0.0;
+                r.P[(size_t(bh) * n + i) * n + j] = float(P[i * n + j]);
+            }
+            r.L[size_t(bh) * n + i] = float(m + std::log(sum));
+            for (int e = 0; e < d_k; e++) {
+                double o = 0;
+                for (int j = 0; j < n; j++) o += P[i * n + j] * v[j * d_k + e];
+                r.O[(size_t(bh) * n + i) * d_k + e] = float(o);
+            }
+            double dot = 0;
+            for (int j = 0; j < n; j++) {
+                double dp = 0;
+                for (int e = 0; e < d_k; e++) dp += double(dout[i * d_k + e]) * v[j * d_k + e];
+                dS[i * n + j] = dp;
+                dot += dp * P[i * n + j];
+            }
+            for (int j = 0; j < n; j++) dS[i * n + j] = P[i * n + j] * (dS[i * n + j] - dot);
+        }
+        for (int i = 0; i < n; i++)
+            for (int e = 0; e < d_k; e++) {
+                double dq = 0, dk = 0, dv = 0;
+                for (int j = 0; j < n; j++) {
+                    dq += dS[i * n + j] * k[j * d_k + e];
+                    dk += dS[j * n + i] * q[j * d_k + e];
+                    dv += P[j * n + i] * dout[j * d_k + e];
+                }
+                size_t at = (size_t(bh) * n + i) * d_k + e;
+                r.dQ[at] = float(dq * scale), r.dK[at] = float(dk * scale), r.dV[at] = float(dv);
+            }
+    }
+    return r;
+}
+
+struct AttentionShape { int B, h, n, d_k; };
+const AttentionShape kAttentionShapes[] = {
+    {1, 1, 1, 24}, {2, 2, 17, 40}, {1, 2, 33, 64}, {2, 1, 100, 24}, {1, 1, 70, 100}};
+
+void attention_case(bool fused) {
+    for (auto [B, h, n, d_k] : kAttentionShapes)
+        for (bool causal : {false, true}) {
+            INFO("B=" << B << " " << "h=" << h << " " << "n=" << n << " " << "d_k=" << d_k << " " << "causal=" << causal << " ");
+            size_t sz = size_t(B) * h * n * d_k;
+            auto Q = random_vector(sz, 50 + n, -2, 2), K = random_vector(sz, 51 + n, -2, 2);
+            auto V = random_vector(sz, 52 + n), dO = random_vector(sz, 53 + n);
+            AttentionRef ref = attention_reference(Q, K, V, dO, B, h, n, d_k, causal);
+            auto dQ_ = upload(Q), dK_ = upload(K), dV_ = upload(V), ddO = upload(dO);
+            gpu::Buffer<float> O(sz), dQ(sz), dK(sz), dV(sz);
+            gpu::Buffer<float> saved(fused ? size_t(B) * h * n : size_t(B) * h * n * n);  // L or P
+            auto forward = [&] {
+                if (fused)
+                    attention_fused_forward_cuda(dQ_.data(), dK_.data(), dV_.data(), O.data(),
+                                                 saved.data(), B, h, n, d_k, causal);
+                else
+                    attention_naive_forward_cuda(dQ_.data(), dK_.data(), dV_.data(), O.data(),
+                                                 saved.data(), B, h, n, d_k, causal);
+            };
+            auto backward = [&] {
+                if (fused)
+                    attention_fused_backward_cuda(dQ_.data(), dK_.data(), dV_.data(), O.data(),
+                                                  saved.data(), ddO.data(), dQ.data(), dK.data(),
+                                                  dV.data(), B, h, n, d_k, causal);
+                else
+                    attention_naive_backward_cuda(dQ_.data(), dK_.data(), dV_.data(),
+                                                  saved.data(), ddO.data(), dQ.data(), dK.data(),
+                                                  dV.data(), B, h, n, d_k, causal);
+            };
+            forward();
+            CHECK(testutil::allclose(download(O), ref.O, 1e-5, 1e-4, "O"));
+            if (fused) CHECK(testutil::allclose(download(saved), ref.L, 1e-5, 1e-5, "L"));
+            else CHECK(testutil::allclose(download(saved), ref.P, 1e-6, 1e-4, "P"));
+            backward();
+            CHECK(testutil::allclose(download(dQ), ref.dQ, 1e-5, 1e-3, "dQ"));
+            CHECK(testutil::allclose(download(dK), ref.dK, 1e-5, 1e-3, "dK"));
+            CHECK(testutil::allclose(download(dV), ref.dV, 1e-5, 1e-4, "dV"));
+            if (fused && n >= 33) {
+                check_schedule_independent(forward, [&] { return download(O); }, "fused forward");
+                check_schedule_independent(backward, [&] {
+                    auto g = download(dQ), k = download(dK);
+                    g.insert(g.end(), k.begin(), k.end());
+                    return g;
+                }, "fused backward");
+            }
+        }
+}
+void attention_naive_case() { attention_case(false); }
+void attention_fused_case() { attention_case(true); }
+CUDA_TEST("naive attention forward/backward vs the double reference", attention_naive_case)
+CUDA_TEST("fused (FlashAttention-2) attention forward/backward vs the double reference",
+          attention_fused_case)
+
+void attention_fused_rejects_wide_heads() {
+    gpu::Buffer<float> buf(4 * 129);
+    CHECK_THROWS_WITH_AS(attention_fused_forward_cuda(buf.data(), buf.data(), buf.data(),
+                                                      buf.data(), buf.data(), 1, 1, 4, 129, false),
+                         doctest::Contains("d_k = 129"), std::invalid_argument);
+}
+CUDA_TEST("fused attention names the problem when d_k > 128", attention_fused_rejects_wide_heads)
+
+// ---- LSTM ------------------------------------------------------------------------------------
+struct LstmRef {
+    std::vector<float> h, c, gates, dx, dW_ih, dW_hh, db;
+};
+LstmRef lstm_reference(const std::vector<float>& x, const std::vector<float>& W_ih,
+                       const std::vector<float>& W_hh, const std::vector<float>& b,
+                       const std::vector<float>& dh_out, int n, int B, int d) {
+    auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+    std::vector<double> h(size_t(n + 1) * B * d, 0), c(h.size(), 0), gates(size_t(n) * B * 4 * d);
+    for (int t = 1; t <= n; t++)
+        for (int r = 0; r < B; r++) {
+            for (int j = 0; j < 4 * d; j++) {
+                double a = b[j];
+                for (int e = 0; e < d; e++)
+                    a += double(x[(size_t(t - 1) * B + r) * d + e]) * W_ih[size_t(j) * d + e] +
+                         h[(size_t(t - 1) * B + r) * d + e] * W_hh[size_t(j) * d + e];
+                gates[(size_t(t - 1) * B + r) * 4 * d + j] = j / d == 2 ? std::tanh(a) : sigmoid(a);
+            }
+            for (int k = 0; k < d; k++) {
+                const double* g = &gates[(size_t(t - 1) * B + r) * 4 * d];
+                size_t at = (size_t(t) * B + r) * d + k, prev = at - size_t(B) * d;
+                c[at] = g[d + k] * c[prev] + g[k] * g[2 * d + k];
+                h[at] = g[3 * d + k] * std::tanh(c[at]);
+            }
+        }
+    LstmRef r;
+    r.h.assign(h.begin(), h.end()), r.c.assign(c.begin(), c.end());
+    r.gates.assign(gates.begin(), gates.end());
+    std::vector<double> dG(gates.size()), dh_next(size_t(B) * d, 0), dc(size_t(B) * d, 0);
+    std::vector<double> dx(size_t(n) * B * d, 0), dWi(size_t(4) * d * d, 0), dWh(dWi.size(), 0),
+        db(4 * d, 0);
+    for (int t = n; t >= 1; t--) {
+        for (int row = 0; row < B; row++)
+            for (int k = 0; k < d; k++) {
+                const double* g = &gates[(size_t(t - 1) * B + row) * 4 * d];
+                size_t at = (size_t(t) * B + row) * d + k, prev = at - size_t(B) * d;
+                double dh = dh_out[(size_t(t - 1) * B + row) * d + k] + dh_next[row * d + k];
+                double tc = std::tanh(c[at]);
+                double dct = dc[row * d + k] + dh * g[3 * d + k] * (1 - tc * tc);
+                double* dg = &dG[(size_t(t - 1) * B + row) * 4 * d];
+                dg[k] = dct * g[2 * d + k] * g[k] * (1 - g[k]);
+                dg[d + k] = dct * c[prev] * g[d + k] * (1 - g[d + k]);
+                dg[2 * d + k] = dct * g[k] * (1 - g[2 * d + k] * g[2 * d + k]);
+                dg[3 * d + k] = dh * tc * g[3 * d + k] * (1 - g[3 * d + k]);
+                dc[row * d + k] = dct * g[d + k];
+            }
+        for (int row = 0; row < B; row++)
+            for (int e = 0; e < d; e++) {
+                double acc = 0;
+                for (int j = 0; j < 4 * d; j++)
+                    acc += dG[(size_t(t - 1) * B + row) * 4 * d + j] * W_hh[size_t(j) * d + e];
+                dh_next[row * d + e] = acc;
+            }
+    }
+    for (int tr = 0; tr < n * B; tr++)
+        for (int j = 0; j < 4 * d; j++) {
+            double g = dG[size_t(tr) * 4 * d + j];
+            db[j] += g;
+            for (int e = 0; e < d; e++) {
+                dx[size_t(tr) * d + e] += g * W_ih[size_t(j) * d + e];
+                dWi[size_t(j) * d + e] += g * x[size_t(tr) * d + e];
+                dWh[size_t(j) * d + e] += g * h[size_t(tr) * d + e];  // h[t-1] rows
+            }
+        }
+    r.dx.assign(dx.begin(), dx.end()), r.dW_ih.assign(dWi.begin(), dWi.end());
+    r.dW_hh.assign(dWh.begin(), dWh.end()), r.db.assign(db.begin(), db.end());
+    return r;
+}
+
+void lstm_case() {
+    for (auto [n, B, d] : {std::tuple{1, 1, 24}, {17, 3, 40}, {33, 2, 17}}) {
+        INFO("n=" << n << " " << "B=" << B << " " << "d=" << d << " ");
+        auto x = random_vector(size_t(n) * B * d, 60), W_ih = random_vector(size_t(4) * d * d, 61, -0.3f, 0.3f);
+        auto W_hh = random_vector(size_t(4) * d * d, 62, -0.3f, 0.3f), b = random_vector(4 * d, 63);
+        auto dh_out = random_vector(size_t(n) * B * d, 64);
+        LstmRef ref = lstm_reference(x, W_ih, W_hh, b, dh_out, n, B, d);
+        auto dx_ = upload(x), dWi = upload(W_ih), dWh = upload(W_hh), db_ = upload(b),
+             ddh = upload(dh_out);
+        gpu::Buffer<float> h(size_t(n + 1) * B * d), c(h.size()), gates(size_t(n) * B * 4 * d);
+        for (bool fused : {true, false}) {
+            INFO("fused=" << fused << " ");
+            lstm_forward_cuda(dx_.data(), dWi.data(), dWh.data(), db_.data(), n, B, d, h.data(),
+                              c.data(), gates.data(), fused);
+            CHECK(testutil::allclose(download(h), ref.h, 1e-5, 1e-4, "h"));
+            CHECK(testutil::allclose(download(c), ref.c, 1e-5, 1e-4, "c"));
+            CHECK(testutil::allclose(download(gates), ref.gates, 1e-5, 1e-4, "gates"));
+        }
+        gpu::Buffer<float> dx(x.size()), dW_ih(W_ih.size()), dW_hh(W_hh.size()), db(b.size());
+        lstm_backward_cuda(dx_.data(), dWi.data(), dWh.data(), h.data(), c.data(), gates.data(),
+                           ddh.data(), n, B, d, dx.data(), dW_ih.data(), dW_hh.data(), db.data());
+        CHECK(testutil::allclose(download(dx), ref.dx, 1e-5, 1e-4, "dx"));
+        CHECK(testutil::allclose(download(dW_ih), ref.dW_ih, 1e-5, 1e-4, "dW_ih"));
+        CHECK(testutil::allclose(download(dW_hh), ref.dW_hh, 1e-5, 1e-4, "dW_hh"));
+        CHECK(testutil::allclose(download(db), ref.db, 1e-5, 1e-4, "db"));
+    }
+}
+CUDA_TEST("LSTM fused and unfused gates forward, backward, vs the double reference", lstm_case)
+
+}  // namespace
