@@ -1,0 +1,195 @@
+// Section 2: why attention divides the scores by sqrt(d_k).
+//
+// If the d_k components of q and k are independent with mean 0 and variance 1, the dot product
+// q.k is a sum of d_k such terms: its variance is d_k. Large logits make softmax pile its mass on
+// one key, and the softmax Jacobian diag(p) - p p^T (its trace: sum p(1-p)) goes to zero with it.
+// We measure both, for 8 keys, with and without dividing by sqrt(d_k), exactly as the article's
+// numpy script does: same generator (np.random.default_rng), same draws, same summation order,
+// so the table comes out digit for digit.
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "common/cli.h"
+#include "common/plot.h"
+#include "common/random.h"
+
+// ---- numpy's arithmetic, where the printed digits could depend on it ------------------------
+
+// np.sum of float64: pairwise summation (numpy's pairwise_sum). Up to 128 elements it adds with
+// eight running partial sums and combines them as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)); longer
+// arrays split in two halves (the first a multiple of 8 long). np.mean = this sum / n.
+static double np_sum(const double* a, size_t n) {
+    if (n < 8) {
+        double s = 0.0;
+        for (size_t i = 0; i < n; i++) s += a[i];
+        return s;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int j = 0; j < 8; j++) r[j] = a[j];
+        size_t i = 8;
+        for (; i + 8 <= n; i += 8)
+            for (int j = 0; j < 8; j++) r[j] += a[i + j];
+        double s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) s += a[i];
+        return s;
+    }
+    size_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return np_sum(a, n2) + np_sum(a + n2, n - n2);
+}
+
+static double np_mean(const std::vector<double>& v) { return np_sum(v.data(), v.size()) / v.size(); }
+
+// z.std(): sqrt(mean((z - mean(z))^2)), with numpy's sums.
+static double np_std(const double* z, int n) {
+    double mean = np_sum(z, n) / n;
+    double sq[64];  // n_keys <= 64 (checked in main)
+    for (int i = 0; i < n; i++) sq[i] = (z[i] - mean) * (z[i] - mean);
+    return std::sqrt(np_sum(sq, n) / n);
+}
+
+// softmax_np(z) from the article: subtract the max, exponentiate, normalise.
+static void softmax_np(const double* z, double* p, int n) {
+    double zmax = z[0];
+    for (int i = 1; i < n; i++) zmax = std::fmax(zmax, z[i]);
+    for (int i = 0; i < n; i++) p[i] = std::exp(z[i] - zmax);
+    double sum = np_sum(p, n);
+    for (int i = 0; i < n; i++) p[i] = p[i] / sum;
+}
+
+// ---- the experiment ------------------------------------------------------------------------
+
+// Per-trial measurements, one list each like the article's std, pr, ps, jr, js.
+struct Measurements {
+    std::vector<double> logit_std;          // z.std()
+    std::vector<double> pmax_raw, pmax_scaled;  // max softmax probability without / with scaling
+    std::vector<double> jac_raw, jac_scaled;    // gradient indicator sum p(1-p)
+};
+
+// One trial: q (d_k) and K (n_keys, d_k) already drawn. Appends to m.
+static void one_trial(const double* q, const double* K, int n_keys, int d_k, Measurements& m) {
+    double z[64] = {}, z_scaled[64] = {}, p1[64] = {}, p2[64] = {}, t[64] = {};  // (n_keys)
+    // z = K @ q: one dot product per key.
+    for (int j = 0; j < n_keys; j++) {
+        const double* k = K + (size_t)j * d_k;  // row j of K, (d_k)
+        double s = 0.0;
+        for (int i = 0; i < d_k; i++) s += k[i] * q[i];
+        z[j] = s;
+    }
+    m.logit_std.push_back(np_std(z, n_keys));
+
+    const double sqrt_dk = std::sqrt((double)d_k);
+    for (int j = 0; j < n_keys; j++) z_scaled[j] = z[j] / sqrt_dk;
+    softmax_np(z, p1, n_keys);         // without scaling
+    softmax_np(z_scaled, p2, n_keys);  // divided by sqrt(d_k)
+
+    double max1 = p1[0], max2 = p2[0];
+    for (int j = 1; j < n_keys; j++) {
+        max1 = std::fmax(max1, p1[j]);
+        max2 = std::fmax(max2, p2[j]);
+    }
+    m.pmax_raw.push_back(max1);
+    m.pmax_scaled.push_back(max2);
+
+    for (int j = 0; j < n_keys; j++) t[j] = p1[j] * (1 - p1[j]);
+    m.jac_raw.push_back(np_sum(t, n_keys));
+    for (int j = 0; j < n_keys; j++) t[j] = p2[j] * (1 - p2[j]);
+    m.jac_scaled.push_back(np_sum(t, n_keys));
+}
+
+// `trials` trials at one d_k, drawing from rng in the article's order: q, then K, per trial.
+static Measurements measure(numpy::Generator& rng, int d_k, int n_keys, int trials) {
+    Measurements m;
+    std::vector<double> draws((size_t)(1 + n_keys) * d_k);  // q (d_k), then K (n_keys, d_k)
+    for (int t = 0; t < trials; t++) {
+        rng.standard_normal(draws.data(), draws.size());
+        one_trial(draws.data(), draws.data() + d_k, n_keys, d_k, m);
+    }
+    return m;
+}
+
+// Figure 1, as the article's figure script computes and draws it: a fresh generator with the
+// same seed, d_k = 4, 8, ..., 1024, 4000 trials each.
+static void draw_figure(long seed, int n_keys, const std::string& path) {
+    const std::vector<int> dks = {4, 8, 16, 32, 64, 128, 256, 512, 1024};
+    const int trials = 4000;
+    numpy::Generator rng((uint64_t)seed);
+    std::vector<double> pmax_r, pmax_s, jac_r, jac_s;
+    for (int d : dks) {
+        Measurements m = measure(rng, d, n_keys, trials);
+        pmax_r.push_back(np_mean(m.pmax_raw));
+        pmax_s.push_back(np_mean(m.pmax_scaled));
+        jac_r.push_back(np_mean(m.jac_raw));
+        jac_s.push_back(np_mean(m.jac_scaled));
+    }
+
+    plot::Figure fig(11, 4, 150);
+    plot::Axes& left = fig.subplot(1, 2, 0);
+    left.plot(dks, pmax_r, "o-", "스케일링 없음");
+    left.plot(dks, pmax_s, "s-", "sqrt(d_k)로 나눔");
+    left.axhline(1.0 / n_keys, {.fmt = "--", .color = plot::gray, .lw = 1,
+                                .label = "균등분포 1/" + std::to_string(n_keys)});
+    left.set_ylabel("평균 최대 확률");
+    left.set_ylim(0, 1.05);
+    plot::Axes& right = fig.subplot(1, 2, 1);
+    right.plot(dks, jac_r, "o-", "스케일링 없음");
+    right.plot(dks, jac_s, "s-", "sqrt(d_k)로 나눔");
+    right.set_ylabel("기울기 지표 Sum p(1-p)");
+    right.set_yscale("log");
+    right.use_plain_log_labels('y', {1.0, 2.0, 5.0});
+    left.set_title("분포가 한 곳으로 몰리는 정도");
+    right.set_title("학습 신호가 남아 있는 정도");
+    for (plot::Axes* ax : {&left, &right}) {
+        ax->set_xscale("log");
+        ax->use_plain_log_labels('x');
+        ax->set_xlabel("d_k");
+        ax->grid(0.3);
+        ax->legend();
+    }
+    fig.tight_layout();
+    fig.save_png(path);
+}
+
+int main(int argc, char** argv) {
+    long seed = 20260830;
+    int trials = 20000, n_keys = 8;
+    std::vector<int> dims = {4, 16, 64, 256, 1024};
+    std::string figure_dir = "figures";
+    bool no_figures = false;
+
+    cli::Parser cli("2-scaling", "Section 2: why divide by sqrt(d_k) (the article's table and figure 1)");
+    cli.option("--seed", seed, "np.random.default_rng seed");
+    cli.option("--trials", trials, "Monte Carlo trials per d_k");
+    cli.option("--dims", dims, "comma-separated list of d_k");
+    cli.option("--keys", n_keys, "number of keys (softmax width)");
+    cli.option("--figure-dir", figure_dir, "folder for 2-scaling.png");
+    cli.flag("--no-figures", no_figures, "skip figure 1");
+    cli.parse(argc, argv);
+    if (seed < 0) cli.fail("--seed must be a non-negative integer (numpy rejects negative seeds)");
+    if (trials < 1) cli.fail("--trials must be at least 1");
+    if (n_keys < 1 || n_keys > 64) cli.fail("--keys must be between 1 and 64");
+    for (int d : dims)
+        if (d < 1 || d > (1 << 20)) cli.fail("--dims entries must be between 1 and 1048576");
+
+    numpy::Generator rng((uint64_t)seed);
+    for (int d : dims) {
+        Measurements m = measure(rng, d, n_keys, trials);
+        std::printf("d_k=%5d  로짓 표준편차 %6.2f | 최대확률 %.3f → %.3f | 기울기 지표 %.4f → %.4f\n",
+                    d, np_mean(m.logit_std), np_mean(m.pmax_raw), np_mean(m.pmax_scaled),
+                    np_mean(m.jac_raw), np_mean(m.jac_scaled));
+    }
+
+    if (!no_figures) {
+        try {
+            draw_figure(seed, n_keys, figure_dir + "/2-scaling.png");
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "2-scaling: %s\n", e.what());
+            return 1;
+        }
+    }
+    return 0;
+}
