@@ -829,6 +829,19 @@ std::pair<double, double> Axes::ylim() const {
     return {impl_->ya.lo, impl_->ya.hi};
 }
 
+std::vector<Axes::Tick> Axes::xticks() const {
+    impl_->fig->layout();
+    std::vector<Tick> out;
+    for (const auto& t : impl_->xa.ticks) out.push_back({t.v, t.label, t.major});
+    return out;
+}
+std::vector<Axes::Tick> Axes::yticks() const {
+    impl_->fig->layout();
+    std::vector<Tick> out;
+    for (const auto& t : impl_->ya.ticks) out.push_back({t.v, t.label, t.major});
+    return out;
+}
+
 // ============================================================================================
 // Layout: ticks, the boxes of every label, and the placement of the axes on the grid
 // ============================================================================================

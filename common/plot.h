@@ -163,6 +163,14 @@ public:
     // The current view limits (autoscaled if not set).
     std::pair<double, double> xlim() const;
     std::pair<double, double> ylim() const;
+    // The ticks drawn for the current layout: value, label ("" for minor ticks), major or not.
+    struct Tick {
+        double value;
+        std::string label;
+        bool major;
+    };
+    std::vector<Tick> xticks() const;
+    std::vector<Tick> yticks() const;
 
     Axes(Figure* fig, int row, int col);
     ~Axes();
