@@ -174,6 +174,8 @@ struct FiberBlock {
     const std::function<void()>* body = nullptr;
     int current = -1;
     int at_barrier = 0;
+    const char* barrier_file = nullptr;  // where the first waiting thread called __syncthreads
+    int barrier_line = 0;
 };
 inline thread_local FiberBlock* t_fb = nullptr;
 
@@ -227,8 +229,17 @@ inline void start_fiber(FiberBlock& fb, Fiber& f) {
     for (;;) yield_to_scheduler();
 }
 
-inline void syncthreads() {
+inline void syncthreads(const char* file, int line) {
     FiberBlock& fb = *t_fb;
+    if (fb.at_barrier == 0) {
+        fb.barrier_file = file;
+        fb.barrier_line = line;
+    } else if (line != fb.barrier_line || std::strcmp(file, fb.barrier_file) != 0) {
+        fail_in_thread("threads of one block wait at different __syncthreads (" +
+                       std::string(fb.barrier_file) + ":" + std::to_string(fb.barrier_line) +
+                       " and " + file + ":" + std::to_string(line) +
+                       "): a barrier in divergent code is undefined behaviour");
+    }
     fb.fibers[fb.current].state = Fiber::at_barrier;
     fb.at_barrier++;
     yield_to_scheduler();
@@ -359,7 +370,7 @@ struct ThreadFailure {};
     std::abort();  // a thread cannot leave a std::barrier half-way; stop loudly
 }
 
-inline void syncthreads() { t_tb->bar->arrive_and_wait(); }
+inline void syncthreads(const char*, int) { t_tb->bar->arrive_and_wait(); }
 
 inline const uint64_t* warp_rendezvous(uint64_t value, unsigned mask) {
     ThreadState& ts = cur();
@@ -416,7 +427,7 @@ inline T shfl_to(unsigned mask, T v, int src_lane_fn_result, bool keep_own) {
 #define gridDim (::emu::cur().block->grid_dim)
 #define warpSize 32
 
-inline void __syncthreads() { ::emu::syncthreads(); }
+#define __syncthreads() ::emu::syncthreads(__FILE__, __LINE__)
 inline void __syncwarp(unsigned mask = 0xffffffffu) { ::emu::warp_rendezvous(0, mask); }
 
 template <class T>
