@@ -14,6 +14,39 @@
 #include "common/cli.h"
 #include "common/format.h"
 #include "common/nn.h"
+#include "common/plot.h"
+
+// The article's widget as a picture: the weights without and with the causal mask.
+static void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path) {
+    plot::Figure fig(11, 4.5, 150);
+    const Tensor* weights[] = {&plain, &causal};
+    const char* titles[] = {"어텐션 가중치 (마스크 없음)", "어텐션 가중치 (causal 마스크)"};
+    const int n = int(plain.size(0));
+    std::vector<double> ticks;
+    std::vector<std::string> labels;
+    for (int j = 0; j < n; j++) {
+        ticks.push_back(j);
+        labels.push_back(std::to_string(j + 1) + "번");
+    }
+    for (int k = 0; k < 2; k++) {
+        plot::Axes& ax = fig.subplot(1, 2, k);
+        plot::Image& im = ax.imshow(weights[k]->to_vector(), n, n, {.cmap = "Blues", .vmin = 0, .vmax = 1});
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                float w = weights[k]->at({i, j});
+                ax.text(j, i, fixed(w, 4), {.ha = plot::center, .va = plot::center,
+                                            .color = w > 0.5f ? plot::white : plot::black});
+            }
+        ax.set_xticks(ticks, labels);
+        ax.set_yticks(ticks, labels);
+        ax.set_xlabel("키 토큰 j");
+        ax.set_ylabel("쿼리 토큰 i");
+        ax.set_title(titles[k]);
+        fig.colorbar(im, ax);
+    }
+    fig.tight_layout();
+    fig.save_png(path);
+}
 
 int main(int argc, char** argv) {
     cli::Parser cli("1-self-attention", "Section 1: self-attention on the article's 4 tokens");
@@ -21,6 +54,10 @@ int main(int argc, char** argv) {
     int explain = 0;
     cli.option("--mask", mask_name, "none | causal (row i sees only keys j <= i)");
     cli.option("--explain", explain, "print each step for query token I (1..4); 0 = off");
+    std::string figure_dir = "figures";
+    bool no_figures = false;
+    cli.option("--figure-dir", figure_dir, "where to write 1-self-attention.png");
+    cli.flag("--no-figures", no_figures, "do not write the figure");
     cli.parse(argc, argv);
     if (mask_name != "none" && mask_name != "causal")
         cli.fail("bad value '" + mask_name + "' for --mask: expected none or causal");
@@ -45,6 +82,17 @@ int main(int argc, char** argv) {
     // print("어텐션 가중치:\n", attn): Python's print puts a space between its arguments.
     std::printf("어텐션 가중치:\n %s\n", torch_str(attn).c_str());
     std::printf("출력:\n %s\n", torch_str(out).c_str());
+
+    if (!no_figures) {
+        try {
+            Tensor plain = mask.defined() ? scaled_dot_product_attention(Q, K, V).second : attn;
+            Tensor causal = scaled_dot_product_attention(Q, K, V, causal_mask(n)).second;
+            draw_figure(plain, causal, figure_dir + "/1-self-attention.png");
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "1-self-attention: error: %s\n", e.what());
+            return 1;
+        }
+    }
 
     if (explain == 0) return 0;
     // One row of the computation by hand: the same numbers, one step at a time.
