@@ -25,14 +25,18 @@ TEST_CASE("chapter 4: the article's two lines") {
     auto r = testutil::run("4-positional-encoding", "--figure-dir " + dir);
     CHECK(r.exit_code == 0);
     CHECK(r.err == "");
+    // The article's block (tests/expected/4-positional-encoding.txt): same labels, same lines.
+    const std::string article = testutil::read_file("tests/expected/4-positional-encoding.txt");
     CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 2);
     CHECK(r.out.rfind(LINE1, 0) == 0);
+    CHECK(article.rfind(LINE1, 0) == 0);
     // Without positions the two orders agree up to float rounding (the article: 1.19e-07).
     CHECK(value_after(r.out, LINE1) < 1e-6);
     // The article prints 0.557053804397583. float32 matrix products summed in another order
-    // (and torch's vectorised sin/cos, 1 ulp off glibc's on some angles) move the last one or
-    // two float digits, so we compare within 1e-6, not exactly.
-    CHECK(std::fabs(value_after(r.out, LINE2) - 0.557053804397583) <= 1e-6);
+    // (and torch's vectorised sin/cos, 1 ulp off glibc's at some angles) move the last one or
+    // two float digits (we print 0.5570540428161621), so we compare within 1e-6, not exactly.
+    CHECK(value_after(article, LINE2) == 0.557053804397583);
+    CHECK(std::fabs(value_after(r.out, LINE2) - value_after(article, LINE2)) <= 1e-6);
 
     std::ifstream png(dir + "/4-positional-encoding.png", std::ios::binary);
     REQUIRE_MESSAGE(png.good(), "no " << dir << "/4-positional-encoding.png");
