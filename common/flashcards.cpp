@@ -713,8 +713,8 @@ std::string repeat(const char* g, int n) {
 // "left ... right" in exactly `width` columns (right side wins when it does not fit).
 std::string spread(const std::string& left, const std::string& right, int width) {
     int rw = term::display_width(right);
-    if (rw >= width) return term::fit(right, width);
-    return term::fit(left, width - rw) + right;
+    if (rw + 1 >= width) return term::fit(right, width);
+    return term::fit(left, width - rw - 1) + " " + right;
 }
 
 }  // namespace
@@ -725,7 +725,7 @@ Frame render(Session& s, int W, int H, bool unicode) {
     W = std::max(W, 20);
     if (H > 0 && (W < 40 || H < 12)) {
         f.lines.assign(size_t(H), std::string(size_t(W), ' '));
-        f.lines[0] = term::fit(" 창이 너무 작아요: 40x12 이상으로 늘려 주세요 (q 끝내기)", W);
+        f.lines[0] = term::fit(" 창이 작아요 (40x12 이상, q 끝내기)", W);
         return f;
     }
     const int N = int(s.deck.cards.size());

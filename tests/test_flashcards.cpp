@@ -458,7 +458,8 @@ TEST_CASE("flashcards: every card fits an 80x24 screen with Hangul aligned, flip
     cards::Session s(deck, cards::Progress{});
     cards::Frame f = cards::render(s, 30, 10, true);
     CHECK(f.lines.size() == 10);
-    CHECK(f.lines[0].find("창이 너무 작아요") != std::string::npos);
+    CHECK(f.lines[0].find("창이 작아요 (40x12 이상") != std::string::npos);
+    CHECK(term::display_width(f.lines[0]) == 30);
 }
 
 TEST_CASE("flashcards: keys, mouse reports and clicks") {
