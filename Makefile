@@ -27,6 +27,7 @@ TEST_OBJ    := $(TEST_SRC:%.cpp=$(BUILD)/obj/%.o)
 PROGRAMS    := $(CHAPTERS:%=$(BUILD)/bin/%) $(BENCHES:%=$(BUILD)/bin/%)
 
 .DEFAULT_GOAL := all
+.SECONDARY:  # keep object files between runs
 .PHONY: all build test help clean sanitize format cards bench deps $(NUMBERED:%=run-%)
 
 all: build $(NUMBERED:%=run-%) ## build everything, run every chapter, write figures/
