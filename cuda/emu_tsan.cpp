@@ -1,0 +1,60 @@
+// `make emu-tsan`: the emulator with one OS thread per CUDA thread (EMU_THREADS), built with
+// -fsanitize=thread. In that mode a missing __syncthreads is a real data race.
+//
+//   emu-tsan clean     the tiled sgemm, the reductions and the fused attention at small shapes:
+//                      ThreadSanitizer must stay silent
+//   emu-tsan planted   the tiled matmul with its first barrier removed (cuda/planted_race.cuh):
+//                      ThreadSanitizer must report a data race
+#include "cuda/attention_flash.cu"
+#include "cuda/device_memory.cu"
+#include "cuda/planted_race.cuh"
+#include "cuda/reduce.cu"
+#include "cuda/sgemm.cu"
+#include "cuda/softmax.cu"
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+static gpu::Buffer<float> filled(size_t n, float scale) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; i++) v[i] = scale * float(int(i * 37 % 17) - 8) / 8;
+    gpu::Buffer<float> d(n);
+    CUDA_CHECK(cudaMemcpy(d.data(), v.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    return d;
+}
+
+int main(int argc, char** argv) {
+    const char* mode = argc > 1 ? argv[1] : "";
+    if (std::strcmp(mode, "planted") == 0) {
+        const int M = 20, N = 20, K = 20;
+        auto A = filled(M * K, 1), B = filled(K * N, 1);
+        gpu::Buffer<float> C(M * N);
+        planted_tiled_matmul(A.data(), B.data(), C.data(), M, N, K, false);
+        std::puts("planted kernel ran");
+        return 0;
+    }
+    if (std::strcmp(mode, "clean") == 0) {
+        const int M = 20, N = 18, K = 20;
+        auto A = filled(M * K, 1), B = filled(K * N, 1);
+        gpu::Buffer<float> C(M * N), s(1);
+        planted_tiled_matmul(A.data(), B.data(), C.data(), M, N, K, true);
+        sgemm_cuda(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N, 1, 0,
+                   0, 0, SgemmVersion::tiled);
+        sum_cuda(A.data(), s.data(), M * K);
+        softmax_forward_cuda(A.data(), C.data(), M, N, true);
+        const int Bsz = 1, h = 1, n = 40, d_k = 24;
+        const size_t sz = size_t(Bsz) * h * n * d_k;
+        auto Q = filled(sz, 1), Kt = filled(sz, 0.5f), V = filled(sz, 1), dO = filled(sz, 1);
+        gpu::Buffer<float> O(sz), L(n), dQ(sz), dK(sz), dV(sz);
+        attention_fused_forward_cuda(Q.data(), Kt.data(), V.data(), O.data(), L.data(), Bsz, h, n,
+                                     d_k, true);
+        attention_fused_backward_cuda(Q.data(), Kt.data(), V.data(), O.data(), L.data(),
+                                      dO.data(), dQ.data(), dK.data(), dV.data(), Bsz, h, n, d_k,
+                                      true);
+        std::puts("clean kernels ran");
+        return 0;
+    }
+    std::fprintf(stderr, "usage: emu-tsan clean|planted\n");
+    return 2;
+}
