@@ -102,6 +102,14 @@ Clip clip_of(double x0, double y0, double x1, double y1) {
 
 double clamp01(double v) { return v < 0 ? 0 : (v > 1 ? 1 : v); }
 
+// Like Agg's snapping of straight strokes: a line whose width rounds to an odd number of pixels
+// is centred on a pixel centre, an even one on a pixel edge, so spines, ticks and grid lines
+// come out crisp and evenly dark.
+double snap(double v, double width_px) {
+    long n = std::max(1L, std::lround(width_px));
+    return n % 2 ? std::floor(v) + 0.5 : std::round(v);
+}
+
 // Evaluates coverage(px, py) at every pixel centre of a box and composites the colour.
 template <class F>
 void paint(Canvas& cv, Clip clip, double x0, double y0, double x1, double y1, const Color& c,
@@ -273,8 +281,12 @@ const Font& get_font() {
     auto it = g_fonts.find(path);
     if (it != g_fonts.end()) return *it->second;
     auto font = std::make_unique<Font>();
-    std::ifstream f(path, std::ios::binary);
-    if (f) font->bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    std::ifstream f(path, std::ios::binary | std::ios::ate);
+    if (f) {
+        font->bytes.resize((size_t)std::max<std::streamoff>(0, f.tellg()));
+        f.seekg(0);
+        if (!f.read((char*)font->bytes.data(), (std::streamsize)font->bytes.size())) font->bytes.clear();
+    }
     int offset = font->bytes.empty() ? -1 : stbtt_GetFontOffsetForIndex(font->bytes.data(), 0);
     if (offset < 0 || !stbtt_InitFont(&font->info, font->bytes.data(), offset))
         throw std::runtime_error("font not found: " + path +
@@ -881,14 +893,14 @@ Decor decorate(const AxesImpl& A, double dpi, Canvas* cv) {
     double below = b.y1, leftmost = b.x0;
     for (const auto& t : A.xa.ticks) {
         if (t.label.empty()) continue;
-        Rect r = draw_text(cv, t.label, std::floor(tx(t.v)) + 0.5, xlab_top, kFontSize, dpi, black,
+        Rect r = draw_text(cv, t.label, snap(tx(t.v), pt(kMajorTickWidth)), xlab_top, kFontSize, dpi, black,
                            ha_center, va_top);
         d.xtick_boxes.push_back(r), d.ink = unite(d.ink, r), below = std::max(below, r.y1);
     }
     if (d.xtick_boxes.empty()) below = xlab_top - pt(kTickPad);
     for (const auto& t : A.ya.ticks) {
         if (t.label.empty()) continue;
-        Rect r = draw_text(cv, t.label, ylab_right, std::floor(ty(t.v)) + 0.5, kFontSize, dpi,
+        Rect r = draw_text(cv, t.label, ylab_right, snap(ty(t.v), pt(kMajorTickWidth)), kFontSize, dpi,
                            black, ha_right, va_center_baseline);
         d.ytick_boxes.push_back(r), d.ink = unite(d.ink, r), leftmost = std::min(leftmost, r.x0);
     }
@@ -914,7 +926,7 @@ Decor decorate(const AxesImpl& A, double dpi, Canvas* cv) {
         double left = c.x1 + pt(kMajorTickLen) + pt(kTickPad);
         for (size_t i = 0; i < A.cbar_ticks.size(); ++i) {
             double f = (A.cbar_ticks[i] - A.cbar->vmin) / (A.cbar->vmax - A.cbar->vmin);
-            double y = std::floor(c.y1 - f * (c.y1 - c.y0)) + 0.5;
+            double y = snap(c.y1 - f * (c.y1 - c.y0), pt(kMajorTickWidth));
             Rect r = draw_text(cv, A.cbar_labels[i], left, y, kFontSize, dpi, black, ha_left,
                                va_center_baseline);
             d.cbar_boxes.push_back(r), d.ink = unite(d.ink, r);
@@ -1014,14 +1026,14 @@ void Figure::layout() {
             double sx0 = left + A.col * (cw + gap_w), sy0 = top + A.row * (ch + gap_h);
             double sx1 = sx0 + cw, sy1 = sy0 + ch;
             // Spines on pixel centres keep them crisp.
-            auto snap = [](double v) { return std::floor(v) + 0.5; };
+            auto snap_box = [&](double v) { return snap(v, F.pt(kSpineWidth)); };
             double main_x1 = A.cbar ? sx0 + 0.80 * cw : sx1;
-            A.box = {snap(sx0), snap(sy0), snap(main_x1), snap(sy1)};
+            A.box = {snap_box(sx0), snap_box(sy0), snap_box(main_x1), snap_box(sy1)};
             if (A.cbar) {  // colorbar: pad .05, slot .15 of the cell, 20 times taller than wide
                 double h = A.box.y1 - A.box.y0;
                 double w = std::min(0.15 * cw, h / 20);
                 double cx0 = sx0 + 0.85 * cw;
-                A.cbar_box = {snap(cx0), A.box.y0, snap(cx0 + w), A.box.y1};
+                A.cbar_box = {snap_box(cx0), A.box.y0, snap_box(cx0 + w), A.box.y1};
                 A.cbar_ticks.clear();
                 double lo = std::min(A.cbar->vmin, A.cbar->vmax), hi = std::max(A.cbar->vmin, A.cbar->vmax);
                 int space = (int)std::floor(h * 72 / dpi / (kFontSize * 2));
@@ -1205,12 +1217,12 @@ void draw_axes(Canvas& cv, const AxesImpl& A, double dpi) {
     if (A.grid_alpha >= 0) {
         for (const auto& t : A.xa.ticks) {
             if (!t.major) continue;
-            double x = std::floor(tx(t.v)) + 0.5;
+            double x = snap(tx(t.v), pt(kGridWidth));
             draw_polyline(cv, {{x, b.y0}, {x, b.y1}}, pt(kGridWidth), false, kGridColor, A.grid_alpha, clip);
         }
         for (const auto& t : A.ya.ticks) {
             if (!t.major) continue;
-            double y = std::floor(ty(t.v)) + 0.5;
+            double y = snap(ty(t.v), pt(kGridWidth));
             draw_polyline(cv, {{b.x0, y}, {b.x1, y}}, pt(kGridWidth), false, kGridColor, A.grid_alpha, clip);
         }
     }
@@ -1255,13 +1267,13 @@ void draw_axes(Canvas& cv, const AxesImpl& A, double dpi) {
                                {b.x1, b.y1, b.x0, b.y1}, {b.x0, b.y1, b.x0, b.y0}};
     stroke(cv, spines, sw, false, black, 1, cv.full());
     for (const auto& t : A.xa.ticks) {
-        double x = std::floor(tx(t.v)) + 0.5;
+        double x = snap(tx(t.v), pt(t.major ? kMajorTickWidth : kMinorTickWidth));
         double len = pt(t.major ? kMajorTickLen : kMinorTickLen);
         stroke(cv, {{x, b.y1, x, b.y1 + len}}, pt(t.major ? kMajorTickWidth : kMinorTickWidth), true,
                black, 1, cv.full());
     }
     for (const auto& t : A.ya.ticks) {
-        double y = std::floor(ty(t.v)) + 0.5;
+        double y = snap(ty(t.v), pt(t.major ? kMajorTickWidth : kMinorTickWidth));
         double len = pt(t.major ? kMajorTickLen : kMinorTickLen);
         stroke(cv, {{b.x0, y, b.x0 - len, y}}, pt(t.major ? kMajorTickWidth : kMinorTickWidth), true,
                black, 1, cv.full());
@@ -1280,7 +1292,7 @@ void draw_axes(Canvas& cv, const AxesImpl& A, double dpi) {
         stroke(cv, outline, sw, false, black, 1, cv.full());
         for (double t : A.cbar_ticks) {
             double f = (t - A.cbar->vmin) / (A.cbar->vmax - A.cbar->vmin);
-            double y = std::floor(c.y1 - f * (c.y1 - c.y0)) + 0.5;
+            double y = snap(c.y1 - f * (c.y1 - c.y0), pt(kMajorTickWidth));
             stroke(cv, {{c.x1, y, c.x1 + pt(kMajorTickLen), y}}, pt(kMajorTickWidth), true, black, 1,
                    cv.full());
         }
@@ -1300,7 +1312,7 @@ const Pixels& Figure::pixels() {
     F.pixels.width = F.canvas.w, F.pixels.height = F.canvas.h;
     F.pixels.rgb.resize(F.canvas.rgb.size());
     for (size_t i = 0; i < F.canvas.rgb.size(); ++i)
-        F.pixels.rgb[i] = (uint8_t)std::lround(std::clamp(F.canvas.rgb[i], 0.0f, 1.0f) * 255);
+        F.pixels.rgb[i] = (uint8_t)(std::clamp(F.canvas.rgb[i], 0.0f, 1.0f) * 255 + 0.5f);
     return F.pixels;
 }
 
