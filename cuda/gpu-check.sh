@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# make gpu-check: everything the GPU side promises, on a machine with a GPU, in one folder.
+#   1. build (nvcc, the visible GPU's architecture)      -> build.log
+#   2. the CUDA test cases on the device                 -> cuda-tests.txt
+#   3. chapter 6's table on cuda, n = 128 ... 16384       -> cost-cuda.txt (cells that do not fit
+#      are skipped)
+#   4. speed targets: sgemm vs cuBLAS, fused vs naive attention, fused vs unfused LSTM gates
+#                                                        -> gpu-bench.txt
+#   5. PyTorch peers where python3 has torch with CUDA    -> torch-peer.txt
+# Each step has its own time limit; the whole run stays under 8 minutes on an H200.
+set -u
+BUILD=${1:-build}
+OUT=gpu-check/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$OUT"
+SEQ_LENS=128,256,512,1024,2048,4096,8192,16384
+log() { echo "gpu-check: $*" | tee -a "$OUT/summary.txt"; }
+step() {  # step NAME SECONDS FILE command...
+    local name=$1 limit=$2 file=$3; shift 3
+    local t0=$SECONDS
+    timeout "$limit" "$@" >"$OUT/$file" 2>&1
+    local rc=$?
+    log "$name: exit $rc after $((SECONDS - t0)) s -> $OUT/$file"
+    return $rc
+}
+
+NVCC=${NVCC:-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)}
+[ -n "$NVCC" ] || { log "nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc"; exit 1; }
+nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || { log "nvidia-smi failed: no GPU visible (see $OUT/nvidia-smi.txt)"; exit 1; }
+CUDA_HOME=$(dirname "$(dirname "$NVCC")")
+
+step build 300 build.log make BUILD="$BUILD" NVCC="$NVCC" -j"$(nproc)" "$BUILD/bin/cuda-tests" "$BUILD/bin/cuda-cost" ||
+    { tail -20 "$OUT/build.log"; exit 1; }
+ARCH=$(grep -o 'sm_[0-9a-z]*' "$OUT/build.log" | head -1)
+step cuda-tests 120 cuda-tests.txt "$BUILD/bin/cuda-tests" -tc='cuda device:*'
+tail -3 "$OUT/cuda-tests.txt" | tee -a "$OUT/summary.txt"
+step cost-cuda 180 cost-cuda.txt "$BUILD/bin/cuda-cost" --seq-lens "$SEQ_LENS"
+cat "$OUT/cost-cuda.txt"
+if [ -x "$BUILD/bin/6-cost" ] && "$BUILD/bin/6-cost" --help 2>&1 | grep -q -- --device; then
+    step chapter6-cuda 180 chapter6-cuda.txt "$BUILD/bin/6-cost" --device cuda --seq-lens "$SEQ_LENS" --figure-dir "$OUT"
+fi
+if "$NVCC" -std=c++20 -O3 -I. -arch="${ARCH:-sm_90}" cuda/gpu_bench.cu cuda/sgemm.cu cuda/softmax.cu \
+        cuda/reduce.cu cuda/attention_naive.cu cuda/attention_flash.cu cuda/lstm.cu \
+        cuda/device_memory.cu -lcublas -o "$OUT/gpu-bench" >"$OUT/gpu-bench-build.log" 2>&1; then
+    step gpu-bench 120 gpu-bench.txt "$OUT/gpu-bench"
+    cat "$OUT/gpu-bench.txt"
+else
+    log "gpu-bench did not build (see $OUT/gpu-bench-build.log)"
+fi
+for py in /usr/bin/python3 python3; do
+    if "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+        step torch-peer 150 torch-peer.txt "$py" cuda/torch_peer.py ${SEQ_LENS//,/ }
+        cat "$OUT/torch-peer.txt"
+        break
+    fi
+done
+log "results in $OUT"

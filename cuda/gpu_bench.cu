@@ -1,0 +1,108 @@
+// gpu-bench (built and run by cuda/gpu-check.sh, not by `make`): the issue's speed targets.
+//   1. sgemm 4096^3: register-tiled kernel vs cuBLAS in fp32 with TF32 off (cuBLAS is only
+//      the yardstick here; it is never in the measured path of chapter 6)
+//   2. fused attention fwd+bwd, B = 8, h = 8, d_k = 64, n = 2048, 4096: TFLOP/s (4 B h n^2 d_k
+//      forward, 2.5x that backward), speed-up over the naive path, peak memory ratio
+//   3. LSTM forward with fused vs unfused (per-op) gate kernels
+#include "cuda/kernels.h"
+#include "cuda/launch.h"
+
+#include <cublas_v2.h>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+static float time_ms(const std::function<void()>& f, int warmups = 2, int repeats = 5) {
+    for (int i = 0; i < warmups; i++) f();
+    cudaEvent_t a, b;
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    CUDA_CHECK(cudaEventRecord(a));
+    for (int i = 0; i < repeats; i++) f();
+    CUDA_CHECK(cudaEventRecord(b));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    return ms / repeats;
+}
+
+__global__ void fill(float* p, long n, float s) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n) p[i] = s * float((i * 2654435761u) % 2001 - 1000) / 1000.0f;
+}
+static gpu::Buffer<float> filled(size_t n, float s) {
+    gpu::Buffer<float> b(n);
+    launch_kernel(fill, dim3(ceil_div(long(n), 256)), dim3(256), 0, b.data(), long(n), s);
+    return b;
+}
+
+int main() {
+    {  // 1. sgemm
+        const int N = 4096;
+        auto A = filled(size_t(N) * N, 1), B = filled(size_t(N) * N, 1);
+        gpu::Buffer<float> C(size_t(N) * N);
+        cublasHandle_t handle;
+        cublasCreate(&handle);
+        cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH);  // fp32, no TF32
+        const float one = 1, zero = 0;
+        float ours = time_ms([&] {
+            sgemm_cuda(false, false, N, N, N, 1.0f, A.data(), N, B.data(), N, 0.0f, C.data(), N);
+        });
+        float tiled = time_ms([&] {
+            sgemm_cuda(false, false, N, N, N, 1.0f, A.data(), N, B.data(), N, 0.0f, C.data(), N, 1,
+                       0, 0, 0, SgemmVersion::tiled);
+        });
+        float cublas = time_ms([&] {  // row-major C = A B is column-major C^T = B^T A^T
+            cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, B.data(), N, A.data(), N,
+                        &zero, C.data(), N);
+        });
+        double tflop = 2.0 * N * N * N / 1e12;
+        std::printf("sgemm 4096^3: register-tiled %.2f ms (%.1f TFLOP/s), shared-tiled %.2f ms, "
+                    "cuBLAS %.2f ms (%.1f TFLOP/s): ours/cuBLAS speed = %.2fx (target >= 0.85x)\n",
+                    ours, tflop / ours * 1e3, tiled, cublas, tflop / cublas * 1e3, cublas / ours);
+        cublasDestroy(handle);
+    }
+    {  // 2. attention
+        const int B = 8, h = 8, d_k = 64;
+        for (int n : {2048, 4096}) {
+            size_t sz = size_t(B) * h * n * d_k;
+            auto Q = filled(sz, 1), K = filled(sz, 1), V = filled(sz, 1), dO = filled(sz, 1);
+            gpu::Buffer<float> O(sz), dQ(sz), dK(sz), dV(sz), L(size_t(B) * h * n);
+            gpu::reset_peak();
+            size_t base = gpu::current_bytes();
+            float fused = time_ms([&] {
+                attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), B, h, n, d_k, false);
+                attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n, d_k, false);
+            });
+            double fused_peak = double(gpu::peak_bytes());
+            double flops = 4.0 * B * h * double(n) * n * d_k * 3.5;
+            float naive = -1;
+            double naive_peak = 0;
+            try {
+                gpu::reset_peak();
+                gpu::Buffer<float> P(size_t(B) * h * n * n);
+                naive = time_ms([&] {
+                    attention_naive_forward_cuda(Q.data(), K.data(), V.data(), O.data(), P.data(), B, h, n, d_k, false);
+                    attention_naive_backward_cuda(Q.data(), K.data(), V.data(), P.data(), dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n, d_k, false);
+                });
+                naive_peak = double(gpu::peak_bytes());
+            } catch (const std::bad_alloc&) {
+            }
+            std::printf("attention fwd+bwd n=%d: fused %.2f ms (%.1f TFLOP/s, target >= 20), naive "
+                        "%.2f ms: speed-up %.2fx (target >= 1.5x at 4096), peak %.0f MB vs %.0f MB: "
+                        "%.1fx less (target >= 8x)  [inputs %.0f MB]\n",
+                        n, fused, flops / fused / 1e9, naive, naive / fused, fused_peak / 1048576,
+                        naive_peak / 1048576, naive_peak / fused_peak, double(base) / 1048576);
+        }
+    }
+    {  // 3. LSTM gates
+        const int n = 256, B = 8, d = 512;
+        auto x = filled(size_t(n) * B * d, 1), Wi = filled(size_t(4) * d * d, 0.04f),
+             Wh = filled(size_t(4) * d * d, 0.04f), b = filled(size_t(4) * d, 0.04f);
+        gpu::Buffer<float> hb(size_t(n + 1) * B * d), cb(size_t(n + 1) * B * d), g(size_t(n) * B * 4 * d);
+        float fused = time_ms([&] { lstm_forward_cuda(x.data(), Wi.data(), Wh.data(), b.data(), n, B, d, hb.data(), cb.data(), g.data(), true); });
+        float unfused = time_ms([&] { lstm_forward_cuda(x.data(), Wi.data(), Wh.data(), b.data(), n, B, d, hb.data(), cb.data(), g.data(), false); });
+        std::printf("LSTM forward n=%d B=%d d=%d: fused gates %.2f ms, unfused %.2f ms (whole "
+                    "forward incl. GEMMs: %.2fx)\n", n, B, d, fused, unfused, unfused / fused);
+    }
+}
