@@ -51,8 +51,8 @@ sanitize: ## run the test suite built with AddressSanitizer + UndefinedBehaviorS
 format: ## reformat every C++ source with .clang-format
 	clang-format -i $$(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh')
 
-cards: $(BUILD)/bin/flashcards ## review the 20-card deck in the terminal
-	$(BUILD)/bin/flashcards
+cards: $(BUILD)/bin/flashcards ## review the 20-card deck in the terminal (CARDS_ARGS=--stats ...)
+	$(BUILD)/bin/flashcards $(CARDS_ARGS)
 
 bench: $(BENCHES:%=$(BUILD)/bin/%) ## speed benchmarks, side by side with the peers (not tests)
 	@for b in $(BENCHES); do $(BUILD)/bin/$$b || exit 1; done
