@@ -688,11 +688,20 @@ void compute_ticks(AxisState& a, bool is_x, bool integer, double len_px, double 
     for (size_t i = 0; i < major.size(); ++i) a.ticks.push_back({major[i], labels[i], true});
     if (a.log) {  // unlabelled minor ticks between the decades, where none is a major
         int numticks = std::clamp(space, 2, 9);
+        // Spanning less than two decades, matplotlib labels the minor ticks too: 2x10^{-1}.
+        bool label_minor = !a.fixed && !a.plain && major.size() < 2;
         for (double t : log_ticks(vmin, vmax, a.base, {}, true, numticks)) {
             if (!inside(t)) continue;
             bool dup = false;
             for (double m : major) dup |= std::abs(a.fwd(m) - a.fwd(t)) < 1e-9;
-            if (!dup) a.ticks.push_back({t, "", false});
+            if (dup) continue;
+            std::string label;
+            if (label_minor) {
+                double k = std::floor(a.fwd(t) + 1e-9);
+                label = format_g(std::round(t / std::pow(a.base, k) * 1e6) / 1e6) + "×" +
+                        base_str(a.base) + "^{" + int_str(k) + "}";
+            }
+            a.ticks.push_back({t, label, false});
         }
     }
 }

@@ -163,7 +163,8 @@ public:
     // The current view limits (autoscaled if not set).
     std::pair<double, double> xlim() const;
     std::pair<double, double> ylim() const;
-    // The ticks drawn for the current layout: value, label ("" for minor ticks), major or not.
+    // The ticks drawn for the current layout: value, label (minor ticks: "" unless a log axis
+    // shows under two labelled decades), major or not.
     struct Tick {
         double value;
         std::string label;

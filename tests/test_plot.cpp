@@ -170,6 +170,15 @@ TEST_CASE("plot: the article's axes get the article's ticks") {
           std::vector<std::string>{"2^{7}", "2^{8}", "2^{9}", "2^{10}", "2^{11}", "2^{12}"});
     CHECK(majors(b.yticks()) ==
           std::vector<std::string>{"10^{0}", "10^{1}", "10^{2}", "10^{3}", "10^{4}"});
+    // Under two decades, the minor ticks carry the labels (matplotlib: 3x10^-1 ...).
+    plot::Figure f3(5, 4, 100);
+    plot::Axes& m = f3.subplot(1, 1, 0);
+    m.plot({1, 2, 3}, {0.3, 0.5, 0.8});
+    m.set_yscale("log");
+    std::vector<std::string> minor_labels;
+    for (const auto& t : m.yticks()) minor_labels.push_back(t.label);
+    CHECK(minor_labels == std::vector<std::string>{"3×10^{-1}", "4×10^{-1}", "5×10^{-1}",
+                                                   "6×10^{-1}", "7×10^{-1}", "8×10^{-1}"});
     // A heatmap's axes: integer ticks at cell centres, row 0 on top.
     plot::Axes& h = f2.subplot(1, 2, 1);
     h.imshow(std::vector<double>(64 * 64, 0.0), 64, 64);
