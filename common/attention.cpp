@@ -18,6 +18,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace {
 
@@ -27,6 +29,9 @@ constexpr float NEG_INF = -std::numeric_limits<float>::infinity();
 // plus the Q, K, V tiles stay in the L1/L2 cache of one core.
 constexpr int Br = 64;
 constexpr int Bc = 64;
+
+// Below this many multiply-adds a parallel region costs more than it saves.
+constexpr double PARALLEL_MIN_WORK = 1 << 18;
 
 }  // namespace
 
@@ -40,8 +45,9 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
     const float scale = 1.0f / std::sqrt((float)d_k);
     const long nn = (long)n * n, nd = (long)n * d_k;
     mem::Buffer<float> S((size_t)B * h * nn);  // (B, h, n, n) scores, freed on return
+    const bool parallel = (double)B * h * nn * d_k > PARALLEL_MIN_WORK;
 
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) if (parallel)
     for (int bh = 0; bh < B * h; bh++) {
         const float* Q_ = Q + bh * nd;  // (n, d_k)
         const float* K_ = K + bh * nd;  // (n, d_k)
@@ -86,8 +92,9 @@ void attention_naive_backward(const float* Q, const float* K, const float* V, co
     const long nn = (long)n * n, nd = (long)n * d_k;
     mem::Buffer<float> dP((size_t)B * h * nn);  // (B, h, n, n)
     mem::Buffer<float> dS((size_t)B * h * nn);  // (B, h, n, n)
+    const bool parallel = (double)B * h * nn * d_k > PARALLEL_MIN_WORK;
 
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) if (parallel)
     for (int bh = 0; bh < B * h; bh++) {
         const float* Q_ = Q + bh * nd;    // (n, d_k)
         const float* K_ = K + bh * nd;    // (n, d_k)
@@ -130,8 +137,9 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
     const float scale = 1.0f / std::sqrt((float)d_k);
     const long nd = (long)n * d_k;
     const int Tr = (n + Br - 1) / Br, Tc = (n + Bc - 1) / Bc;
+    const bool parallel = (double)B * h * n * n * d_k > PARALLEL_MIN_WORK;
 
-#pragma omp parallel
+#pragma omp parallel if (parallel)
     {
         // Per-thread tiles: O(Br * (Bc + d_k)) floats, independent of n.
         mem::Buffer<float> S_tile((size_t)Br * Bc);  // (Br, Bc) scores, then probabilities
@@ -206,9 +214,10 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
     const long nd = (long)n * d_k;
     const int Tr = (n + Br - 1) / Br, Tc = (n + Bc - 1) / Bc;
     mem::Buffer<float> D((size_t)B * h * n);  // (B, h, n): D_i = dO_i . O_i
+    const bool parallel = (double)B * h * n * n * d_k > PARALLEL_MIN_WORK;
 
     // D first: one dot product per query row.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel)
     for (long row = 0; row < (long)B * h * n; row++) {
         const float* o = O + row * d_k;
         const float* g = dO + row * d_k;
@@ -220,7 +229,7 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
     // One thread owns a whole (batch, head) slice, so dQ, dK and dV need no atomics: the outer
     // loop walks the K/V tiles (each thread accumulates dK_j and dV_j for its tile), the inner
     // loop walks the Q tiles and adds into dQ_i.
-#pragma omp parallel
+#pragma omp parallel if (parallel)
     {
         mem::Buffer<float> P_tile((size_t)Br * Bc);   // (Br, Bc) recomputed probabilities
         mem::Buffer<float> dP_tile((size_t)Br * Bc);  // (Br, Bc) dP, then dS
@@ -284,4 +293,133 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
             }
         }
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// The layer around it: projections in, heads split, attention, heads concatenated, projection
+// out; and the same in reverse for the backward.
+// ------------------------------------------------------------------------------------------
+
+AttentionLayer::AttentionLayer(int d_model_, int n_heads_, bool fused_, bool causal_)
+    : d_model(d_model_), n_heads(n_heads_), fused(fused_), causal(causal_),
+      W_qkv((size_t)3 * d_model_ * d_model_), W_o((size_t)d_model_ * d_model_),
+      dW_qkv((size_t)3 * d_model_ * d_model_), dW_o((size_t)d_model_ * d_model_) {
+    if (d_model <= 0 || n_heads <= 0 || d_model % n_heads != 0)
+        throw std::invalid_argument("d_model = " + std::to_string(d_model) +
+                                    " must be a positive multiple of n_heads = " +
+                                    std::to_string(n_heads));
+}
+
+mem::Buffer<float> AttentionLayer::forward(const float* x, int B, int n) {
+    const int D = d_model, h = n_heads, d_k = D / h;
+    const long u = (long)B * n * D;  // floats in one (B, n, d_model) tensor
+    x_ = x, B_ = B, n_ = n;
+
+    // qkv = x W_qkv^T: (B*n, D) x (D, 3D), then qkv.reshape(B, n, 3, h, d_k).permute(2, 0, 3, 1, 4)
+    {
+        mem::Buffer<float> qkv((size_t)3 * u);  // (B, n, 3, h, d_k)
+        sgemm(false, true, B * n, 3 * D, D, 1.0f, x, D, W_qkv.data(), D, 0.0f, qkv.data(), 3 * D);
+        QKV_ = mem::Buffer<float>((size_t)3 * u);  // (3, B, h, n, d_k)
+#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < n; i++)
+                for (int s = 0; s < 3; s++)
+                    for (int hh = 0; hh < h; hh++)
+                        std::copy_n(qkv.data() + (((long)b * n + i) * 3 + s) * D + hh * d_k, d_k,
+                                    QKV_.data() + ((((long)s * B + b) * h + hh) * n + i) * d_k);
+    }  // qkv freed here
+    const float* Q = QKV_.data();          // (B, h, n, d_k)
+    const float* K = QKV_.data() + u;      // (B, h, n, d_k)
+    const float* V = QKV_.data() + 2 * u;  // (B, h, n, d_k)
+
+    mem::Buffer<float> O(u);  // (B, h, n, d_k)
+    if (fused) {
+        L_ = mem::Buffer<float>((size_t)B * h * n);  // (B, h, n)
+        attention_fused_forward(Q, K, V, O.data(), L_.data(), B, h, n, d_k, causal);
+    } else {
+        P_ = mem::Buffer<float>((size_t)B * h * n * n);  // (B, h, n, n)
+        attention_naive_forward(Q, K, V, O.data(), P_.data(), B, h, n, d_k, causal);
+    }
+
+    // concat = O.transpose(1, 2).reshape(B, n, D)
+    concat_ = mem::Buffer<float>(u);  // (B, n, D)
+#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < n; i++)
+            for (int hh = 0; hh < h; hh++)
+                std::copy_n(O.data() + (((long)b * h + hh) * n + i) * d_k, d_k,
+                            concat_.data() + ((long)b * n + i) * D + hh * d_k);
+    if (fused) O_ = std::move(O);  // the fused backward reads O; the naive one does not
+
+    // y = concat W_o^T
+    mem::Buffer<float> y(u);  // (B, n, D)
+    sgemm(false, true, B * n, D, D, 1.0f, concat_.data(), D, W_o.data(), D, 0.0f, y.data(), D);
+    return y;
+}
+
+mem::Buffer<float> AttentionLayer::backward(const float* dy) {
+    if (!x_) throw std::logic_error("AttentionLayer::backward called before forward");
+    const int B = B_, n = n_, D = d_model, h = n_heads, d_k = D / h;
+    const long u = (long)B * n * D;
+
+    // y = concat W_o^T:  dW_o = dy^T concat,  dconcat = dy W_o
+    sgemm(true, false, D, D, B * n, 1.0f, dy, D, concat_.data(), D, 0.0f, dW_o.data(), D);
+    mem::Buffer<float> dO(u);  // (B, h, n, d_k)
+    {
+        mem::Buffer<float> dconcat(u);  // (B, n, D)
+        sgemm(false, false, B * n, D, D, 1.0f, dy, D, W_o.data(), D, 0.0f, dconcat.data(), D);
+        concat_ = {};
+#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
+        for (int b = 0; b < B; b++)
+            for (int hh = 0; hh < h; hh++)
+                for (int i = 0; i < n; i++)
+                    std::copy_n(dconcat.data() + ((long)b * n + i) * D + hh * d_k, d_k,
+                                dO.data() + (((long)b * h + hh) * n + i) * d_k);
+    }
+
+    mem::Buffer<float> dQKV((size_t)3 * u);  // (3, B, h, n, d_k)
+    const float *Q = QKV_.data(), *K = Q + u, *V = Q + 2 * u;
+    float *dQ = dQKV.data(), *dK = dQ + u, *dV = dQ + 2 * u;
+    if (fused)
+        attention_fused_backward(Q, K, V, O_.data(), L_.data(), dO.data(), dQ, dK, dV, B, h, n,
+                                 d_k, causal);
+    else
+        attention_naive_backward(Q, K, V, P_.data(), dO.data(), dQ, dK, dV, B, h, n, d_k, causal);
+    P_ = {}, L_ = {}, O_ = {}, QKV_ = {}, dO = {};
+
+    // back to (B, n, 3, h, d_k), then qkv = x W_qkv^T:  dW_qkv = dqkv^T x,  dx = dqkv W_qkv
+    mem::Buffer<float> dqkv((size_t)3 * u);  // (B, n, 3D)
+#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < n; i++)
+            for (int s = 0; s < 3; s++)
+                for (int hh = 0; hh < h; hh++)
+                    std::copy_n(dQKV.data() + ((((long)s * B + b) * h + hh) * n + i) * d_k, d_k,
+                                dqkv.data() + (((long)b * n + i) * 3 + s) * D + hh * d_k);
+    dQKV = {};
+    sgemm(true, false, 3 * D, D, B * n, 1.0f, dqkv.data(), 3 * D, x_, D, 0.0f, dW_qkv.data(), D);
+    mem::Buffer<float> dx(u);  // (B, n, D)
+    sgemm(false, false, B * n, D, 3 * D, 1.0f, dqkv.data(), 3 * D, W_qkv.data(), D, 0.0f,
+          dx.data(), D);
+    x_ = nullptr;
+    return dx;
+}
+
+// The allocation timeline above, added up for a benchmark cell: x, dy and the weights (and
+// their gradients) present throughout, y dropped after the forward (the loss has consumed it),
+// dx returned at the end. In units of one (B, n, d_model) tensor u and one (B, h, n, n) matrix sq:
+//   naive: forward  QKV 3u + O u + S + P                  = 4u + 2 sq
+//          backward QKV 3u + P + dO u + dQKV 3u + dP + dS = 7u + 3 sq   <- the peak
+//   fused: forward  QKV 3u + O u + concat u + y u         = 6u
+//          backward QKV 3u + O u + dO u + dQKV 3u, L, D   = 8u + 2 rows  <- the peak
+// (qkv and QKV both alive during the input projection: 6u.) sgemm's packing workspace comes on
+// top; sgemm_workspace_bytes_max() bounds it.
+size_t AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_model, int n_heads) {
+    const double u = (double)B * n * d_model * sizeof(float);
+    const double sq = (double)B * n_heads * n * n * sizeof(float);
+    const double rows = (double)B * n_heads * n * sizeof(float);  // one value per query row
+    const double weights = 2.0 * 4 * d_model * d_model * sizeof(float);  // W and dW
+    const double fixed = weights + 2 * u;                                  // + x, dy
+    const double peak = fused ? std::max(8 * u + 2 * rows, 6 * u + rows) : 7 * u + 3 * sq;
+    return (size_t)(fixed + peak) + sgemm_workspace_bytes_max();
 }

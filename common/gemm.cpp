@@ -287,15 +287,24 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
     }
 }
 
-// Few rows and B row-major: pack only A (tiny) and read B where it lies.
+// Few rows and B row-major: pack only A (tiny, all of it, up front) and read B where it lies.
+// The threads split the columns; there is no barrier, which matters for the LSTM, whose n
+// steps each make one such call.
 void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
                     const float* B, int ldb, float beta, float* C, int ldc, int nt) {
-    const int kc_max = std::min(K, KC);
     const int row_panels = ceil_div(M, MR);
     const int col_panels = ceil_div(N, NR);
-    mem::Buffer<float> Ap((size_t)row_panels * MR * kc_max);  // (M/MR, KC, MR)
-    mem::Buffer<float> edge((size_t)nt * kc_max * NR);        // a packed copy of the ragged edge
+    const int kc_max = std::min(K, KC);
+    // Ap: for each KC slice, row_panels micro-panels (kc, MR)
+    mem::Buffer<float> Ap((size_t)row_panels * MR * K);
+    for (int pc = 0; pc < K; pc += KC) {
+        const int kc = std::min(KC, K - pc);
+        for (int ir = 0; ir < row_panels; ir++)
+            pack_a_panel(A, lda, trans_a, ir * MR, std::min(MR, M - ir * MR), pc, kc,
+                         Ap.data() + (long)row_panels * MR * pc + (long)ir * kc * MR);
+    }
     nt = std::min(nt, col_panels);
+    mem::Buffer<float> edge((size_t)nt * kc_max * NR);  // a packed copy of the ragged edge
 
 #pragma omp parallel num_threads(nt)
     {
@@ -305,10 +314,7 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
         for (int pc = 0; pc < K; pc += KC) {
             const int kc = std::min(KC, K - pc);
             const float beta_k = pc == 0 ? beta : 1.0f;
-#pragma omp for schedule(static)
-            for (int ir = 0; ir < row_panels; ir++)
-                pack_a_panel(A, lda, trans_a, ir * MR, std::min(MR, M - ir * MR), pc, kc,
-                             Ap.data() + (long)ir * kc * MR);
+            const float* Ap_k = Ap.data() + (long)row_panels * MR * pc;
             for (int jr = c0; jr < c1; jr++) {
                 const int j = jr * NR;
                 const int n = std::min(NR, N - j);
@@ -322,11 +328,10 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
                 for (int ir = 0; ir < row_panels; ir++) {
                     const int i = ir * MR;
                     const int m = std::min(MR, M - i);
-                    kernels[m - 1](kc, Ap.data() + (long)ir * kc * MR, b, b_stride,
+                    kernels[m - 1](kc, Ap_k + (long)ir * kc * MR, b, b_stride,
                                    C + (long)i * ldc + j, ldc, n, alpha, beta_k);
                 }
             }
-#pragma omp barrier
         }
     }
 }
@@ -363,4 +368,10 @@ void sgemm_reference(bool trans_a, bool trans_b, int M, int N, int K, float alph
             float& c = C[(long)i * ldc + j];
             c = float(alpha * acc + (beta == 0.0f ? 0.0 : double(beta) * c));
         }
+}
+
+size_t sgemm_workspace_bytes_max() {
+    const size_t nt = (size_t)omp_get_max_threads();
+    // Worst case: every thread inside a parallel region runs a large single-threaded call.
+    return nt * ((size_t)KC * NC + (size_t)MC * KC + SMALL_WORKSPACE) * sizeof(float);
 }

@@ -33,3 +33,8 @@ inline float exp_fast(float x) {
     __builtin_memcpy(&two_n, &bits, sizeof two_n);
     return x < -87.0f ? 0.0f : p * two_n;
 }
+
+// An upper bound on the packing workspace sgemm calls can hold at once (packed blocks of A and
+// B, and the per-thread buffer small calls reuse): memory predictions add it as a margin.
+#include <cstddef>
+size_t sgemm_workspace_bytes_max();

@@ -12,7 +12,10 @@
 #include "common/gemm.h"
 #include "common/memory.h"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace {
 
@@ -30,7 +33,7 @@ void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const fl
 
     // gates = x W_ih^T + b for all n steps at once: (n*B, d) x (d, 4d) -> (n, B, 4d)
     sgemm(false, true, n * B, 4 * d, d, 1.0f, x, d, W_ih, d, 0.0f, gates, 4 * d);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)n * B4d >= (1 << 16))
     for (long row = 0; row < (long)n * B; row++)
         for (int k = 0; k < 4 * d; k++) gates[row * 4 * d + k] += b[k];
 
@@ -113,4 +116,47 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
     for (int k = 0; k < 4 * d; k++) db[k] = 0.0f;
     for (long row = 0; row < nB; row++)
         for (int k = 0; k < 4 * d; k++) db[k] += dgates[row * 4 * d + k];
+}
+
+// ------------------------------------------------------------------------------------------
+// The layer: owns the parameters and the states the backward needs.
+// ------------------------------------------------------------------------------------------
+
+LstmLayer::LstmLayer(int d_)
+    : d(d_), W_ih((size_t)4 * d_ * d_), W_hh((size_t)4 * d_ * d_), b((size_t)4 * d_),
+      dW_ih((size_t)4 * d_ * d_), dW_hh((size_t)4 * d_ * d_), db((size_t)4 * d_) {
+    if (d <= 0) throw std::invalid_argument("LSTM width d = " + std::to_string(d) + " must be positive");
+}
+
+const float* LstmLayer::forward(const float* x, int n, int B) {
+    x_ = x, n_ = n, B_ = B;
+    h_ = mem::Buffer<float>((size_t)(n + 1) * B * d);  // (n + 1, B, d)
+    c_ = mem::Buffer<float>((size_t)(n + 1) * B * d);  // (n + 1, B, d)
+    gates_ = mem::Buffer<float>((size_t)n * B * 4 * d);  // (n, B, 4d)
+    lstm_forward(x, W_ih.data(), W_hh.data(), b.data(), n, B, d, h_.data(), c_.data(),
+                 gates_.data());
+    return h_.data() + (long)B * d;  // y = h[1..n]
+}
+
+mem::Buffer<float> LstmLayer::backward(const float* dy) {
+    if (!x_) throw std::logic_error("LstmLayer::backward called before forward");
+    mem::Buffer<float> dx((size_t)n_ * B_ * d);  // (n, B, d)
+    lstm_backward(x_, W_ih.data(), W_hh.data(), h_.data(), c_.data(), gates_.data(), dy, n_, B_,
+                  d, dx.data(), dW_ih.data(), dW_hh.data(), db.data());
+    h_ = {}, c_ = {}, gates_ = {};
+    x_ = nullptr;
+    return dx;
+}
+
+// In units of one (n, B, d) tensor u, with x, dy and the parameters (and gradients) present:
+//   forward:  h u, c u, gates 4u, and W_hh^T (4d x d) while the steps run
+//   backward: h u, c u, gates 4u, dx u, dgates 4u, and two (B, d) step gradients  <- the peak
+size_t LstmLayer::predicted_peak_bytes(int B, int n, int d) {
+    const double u = (double)n * B * d * sizeof(float);
+    const double state = (double)B * d * sizeof(float);  // one step of h or c
+    const double params = 2.0 * (2.0 * 4 * d * d + 4 * d) * sizeof(float);
+    const double fixed = params + 2 * u;
+    const double forward = fixed + 6 * u + 2 * state + 4.0 * d * d * sizeof(float);
+    const double backward = fixed + 11 * u + 4 * state;
+    return (size_t)std::max(forward, backward) + sgemm_workspace_bytes_max();
 }

@@ -1,0 +1,118 @@
+// bench-layers: forward+backward of one attention layer (naive and fused) and of an LSTM of the
+// same width at a few sequence lengths, with the measured peak memory beside the predicted one,
+// and the naive layer's time beside what its FLOPs need at the sgemm rate measured in the same
+// run. Chapter 6 prints the article's table; this shows where the time goes.
+#include "common/attention.h"
+#include "common/cli.h"
+#include "common/gemm.h"
+#include "common/lstm.h"
+#include "common/memory.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <vector>
+
+namespace {
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+void fill_uniform(mem::Buffer<float>& buf, float bound, std::mt19937& rng) {
+    std::uniform_real_distribution<float> U(-bound, bound);
+    for (size_t i = 0; i < buf.size(); i++) buf[i] = U(rng);
+}
+
+struct Cell {
+    double ms, peak_mb, predicted_mb;
+};
+
+// 1 warm-up, then the mean of `repeat` timed runs; peak memory of the last run.
+Cell measure(const std::function<void()>& step, int repeat, size_t predicted) {
+    step();
+    double total = 0;
+    for (int r = 0; r < repeat; r++) {
+        mem::reset_peak();
+        const double t0 = now_s();
+        step();
+        total += now_s() - t0;
+    }
+    return {total / repeat * 1e3, mem::peak_bytes() / 1e6, predicted / 1e6};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<int> seq_lens = {256, 512, 1024};
+    int batch = 8, d_model = 512, heads = 8, repeat = 3;
+    cli::Parser cli("bench-layers", "attention (naive, fused) and LSTM forward+backward");
+    cli.option("--seq-lens", seq_lens, "sequence lengths n");
+    cli.option("--batch", batch, "batch size B");
+    cli.option("--d-model", d_model, "model width (LSTM input and hidden width too)");
+    cli.option("--heads", heads, "attention heads");
+    cli.option("--repeat", repeat, "timed runs per cell after one warm-up (the mean is shown)");
+    cli.parse(argc, argv);
+    if (batch < 1 || d_model < 1 || heads < 1 || repeat < 1) cli.fail("sizes must be positive");
+    if (d_model % heads != 0) cli.fail("--d-model must be a multiple of --heads");
+    for (int n : seq_lens)
+        if (n < 1) cli.fail("--seq-lens must be positive");
+
+    std::mt19937 rng(0);
+    // The sgemm rate on the layer's biggest product shape, measured now (the machine is shared).
+    double gemm_gflops;
+    {
+        const int M = batch * 512, N = 3 * d_model, K = d_model;
+        mem::Buffer<float> A((size_t)M * K), W((size_t)N * K), C((size_t)M * N);
+        fill_uniform(A, 1, rng), fill_uniform(W, 1, rng);
+        Cell c = measure([&] { sgemm(false, true, M, N, K, 1, A.data(), K, W.data(), K, 0, C.data(), N); },
+                         5, 0);
+        gemm_gflops = 2.0 * M * N * K / (c.ms * 1e-3) * 1e-9;
+    }
+    std::printf("batch = %d, d_model = %d, heads = %d; forward+backward, mean of %d after 1 warm-up\n",
+                batch, d_model, heads, repeat);
+    std::printf("sgemm rate now: %.1f GFLOP/s (M=%d N=%d K=%d)\n", gemm_gflops, batch * 512,
+                3 * d_model, d_model);
+    std::printf("%6s | %-8s | %9s | %9s %9s | %9s %6s\n", "n", "layer", "ms", "peak MB",
+                "pred. MB", "FLOP ms", "ratio");
+
+    for (int n : seq_lens) {
+        const size_t u = (size_t)batch * n * d_model;
+        mem::Buffer<float> x(u), dy(u);
+        fill_uniform(x, 1, rng), fill_uniform(dy, 1, rng);
+        for (int algo = 0; algo < 3; algo++) {
+            Cell c;
+            const char* name = algo == 0 ? "naive" : algo == 1 ? "fused" : "LSTM";
+            double flops = 0;
+            if (algo < 2) {
+                AttentionLayer layer(d_model, heads, algo == 1);
+                const float bound = 1.0f / std::sqrt((float)d_model);  // nn.Linear's init range
+                fill_uniform(layer.W_qkv, bound, rng), fill_uniform(layer.W_o, bound, rng);
+                c = measure([&] { { mem::Buffer<float> y = layer.forward(x.data(), batch, n); }
+                                  mem::Buffer<float> dx = layer.backward(dy.data()); },
+                            repeat, AttentionLayer::predicted_peak_bytes(algo == 1, batch, n, d_model, heads));
+                // projections 8 B n D^2 forward, twice that backward; attention 4 B n^2 D forward,
+                // twice that backward
+                flops = 24.0 * batch * n * d_model * d_model + 12.0 * batch * (double)n * n * d_model;
+            } else {
+                LstmLayer layer(d_model);
+                const float bound = 1.0f / std::sqrt((float)d_model);
+                fill_uniform(layer.W_ih, bound, rng), fill_uniform(layer.W_hh, bound, rng),
+                    fill_uniform(layer.b, bound, rng);
+                c = measure([&] { layer.forward(x.data(), n, batch);
+                                  mem::Buffer<float> dx = layer.backward(dy.data()); },
+                            repeat, LstmLayer::predicted_peak_bytes(batch, n, d_model));
+                // input projection, recurrent product, and their backward: 3 x (2 GEMMs of 8 n B d^2)
+                flops = 3.0 * 2 * 8.0 * n * batch * (double)d_model * d_model;
+            }
+            const double flop_ms = flops / (gemm_gflops * 1e9) * 1e3;
+            std::printf("%6d | %-8s | %9.1f | %9.1f %9.1f | %9.1f %5.2fx\n", n, name, c.ms,
+                        c.peak_mb, c.predicted_mb, flop_ms, c.ms / flop_ms);
+            std::fflush(stdout);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,290 @@
+// Section 6 of the article: 무엇을 대가로 치렀는가 -- what attention paid for dropping recurrence.
+//
+// Part 1 prints the article's complexity table (RNN vs self-attention) and computes from it
+// where the per-layer costs n*d^2 and n^2*d cross (n = d_model) and how much heavier attention
+// is at n = 4096.
+// Part 2 measures it: one attention layer (QKV projection, attention, output projection) with
+// the naive algorithm (the n x n matrix in memory) and the fused one (FlashAttention-2 tiles,
+// no n x n matrix), and an LSTM of the same width; forward + backward; 2 warm-ups then the mean
+// of 5, as the article's script does; time and peak tracked memory per cell; a cell whose
+// predicted peak does not fit in memory is skipped, not crashed into. Then figure 3.
+//
+// The layers live in common/attention.cpp and common/lstm.cpp; every product in them goes
+// through common/gemm.cpp, our own sgemm.
+#include "common/attention.h"
+#include "common/cli.h"
+#include "common/lstm.h"
+#include "common/memory.h"
+#include "common/plot.h"
+#include "common/terminal.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <new>
+#include <random>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+const char* const kNames[3] = {"어텐션(단순 구현)", "어텐션(퓨전 커널)", "LSTM"};
+constexpr double MiB = 1024.0 * 1024.0;  // the article's MB: torch's bytes / 1024**2
+
+// ---- part 1: the complexity table --------------------------------------------------------
+
+// `s` padded with spaces to `width` terminal columns (Hangul takes two).
+std::string pad(const std::string& s, int width) {
+    return s + std::string(std::max(0, width - term::display_width(s)), ' ');
+}
+std::string pad_left(const std::string& s, int width) {
+    return std::string(std::max(0, width - term::display_width(s)), ' ') + s;
+}
+
+void print_complexity(int d_model) {
+    const char* rows[4][3] = {{"항목", "RNN", "Self-attention"},
+                              {"층당 연산량", "O(n·d²)", "O(n²·d)"},
+                              {"순차적 연산 횟수", "O(n)", "O(1)"},
+                              {"최장 의존 경로", "O(n)", "O(1)"}};
+    for (auto& r : rows) std::printf("%s%s%s\n", pad(r[0], 18).c_str(), pad(r[1], 10).c_str(), r[2]);
+    std::printf("\n");
+
+    // Per-layer cost: RNN n*d^2, self-attention n^2*d. They are equal where n = d.
+    const double d = d_model;
+    auto rnn = [&](double n) { return n * d * d; };
+    auto attention = [&](double n) { return n * n * d; };
+    long crossover = 1;
+    while (attention((double)crossover) < rnn((double)crossover)) crossover++;
+    const double n_long = 4096;
+    std::printf("d_model = %d: 두 항(n·d², n²·d)이 같아지는 지점 n = %ld\n", d_model, crossover);
+    std::printf("n = %.0f: Self-attention / RNN = %.0f²·%d / (%.0f·%d²) = %g배\n\n", n_long,
+                n_long, d_model, n_long, d_model, attention(n_long) / rnn(n_long));
+}
+
+// ---- part 2: the benchmark --------------------------------------------------------------
+
+struct Config {
+    int batch, d_model, heads, warmup, repeat;
+    double limit_bytes;  // a cell predicted to need more is skipped
+};
+
+struct Cell {
+    bool skipped = false;
+    double predicted_mb = 0;
+    double ms = 0, mb = 0;  // mean time of the timed runs, peak over them
+};
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+void fill_uniform(mem::Buffer<float>& buf, float bound, std::mt19937& rng) {
+    std::uniform_real_distribution<float> U(-bound, bound);
+    for (size_t i = 0; i < buf.size(); i++) buf[i] = U(rng);
+}
+
+// Bytes the kernel would still hand out now (MemAvailable): another limit on a shared machine.
+double available_bytes() {
+    std::ifstream f("/proc/meminfo");
+    std::string key;
+    double kb;
+    std::string unit;
+    while (f >> key >> kb >> unit)
+        if (key == "MemAvailable:") return kb * 1024.0;
+    return 1e300;
+}
+
+double physical_bytes() {
+    return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+}
+
+// One cell: build the layer and its input, 2 warm-ups, then `repeat` timed forward+backward
+// runs; the peak tracked memory is taken over the timed runs (reset before each, like
+// torch.cuda.reset_peak_memory_stats), with the weights, x and dy counted as present.
+Cell run_cell(int algo, int n, const Config& cfg) {
+    const int B = cfg.batch, D = cfg.d_model;
+    Cell cell;
+    const size_t predicted = algo < 2 ? AttentionLayer::predicted_peak_bytes(algo == 1, B, n, D, cfg.heads)
+                                      : LstmLayer::predicted_peak_bytes(B, n, D);
+    cell.predicted_mb = predicted / MiB;
+    if ((double)predicted > cfg.limit_bytes || (double)predicted > available_bytes()) {
+        cell.skipped = true;
+        return cell;
+    }
+    const bool tty = isatty(STDERR_FILENO);
+    try {
+        std::mt19937 rng(n * 3 + algo);
+        const float bound = 1.0f / std::sqrt((float)D);  // nn.Linear's init range
+        mem::Buffer<float> x((size_t)B * n * D), dy((size_t)B * n * D);  // (B, n, D) or (n, B, D)
+        fill_uniform(x, 1.0f, rng);
+        fill_uniform(dy, 1.0f, rng);
+
+        std::function<void()> step;
+        std::unique_ptr<AttentionLayer> attn;
+        std::unique_ptr<LstmLayer> lstm;
+        if (algo < 2) {
+            attn = std::make_unique<AttentionLayer>(D, cfg.heads, /*fused=*/algo == 1);
+            fill_uniform(attn->W_qkv, bound, rng);
+            fill_uniform(attn->W_o, bound, rng);
+            step = [&] {
+                { mem::Buffer<float> y = attn->forward(x.data(), B, n); }  // the loss consumes y
+                mem::Buffer<float> dx = attn->backward(dy.data());
+            };
+        } else {
+            lstm = std::make_unique<LstmLayer>(D);
+            fill_uniform(lstm->W_ih, bound, rng);
+            fill_uniform(lstm->W_hh, bound, rng);
+            fill_uniform(lstm->b, bound, rng);
+            step = [&] {
+                lstm->forward(x.data(), n, B);
+                mem::Buffer<float> dx = lstm->backward(dy.data());
+            };
+        }
+
+        const int total = cfg.warmup + cfg.repeat;
+        double seconds = 0, peak = 0;
+        for (int r = 0; r < total; r++) {
+            std::fprintf(stderr, "%s  n = %d, %s: %s %d/%d%s", tty ? "\r\033[K" : "", n, kNames[algo],
+                         r < cfg.warmup ? "워밍업" : "측정", r < cfg.warmup ? r + 1 : r - cfg.warmup + 1,
+                         r < cfg.warmup ? cfg.warmup : cfg.repeat, tty ? "" : "\n");
+            std::fflush(stderr);
+            mem::reset_peak();
+            const double t0 = now_s();
+            step();
+            const double dt = now_s() - t0;
+            if (r >= cfg.warmup) {
+                seconds += dt;
+                peak = std::max(peak, (double)mem::peak_bytes());
+            }
+        }
+        cell.ms = seconds / cfg.repeat * 1e3;
+        cell.mb = peak / MiB;
+    } catch (const std::bad_alloc&) {  // the prediction fit but the allocator said no
+        cell.skipped = true;
+    }
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    return cell;
+}
+
+std::string format_cell(const Cell& c) {
+    char buf[64];
+    if (c.skipped) {
+        std::snprintf(buf, sizeof buf, "건너뜀(예상 %.0f MB)", c.predicted_mb);
+        return pad_left(buf, 24);
+    }
+    std::snprintf(buf, sizeof buf, "%8.1f ms / %7.0f MB", c.ms, c.mb);
+    return buf;
+}
+
+// Figure 3: time and peak memory against n, log-log, with the machine's physical memory dashed.
+void draw_figure(const std::vector<int>& seq_lens, const std::vector<std::vector<Cell>>& cells,
+                 const std::string& path) {
+    plot::Figure fig(11, 4, 150);
+    plot::Axes& left = fig.subplot(1, 2, 0);
+    plot::Axes& right = fig.subplot(1, 2, 1);
+    const char* fmts[3] = {"o-", "s-", "^-"};
+    for (int algo = 0; algo < 3; algo++) {
+        std::vector<double> n, ms, mb;  // skipped cells leave a gap at the end of the line
+        for (size_t k = 0; k < seq_lens.size(); k++)
+            if (!cells[k][algo].skipped) {
+                n.push_back(seq_lens[k]);
+                ms.push_back(cells[k][algo].ms);
+                mb.push_back(cells[k][algo].mb);
+            }
+        left.plot(n, ms, fmts[algo], kNames[algo]);
+        right.plot(n, mb, fmts[algo], kNames[algo]);
+    }
+    const double phys_gb = physical_bytes() / (1024.0 * MiB);
+    char label[64];
+    std::snprintf(label, sizeof label, "CPU 물리 메모리 (%.0f GB)", phys_gb);
+    right.axhline(physical_bytes() / MiB, {.fmt = "--", .color = plot::gray, .lw = 1, .label = label});
+    left.set_title("시간");
+    left.set_ylabel("순전파+역전파 시간 (ms)");
+    right.set_title("메모리");
+    right.set_ylabel("최대 메모리 (MB)");
+    for (plot::Axes* ax : {&left, &right}) {
+        ax->set_xscale("log", 2);
+        ax->set_yscale("log");
+        ax->set_xlabel("시퀀스 길이 n");
+        ax->grid(0.3);
+        ax->legend({.loc = "upper left"});
+    }
+    fig.tight_layout();
+    fig.save_png(path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string device = "cpu";
+    std::vector<int> seq_lens = {128, 256, 512, 1024};
+    Config cfg{8, 512, 8, 2, 5, 0};
+    double mem_limit_mb = 0;
+    std::string figure_dir = "figures";
+    bool no_figures = false;
+
+    cli::Parser cli("6-cost", "Section 6: the cost of attention (complexity table, benchmark, figure 3)");
+    cli.option("--device", device, "cpu (cuda comes with the CUDA path)");
+    cli.option("--seq-lens", seq_lens, "sequence lengths n (the article: 128,256,512,1024,2048,4096)");
+    cli.option("--batch", cfg.batch, "batch size");
+    cli.option("--d-model", cfg.d_model, "model width (the LSTM's input and hidden width too)");
+    cli.option("--heads", cfg.heads, "attention heads");
+    cli.option("--warmup", cfg.warmup, "untimed runs per cell");
+    cli.option("--repeat", cfg.repeat, "timed runs per cell (the mean is printed)");
+    cli.option("--mem-limit", mem_limit_mb, "MB a cell may need (0: the physical memory)");
+    cli.option("--figure-dir", figure_dir, "folder for 6-cost.png");
+    cli.flag("--no-figures", no_figures, "skip figure 3");
+    cli.parse(argc, argv);
+    if (device == "cuda")
+        cli.fail("--device cuda: this build has no CUDA path yet (it comes with the CUDA chapter "
+                 "work); use --device cpu");
+    if (device != "cpu") cli.fail("--device must be cpu (or cuda once the CUDA path is built)");
+    if (seq_lens.empty()) cli.fail("--seq-lens needs at least one length");
+    for (int n : seq_lens)
+        if (n < 1 || n > (1 << 20)) cli.fail("--seq-lens entries must be between 1 and 1048576");
+    if (cfg.batch < 1) cli.fail("--batch must be at least 1");
+    if (cfg.d_model < 1 || cfg.heads < 1 || cfg.d_model % cfg.heads != 0)
+        cli.fail("--d-model must be a positive multiple of --heads");
+    if (cfg.warmup < 0) cli.fail("--warmup must be 0 or more");
+    if (cfg.repeat < 1) cli.fail("--repeat must be at least 1");
+    if (mem_limit_mb < 0) cli.fail("--mem-limit must be 0 (physical memory) or a positive number of MB");
+    cfg.limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * MiB : physical_bytes();
+
+    print_complexity(cfg.d_model);
+
+    std::printf("device = %s, batch = %d, d_model = %d\n", device.c_str(), cfg.batch, cfg.d_model);
+    std::printf("     n |         어텐션(단순 구현) |        어텐션(퓨전 커널) |           LSTM\n");
+    std::fflush(stdout);
+    std::vector<std::vector<Cell>> cells;
+    bool any_skipped = false;
+    for (int n : seq_lens) {
+        std::vector<Cell> row;
+        for (int algo = 0; algo < 3; algo++) {
+            row.push_back(run_cell(algo, n, cfg));
+            any_skipped |= row.back().skipped;
+        }
+        std::printf("%6d | %s | %s | %s\n", n, format_cell(row[0]).c_str(),
+                    format_cell(row[1]).c_str(), format_cell(row[2]).c_str());
+        std::fflush(stdout);
+        cells.push_back(row);
+    }
+    if (any_skipped)
+        std::printf("(건너뜀: 예상 최대 메모리가 한도 %.0f MB 또는 지금 쓸 수 있는 메모리를 넘는 항목)\n",
+                    cfg.limit_bytes / MiB);
+
+    if (!no_figures) {
+        try {
+            draw_figure(seq_lens, cells, figure_dir + "/6-cost.png");
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "6-cost: %s\n", e.what());
+            return 1;
+        }
+    }
+    return 0;
+}
