@@ -141,6 +141,10 @@ struct DecoderBlock : Module {
     void collect_parameters(const std::string& prefix, NamedTensors& out) const override;
 };
 
+// The key-padding mask of a batch of sentences ids (B, S): (B, 1, 1, S), 1 where ids == pad, so
+// it broadcasts over heads and queries and no query attends to a padding position.
+Tensor padding_mask(const std::vector<int64_t>& ids, const Shape& shape, int64_t pad);
+
 // The whole encoder-decoder: token embeddings (scaled by sqrt(d_model), as in the paper) plus
 // the sinusoidal encoding, N encoder blocks, N decoder blocks, and the output head.
 struct EncoderDecoder : Module {
@@ -165,5 +169,14 @@ struct EncoderDecoder : Module {
     // starting from `start` until `end` or max_len tokens. Returns the tokens after `start`.
     std::vector<int64_t> greedy_decode(const std::vector<int64_t>& src, int64_t start,
                                        int64_t end, int max_len) const;
+    // The same for B sentences at once: src (B, S) padded with `pad`, which src_pad_mask
+    // (B, 1, 1, S; see padding_mask) hides. The encoder runs once for the batch; each step runs
+    // the decoder on all B prefixes together, and a finished sentence is fed `pad`. Returns each
+    // sentence's tokens after `start`, through `end` (or max_len tokens if it never ends).
+    std::vector<std::vector<int64_t>> greedy_decode_batch(const std::vector<int64_t>& src,
+                                                          const Shape& src_shape,
+                                                          const Tensor& src_pad_mask,
+                                                          int64_t start, int64_t end, int max_len,
+                                                          int64_t pad = 0) const;
     void collect_parameters(const std::string& prefix, NamedTensors& out) const override;
 };

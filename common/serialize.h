@@ -1,0 +1,39 @@
+// Trained weights on disk: a small binary file a reader can take apart with a hex dump.
+//
+//   magic   8 bytes  "XFMRWTS\0"
+//   version u32      1
+//   hparams u32 count, then per entry: u16 name length, name bytes, i64 value
+//                    (the model's hyper-parameters: layers, d_model, n_heads, ...)
+//   tensors u32 count, then per tensor: u16 name length, name bytes, u32 ndim, i64 dims[ndim],
+//                    float32 data (row-major, numel values)
+//   check   u64      FNV-1a-64 of every byte before it
+// All integers little-endian. Writing goes to "<path>.tmp" and is renamed at the end, so a
+// crash never leaves a half-written file under the real name. Reading checks everything and
+// throws std::runtime_error with one line "<path>: <what is wrong>".
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/tensor.h"
+
+namespace serialize {
+
+using HParams = std::vector<std::pair<std::string, int64_t>>;
+using Named = std::vector<std::pair<std::string, Tensor>>;  // nn's NamedTensors
+
+struct Checkpoint {
+    HParams hparams;
+    Named tensors;
+    int64_t get(const std::string& name) const;  // a hyper-parameter; throws if absent
+};
+
+void save(const std::string& path, const HParams& hparams, const Named& tensors);
+Checkpoint load(const std::string& path);
+
+// Copies every tensor of `ck` into the parameter of the same name in `params` (data only).
+// Throws "<path>: ..." on a missing or extra name or a shape mismatch.
+void copy_into(const Checkpoint& ck, const Named& params, const std::string& path);
+
+}  // namespace serialize

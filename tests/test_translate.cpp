@@ -1,0 +1,325 @@
+// Chapter 7's pieces: Sino-Korean number words, Adam with warm-up, teacher-forced training,
+// greedy decoding (one sentence and batched) with a hand-set model, the weights file.
+#include <doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/korean_numbers.h"
+#include "common/nn.h"
+#include "common/optim.h"
+#include "common/random.h"
+#include "common/serialize.h"
+#include "tests/util.h"
+
+namespace kn = korean_numbers;
+
+TEST_CASE("translate: Sino-Korean number words follow the reading rules") {
+    const std::pair<int64_t, const char*> cases[] = {
+        {1, "일"},          {2, "이"},           {10, "십"},       {11, "십일"},
+        {20, "이십"},       {99, "구십구"},      {100, "백"},      {101, "백일"},
+        {110, "백십"},      {111, "백십일"},     {1000, "천"},     {1001, "천일"},
+        {1010, "천십"},     {2100, "이천백"},    {3201, "삼천이백일"}, {10000, "만"},
+        {10001, "만일"},    {10010, "만십"},     {15000, "만오천"}, {20000, "이만"},
+        {21000, "이만천"},  {11111, "만천백십일"}, {60006, "육만육"},
+        {99999, "구만구천구백구십구"}};
+    for (auto [n, words] : cases) {
+        CHECK_MESSAGE(kn::to_words(n) == words, n);
+        CHECK(kn::from_words(words) == n);
+    }
+    CHECK_THROWS_AS(kn::to_words(0), std::out_of_range);
+    CHECK_THROWS_AS(kn::to_words(-5), std::out_of_range);
+    CHECK_THROWS_AS(kn::to_words(100000), std::out_of_range);  // 십만 is out of range
+}
+
+TEST_CASE("translate: every number in 1..99999 reads back, no two share their words") {
+    std::set<std::string> seen;
+    size_t longest = 0;
+    for (int64_t n = 1; n <= kn::max_value; n++) {
+        std::string w = kn::to_words(n);
+        REQUIRE(kn::from_words(w) == n);
+        seen.insert(w);
+        longest = std::max(longest, kn::syllables(w).size());
+    }
+    CHECK(seen.size() == size_t(kn::max_value));
+    CHECK(longest == 9);  // 구만구천구백구십구
+}
+
+TEST_CASE("translate: syllables and malformed words") {
+    CHECK(kn::syllables("만오천") == std::vector<std::string>{"만", "오", "천"});
+    CHECK(kn::syllables("").empty());
+    CHECK_THROWS_AS(kn::syllables("\xEB\xA7"), std::invalid_argument);  // cut inside 만
+    CHECK(kn::syllable_set().size() == 13);
+    for (const char* bad : {"일십", "일만", "십십", "천만", "이삼", "", "영", "오a"})
+        CHECK_THROWS_AS(kn::from_words(bad), std::invalid_argument);
+}
+
+TEST_CASE("translate: the paper's learning-rate schedule") {
+    // Linear warm-up to the peak d^-0.5 * warmup^-0.5 at step = warmup, then 1/sqrt(step).
+    const double d = 512, w = 4000;
+    CHECK(optim::noam_lr(1, 512, 4000) == doctest::Approx(std::pow(d, -0.5) * std::pow(w, -1.5)));
+    CHECK(optim::noam_lr(4000, 512, 4000) == doctest::Approx(std::pow(d * w, -0.5)));
+    CHECK(optim::noam_lr(16000, 512, 4000) ==
+          doctest::Approx(std::pow(d, -0.5) * std::pow(16000.0, -0.5)));
+    CHECK(optim::noam_lr(2000, 512, 4000) == doctest::Approx(0.5 * optim::noam_lr(4000, 512, 4000)));
+    CHECK(optim::noam_lr(100, 64, 10, 2.0) == doctest::Approx(2.0 * optim::noam_lr(100, 64, 10)));
+    CHECK_THROWS(optim::noam_lr(0, 512, 4000));
+}
+
+TEST_CASE("translate: Adam matches torch.optim.Adam on two steps") {
+    // torch: p = [1., -2., 3.]; Adam([p], lr=0.1, betas=(0.9, 0.98), eps=1e-9);
+    //   loss = (p**2).sum() -> step; loss = (p**3).sum() -> step
+    Tensor p = Tensor::from({1.0f, -2.0f, 3.0f}, {3}).requires_grad_();
+    optim::Adam adam({p});
+    sum(p * p).backward();
+    adam.step(0.1);
+    // After one step every weight moves by lr against the sign of its gradient.
+    CHECK(testutil::allclose(p.to_vector(), {0.9f, -1.9f, 2.9f}, 1e-6, 1e-6, "step 1"));
+    adam.zero_grad();
+    sum(p * p * p).backward();
+    adam.step(0.1);
+    // Hand computation of torch's rule in double (m, v bias-corrected with t = 2).
+    std::vector<float> want;
+    const double w0[3] = {1, -2, 3}, w1[3] = {0.9, -1.9, 2.9};
+    for (int i = 0; i < 3; i++) {
+        double g1 = 2 * w0[i], g2 = 3 * w1[i] * w1[i];
+        double m = 0.9 * (0.1 * g1) + 0.1 * g2, v = 0.98 * (0.02 * g1 * g1) + 0.02 * g2 * g2;
+        double mh = m / (1 - 0.81), vh = v / (1 - 0.98 * 0.98);
+        want.push_back(float(w1[i] - 0.1 * mh / (std::sqrt(vh) + 1e-9)));
+    }
+    CHECK(testutil::allclose(p.to_vector(), want, 1e-5, 1e-5, "step 2"));
+    CHECK(adam.steps() == 2);
+}
+
+// ---- a tiny encoder-decoder on the task itself ---------------------------------------------------
+namespace {
+
+// Source ids 1..13 for the syllables (0 = padding); target 1 = start, 2 = end, 3.. = digits.
+struct TinyBatch {
+    std::vector<int64_t> src, tgt_in, tgt_out;
+    int64_t B, S, T;
+    Tensor mask;
+};
+
+TinyBatch tiny_batch(const std::vector<int64_t>& numbers) {
+    TinyBatch b{{}, {}, {}, int64_t(numbers.size()), 0, 0, Tensor()};
+    for (int64_t n : numbers) {
+        b.S = std::max<int64_t>(b.S, int64_t(kn::syllables(kn::to_words(n)).size()));
+        b.T = std::max<int64_t>(b.T, int64_t(std::to_string(n).size()) + 1);
+    }
+    for (int64_t n : numbers) {
+        auto syl = kn::syllables(kn::to_words(n));
+        const auto& set = kn::syllable_set();
+        for (int64_t j = 0; j < b.S; j++)
+            b.src.push_back(j < int64_t(syl.size())
+                                ? 1 + (std::find(set.begin(), set.end(), syl[j]) - set.begin())
+                                : 0);
+        std::string digits = std::to_string(n);
+        for (int64_t j = 0; j < b.T; j++) {
+            b.tgt_in.push_back(j == 0 ? 1 : j <= int64_t(digits.size()) ? 3 + digits[j - 1] - '0' : 0);
+            b.tgt_out.push_back(j < int64_t(digits.size()) ? 3 + digits[j] - '0'
+                                : j == int64_t(digits.size()) ? 2 : -100);
+        }
+    }
+    b.mask = padding_mask(b.src, {b.B, b.S}, 0);
+    return b;
+}
+
+Tensor tiny_loss(const EncoderDecoder& m, const TinyBatch& b) {
+    Tensor memory = m.encode(b.src, {b.B, b.S}, b.mask);
+    Tensor logits = m.decode(b.tgt_in, {b.B, b.T}, memory, b.mask);
+    return cross_entropy(reshape(logits, {b.B * b.T, 13}), b.tgt_out, -100);
+}
+
+}  // namespace
+
+TEST_CASE("translate: a few teacher-forced Adam steps lower the loss") {
+    for (Norm norm : {Norm::PostLN, Norm::PreLN}) {
+        torch_rng::manual_seed(0);
+        EncoderDecoder model(14, 13, 16, 2, 1, norm);
+        optim::Adam adam(model.parameters());
+        TinyBatch b = tiny_batch({3201, 15000, 7, 99999, 10001, 420, 86, 50505});
+        CHECK(b.mask.shape() == Shape{8, 1, 1, 9});
+        float first = 0, last = 0;
+        for (int step = 1; step <= 30; step++) {
+            Tensor loss = tiny_loss(model, b);
+            loss.backward();
+            adam.step(optim::noam_lr(step, 16, 10, 1.0));
+            adam.zero_grad();
+            (step == 1 ? first : last) = loss.item();
+        }
+        MESSAGE(norm_name(norm) << ": loss " << first << " -> " << last);
+        CHECK(std::isfinite(last));
+        CHECK(last < 0.5f * first);
+    }
+}
+
+TEST_CASE("translate: padding in the source changes nothing for the real tokens") {
+    torch_rng::manual_seed(3);
+    EncoderDecoder model(14, 13, 16, 2, 1, Norm::PostLN);
+    NoGradGuard no_grad;
+    TinyBatch alone = tiny_batch({15000});                 // S = 3, no padding
+    TinyBatch padded = tiny_batch({15000, 99999});         // S = 9: 15000 gets 6 pads
+    Tensor la = model.decode(alone.tgt_in, {1, alone.T}, model.encode(alone.src, {1, 3}, alone.mask),
+                             alone.mask);
+    Tensor lp = model.decode(padded.tgt_in, {2, padded.T},
+                             model.encode(padded.src, {2, 9}, padded.mask), padded.mask);
+    // 15000's 6 target positions are the first 6 of 2 x 6 rows.
+    CHECK(testutil::allclose(lp.data(), la.data(), size_t(la.numel()), 1e-5, 1e-4, "logits"));
+}
+
+// A model whose answer is known: every sublayer silenced except the encoder-decoder attention,
+// which (with W_Q = 0) averages the source's unpadded positions. Target token t lives in dim t,
+// source token s in dim 8 + s, both large enough that the positional encoding is noise. The head
+// then reads "current token" and "source token" and picks
+//   from <start>: 3 if the source is token 1, 5 if it is token 2;  3 -> 4 -> <end>,
+//   5 -> 6 -> 7 -> <end>.
+static void hand_set(EncoderDecoder& m) {
+    for (auto& [name, t] : m.named_parameters()) {
+        bool ln_weight = name.find("ln") != std::string::npos || name.find("norm") != std::string::npos;
+        float v = ln_weight && name.size() >= 6 && name.substr(name.size() - 6) == "weight" ? 1 : 0;
+        Tensor p = t;
+        for (int64_t i = 0; i < p.numel(); i++) p.data()[i] = v;
+    }
+    const int d = 16;
+    for (int t = 0; t < 8; t++) m.tgt_embed.weight.data()[t * d + t] = 100;
+    m.src_embed.weight.data()[1 * d + 9] = 100;
+    m.src_embed.weight.data()[2 * d + 10] = 100;
+    m.src_embed.weight.data()[0 * d + 10] = 100;  // padding looks like token 2: the mask must hide it
+    CrossAttention& ca = m.decoder[0]->cross_attn;
+    for (int i = 0; i < d; i++) {
+        ca.kv.weight.data()[(d + i) * d + i] = 1;  // W_V = I (rows d..2d-1 of the stacked kv)
+        ca.proj.weight.data()[i * d + i] = 100;   // W_O = 100 I
+    }
+    float* W = m.head.weight.data();  // (8, 16)
+    auto edge = [&](int from, int to) { W[to * d + from] = 1; };
+    edge(1, 3), edge(1, 5), edge(3, 4), edge(4, 2), edge(5, 6), edge(6, 7), edge(7, 2);
+    W[3 * d + 9] = 0.5f;   // source token 1 favours 3 (a tie-break for <start>)
+    W[5 * d + 10] = 0.5f;  // source token 2 favours 5
+}
+
+TEST_CASE("translate: greedy decoding with a hand-set model gives the known tokens") {
+    torch_rng::manual_seed(0);
+    EncoderDecoder m(3, 8, 16, 2, 1, Norm::PreLN);
+    hand_set(m);
+    using V = std::vector<int64_t>;
+    CHECK(m.greedy_decode({1}, 1, 2, 10) == V{3, 4, 2});
+    CHECK(m.greedy_decode({2, 2, 2}, 1, 2, 10) == V{5, 6, 7, 2});
+    CHECK(m.greedy_decode({2, 2, 2}, 1, 2, 2) == V{5, 6});  // max_len cuts it short
+    // Batched: sentence 0 is [1, pad, pad]; unmasked, the pads (dressed as token 2) would win.
+    V src = {1, 0, 0, 2, 2, 2};
+    Tensor mask = padding_mask(src, {2, 3}, 0);
+    m.decoder_calls = m.encoder_calls = 0;
+    auto out = m.greedy_decode_batch(src, {2, 3}, mask, 1, 2, 10, 0);
+    REQUIRE(out.size() == 2);
+    CHECK(out[0] == V{3, 4, 2});
+    CHECK(out[1] == V{5, 6, 7, 2});
+    CHECK(m.encoder_calls == 1);
+    CHECK(m.decoder_calls == 4);  // one step per token of the longest sentence
+    auto cut = m.greedy_decode_batch(src, {2, 3}, mask, 1, 2, 3, 0);
+    CHECK(cut[1] == V{5, 6, 7});
+    auto unmasked = m.greedy_decode_batch(src, {2, 3}, Tensor(), 1, 2, 10, 0);
+    CHECK(unmasked[0] == V{5, 6, 7, 2});  // the mask is what made sentence 0 right
+}
+
+// ---- the weights file -------------------------------------------------------------------------
+static std::string tmp_path(const char* name) {
+    return "/tmp/translate-test-" + std::to_string(::getpid()) + "-" + name;
+}
+
+TEST_CASE("translate: weights save and load round trip, bad files refused") {
+    torch_rng::manual_seed(1);
+    EncoderDecoder a(14, 13, 16, 2, 1, Norm::PostLN);
+    torch_rng::manual_seed(2);
+    EncoderDecoder b(14, 13, 16, 2, 1, Norm::PostLN);
+    const std::string path = tmp_path("w.bin");
+    serialize::save(path, {{"layers", 1}, {"d_model", 16}}, a.named_parameters());
+    serialize::Checkpoint ck = serialize::load(path);
+    CHECK(ck.get("layers") == 1);
+    CHECK(ck.get("d_model") == 16);
+    CHECK_THROWS(ck.get("n_heads"));
+    serialize::copy_into(ck, b.named_parameters(), path);
+    TinyBatch batch = tiny_batch({3201, 15000, 7});
+    {
+        NoGradGuard no_grad;
+        Tensor la = tiny_loss(a, batch), lb = tiny_loss(b, batch);
+        CHECK(la.item() == lb.item());  // bit-identical weights, identical outputs
+    }
+    CHECK(a.greedy_decode({1, 2, 3}, 1, 2, 6) == b.greedy_decode({1, 2, 3}, 1, 2, 6));
+
+    // Truncated anywhere: refused with the file's name and what is wrong.
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string cut = tmp_path("cut.bin");
+    for (size_t keep : {size_t(0), size_t(5), size_t(30), bytes.size() / 2, bytes.size() - 1}) {
+        std::ofstream(cut, std::ios::binary).write(bytes.data(), std::streamsize(keep));
+        try {
+            serialize::load(cut);
+            FAIL("a file cut to " << keep << " bytes loaded");
+        } catch (const std::runtime_error& e) {
+            std::string msg = e.what();
+            CHECK_MESSAGE(msg.find(cut) == 0, msg);
+            CHECK_MESSAGE(msg.find('\n') == std::string::npos, msg);
+            CHECK_MESSAGE((msg.find("truncated") != std::string::npos ||
+                           msg.find("magic") != std::string::npos),
+                          msg);
+        }
+    }
+    // One flipped bit in the data: the checksum catches it.
+    std::string flipped = bytes;
+    flipped[flipped.size() / 2] ^= 0x10;
+    std::ofstream(cut, std::ios::binary).write(flipped.data(), std::streamsize(flipped.size()));
+    CHECK_THROWS_WITH_AS(serialize::load(cut), doctest::Contains("checksum"), std::runtime_error);
+    // A model of another shape is refused by name.
+    torch_rng::manual_seed(1);
+    EncoderDecoder wide(14, 13, 32, 2, 1, Norm::PostLN);
+    CHECK_THROWS_WITH_AS(serialize::copy_into(ck, wide.named_parameters(), path),
+                         doctest::Contains("shape"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(serialize::load(tmp_path("missing.bin")), doctest::Contains("cannot open"),
+                         std::runtime_error);
+    std::remove(path.c_str());
+    std::remove(cut.c_str());
+}
+
+TEST_CASE("translate: the chapter trains, saves, reloads the same answers, refuses a cut file") {
+    const std::string w = tmp_path("ch7.bin");
+    const std::string tiny = "--layers 1 --d-model 16 --heads 2 --batch 16 --warmup 10 --no-figures";
+    auto trained = testutil::run("7-translate", tiny + " --steps 20 --save " + w);
+    REQUIRE_MESSAGE(trained.exit_code == 0, trained.err);
+    CHECK(trained.out.find("스텝    20/20") != std::string::npos);
+    auto pos = trained.out.find("평가 (그리디");
+    REQUIRE(pos != std::string::npos);
+    auto loaded = testutil::run("7-translate", "--load " + w + " --no-figures");
+    REQUIRE_MESSAGE(loaded.exit_code == 0, loaded.err);
+    auto lpos = loaded.out.find("평가 (그리디");
+    REQUIRE(lpos != std::string::npos);
+    // Same weights, same held-out set: the evaluation and examples print the same (timing aside).
+    auto strip_time = [](std::string s) {
+        auto a = s.find("% ("), b = s.find("초)", a);
+        if (a != std::string::npos && b != std::string::npos) s.erase(a, b - a);
+        return s;
+    };
+    CHECK(strip_time(loaded.out.substr(lpos)) == strip_time(trained.out.substr(pos)));
+
+    std::ifstream in(w, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string cut = tmp_path("ch7-cut.bin");
+    std::ofstream(cut, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size() - 100));
+    auto refused = testutil::run("7-translate", "--load " + cut + " --no-figures");
+    CHECK(refused.exit_code != 0);
+    CHECK(refused.out.empty());
+    CHECK_MESSAGE(refused.err.find(cut + ": truncated") != std::string::npos, refused.err);
+    CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+    auto bad_flag = testutil::run("7-translate", "--d-model 30 --heads 4");
+    CHECK(bad_flag.exit_code != 0);
+    CHECK(bad_flag.err.find("--heads") != std::string::npos);
+    std::remove(w.c_str());
+    std::remove(cut.c_str());
+}
