@@ -46,6 +46,14 @@ inline Run run(const std::string& program, const std::string& args = "",
     return r;
 }
 
+// The contents of a file at an absolute path ("" if it cannot be read).
+inline std::string read_file_abs(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
 // The contents of a file under the project root, e.g. "tests/expected/1-self-attention.txt".
 inline std::string read_file(const std::string& relative) {
     std::ifstream f(std::string(PROJECT_ROOT) + "/" + relative, std::ios::binary);
