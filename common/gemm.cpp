@@ -98,6 +98,11 @@ void micro_kernel(int kc, const float* a, const float* b, long b_stride, float* 
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) acc[i][v] = Simd::zero();
 
+    // The C tile is written at the end: ask for its cache lines now, while the FMAs run.
+    for (int i = 0; i < m; i++) {
+        __builtin_prefetch(C + i * ldc, 1);
+        __builtin_prefetch(C + i * ldc + NR - 1, 1);
+    }
     for (int k = 0; k < kc; k++) {
         V bv[NV];  // one row of the B panel
 #pragma GCC unroll 4
