@@ -30,7 +30,7 @@ endif
 .PHONY: cuda-test emu-tsan gpu-check
 
 ifneq ($(CUDA_ENABLED),)
-build: $(BUILD)/bin/cuda-tests $(BUILD)/bin/cuda-cost
+build: $(BUILD)/bin/cuda-tests $(BUILD)/bin/cuda-cost $(BUILD)/bin/6-cost-cuda
 test: cuda-test
 
 $(BUILD)/cuda/%.o: %.cu
@@ -52,6 +52,17 @@ $(BUILD)/cuda/obj/cuda/cost_main.o: cuda/cost_main.cpp | deps
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 $(BUILD)/bin/cuda-cost: $(BUILD)/cuda/obj/cuda/cost_main.o $(CUDA_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $^ -o $@ $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
+
+# Chapter 6 with its CUDA path: the same main.cpp compiled with WITH_CUDA (it then calls
+# run_cost_table_cuda from cuda/cost_bench.h for --device cuda) and linked with the kernels.
+CH6_CUDA_OBJ := $(patsubst chapters/6-cost/%.cpp,$(BUILD)/cuda/obj/chapters/6-cost/%.o,$(wildcard chapters/6-cost/*.cpp))
+$(BUILD)/cuda/obj/chapters/6-cost/%.o: chapters/6-cost/%.cpp | deps
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -DWITH_CUDA -c $< -o $@
+
+$(BUILD)/bin/6-cost-cuda: $(CH6_CUDA_OBJ) $(CUDA_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 

@@ -28,15 +28,16 @@ NVCC=${NVCC:-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)}
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || { log "nvidia-smi failed: no GPU visible (see $OUT/nvidia-smi.txt)"; exit 1; }
 CUDA_HOME=$(dirname "$(dirname "$NVCC")")
 
-step build 300 build.log make BUILD="$BUILD" NVCC="$NVCC" -j"$(nproc)" "$BUILD/bin/cuda-tests" "$BUILD/bin/cuda-cost" ||
+step build 300 build.log make BUILD="$BUILD" NVCC="$NVCC" -j"$(nproc)" "$BUILD/bin/cuda-tests" "$BUILD/bin/cuda-cost" "$BUILD/bin/6-cost-cuda" ||
     { tail -20 "$OUT/build.log"; exit 1; }
 ARCH=$(grep -o 'sm_[0-9a-z]*' "$OUT/build.log" | head -1)
 step cuda-tests 120 cuda-tests.txt "$BUILD/bin/cuda-tests" -tc='cuda device:*'
 tail -3 "$OUT/cuda-tests.txt" | tee -a "$OUT/summary.txt"
 step cost-cuda 180 cost-cuda.txt "$BUILD/bin/cuda-cost" --seq-lens "$SEQ_LENS"
 cat "$OUT/cost-cuda.txt"
-if [ -x "$BUILD/bin/6-cost" ] && "$BUILD/bin/6-cost" --help 2>&1 | grep -q -- --device; then
-    step chapter6-cuda 180 chapter6-cuda.txt "$BUILD/bin/6-cost" --device cuda --seq-lens "$SEQ_LENS" --figure-dir "$OUT"
+if [ -x "$BUILD/bin/6-cost-cuda" ]; then  # chapter 6 itself, table and figure
+    step chapter6-cuda 180 chapter6-cuda.txt "$BUILD/bin/6-cost-cuda" --device cuda --seq-lens "$SEQ_LENS" --figure-dir "$OUT"
+    cat "$OUT/chapter6-cuda.txt"
 fi
 if "$NVCC" -std=c++20 -O3 -I. -arch="${ARCH:-sm_90}" cuda/gpu_bench.cu cuda/sgemm.cu cuda/softmax.cu \
         cuda/reduce.cu cuda/attention_naive.cu cuda/attention_flash.cu cuda/lstm.cu \
