@@ -44,7 +44,7 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
                              int B, int h, int n, int d_k, bool causal) {
     const float scale = 1.0f / std::sqrt((float)d_k);
     const long nn = (long)n * n, nd = (long)n * d_k;
-    mem::Buffer<float> S((size_t)B * h * nn);  // (B, h, n, n) scores, freed on return
+    mem::Buffer<float> S((size_t)B * h * nn, mem::uninit);  // (B, h, n, n) scores, freed on return
     const bool parallel = (double)B * h * nn * d_k > PARALLEL_MIN_WORK;
 
 #pragma omp parallel for schedule(dynamic) if (parallel)
@@ -90,8 +90,8 @@ void attention_naive_backward(const float* Q, const float* K, const float* V, co
     (void)causal;  // P is exactly 0 above the diagonal, so dS is too: no mask needed
     const float scale = 1.0f / std::sqrt((float)d_k);
     const long nn = (long)n * n, nd = (long)n * d_k;
-    mem::Buffer<float> dP((size_t)B * h * nn);  // (B, h, n, n)
-    mem::Buffer<float> dS((size_t)B * h * nn);  // (B, h, n, n)
+    mem::Buffer<float> dP((size_t)B * h * nn, mem::uninit);  // (B, h, n, n)
+    mem::Buffer<float> dS((size_t)B * h * nn, mem::uninit);  // (B, h, n, n)
     const bool parallel = (double)B * h * nn * d_k > PARALLEL_MIN_WORK;
 
 #pragma omp parallel for schedule(dynamic) if (parallel)
@@ -317,9 +317,9 @@ mem::Buffer<float> AttentionLayer::forward(const float* x, int B, int n) {
 
     // qkv = x W_qkv^T: (B*n, D) x (D, 3D), then qkv.reshape(B, n, 3, h, d_k).permute(2, 0, 3, 1, 4)
     {
-        mem::Buffer<float> qkv((size_t)3 * u);  // (B, n, 3, h, d_k)
+        mem::Buffer<float> qkv((size_t)3 * u, mem::uninit);  // (B, n, 3, h, d_k)
         sgemm(false, true, B * n, 3 * D, D, 1.0f, x, D, W_qkv.data(), D, 0.0f, qkv.data(), 3 * D);
-        QKV_ = mem::Buffer<float>((size_t)3 * u);  // (3, B, h, n, d_k)
+        QKV_ = mem::Buffer<float>((size_t)3 * u, mem::uninit);  // (3, B, h, n, d_k)
 #pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
         for (int b = 0; b < B; b++)
             for (int i = 0; i < n; i++)
@@ -332,17 +332,17 @@ mem::Buffer<float> AttentionLayer::forward(const float* x, int B, int n) {
     const float* K = QKV_.data() + u;      // (B, h, n, d_k)
     const float* V = QKV_.data() + 2 * u;  // (B, h, n, d_k)
 
-    mem::Buffer<float> O(u);  // (B, h, n, d_k)
+    mem::Buffer<float> O(u, mem::uninit);  // (B, h, n, d_k)
     if (fused) {
-        L_ = mem::Buffer<float>((size_t)B * h * n);  // (B, h, n)
+        L_ = mem::Buffer<float>((size_t)B * h * n, mem::uninit);  // (B, h, n)
         attention_fused_forward(Q, K, V, O.data(), L_.data(), B, h, n, d_k, causal);
     } else {
-        P_ = mem::Buffer<float>((size_t)B * h * n * n);  // (B, h, n, n)
+        P_ = mem::Buffer<float>((size_t)B * h * n * n, mem::uninit);  // (B, h, n, n)
         attention_naive_forward(Q, K, V, O.data(), P_.data(), B, h, n, d_k, causal);
     }
 
     // concat = O.transpose(1, 2).reshape(B, n, D)
-    concat_ = mem::Buffer<float>(u);  // (B, n, D)
+    concat_ = mem::Buffer<float>(u, mem::uninit);  // (B, n, D)
 #pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
     for (int b = 0; b < B; b++)
         for (int i = 0; i < n; i++)
@@ -352,7 +352,7 @@ mem::Buffer<float> AttentionLayer::forward(const float* x, int B, int n) {
     if (fused) O_ = std::move(O);  // the fused backward reads O; the naive one does not
 
     // y = concat W_o^T
-    mem::Buffer<float> y(u);  // (B, n, D)
+    mem::Buffer<float> y(u, mem::uninit);  // (B, n, D)
     sgemm(false, true, B * n, D, D, 1.0f, concat_.data(), D, W_o.data(), D, 0.0f, y.data(), D);
     return y;
 }
@@ -364,9 +364,9 @@ mem::Buffer<float> AttentionLayer::backward(const float* dy) {
 
     // y = concat W_o^T:  dW_o = dy^T concat,  dconcat = dy W_o
     sgemm(true, false, D, D, B * n, 1.0f, dy, D, concat_.data(), D, 0.0f, dW_o.data(), D);
-    mem::Buffer<float> dO(u);  // (B, h, n, d_k)
+    mem::Buffer<float> dO(u, mem::uninit);  // (B, h, n, d_k)
     {
-        mem::Buffer<float> dconcat(u);  // (B, n, D)
+        mem::Buffer<float> dconcat(u, mem::uninit);  // (B, n, D)
         sgemm(false, false, B * n, D, D, 1.0f, dy, D, W_o.data(), D, 0.0f, dconcat.data(), D);
         concat_ = {};
 #pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
@@ -377,7 +377,7 @@ mem::Buffer<float> AttentionLayer::backward(const float* dy) {
                                 dO.data() + (((long)b * h + hh) * n + i) * d_k);
     }
 
-    mem::Buffer<float> dQKV((size_t)3 * u);  // (3, B, h, n, d_k)
+    mem::Buffer<float> dQKV((size_t)3 * u, mem::uninit);  // (3, B, h, n, d_k)
     const float *Q = QKV_.data(), *K = Q + u, *V = Q + 2 * u;
     float *dQ = dQKV.data(), *dK = dQ + u, *dV = dQ + 2 * u;
     if (fused)
@@ -388,7 +388,7 @@ mem::Buffer<float> AttentionLayer::backward(const float* dy) {
     P_ = {}, L_ = {}, O_ = {}, QKV_ = {}, dO = {};
 
     // back to (B, n, 3, h, d_k), then qkv = x W_qkv^T:  dW_qkv = dqkv^T x,  dx = dqkv W_qkv
-    mem::Buffer<float> dqkv((size_t)3 * u);  // (B, n, 3D)
+    mem::Buffer<float> dqkv((size_t)3 * u, mem::uninit);  // (B, n, 3D)
 #pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
     for (int b = 0; b < B; b++)
         for (int i = 0; i < n; i++)
@@ -398,7 +398,7 @@ mem::Buffer<float> AttentionLayer::backward(const float* dy) {
                                 dqkv.data() + (((long)b * n + i) * 3 + s) * D + hh * d_k);
     dQKV = {};
     sgemm(true, false, 3 * D, D, B * n, 1.0f, dqkv.data(), 3 * D, x_, D, 0.0f, dW_qkv.data(), D);
-    mem::Buffer<float> dx(u);  // (B, n, D)
+    mem::Buffer<float> dx(u, mem::uninit);  // (B, n, D)
     sgemm(false, false, B * n, D, 3 * D, 1.0f, dqkv.data(), 3 * D, W_qkv.data(), D, 0.0f,
           dx.data(), D);
     x_ = nullptr;

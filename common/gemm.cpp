@@ -244,7 +244,7 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
     if (nt == 1 && a_floats + b_floats <= SMALL_WORKSPACE) {
         ws = small_workspace();
     } else {
-        workspace = mem::Buffer<float>(b_floats + (size_t)nt * a_floats);
+        workspace = mem::Buffer<float>(b_floats + (size_t)nt * a_floats, mem::uninit);
         ws = workspace.data();
     }
     float* const Bp = ws;  // shared by the threads
@@ -301,7 +301,7 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
     const int col_panels = ceil_div(N, NR);
     const int kc_max = std::min(K, KC);
     // Ap: for each KC slice, row_panels micro-panels (kc, MR)
-    mem::Buffer<float> Ap((size_t)row_panels * MR * K);
+    mem::Buffer<float> Ap((size_t)row_panels * MR * K, mem::uninit);
     for (int pc = 0; pc < K; pc += KC) {
         const int kc = std::min(KC, K - pc);
         for (int ir = 0; ir < row_panels; ir++)
@@ -309,7 +309,7 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
                          Ap.data() + (long)row_panels * MR * pc + (long)ir * kc * MR);
     }
     nt = std::min(nt, col_panels);
-    mem::Buffer<float> edge((size_t)nt * kc_max * NR);  // a packed copy of the ragged edge
+    mem::Buffer<float> edge((size_t)nt * kc_max * NR, mem::uninit);  // a packed copy of the ragged edge
 
 #pragma omp parallel num_threads(nt)
     {

@@ -38,7 +38,7 @@ void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const fl
         for (int k = 0; k < 4 * d; k++) gates[row * 4 * d + k] += b[k];
 
     // W_hh^T (d, 4d), stored row-major once so each step's product reads it in place.
-    mem::Buffer<float> W_hh_T((size_t)d * 4 * d);
+    mem::Buffer<float> W_hh_T((size_t)d * 4 * d, mem::uninit);
     for (int r = 0; r < 4 * d; r++)
         for (int k = 0; k < d; k++) W_hh_T[(long)k * 4 * d + r] = W_hh[(long)r * d + k];
 
@@ -73,7 +73,7 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
                    const float* c, const float* gates, const float* dh_out, int n, int B, int d,
                    float* dx, float* dW_ih, float* dW_hh, float* db) {
     const long Bd = (long)B * d, B4d = 4L * B * d;
-    mem::Buffer<float> dgates((size_t)n * B4d);  // (n, B, 4d) gradient of the pre-activations
+    mem::Buffer<float> dgates((size_t)n * B4d, mem::uninit);  // (n, B, 4d) gradient of the pre-activations
     mem::Buffer<float> dh_next(Bd);              // (B, d) gradient reaching h_t from step t+1
     mem::Buffer<float> dc_next(Bd);              // (B, d) gradient reaching c_t from step t+1
 
@@ -130,9 +130,9 @@ LstmLayer::LstmLayer(int d_)
 
 const float* LstmLayer::forward(const float* x, int n, int B) {
     x_ = x, n_ = n, B_ = B;
-    h_ = mem::Buffer<float>((size_t)(n + 1) * B * d);  // (n + 1, B, d)
-    c_ = mem::Buffer<float>((size_t)(n + 1) * B * d);  // (n + 1, B, d)
-    gates_ = mem::Buffer<float>((size_t)n * B * 4 * d);  // (n, B, 4d)
+    h_ = mem::Buffer<float>((size_t)(n + 1) * B * d, mem::uninit);  // (n + 1, B, d)
+    c_ = mem::Buffer<float>((size_t)(n + 1) * B * d, mem::uninit);  // (n + 1, B, d)
+    gates_ = mem::Buffer<float>((size_t)n * B * 4 * d, mem::uninit);  // (n, B, 4d)
     lstm_forward(x, W_ih.data(), W_hh.data(), b.data(), n, B, d, h_.data(), c_.data(),
                  gates_.data());
     return h_.data() + (long)B * d;  // y = h[1..n]
@@ -140,7 +140,7 @@ const float* LstmLayer::forward(const float* x, int n, int B) {
 
 mem::Buffer<float> LstmLayer::backward(const float* dy) {
     if (!x_) throw std::logic_error("LstmLayer::backward called before forward");
-    mem::Buffer<float> dx((size_t)n_ * B_ * d);  // (n, B, d)
+    mem::Buffer<float> dx((size_t)n_ * B_ * d, mem::uninit);  // (n, B, d)
     lstm_backward(x_, W_ih.data(), W_hh.data(), h_.data(), c_.data(), gates_.data(), dy, n_, B_,
                   d, dx.data(), dW_ih.data(), dW_hh.data(), db.data());
     h_ = {}, c_ = {}, gates_ = {};

@@ -1,9 +1,13 @@
 #include "common/memory.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
+#include <unistd.h>
 
 namespace mem {
 
@@ -13,12 +17,61 @@ size_t current_bytes() { return g_current.load(); }
 size_t peak_bytes() { return g_peak.load(); }
 void reset_peak() { g_peak.store(g_current.load()); }
 
-void* allocate(size_t bytes) {
+// ---- the cache of large freed blocks --------------------------------------------------------
+constexpr size_t CACHE_MIN_BLOCK = 1 << 20;  // smaller blocks go straight back to malloc
+
+struct Cache {
+    std::mutex lock;
+    std::multimap<size_t, void*> free_blocks;  // rounded size -> block
+    size_t bytes = 0;
+    size_t limit = 0;  // at most this many bytes are kept: 1/8 of physical memory, <= 4 GiB
+    Cache() {
+        const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+        limit = (size_t)std::min(phys / 8, 4.0 * (1 << 30));
+    }
+};
+static Cache& cache() {
+    static Cache* c = new Cache;  // never destroyed: buffers may be released during exit
+    return *c;
+}
+
+void empty_cache() {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> guard(c.lock);
+    for (auto& [size, p] : c.free_blocks) std::free(p);
+    c.free_blocks.clear();
+    c.bytes = 0;
+}
+
+size_t cached_bytes() {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> guard(c.lock);
+    return c.bytes;
+}
+
+void* allocate(size_t bytes, bool zero) {
     if (bytes == 0) return nullptr;
     size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
-    if (!p) throw std::bad_alloc();
-    std::memset(p, 0, rounded);
+    void* p = nullptr;
+    if (rounded >= CACHE_MIN_BLOCK) {
+        Cache& c = cache();
+        std::lock_guard<std::mutex> guard(c.lock);
+        auto it = c.free_blocks.find(rounded);
+        if (it != c.free_blocks.end()) {
+            p = it->second;
+            c.free_blocks.erase(it);
+            c.bytes -= rounded;
+        }
+    }
+    if (!p) {
+        p = std::aligned_alloc(64, rounded);
+        if (!p) {  // give the cache back and try once more
+            empty_cache();
+            p = std::aligned_alloc(64, rounded);
+        }
+        if (!p) throw std::bad_alloc();
+    }
+    if (zero) std::memset(p, 0, rounded);
     size_t now = g_current.fetch_add(bytes) + bytes;
     size_t peak = g_peak.load();
     while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
@@ -28,8 +81,18 @@ void* allocate(size_t bytes) {
 
 void release(void* p, size_t bytes) {
     if (!p) return;
-    std::free(p);
     g_current.fetch_sub(bytes);
+    size_t rounded = (bytes + 63) / 64 * 64;
+    if (rounded >= CACHE_MIN_BLOCK) {
+        Cache& c = cache();
+        std::lock_guard<std::mutex> guard(c.lock);
+        if (c.bytes + rounded <= c.limit) {
+            c.free_blocks.emplace(rounded, p);
+            c.bytes += rounded;
+            return;
+        }
+    }
+    std::free(p);
 }
 
 }  // namespace mem

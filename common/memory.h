@@ -10,8 +10,20 @@ size_t current_bytes();
 size_t peak_bytes();
 void reset_peak();  // peak := current; call before a measurement
 
-void* allocate(size_t bytes);  // 64-byte aligned, zero-filled; throws std::bad_alloc
+// 64-byte aligned, zero-filled unless zero = false; throws std::bad_alloc.
+void* allocate(size_t bytes, bool zero = true);
 void release(void* p, size_t bytes);
+
+// Large freed blocks (1 MiB and up) are kept for reuse, like torch's caching allocator, so a
+// loop that allocates the same big buffers every iteration does not pay page faults each time.
+// The counters above count bytes in use, not bytes cached (torch.cuda.max_memory_allocated,
+// not max_memory_reserved). empty_cache() gives the cached blocks back to the system.
+void empty_cache();
+size_t cached_bytes();
+
+// Buffer<T>(n, mem::uninit): skip the zero fill for a buffer the caller overwrites entirely.
+struct uninit_t {};
+inline constexpr uninit_t uninit{};
 
 // An owning, tracked, zero-initialised array of T (trivially copyable T only).
 template <class T>
@@ -19,6 +31,7 @@ class Buffer {
 public:
     Buffer() = default;
     explicit Buffer(size_t n) : n_(n), p_(static_cast<T*>(allocate(n * sizeof(T)))) {}
+    Buffer(size_t n, uninit_t) : n_(n), p_(static_cast<T*>(allocate(n * sizeof(T), false))) {}
     ~Buffer() { release(p_, n_ * sizeof(T)); }
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;

@@ -109,6 +109,7 @@ double physical_bytes() {
 // torch.cuda.reset_peak_memory_stats), with the weights, x and dy counted as present.
 Cell run_cell(int algo, int n, const Config& cfg) {
     const int B = cfg.batch, D = cfg.d_model;
+    mem::empty_cache();  // the previous cell's cached blocks go back before this one is judged
     Cell cell;
     const size_t predicted = algo < 2 ? AttentionLayer::predicted_peak_bytes(algo == 1, B, n, D, cfg.heads)
                                       : LstmLayer::predicted_peak_bytes(B, n, D);
