@@ -7,6 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include <omp.h>
+
 #include "common/gemm.h"
 #include "common/tensor.h"
 
@@ -153,7 +155,9 @@ Tensor unary(const Tensor& x, const char* op, F f, DF df) {
     return record(out, op, {x}, [x, df](TensorImpl& self) {
         const float *in = x.data(), *o = self.data->data(), *g = self.grad->data();
         float* gx = grad_of(x);
-        for (int64_t i = 0; i < self.numel; i++) gx[i] += g[i] * df(in[i], o[i]);
+        const int64_t n = self.numel;  // a local, so the stores to gx cannot change it
+        #pragma omp simd
+        for (int64_t i = 0; i < n; i++) gx[i] += g[i] * df(in[i], o[i]);
     });
 }
 
@@ -169,20 +173,77 @@ void permute_copy(const float* src, const Shape& in_shape, const std::vector<int
     }
     int64_t n = numel_of(in_shape);
     if (n == 0) return;
-    // Walk the output in order; the inner dim is a strided run of the input.
-    int64_t inner = out_shape[nd - 1], s_inner = stride[nd - 1], outer = n / inner;
-    #pragma omp parallel for if (n > kParallel)
-    for (int64_t r = 0; r < outer; r++) {
-        int64_t rest = r, off = 0;
+    // Walk the output in order; the inner dim is a strided run of the input. The input offset
+    // of each output row advances like an odometer over the outer dims (no divisions per row).
+    const int64_t inner = out_shape[nd - 1], s_inner = stride[nd - 1], outer = n / inner;
+    auto rows = [&](int64_t r0, int64_t r1) {
+        std::vector<int64_t> idx(nd, 0);
+        int64_t rest = r0, off = 0;
         for (size_t d = nd - 1; d-- > 0;) {
-            off += (rest % out_shape[d]) * stride[d];
+            idx[d] = rest % out_shape[d];
+            off += idx[d] * stride[d];
             rest /= out_shape[d];
         }
-        float* o = dst + r * inner;
-        if (inverse_accumulate)
-            for (int64_t k = 0; k < inner; k++) dst[off + k * s_inner] += src[r * inner + k];
+        for (int64_t r = r0; r < r1; r++) {
+            const float* row_src = src + r * inner;
+            float* row_dst = dst + r * inner;
+            if (inverse_accumulate) {
+                if (s_inner == 1)
+                    for (int64_t k = 0; k < inner; k++) dst[off + k] += row_src[k];
+                else
+                    for (int64_t k = 0; k < inner; k++) dst[off + k * s_inner] += row_src[k];
+            } else {
+                if (s_inner == 1)
+                    std::memcpy(row_dst, src + off, size_t(inner) * sizeof(float));
+                else
+                    for (int64_t k = 0; k < inner; k++) row_dst[k] = src[off + k * s_inner];
+            }
+            for (size_t d = nd - 1; d-- > 0;) {
+                off += stride[d];
+                if (++idx[d] < out_shape[d]) break;
+                off -= stride[d] * out_shape[d];
+                idx[d] = 0;
+            }
+        }
+    };
+    if (n > kParallel && !omp_in_parallel()) {
+        #pragma omp parallel
+        {
+            const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+            rows(outer * t / T, outer * (t + 1) / T);
+        }
+    } else {
+        rows(0, outer);
+    }
+}
+
+// C (M, N) = or += op(A) (M, K) @ op(B) (K, N), row-major, A (K, M) if ta, B (N, K) if tb.
+// For the attention's many tiny products (B * h of them, n and d_head small), where packing
+// and sgemm's parallel region cost more than the arithmetic. Each element is computed exactly
+// as sgemm's micro-kernel does (fma over k in order from 0, then C + acc), so the results are
+// bit-identical to sgemm's.
+constexpr int64_t kSmall = 64;  // M, N, K up to this take the direct loop
+void small_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A,
+                  const float* B, float* C, bool accumulate) {
+    float acc[kSmall], Bt[kSmall * kSmall];
+    if (tb) {  // B (N, K) -> (K, N), so the loop below runs along contiguous rows of B
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++) Bt[k * N + j] = B[j * K + k];
+        B = Bt;
+    }
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++) acc[j] = 0.0f;
+        for (int64_t k = 0; k < K; k++) {
+            const float a = ta ? A[k * M + i] : A[i * K + k];
+            const float* b = B + k * N;
+            #pragma omp simd
+            for (int64_t j = 0; j < N; j++) acc[j] = std::fma(a, b[j], acc[j]);
+        }
+        float* c = C + i * N;
+        if (accumulate)
+            for (int64_t j = 0; j < N; j++) c[j] = c[j] + acc[j];
         else
-            for (int64_t k = 0; k < inner; k++) o[k] = src[off + k * s_inner];
+            for (int64_t j = 0; j < N; j++) c[j] = acc[j];
     }
 }
 
@@ -283,11 +344,16 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) { jobs.push_back({i, ia, ib}); });
         const float *A = a.data(), *B = b.data();
         float* C = out.data();
-        #pragma omp parallel for if (jobs.size() > 1 && M * N * K < (1 << 21))
+        const bool small = M <= kSmall && N <= kSmall && K <= kSmall;
+        #pragma omp parallel for if (jobs.size() > 1 && M * N * K < (1 << 21) && !small)
         for (size_t j = 0; j < jobs.size(); j++) {
             auto [i, ia, ib] = jobs[j];
-            sgemm(false, false, int(M), int(N), int(K), 1.0f, A + ia * M * K, int(K),
-                  B + ib * K * N, int(N), 0.0f, C + i * M * N, int(N));
+            if (small)
+                small_matmul(false, false, M, N, K, A + ia * M * K, B + ib * K * N, C + i * M * N,
+                             false);
+            else
+                sgemm(false, false, int(M), int(N), int(K), 1.0f, A + ia * M * K, int(K),
+                      B + ib * K * N, int(N), 0.0f, C + i * M * N, int(N));
         }
     }
     return record(out, "matmul", {a, b}, [a, b, bc, flat, rowsA, M, N, K](TensorImpl& self) {
@@ -301,7 +367,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                           1.0f, gB, int(N));
             return;
         }
+        const bool small = M <= kSmall && N <= kSmall && K <= kSmall;
         for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) {
+            if (small) {
+                if (gA) small_matmul(false, true, M, K, N, G + i * M * N, B + ib * K * N,
+                                     gA + ia * M * K, true);
+                if (gB) small_matmul(true, false, K, N, M, A + ia * M * K, G + i * M * N,
+                                     gB + ib * K * N, true);
+                return;
+            }
             if (gA) sgemm(false, true, int(M), int(K), int(N), 1.0f, G + i * M * N, int(N),
                           B + ib * K * N, int(N), 1.0f, gA + ia * M * K, int(K));
             if (gB) sgemm(true, false, int(K), int(N), int(M), 1.0f, A + ia * M * K, int(K),
@@ -366,7 +440,9 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
     return record(out, "reshape", {x}, [x](TensorImpl& self) {
         float* gx = grad_of(x);
         const float* g = self.grad->data();
-        for (int64_t i = 0; i < self.numel; i++) gx[i] += g[i];
+        const int64_t n = self.numel;
+        #pragma omp simd
+        for (int64_t i = 0; i < n; i++) gx[i] += g[i];
     });
 }
 

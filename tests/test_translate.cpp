@@ -3,8 +3,10 @@
 #include <doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gemm.h"
 #include "common/korean_numbers.h"
 #include "common/nn.h"
 #include "common/optim.h"
@@ -155,7 +158,7 @@ TEST_CASE("translate: a few teacher-forced Adam steps lower the loss") {
             adam.zero_grad();
             (step == 1 ? first : last) = loss.item();
         }
-        MESSAGE(norm_name(norm) << ": loss " << first << " -> " << last);
+        MESSAGE(std::string(norm_name(norm)) << ": loss " << first << " -> " << last);
         CHECK(std::isfinite(last));
         CHECK(last < 0.5f * first);
     }
@@ -322,4 +325,27 @@ TEST_CASE("translate: the chapter trains, saves, reloads the same answers, refus
     CHECK(bad_flag.err.find("--heads") != std::string::npos);
     std::remove(w.c_str());
     std::remove(cut.c_str());
+}
+
+TEST_CASE("translate: batched small matmul (attention sizes) equals sgemm bit for bit") {
+    // ops.cpp computes tiny batched products with a direct loop; it must round exactly as sgemm.
+    torch_rng::manual_seed(5);
+    for (auto [M, K, N] : {std::array<int64_t, 3>{9, 16, 9}, {6, 16, 9}, {1, 7, 5}, {17, 33, 64}}) {
+        const int64_t Bt = 3;
+        Tensor a = Tensor::from(torch_rng::randn(size_t(Bt * M * K)), {Bt, M, K}).requires_grad_();
+        Tensor b = Tensor::from(torch_rng::randn(size_t(Bt * K * N)), {Bt, K, N}).requires_grad_();
+        Tensor g = Tensor::from(torch_rng::randn(size_t(Bt * M * N)), {Bt, M, N});
+        Tensor c = matmul(a, b);
+        c.backward(g);
+        for (int64_t t = 0; t < Bt; t++) {
+            std::vector<float> c_ref(size_t(M * N)), ga_ref(size_t(M * K)), gb_ref(size_t(K * N));
+            const float *A = a.data() + t * M * K, *B = b.data() + t * K * N, *G = g.data() + t * M * N;
+            sgemm(false, false, int(M), int(N), int(K), 1, A, int(K), B, int(N), 0, c_ref.data(), int(N));
+            sgemm(false, true, int(M), int(K), int(N), 1, G, int(N), B, int(N), 0, ga_ref.data(), int(K));
+            sgemm(true, false, int(K), int(N), int(M), 1, A, int(K), G, int(N), 0, gb_ref.data(), int(N));
+            CHECK(std::memcmp(c_ref.data(), c.data() + t * M * N, c_ref.size() * 4) == 0);
+            CHECK(std::memcmp(ga_ref.data(), a.grad().data() + t * M * K, ga_ref.size() * 4) == 0);
+            CHECK(std::memcmp(gb_ref.data(), b.grad().data() + t * K * N, gb_ref.size() * 4) == 0);
+        }
+    }
 }
