@@ -25,10 +25,12 @@ namespace {
 
 constexpr float NEG_INF = -std::numeric_limits<float>::infinity();
 
-// The FlashAttention tile sizes: Br query rows against Bc key rows. 64 x 64 floats of S (16 KB)
-// plus the Q, K, V tiles stay in the L1/L2 cache of one core.
-constexpr int Br = 64;
-constexpr int Bc = 64;
+// The FlashAttention tile sizes: Br query rows against Bc key rows. On a GPU they are sized to
+// the shared memory of one block (64 x 64 or so); here to the 512 KB L2 cache of one core: a
+// 256 x 256 tile of S (256 KB) with the Q, K, V tiles beside it. Bigger tiles also mean fewer
+// re-packings of the K and V tiles, which every Q tile reads again.
+constexpr int Br = 256;
+constexpr int Bc = 256;
 
 // Below this many multiply-adds a parallel region costs more than it saves.
 constexpr double PARALLEL_MIN_WORK = 1 << 18;

@@ -17,7 +17,7 @@
 // Every ISA runs the same templated kernel; only the handful of vector operations differ.
 //
 // Threads: OpenMP splits the rows (or, for short and wide products, the columns) of C between
-// the threads; they pack B together and each packs its own blocks of A. A call made inside a parallel region runs on one thread.
+// the threads; each packs what it needs itself, so they never wait for each other. A call made inside a parallel region runs on one thread.
 // Small-M products with a row-major B (the LSTM's per-step recurrent product) read B in place
 // instead of packing it, since each element of B is used only M times.
 #include "common/gemm.h"
@@ -84,12 +84,14 @@ constexpr int DIRECT_B_MAX_M = 16;      // up to this many rows, a row-major B i
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// C[0:m, 0:n] = alpha * (a @ b) + beta * C, where a is one packed A micro-panel (kc, MR) and
-// b is kc rows of NR floats, b_stride apart (NR when packed, ldb when read in place).
+// C[0:m, 0:n] = alpha * (a @ b) + beta * C, where a is one packed A micro-panel (kc, MR), or
+// with DirectA an m x kc block of A read in place: element (i, k) at a[i * a_rs + k * a_ks]
+// (a_rs = lda, a_ks = 1 for a row-major A; a_rs = 1, a_ks = lda for a transposed one); and b is
+// kc rows of NR floats, b_stride apart (NR when packed, ldb when read in place).
 // m <= MR is a template argument so a short edge tile does no wasted work.
-template <int m>
-void micro_kernel(int kc, const float* a, const float* b, long b_stride, float* C, long ldc, int n,
-                  float alpha, float beta) {
+template <int m, bool DirectA>
+void micro_kernel(int kc, const float* a, long a_rs, long a_ks, const float* b, long b_stride,
+                  float* C, long ldc, int n, float alpha, float beta) {
     using V = Simd::V;
     constexpr int NV = Simd::NV, W = Simd::W;
     V acc[m][NV];  // the C tile, held in registers
@@ -109,11 +111,10 @@ void micro_kernel(int kc, const float* a, const float* b, long b_stride, float* 
         for (int v = 0; v < NV; v++) bv[v] = Simd::load(b + v * W);
 #pragma GCC unroll 16
         for (int i = 0; i < m; i++) {
-            V ai = Simd::bcast(a[i]);
+            V ai = Simd::bcast(DirectA ? a[i * a_rs + k * a_ks] : a[(long)k * MR + i]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) acc[i][v] = Simd::fma(ai, bv[v], acc[i][v]);
         }
-        a += MR;
         b += b_stride;
     }
 
@@ -140,14 +141,16 @@ void micro_kernel(int kc, const float* a, const float* b, long b_stride, float* 
     }
 }
 
-using Kernel = void (*)(int, const float*, const float*, long, float*, long, int, float, float);
+using Kernel = void (*)(int, const float*, long, long, const float*, long, float*, long, int,
+                        float, float);
 
-template <int... I>
+template <bool DirectA, int... I>
 constexpr auto make_kernels(std::integer_sequence<int, I...>) {
-    return std::array<Kernel, sizeof...(I)>{&micro_kernel<I + 1>...};
+    return std::array<Kernel, sizeof...(I)>{&micro_kernel<I + 1, DirectA>...};
 }
-// kernels[m - 1] handles a tile of m rows.
-constexpr auto kernels = make_kernels(std::make_integer_sequence<int, MR>{});
+// kernels[m - 1] handles a tile of m rows of packed A; kernels_direct_a of A in place.
+constexpr auto kernels = make_kernels<false>(std::make_integer_sequence<int, MR>{});
+constexpr auto kernels_direct_a = make_kernels<true>(std::make_integer_sequence<int, MR>{});
 
 // Element (i, k) of op(A) and (k, j) of op(B).
 inline float at_a(const float* A, int lda, bool trans_a, int i, int k) {
@@ -231,7 +234,10 @@ float* small_workspace() {
     return ws.data();
 }
 
-// The general path: pack both operands.
+// The general path: pack both operands. Each thread packs the B panels and A blocks it uses
+// into its own workspace, so the threads never wait for each other (no barriers: on a busy
+// machine a barrier waits for whichever thread the OS has parked). Packing B twice costs a
+// few percent at the sizes where two threads are used at all.
 void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                   int lda, const float* B, int ldb, float beta, float* C, int ldc, int nt) {
     const int kc_max = std::min(K, KC);
@@ -239,54 +245,62 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
     const int row_panels = ceil_div(M, MR);
     const size_t a_floats = (size_t)std::min(MC, row_panels * MR) * kc_max;  // (MC/MR, KC, MR)
     const size_t b_floats = (size_t)kc_max * ceil_div(nc_max, NR) * NR;      // (NC/NR, KC, NR)
+    const size_t per_thread = a_floats + b_floats;
     mem::Buffer<float> workspace;
     float* ws;
-    if (nt == 1 && a_floats + b_floats <= SMALL_WORKSPACE) {
+    if (nt == 1 && per_thread <= SMALL_WORKSPACE) {
         ws = small_workspace();
     } else {
-        workspace = mem::Buffer<float>(b_floats + (size_t)nt * a_floats, mem::uninit);
+        workspace = mem::Buffer<float>((size_t)nt * per_thread, mem::uninit);
         ws = workspace.data();
     }
-    float* const Bp = ws;  // shared by the threads
+    // A narrow C (N <= 4 NR) uses each element of A only a few times: packing it would cost as
+    // much as the FMAs it feeds, so A is read in place.
+    const bool direct_a = N <= 4 * NR;
 
 #pragma omp parallel num_threads(nt)
     {
         const int t = omp_get_thread_num();
         const int nthreads = omp_get_num_threads();
-        float* const Ap = ws + b_floats + (size_t)t * a_floats;  // my own
+        float* const Bp = ws + (size_t)t * per_thread;  // my packed B panels
+        float* const Ap = Bp + b_floats;                 // my packed A block
         for (int jc = 0; jc < N; jc += NC) {
             const int nc = std::min(NC, N - jc);
             const int col_panels = ceil_div(nc, NR);
             const Split s = split_threads(nthreads, row_panels, col_panels);
             const auto [r0, r1] = range_of(t / s.nt_c, s.nt_r, row_panels);  // my row panels
             const auto [c0, c1] = range_of(t % s.nt_c, s.nt_c, col_panels);  // my col panels
+            if (r0 == r1 || c0 == c1) continue;
             for (int pc = 0; pc < K; pc += KC) {
                 const int kc = std::min(KC, K - pc);
                 const float beta_k = pc == 0 ? beta : 1.0f;  // later slices accumulate
-#pragma omp for schedule(static)
-                for (int jr = 0; jr < col_panels; jr++)
+                for (int jr = c0; jr < c1; jr++)
                     pack_b_panel(B, ldb, trans_b, pc, kc, jc + jr * NR,
-                                 std::min(NR, nc - jr * NR), Bp + (long)jr * kc * NR);
-                // (the implicit barrier above: the packed B block is complete)
+                                 std::min(NR, nc - jr * NR), Bp + (long)(jr - c0) * kc * NR);
 
                 for (int ib = r0; ib < r1; ib += MC / MR) {  // an L2 block of row panels
                     const int ie = std::min(r1, ib + MC / MR);
-                    for (int ir = ib; ir < ie; ir++)
+                    for (int ir = ib; ir < ie && !direct_a; ir++)
                         pack_a_panel(A, lda, trans_a, ir * MR, std::min(MR, M - ir * MR), pc, kc,
                                      Ap + (long)(ir - ib) * kc * MR);
                     for (int jr = c0; jr < c1; jr++) {
                         const int j = jc + jr * NR;
                         const int n = std::min(NR, N - j);
-                        const float* b = Bp + (long)jr * kc * NR;
+                        const float* b = Bp + (long)(jr - c0) * kc * NR;
                         for (int ir = ib; ir < ie; ir++) {
                             const int i = ir * MR;
                             const int m = std::min(MR, M - i);
-                            kernels[m - 1](kc, Ap + (long)(ir - ib) * kc * MR, b, NR,
-                                           C + (long)i * ldc + j, ldc, n, alpha, beta_k);
+                            if (direct_a)  // op(A)[i, pc] where it lies
+                                kernels_direct_a[m - 1](
+                                    kc, trans_a ? A + (long)pc * lda + i : A + (long)i * lda + pc,
+                                    trans_a ? 1 : lda, trans_a ? lda : 1, b, NR,
+                                    C + (long)i * ldc + j, ldc, n, alpha, beta_k);
+                            else
+                                kernels[m - 1](kc, Ap + (long)(ir - ib) * kc * MR, 0, 0, b, NR,
+                                               C + (long)i * ldc + j, ldc, n, alpha, beta_k);
                         }
                     }
                 }
-#pragma omp barrier
             }
         }
     }
@@ -333,7 +347,7 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
                 for (int ir = 0; ir < row_panels; ir++) {
                     const int i = ir * MR;
                     const int m = std::min(MR, M - i);
-                    kernels[m - 1](kc, Ap_k + (long)ir * kc * MR, b, b_stride,
+                    kernels[m - 1](kc, Ap_k + (long)ir * kc * MR, 0, 0, b, b_stride,
                                    C + (long)i * ldc + j, ldc, n, alpha, beta_k);
                 }
             }
@@ -353,7 +367,7 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
     // Threads pay off only above a few hundred thousand multiply-adds; inside an existing
     // parallel region (e.g. attention over B*h) the caller already owns the cores.
     const double flops = 2.0 * M * N * K;
-    const int nt = (omp_in_parallel() || flops < 1e6) ? 1 : omp_get_max_threads();
+    const int nt = (omp_in_parallel() || flops < 4e6) ? 1 : omp_get_max_threads();
     if (!trans_b && M <= DIRECT_B_MAX_M)
         sgemm_direct_b(trans_a, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt);
     else

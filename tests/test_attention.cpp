@@ -76,8 +76,16 @@ void reference(const Vec& Q, const Vec& K, const Vec& V, const Vec& dO, int BH, 
 TEST_CASE("attention: naive and fused match the double reference at awkward shapes") {
     std::mt19937 rng(7);
     const int B = 2, h = 3;
+    struct Shape {
+        int n, d_k;
+    };
+    std::vector<Shape> shapes;
     for (int n : {1, 17, 33, 100, 130})
-        for (int d_k : {7, 24, 64})
+        for (int d_k : {7, 24, 64}) shapes.push_back({n, d_k});
+    // Longer than one 256-row tile, with a ragged last tile; and exactly two tiles.
+    shapes.push_back({300, 24});
+    shapes.push_back({512, 9});
+    for (auto [n, d_k] : shapes)
             for (bool causal : {false, true}) {
                 CAPTURE(n);
                 CAPTURE(d_k);
