@@ -3,8 +3,15 @@
 // twice unless it is written std::fma, which is exactly where torch's AVX2 build fused it.
 #include "common/random.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+
+#include <omp.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 namespace numpy {
 
@@ -106,6 +113,10 @@ constexpr double ZIG_INV_R = 0.27366123732975827203338247596;
 struct Ziggurat {
     uint64_t ki[256];
     double wi[256], fi[256];
+    // The same, indexed by the raw's low 9 bits (layer, then sign): the bulk drawer's one lookup.
+    // (-w) * r == -(w * r) exactly, so folding numpy's "if (sign) x = -x" into wi changes nothing.
+    uint64_t ki_signed[512];
+    double wi_signed[512];
     Ziggurat() {
         const double v = 0.0049286732339746519, S = 4503599627370496.0;  // S = 2^52
         double x[256], f[256];
@@ -128,6 +139,10 @@ struct Ziggurat {
             wi[i] = x[i] / S;
         }
         std::memcpy(fi, f, sizeof fi);
+        for (int j = 0; j < 512; j++) {
+            ki_signed[j] = ki[j & 255];
+            wi_signed[j] = (j & 256) ? -wi[j & 255] : wi[j & 255];
+        }
     }
 };
 
@@ -161,12 +176,13 @@ uint64_t ziggurat_table_hash() {
 }
 
 namespace {
-// One standard normal from a stream of raw 64-bit outputs (numpy's random_standard_normal).
+// numpy's random_standard_normal, from its first raw output r on: usually returns x at once
+// (inside the layer's rectangle, ~99% of draws), else takes the tail or wedge path, which may
+// draw more raws and may reject and start over.
 template <class NextRaw>
-inline double ziggurat(const Ziggurat& z, NextRaw&& next_raw) {
+inline double ziggurat_from(const Ziggurat& z, uint64_t r, NextRaw&& next_raw) {
     auto next_double = [&] { return (double)(next_raw() >> 11) * (1.0 / 9007199254740992.0); };
     for (;;) {
-        uint64_t r = next_raw();
         int idx = r & 0xFF;
         r >>= 8;
         uint64_t sign = r & 1;
@@ -187,7 +203,14 @@ inline double ziggurat(const Ziggurat& z, NextRaw&& next_raw) {
         // The wedge between two layers: accept under the density curve.
         if ((z.fi[idx - 1] - z.fi[idx]) * next_double() + z.fi[idx] < std::exp(-0.5 * x * x))
             return x;
+        r = next_raw();  // rejected: start over with a fresh raw
     }
+}
+
+// One standard normal from a stream of raw 64-bit outputs.
+template <class NextRaw>
+inline double ziggurat(const Ziggurat& z, NextRaw&& next_raw) {
+    return ziggurat_from(z, next_raw(), next_raw);
 }
 
 // PCG64's output function (XSL-RR) of an already advanced state.
@@ -196,58 +219,377 @@ inline uint64_t pcg_output(u128 state) {
     unsigned rot = (unsigned)(state >> 122);
     return (x >> rot) | (x << ((64 - rot) & 63));
 }
+
+// n steps of the LCG at once: state -> a * state + c * inc. Squaring: O(log n) multiplies.
+struct Jump {
+    u128 a, c;
+};
+Jump pcg_jump(uint64_t n) {
+    Jump r{1, 0};
+    u128 m = PCG_MULT, k = 1;  // 2^i steps: state -> m * state + k * inc
+    for (; n != 0; n >>= 1) {
+        if (n & 1) r = {r.a * m, r.c * m + k};
+        k = k * m + k;  // twice 2^i steps: m * (m * s + k) + k
+        m = m * m;
+    }
+    return r;
+}
+
+u128 pcg_advanced(u128 state, u128 inc, uint64_t n) {
+    Jump j = pcg_jump(n);
+    return j.a * state + j.c * inc;
+}
+
+// ---- the bulk drawer -----------------------------------------------------------------------
+// Eight interleaved copies of the LCG, copy k at raw positions k, k+8, k+16, ... (each one
+// steps 8 at a time: state -> M^8 * state + C_8), so their multiplies can overlap. With AVX2
+// the eight run in two 4-lane vectors (a 128-bit multiply from ten 32x32-bit ones), which leaves
+// the scalar units to the ziggurat; without AVX2, in scalar registers.
+constexpr int LANES = 8;
+
+#ifdef __AVX2__
+struct Lanes {
+    __m256i lo[2], hi[2];                  // the 8 states, low and high 64 bits
+    __m256i m_lo, m_lo_hi32, m_hi, m_hi_hi32, c_lo, c_lo_flipped, c_hi;  // the 8-step map
+
+    Lanes(u128 first_state, u128 inc) {  // first_state: the state whose output is raw 0
+        Jump j = pcg_jump(LANES);
+        u128 c = j.c * inc;
+        uint64_t m0 = (uint64_t)j.a, m1 = (uint64_t)(j.a >> 64), c0 = (uint64_t)c;
+        m_lo = _mm256_set1_epi64x((long long)m0);
+        m_lo_hi32 = _mm256_set1_epi64x((long long)(m0 >> 32));
+        m_hi = _mm256_set1_epi64x((long long)m1);
+        m_hi_hi32 = _mm256_set1_epi64x((long long)(m1 >> 32));
+        c_lo = _mm256_set1_epi64x((long long)c0);
+        c_lo_flipped = _mm256_set1_epi64x((long long)(c0 ^ 0x8000000000000000ULL));
+        c_hi = _mm256_set1_epi64x((long long)(uint64_t)(c >> 64));
+        alignas(32) uint64_t lo64[LANES], hi64[LANES];
+        u128 s = first_state;
+        for (int k = 0; k < LANES; k++) {
+            lo64[k] = (uint64_t)s;
+            hi64[k] = (uint64_t)(s >> 64);
+            s = s * PCG_MULT + inc;
+        }
+        for (int h = 0; h < 2; h++) {
+            lo[h] = _mm256_load_si256((const __m256i*)(lo64 + 4 * h));
+            hi[h] = _mm256_load_si256((const __m256i*)(hi64 + 4 * h));
+        }
+    }
+
+    // XSL-RR of 4 states. Shifts by 64 give 0 in AVX2, so rot = 0 needs no special case.
+    static __m256i output(__m256i lo, __m256i hi) {
+        __m256i x = _mm256_xor_si256(hi, lo);
+        __m256i rot = _mm256_srli_epi64(hi, 58);
+        __m256i left = _mm256_sub_epi64(_mm256_set1_epi64x(64), rot);
+        return _mm256_or_si256(_mm256_srlv_epi64(x, rot), _mm256_sllv_epi64(x, left));
+    }
+
+    // state = M8 * state + C8 (mod 2^128) for 4 lanes, from 32x32 -> 64-bit products.
+    void step(int h) {
+        const __m256i mask32 = _mm256_set1_epi64x(0xFFFFFFFFLL);
+        __m256i l = lo[h], l_hi32 = _mm256_srli_epi64(l, 32);
+        __m256i u = hi[h], u_hi32 = _mm256_srli_epi64(u, 32);
+        // l * m_lo as 128 bits: four partial products
+        __m256i p00 = _mm256_mul_epu32(l, m_lo), p01 = _mm256_mul_epu32(l, m_lo_hi32);
+        __m256i p10 = _mm256_mul_epu32(l_hi32, m_lo), p11 = _mm256_mul_epu32(l_hi32, m_lo_hi32);
+        __m256i low = _mm256_add_epi64(p00, _mm256_slli_epi64(_mm256_add_epi64(p01, p10), 32));
+        __m256i mid = _mm256_add_epi64(_mm256_srli_epi64(p00, 32),
+                                       _mm256_add_epi64(_mm256_and_si256(p01, mask32),
+                                                        _mm256_and_si256(p10, mask32)));
+        __m256i high = _mm256_add_epi64(
+            _mm256_add_epi64(p11, _mm256_srli_epi64(mid, 32)),
+            _mm256_add_epi64(_mm256_srli_epi64(p01, 32), _mm256_srli_epi64(p10, 32)));
+        // the low 64 bits of l * m_hi and of u * m_lo land in the high word
+        __m256i cross_hi32 = _mm256_add_epi64(
+            _mm256_add_epi64(_mm256_mul_epu32(l, m_hi_hi32), _mm256_mul_epu32(l_hi32, m_hi)),
+            _mm256_add_epi64(_mm256_mul_epu32(u, m_lo_hi32), _mm256_mul_epu32(u_hi32, m_lo)));
+        __m256i cross = _mm256_add_epi64(
+            _mm256_add_epi64(_mm256_mul_epu32(l, m_hi), _mm256_mul_epu32(u, m_lo)),
+            _mm256_slli_epi64(cross_hi32, 32));
+        high = _mm256_add_epi64(high, _mm256_add_epi64(cross, c_hi));
+        // + C8, carrying out of the low word when the sum wraps (unsigned compare via sign flip)
+        low = _mm256_add_epi64(low, c_lo);
+        __m256i flipped = _mm256_xor_si256(low, _mm256_set1_epi64x((long long)0x8000000000000000ULL));
+        high = _mm256_sub_epi64(high, _mm256_cmpgt_epi64(c_lo_flipped, flipped));
+        lo[h] = low;
+        hi[h] = high;
+    }
+
+    void next8(uint64_t* dst) {  // the next 8 raw outputs, in order
+        _mm256_storeu_si256((__m256i*)dst, output(lo[0], hi[0]));
+        _mm256_storeu_si256((__m256i*)(dst + 4), output(lo[1], hi[1]));
+        step(0);
+        step(1);
+    }
+};
+#else
+struct Lanes {
+    u128 s[LANES], m, c;
+    Lanes(u128 first_state, u128 inc) {
+        Jump j = pcg_jump(LANES);
+        m = j.a;
+        c = j.c * inc;
+        for (int k = 0; k < LANES; k++) {
+            s[k] = first_state;
+            first_state = first_state * PCG_MULT + inc;
+        }
+    }
+    void next8(uint64_t* dst) {
+        for (int k = 0; k < LANES; k++) {
+            dst[k] = pcg_output(s[k]);
+            s[k] = s[k] * m + c;
+        }
+    }
+};
+#endif
+
+// Standard normals from raw position `pos` of a PCG64 stream on: numpy's draws if a draw starts
+// there. Raws come in blocks of B; the next block is made 8 raws at a time while the current
+// one is turned into normals 8 at a time (the two kinds of work overlap in the CPU).
+class NormalDrawer {
+public:
+    // state: the generator's state after `pos` raws.
+    NormalDrawer(u128 state, u128 inc, uint64_t pos)
+        : lanes_(state * PCG_MULT + inc, inc), base_(pos) {
+        for (size_t g = 0; g < B; g += LANES) lanes_.next8(cur_ + g);
+    }
+
+    uint64_t position() const { return base_ + p_; }  // raws consumed
+
+    // Draws into out until n are drawn or the next draw would start at raw `stop` or later.
+    // Returns how many it drew.
+    size_t fill(double* out, size_t n, uint64_t stop = UINT64_MAX) {
+        const Ziggurat& z = zig();
+        size_t c = 0;
+        while (c < n) {
+            if (p_ == B) next_block();
+            if (base_ + p_ >= stop) break;
+            // Fast path: 8 raws at a time while all 8 are inside their rectangles.
+            const size_t p_end = std::min<uint64_t>(B, stop - base_);
+            size_t p = p_, g = g_;
+            Lanes lanes = lanes_;
+            bool outside = false;  // some raw of the group needs the slow path
+            while (p + 8 <= p_end && c + 8 <= n) {
+                if (g < B) {
+                    lanes.next8(nxt_ + g);
+                    g += LANES;
+                }
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; k++) {
+                    uint64_t r = cur_[p + k];
+                    unsigned j = r & 0x1FF;                            // layer, sign
+                    uint64_t rabs = (r >> 9) & 0x000FFFFFFFFFFFFFULL;  // 52 bits
+                    out[c + k] = (double)(int64_t)rabs * z.wi_signed[j];
+                    outside |= rabs >= z.ki_signed[j];
+                }
+                if (outside) break;
+                p += 8;
+                c += 8;
+            }
+            lanes_ = lanes;
+            g_ = g;
+            if (outside) {
+                // The draws before the first outside raw are done; that one takes the slow path.
+                int k = 0;
+                while (((cur_[p + k] >> 9) & 0x000FFFFFFFFFFFFFULL) < z.ki_signed[cur_[p + k] & 0x1FF]) k++;
+                c += k;
+                p_ = p + k + 1;
+                out[c++] = slow(cur_[p + k]);
+                continue;
+            }
+            p_ = p;
+            // Near the end of the block, of n or of stop: one draw the general way.
+            if (c < n && p_ < B && base_ + p_ < stop) {
+                uint64_t r = cur_[p_++];
+                out[c++] = slow(r);
+            }
+        }
+        return c;
+    }
+
+private:
+    static constexpr size_t B = 512;
+
+    void next_block() {
+        for (; g_ < B; g_ += LANES) lanes_.next8(nxt_ + g_);
+        std::swap(cur_, nxt_);
+        base_ += B;
+        p_ = 0;
+        g_ = 0;
+    }
+    uint64_t next_raw() {
+        if (p_ == B) next_block();
+        return cur_[p_++];
+    }
+    __attribute__((noinline)) double slow(uint64_t r) {
+        return ziggurat_from(zig(), r, [this] { return next_raw(); });
+    }
+
+    Lanes lanes_;                       // makes the raws of the block after nxt_'s filled part
+    alignas(64) uint64_t blocks_[2][B];
+    uint64_t* cur_ = blocks_[0];        // raws base_ .. base_ + B - 1
+    uint64_t* nxt_ = blocks_[1];        // the next B raws, filled up to g_
+    size_t p_ = 0, g_ = 0;              // next raw of cur_ to read; raws of nxt_ made so far
+    uint64_t base_;
+};
 }  // namespace
 
 double Generator::standard_normal() {
     return ziggurat(zig(), [this] { return random_raw(); });
 }
 
+void Generator::advance(uint64_t delta) { state_ = pcg_advanced(state_, inc_, delta); }
+
 void Generator::standard_normal(double* out, size_t n) {
-    // Same stream as n calls of standard_normal(), only faster: the LCG step is a chain of
-    // dependent 128-bit multiplies, so we run CHAINS interleaved copies of it (state i+CHAINS =
-    // M^CHAINS * state i + C) that the CPU can overlap, into a block of raw outputs. We keep each
-    // output's state, so the generator ends exactly after the last raw value it consumed.
-    constexpr int CHAINS = 4, BLOCK = 256;
-    static const auto jump = [] {
-        u128 m = 1, c = 0;  // state -> m * state + c after CHAINS steps
-        for (int i = 0; i < CHAINS; i++) {
-            m = m * PCG_MULT;
-            c = c * PCG_MULT + 1;  // times inc below
-        }
-        return std::pair<u128, u128>(m, c);
-    }();
-    const u128 mult_n = jump.first, inc_n = jump.second * inc_;
+    if (n >= 1024) {  // the bulk drawer makes 1024 raws ahead: worth it for longer runs only
+        NormalDrawer d(state_, inc_, 0);
+        d.fill(out, n);
+        advance(d.position());
+        return;
+    }
     const Ziggurat& z = zig();
-    u128 states[BLOCK];
-    uint64_t raw[BLOCK];
-    int used = 0;  // raw values of the current block consumed so far
-    bool have_block = false;
-    auto refill = [&] {
-        if (have_block) state_ = states[BLOCK - 1];
-        u128 s[CHAINS];
-        s[0] = state_ * PCG_MULT + inc_;
-        for (int k = 1; k < CHAINS; k++) s[k] = s[k - 1] * PCG_MULT + inc_;
-        for (int i = 0; i < BLOCK; i += CHAINS)
-            for (int k = 0; k < CHAINS; k++) {
-                states[i + k] = s[k];
-                raw[i + k] = pcg_output(s[k]);
-                s[k] = s[k] * mult_n + inc_n;
-            }
-        used = 0;
-        have_block = true;
-    };
-    auto next_raw = [&] {
-        if (!have_block || used == BLOCK) refill();
-        return raw[used++];
-    };
-    for (size_t i = 0; i < n; i++) out[i] = ziggurat(z, next_raw);
-    if (have_block) state_ = states[used - 1];  // rewind to just after the last value consumed
+    for (size_t i = 0; i < n; i++) out[i] = ziggurat(z, [this] { return random_raw(); });
 }
 
 std::vector<double> Generator::standard_normal(size_t n) {
     std::vector<double> out(n);
     standard_normal(out.data(), n);
     return out;
+}
+
+// ---- parallel draws ------------------------------------------------------------------------
+namespace {
+// One piece of the raw stream [start, stop) and what its task found there.
+struct Piece {
+    uint64_t start = 0, stop = 0;
+    double* draws = nullptr;          // draws starting in [start, stop), as if one started at start
+    size_t count = 0;
+    std::vector<uint64_t> next_heads; // where the next piece's first `window` draws start
+    std::vector<double> extra;        // true draws past stop, up to where the next piece joins
+    size_t join = SIZE_MAX;           // index into next_heads where they met (SIZE_MAX: never)
+    uint64_t end = 0;                 // raws consumed after the extra draws
+};
+
+// Raw offsets at which the first `window` draws of a parse from `start` begin (before stop).
+std::vector<uint64_t> heads(u128 state0, u128 inc, uint64_t start, uint64_t stop, int window) {
+    std::vector<uint64_t> at;
+    NormalDrawer d(pcg_advanced(state0, inc, start), inc, start);
+    double x;
+    for (int i = 0; i < window && d.position() < stop; i++) {
+        at.push_back(d.position());
+        d.fill(&x, 1);
+    }
+    return at;
+}
+
+// Draws of the pieces after piece 0 go to scratch first (where they land is known only after
+// every piece is parsed): the i-th piece a thread takes uses its i-th buffer. The buffers are
+// kept across calls, so chunked callers do not page-fault on fresh memory every time.
+double* scratch(size_t i, size_t size) {
+    static thread_local std::vector<std::vector<double>> pool;
+    if (pool.size() <= i) pool.resize(i + 1);
+    if (pool[i].size() < size) pool[i].resize(size);
+    return pool[i].data();
+}
+}  // namespace
+
+int Generator::standard_normal_pieces(double* out, size_t n, const std::vector<uint64_t>& cuts,
+                                      int threads, int window) {
+    if (n == 0) return 0;
+    if (cuts.empty() || cuts[0] != 0)
+        throw std::invalid_argument("standard_normal_pieces: cuts must start at 0");
+    for (size_t k = 1; k < cuts.size(); k++)
+        if (cuts[k] <= cuts[k - 1] || cuts[k] >= n)
+            throw std::invalid_argument("standard_normal_pieces: cuts must increase and stay below n");
+    const size_t T = cuts.size();
+    std::vector<Piece> pieces(T);
+    for (size_t k = 0; k < T; k++) {
+        pieces[k].start = cuts[k];
+        pieces[k].stop = k + 1 < T ? cuts[k + 1] : n;
+    }
+    const u128 state0 = state_, inc = inc_;
+    if (threads <= 0) threads = omp_get_max_threads();
+    threads = (int)std::min<size_t>(threads, T);
+
+    // 1. Each piece parses its share; then the true parse runs on into the next piece until the
+    //    two meet. Every piece's draws start at distinct raws below n, so at most n in all.
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (size_t k = 0; k < T; k++) {
+        Piece& pc = pieces[k];
+        // schedule(static, 1): thread t takes pieces t, t + threads, ...
+        pc.draws = k == 0 ? out : scratch(k / threads, pc.stop - pc.start);
+        NormalDrawer d(pcg_advanced(state0, inc, pc.start), inc, pc.start);
+        pc.count = d.fill(pc.draws, SIZE_MAX, pc.stop);
+        if (k + 1 < T) {
+            const Piece& next = pieces[k + 1];
+            pc.next_heads = heads(state0, inc, next.start, next.stop, window);
+            size_t h = 0;
+            for (;;) {
+                const uint64_t at = d.position();
+                while (h < pc.next_heads.size() && pc.next_heads[h] < at) h++;
+                if (h == pc.next_heads.size()) break;  // passed them all: no join
+                if (pc.next_heads[h] == at) {
+                    pc.join = h;
+                    break;
+                }
+                double x;
+                d.fill(&x, 1);
+                pc.extra.push_back(x);
+            }
+        }
+        pc.end = d.position();
+    }
+
+    // 2. Splice: piece 0 is in place; piece k continues with its own draw number join(k-1).
+    struct Copy {
+        const double* from;
+        size_t count;
+        size_t to;
+    };
+    std::vector<Copy> copies;
+    int failed = 0;
+    size_t total = 0;
+    uint64_t end = 0;
+    for (size_t k = 0; k < T; k++) {
+        const Piece& pc = pieces[k];
+        size_t first = k == 0 ? 0 : pieces[k - 1].join;
+        if (k > 0) copies.push_back({pc.draws + first, pc.count - first, total});
+        total += pc.count - first;
+        copies.push_back({pc.extra.data(), pc.extra.size(), total});
+        total += pc.extra.size();
+        end = pc.end;
+        if (k + 1 < T && pc.join == SIZE_MAX) {
+            failed = 1;  // the rest is redrawn below, from where this piece's true parse stopped
+            break;
+        }
+    }
+    // Copy in slices of about equal size, so every thread does its share.
+    std::vector<Copy> slices;
+    const size_t slice = 1 << 14;
+    for (const Copy& cp : copies)
+        for (size_t i = 0; i < cp.count; i += slice)
+            slices.push_back({cp.from + i, std::min(slice, cp.count - i), cp.to + i});
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (size_t s = 0; s < slices.size(); s++)
+        std::memcpy(out + slices[s].to, slices[s].from, slices[s].count * sizeof(double));
+
+    // 3. The raws ran out a little before n draws: the rest in order from where they stopped.
+    state_ = pcg_advanced(state0, inc, end);
+    standard_normal(out + total, n - total);
+    return failed;
+}
+
+void Generator::standard_normal_parallel(double* out, size_t n, int threads) {
+    if (threads <= 0) threads = omp_get_max_threads();
+    const size_t min_piece = 1 << 15;  // smaller pieces are not worth a thread
+    const size_t T = std::min<size_t>(threads, n / min_piece);
+    if (T <= 1) {
+        standard_normal(out, n);
+        return;
+    }
+    std::vector<uint64_t> cuts(T);
+    for (size_t k = 0; k < T; k++) cuts[k] = (uint64_t)(n * k / T);
+    standard_normal_pieces(out, n, cuts, (int)T);
 }
 
 }  // namespace numpy

@@ -30,9 +30,33 @@ TEST_CASE("chapter 2: other flags print what the article's script prints for the
     CHECK(r.out == testutil::read_file("tests/data/rng-2-scaling-seed1.txt"));
 }
 
+TEST_CASE("chapter 2: the output does not depend on the number of threads") {
+    // The draws are made in parallel pieces spliced into numpy's exact stream, and the trials
+    // are independent: any thread count prints the same digits. 9 keys: a group of 8 and one.
+    const std::string args = "--seed 1 --trials 3000 --dims 3,10,100,1000 --keys 5 --no-figures";
+    const std::string expected = testutil::read_file("tests/data/rng-2-scaling-seed1.txt");
+    for (const char* threads : {"1", "2", "3", "7"}) {
+        auto r = testutil::run("2-scaling", args + " --threads " + threads);
+        CHECK_MESSAGE(r.exit_code == 0, threads);
+        CHECK_MESSAGE(r.out == expected, threads);
+    }
+    // /usr/bin/python3 (numpy 1.24.2) running the article's loop with seed 5, 700 trials,
+    // d_k = 1, 33, 700 and 9 keys.
+    const std::string nine =
+        "d_k=    1  로짓 표준편차   0.78 | 최대확률 0.298 → 0.298 | 기울기 지표 0.7956 → 0.7956\n"
+        "d_k=   33  로짓 표준편차   5.23 | 최대확률 0.811 → 0.333 | 기울기 지표 0.2630 → 0.7906\n"
+        "d_k=  700  로짓 표준편차  24.25 | 최대확률 0.965 → 0.342 | 기울기 지표 0.0502 → 0.7874\n";
+    for (const char* threads : {"1", "4"}) {
+        auto r = testutil::run("2-scaling", std::string("--seed 5 --trials 700 --dims 1,33,700 --keys 9 "
+                                                        "--no-figures --threads ") + threads);
+        CHECK_MESSAGE(r.exit_code == 0, threads);
+        CHECK_MESSAGE(r.out == nine, threads);
+    }
+}
+
 TEST_CASE("chapter 2: bad flags -> exit 2 and one line on stderr") {
     for (const char* args : {"--trials 0", "--keys 0", "--keys 65", "--dims 4,0", "--dims 4,x",
-                             "--seed -1", "--bogus"}) {
+                             "--seed -1", "--threads -1", "--bogus"}) {
         auto r = testutil::run("2-scaling", std::string(args) + " --no-figures");
         CHECK_MESSAGE(r.exit_code == 2, args);
         CHECK_MESSAGE(r.out.empty(), args);

@@ -6,11 +6,14 @@
 // We measure both, for 8 keys, with and without dividing by sqrt(d_k), exactly as the article's
 // numpy script does: same generator (np.random.default_rng), same draws, same summation order,
 // so the table comes out digit for digit.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
+
+#include <omp.h>
 
 #include "common/cli.h"
 #include "common/plot.h"
@@ -65,22 +68,31 @@ static void softmax_np(const double* z, double* p, int n) {
 
 // Per-trial measurements, one list each like the article's std, pr, ps, jr, js.
 struct Measurements {
-    std::vector<double> logit_std;          // z.std()
+    std::vector<double> logit_std;              // z.std()
     std::vector<double> pmax_raw, pmax_scaled;  // max softmax probability without / with scaling
     std::vector<double> jac_raw, jac_scaled;    // gradient indicator sum p(1-p)
+    explicit Measurements(int trials)
+        : logit_std(trials), pmax_raw(trials), pmax_scaled(trials), jac_raw(trials), jac_scaled(trials) {}
 };
 
-// One trial: q (d_k) and K (n_keys, d_k) already drawn. Appends to m.
-static void one_trial(const double* q, const double* K, int n_keys, int d_k, Measurements& m) {
-    double z[64] = {}, z_scaled[64] = {}, p1[64] = {}, p2[64] = {}, t[64] = {};  // (n_keys)
-    // z = K @ q: one dot product per key.
-    for (int j = 0; j < n_keys; j++) {
-        const double* k = K + (size_t)j * d_k;  // row j of K, (d_k)
-        double s = 0.0;
-        for (int i = 0; i < d_k; i++) s += k[i] * q[i];
-        z[j] = s;
-    }
-    m.logit_std.push_back(np_std(z, n_keys));
+// z = K @ q for W keys at once: each z[j] is still summed left to right over i, but W running
+// sums advance together, so the CPU overlaps their additions instead of waiting on each one.
+template <int W>
+static void logits(const double* K, const double* q, int d_k, double* z) {
+    double s[W] = {};
+    for (int i = 0; i < d_k; i++)
+#pragma GCC unroll 8
+        for (int u = 0; u < W; u++) s[u] += K[(size_t)u * d_k + i] * q[i];
+    for (int u = 0; u < W; u++) z[u] = s[u];
+}
+
+// Trial t: q (d_k) and K (n_keys, d_k) already drawn. Fills slot t of m.
+static void one_trial(const double* q, const double* K, int n_keys, int d_k, Measurements& m, int t) {
+    double z[64] = {}, z_scaled[64] = {}, p1[64] = {}, p2[64] = {}, tmp[64] = {};  // (n_keys)
+    int j = 0;  // z = K @ q: one dot product per key
+    for (; j + 8 <= n_keys; j += 8) logits<8>(K + (size_t)j * d_k, q, d_k, z + j);
+    for (; j < n_keys; j++) logits<1>(K + (size_t)j * d_k, q, d_k, z + j);
+    m.logit_std[t] = np_std(z, n_keys);
 
     const double sqrt_dk = std::sqrt((double)d_k);
     for (int j = 0; j < n_keys; j++) z_scaled[j] = z[j] / sqrt_dk;
@@ -92,35 +104,44 @@ static void one_trial(const double* q, const double* K, int n_keys, int d_k, Mea
         max1 = std::fmax(max1, p1[j]);
         max2 = std::fmax(max2, p2[j]);
     }
-    m.pmax_raw.push_back(max1);
-    m.pmax_scaled.push_back(max2);
+    m.pmax_raw[t] = max1;
+    m.pmax_scaled[t] = max2;
 
-    for (int j = 0; j < n_keys; j++) t[j] = p1[j] * (1 - p1[j]);
-    m.jac_raw.push_back(np_sum(t, n_keys));
-    for (int j = 0; j < n_keys; j++) t[j] = p2[j] * (1 - p2[j]);
-    m.jac_scaled.push_back(np_sum(t, n_keys));
+    for (int j = 0; j < n_keys; j++) tmp[j] = p1[j] * (1 - p1[j]);
+    m.jac_raw[t] = np_sum(tmp, n_keys);
+    for (int j = 0; j < n_keys; j++) tmp[j] = p2[j] * (1 - p2[j]);
+    m.jac_scaled[t] = np_sum(tmp, n_keys);
 }
 
 // `trials` trials at one d_k, drawing from rng in the article's order: q, then K, per trial.
-static Measurements measure(numpy::Generator& rng, int d_k, int n_keys, int trials) {
-    Measurements m;
-    std::vector<double> draws((size_t)(1 + n_keys) * d_k);  // q (d_k), then K (n_keys, d_k)
-    for (int t = 0; t < trials; t++) {
-        rng.standard_normal(draws.data(), draws.size());
-        one_trial(draws.data(), draws.data() + d_k, n_keys, d_k, m);
+// A batch of trials' draws at a time is the same stream as one trial's at a time; the draws are
+// made in parallel (common/random.h says how), then the batch's trials, which are independent.
+static Measurements measure(numpy::Generator& rng, int d_k, int n_keys, int trials, int threads) {
+    Measurements m(trials);
+    const size_t per_trial = (size_t)(1 + n_keys) * d_k;  // q (d_k), then K (n_keys, d_k)
+    const int batch = (int)std::clamp<size_t>((1 << 20) / per_trial, 1, trials);  // ~8 MB of draws
+    std::vector<double> draws(batch * per_trial);  // (batch, 1 + n_keys, d_k)
+    for (int t0 = 0; t0 < trials; t0 += batch) {
+        const int n = std::min(batch, trials - t0);
+        rng.standard_normal_parallel(draws.data(), n * per_trial, threads);
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int t = 0; t < n; t++) {
+            const double* q = draws.data() + t * per_trial;
+            one_trial(q, q + d_k, n_keys, d_k, m, t0 + t);
+        }
     }
     return m;
 }
 
 // Figure 1, as the article's figure script computes and draws it: a fresh generator with the
 // same seed, d_k = 4, 8, ..., 1024, 4000 trials each.
-static void draw_figure(long seed, int n_keys, const std::string& path) {
+static void draw_figure(long seed, int n_keys, int threads, const std::string& path) {
     const std::vector<int> dks = {4, 8, 16, 32, 64, 128, 256, 512, 1024};
     const int trials = 4000;
     numpy::Generator rng((uint64_t)seed);
     std::vector<double> pmax_r, pmax_s, jac_r, jac_s;
     for (int d : dks) {
-        Measurements m = measure(rng, d, n_keys, trials);
+        Measurements m = measure(rng, d, n_keys, trials, threads);
         pmax_r.push_back(np_mean(m.pmax_raw));
         pmax_s.push_back(np_mean(m.pmax_scaled));
         jac_r.push_back(np_mean(m.jac_raw));
@@ -160,6 +181,7 @@ int main(int argc, char** argv) {
     std::vector<int> dims = {4, 16, 64, 256, 1024};
     std::string figure_dir = "figures";
     bool no_figures = false;
+    int threads = 0;
 
     cli::Parser cli("2-scaling", "Section 2: why divide by sqrt(d_k) (the article's table and figure 1)");
     cli.option("--seed", seed, "np.random.default_rng seed");
@@ -168,16 +190,19 @@ int main(int argc, char** argv) {
     cli.option("--keys", n_keys, "number of keys (softmax width)");
     cli.option("--figure-dir", figure_dir, "folder for 2-scaling.png");
     cli.flag("--no-figures", no_figures, "skip figure 1");
+    cli.option("--threads", threads, "worker threads, 0: all cores (the output never depends on it)");
     cli.parse(argc, argv);
     if (seed < 0) cli.fail("--seed must be a non-negative integer (numpy rejects negative seeds)");
     if (trials < 1) cli.fail("--trials must be at least 1");
     if (n_keys < 1 || n_keys > 64) cli.fail("--keys must be between 1 and 64");
     for (int d : dims)
         if (d < 1 || d > (1 << 20)) cli.fail("--dims entries must be between 1 and 1048576");
+    if (threads < 0 || threads > 1024) cli.fail("--threads must be between 0 (all cores) and 1024");
+    if (threads == 0) threads = omp_get_max_threads();
 
     numpy::Generator rng((uint64_t)seed);
     for (int d : dims) {
-        Measurements m = measure(rng, d, n_keys, trials);
+        Measurements m = measure(rng, d, n_keys, trials, threads);
         std::printf("d_k=%5d  로짓 표준편차 %6.2f | 최대확률 %.3f → %.3f | 기울기 지표 %.4f → %.4f\n",
                     d, np_mean(m.logit_std), np_mean(m.pmax_raw), np_mean(m.pmax_scaled),
                     np_mean(m.jac_raw), np_mean(m.jac_scaled));
@@ -185,7 +210,7 @@ int main(int argc, char** argv) {
 
     if (!no_figures) {
         try {
-            draw_figure(seed, n_keys, figure_dir + "/2-scaling.png");
+            draw_figure(seed, n_keys, threads, figure_dir + "/2-scaling.png");
         } catch (const std::exception& e) {
             std::fprintf(stderr, "2-scaling: %s\n", e.what());
             return 1;
