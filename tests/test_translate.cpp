@@ -320,6 +320,16 @@ TEST_CASE("translate: the chapter trains, saves, reloads the same answers, refus
     CHECK(refused.out.empty());
     CHECK_MESSAGE(refused.err.find(cut + ": truncated") != std::string::npos, refused.err);
     CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+    // The figure: written where --figure-dir says, a PNG.
+    const std::string dir = tmp_path("fig");
+    auto drawn = testutil::run("7-translate", "--load " + w + " --figure-dir " + dir);
+    REQUIRE_MESSAGE(drawn.exit_code == 0, drawn.err);
+    std::ifstream png(dir + "/7-translate.png", std::ios::binary);
+    char magic[8] = {};
+    png.read(magic, 8);
+    CHECK(std::string(magic + 1, 3) == "PNG");
+    std::remove((dir + "/7-translate.png").c_str());
+    std::remove(dir.c_str());
     auto bad_flag = testutil::run("7-translate", "--d-model 30 --heads 4");
     CHECK(bad_flag.exit_code != 0);
     CHECK(bad_flag.err.find("--heads") != std::string::npos);
