@@ -18,6 +18,11 @@
 //      appeared in training; the score is exact match (every digit right, and nothing more).
 //   5. The figure: the loss curve, and the encoder-decoder attention of one example: which
 //      syllables each output digit looked at (the alignment the model learned by itself).
+//
+// The defaults (2 + 2 blocks, d_model 64, 4 heads, Pre-LN, 2000 steps of 64 sentences, one
+// thread) were tuned for accuracy per CPU second: about a minute of one core reaches 99% or more.
+// Two choices beyond the paper, both explained where they are made: the embeddings start small
+// enough for the positional encoding to be heard, and short numbers are drawn more often.
 #include <malloc.h>
 
 #include <algorithm>
