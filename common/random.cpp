@@ -511,13 +511,11 @@ int Generator::standard_normal_pieces(double* out, size_t n, const std::vector<u
     if (threads <= 0) threads = omp_get_max_threads();
     threads = (int)std::min<size_t>(threads, T);
 
-    // 1. Each piece parses its share; then the true parse runs on into the next piece until the
-    //    two meet. Every piece's draws start at distinct raws below n, so at most n in all.
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-    for (size_t k = 0; k < T; k++) {
+    // The pieces' own parses, then the true parse of each running on into the next piece
+    // until the two meet. Every draw kept starts at a distinct raw below n: at most n in all.
+    auto parse = [&](size_t k, double* draws) {
         Piece& pc = pieces[k];
-        // schedule(static, 1): thread t takes pieces t, t + threads, ...
-        pc.draws = k == 0 ? out : scratch(k / threads, pc.stop - pc.start);
+        pc.draws = draws;
         NormalDrawer d(pcg_advanced(state0, inc, pc.start), inc, pc.start);
         pc.count = d.fill(pc.draws, SIZE_MAX, pc.stop);
         if (k + 1 < T) {
@@ -538,42 +536,52 @@ int Generator::standard_normal_pieces(double* out, size_t n, const std::vector<u
             }
         }
         pc.end = d.position();
-    }
-
-    // 2. Splice: piece 0 is in place; piece k continues with its own draw number join(k-1).
+    };
+    // The splice: piece 0 is in place; piece k continues with its own draw number join(k-1).
     struct Copy {
         const double* from;
         size_t count;
         size_t to;
     };
-    std::vector<Copy> copies;
+    std::vector<Copy> slices;
     int failed = 0;
     size_t total = 0;
     uint64_t end = 0;
-    for (size_t k = 0; k < T; k++) {
-        const Piece& pc = pieces[k];
-        size_t first = k == 0 ? 0 : pieces[k - 1].join;
-        if (k > 0) copies.push_back({pc.draws + first, pc.count - first, total});
-        total += pc.count - first;
-        copies.push_back({pc.extra.data(), pc.extra.size(), total});
-        total += pc.extra.size();
-        end = pc.end;
-        if (k + 1 < T && pc.join == SIZE_MAX) {
-            failed = 1;  // the rest is redrawn below, from where this piece's true parse stopped
-            break;
+    auto splice = [&] {
+        std::vector<Copy> copies;
+        for (size_t k = 0; k < T; k++) {
+            const Piece& pc = pieces[k];
+            const size_t first = k == 0 ? 0 : pieces[k - 1].join;
+            if (k > 0) copies.push_back({pc.draws + first, pc.count - first, total});
+            total += pc.count - first;
+            copies.push_back({pc.extra.data(), pc.extra.size(), total});
+            total += pc.extra.size();
+            end = pc.end;
+            if (k + 1 < T && pc.join == SIZE_MAX) {
+                failed = 1;  // the rest is redrawn below, from where this piece's true parse stopped
+                break;
+            }
         }
+        const size_t slice = 1 << 14;  // copy in slices of about equal size, shared by the threads
+        for (const Copy& cp : copies)
+            for (size_t i = 0; i < cp.count; i += slice)
+                slices.push_back({cp.from + i, std::min(slice, cp.count - i), cp.to + i});
+    };
+#pragma omp parallel num_threads(threads)
+    {
+        // However many threads OpenMP gives us, thread t takes pieces t, t + team, ...
+        const size_t team = omp_get_num_threads(), me = omp_get_thread_num();
+        for (size_t k = me, i = 0; k < T; k += team, i++)
+            parse(k, k == 0 ? out : scratch(i, pieces[k].stop - pieces[k].start));
+#pragma omp barrier
+#pragma omp single
+        splice();
+#pragma omp for schedule(static)
+        for (size_t s = 0; s < slices.size(); s++)
+            std::memcpy(out + slices[s].to, slices[s].from, slices[s].count * sizeof(double));
     }
-    // Copy in slices of about equal size, so every thread does its share.
-    std::vector<Copy> slices;
-    const size_t slice = 1 << 14;
-    for (const Copy& cp : copies)
-        for (size_t i = 0; i < cp.count; i += slice)
-            slices.push_back({cp.from + i, std::min(slice, cp.count - i), cp.to + i});
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (size_t s = 0; s < slices.size(); s++)
-        std::memcpy(out + slices[s].to, slices[s].from, slices[s].count * sizeof(double));
 
-    // 3. The raws ran out a little before n draws: the rest in order from where they stopped.
+    // The raws ran out a little before n draws: the rest in order from where they stopped.
     state_ = pcg_advanced(state0, inc, end);
     standard_normal(out + total, n - total);
     return failed;

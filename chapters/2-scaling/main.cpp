@@ -113,35 +113,89 @@ static void one_trial(const double* q, const double* K, int n_keys, int d_k, Mea
     m.jac_scaled[t] = np_sum(tmp, n_keys);
 }
 
-// `trials` trials at one d_k, drawing from rng in the article's order: q, then K, per trial.
-// A batch of trials' draws at a time is the same stream as one trial's at a time; the draws are
-// made in parallel (common/random.h says how), then the batch's trials, which are independent.
-static Measurements measure(numpy::Generator& rng, int d_k, int n_keys, int trials, int threads) {
-    Measurements m(trials);
-    const size_t per_trial = (size_t)(1 + n_keys) * d_k;  // q (d_k), then K (n_keys, d_k)
-    const int batch = (int)std::clamp<size_t>((1 << 20) / per_trial, 1, trials);  // ~8 MB of draws
-    std::vector<double> draws(batch * per_trial);  // (batch, 1 + n_keys, d_k)
-    for (int t0 = 0; t0 < trials; t0 += batch) {
-        const int n = std::min(batch, trials - t0);
-        rng.standard_normal_parallel(draws.data(), n * per_trial, threads);
+// The article's loop: for d_k in dims, `trials` trials, each drawing q (d_k) and then K
+// (n_keys, d_k) from the generator. It is fed the stream of draws in pieces, in order; the
+// trials within a piece are independent and run in parallel, and a trial cut between two pieces
+// is finished when the next one comes.
+struct Experiment {
+    std::vector<int> dims;
+    int trials, n_keys;
+    std::vector<Measurements> m;  // one per d_k
+
+    Experiment(std::vector<int> dims_, int trials_, int n_keys_)
+        : dims(std::move(dims_)), trials(trials_), n_keys(n_keys_), m(dims.size(), Measurements(trials)) {}
+
+    size_t draws() const {  // how many the whole loop takes
+        size_t total = 0;
+        for (int d : dims) total += (size_t)trials * (1 + n_keys) * d;
+        return total;
+    }
+
+    void feed(const double* x, size_t n, int threads) {
+        while (n > 0 && di < dims.size()) {
+            const int d = dims[di];
+            const size_t per_trial = (size_t)(1 + n_keys) * d;  // q (d_k), then K (n_keys, d_k)
+            if (!cut.empty() || n < per_trial) {  // a trial cut between two pieces
+                const size_t take = std::min(per_trial - cut.size(), n);
+                cut.insert(cut.end(), x, x + take);
+                x += take;
+                n -= take;
+                if (cut.size() == per_trial) {
+                    one_trial(cut.data(), cut.data() + d, n_keys, d, m[di], t);
+                    cut.clear();
+                    done(1);
+                }
+                continue;
+            }
+            const int whole = (int)std::min<size_t>(n / per_trial, trials - t);
 #pragma omp parallel for num_threads(threads) schedule(static)
-        for (int t = 0; t < n; t++) {
-            const double* q = draws.data() + t * per_trial;
-            one_trial(q, q + d_k, n_keys, d_k, m, t0 + t);
+            for (int i = 0; i < whole; i++) {
+                const double* q = x + i * per_trial;
+                one_trial(q, q + d, n_keys, d, m[di], t + i);
+            }
+            x += whole * per_trial;
+            n -= whole * per_trial;
+            done(whole);
         }
     }
-    return m;
+
+private:
+    size_t di = 0;            // the d_k being run
+    int t = 0;                // its next trial
+    std::vector<double> cut;  // the draws so far of a trial cut between two pieces
+
+    void done(int k) {
+        t += k;
+        if (t == trials) {
+            t = 0;
+            di++;
+        }
+    }
+};
+
+// Runs the loops on np.random.default_rng(seed)'s draws. Every loop starts from a fresh
+// generator with the same seed (so does the article's figure script), so each reads a prefix of
+// one stream: it is drawn once, 2^21 draws at a time, in parallel (common/random.h says how).
+static void run(long seed, const std::vector<Experiment*>& loops, int threads) {
+    numpy::Generator rng((uint64_t)seed);
+    size_t total = 0;
+    for (const Experiment* e : loops) total = std::max(total, e->draws());
+    std::vector<double> piece(std::min<size_t>(total, 1 << 21));  // 16 MB
+    for (size_t done = 0; done < total;) {
+        const size_t n = std::min(piece.size(), total - done);
+        rng.standard_normal_parallel(piece.data(), n, threads);
+        for (Experiment* e : loops) e->feed(piece.data(), n, threads);
+        done += n;
+    }
 }
 
-// Figure 1, as the article's figure script computes and draws it: a fresh generator with the
-// same seed, d_k = 4, 8, ..., 1024, 4000 trials each.
-static void draw_figure(long seed, int n_keys, int threads, const std::string& path) {
-    const std::vector<int> dks = {4, 8, 16, 32, 64, 128, 256, 512, 1024};
-    const int trials = 4000;
-    numpy::Generator rng((uint64_t)seed);
+// Figure 1, as the article's figure script draws it from its loop (d_k = 4, 8, ..., 1024,
+// 4000 trials each).
+static void draw_figure(const Experiment& figure, const std::string& path) {
+    const std::vector<int>& dks = figure.dims;
+    const int n_keys = figure.n_keys;
     std::vector<double> pmax_r, pmax_s, jac_r, jac_s;
-    for (int d : dks) {
-        Measurements m = measure(rng, d, n_keys, trials, threads);
+    for (const Measurements& m : figure.m) {
         pmax_r.push_back(np_mean(m.pmax_raw));
         pmax_s.push_back(np_mean(m.pmax_scaled));
         jac_r.push_back(np_mean(m.jac_raw));
@@ -198,19 +252,30 @@ int main(int argc, char** argv) {
     for (int d : dims)
         if (d < 1 || d > (1 << 20)) cli.fail("--dims entries must be between 1 and 1048576");
     if (threads < 0 || threads > 1024) cli.fail("--threads must be between 0 (all cores) and 1024");
-    if (threads == 0) threads = omp_get_max_threads();
+    if (threads == 0) {
+        // All cores, fewer while the machine is busy (OpenMP's dynamic adjustment, from the load
+        // average): waiting on a descheduled partner costs more than drawing alone.
+        threads = omp_get_max_threads();
+        omp_set_dynamic(1);
+    }
 
-    numpy::Generator rng((uint64_t)seed);
-    for (int d : dims) {
-        Measurements m = measure(rng, d, n_keys, trials, threads);
+    Experiment table(dims, trials, n_keys);
+    Experiment figure({4, 8, 16, 32, 64, 128, 256, 512, 1024}, 4000, n_keys);  // figure 1's loop
+    if (no_figures)
+        run(seed, {&table}, threads);
+    else
+        run(seed, {&table, &figure}, threads);
+
+    for (size_t i = 0; i < dims.size(); i++) {
+        const Measurements& m = table.m[i];
         std::printf("d_k=%5d  로짓 표준편차 %6.2f | 최대확률 %.3f → %.3f | 기울기 지표 %.4f → %.4f\n",
-                    d, np_mean(m.logit_std), np_mean(m.pmax_raw), np_mean(m.pmax_scaled),
+                    dims[i], np_mean(m.logit_std), np_mean(m.pmax_raw), np_mean(m.pmax_scaled),
                     np_mean(m.jac_raw), np_mean(m.jac_scaled));
     }
 
     if (!no_figures) {
         try {
-            draw_figure(seed, n_keys, threads, figure_dir + "/2-scaling.png");
+            draw_figure(figure, figure_dir + "/2-scaling.png");
         } catch (const std::exception& e) {
             std::fprintf(stderr, "2-scaling: %s\n", e.what());
             return 1;
