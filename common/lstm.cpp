@@ -13,7 +13,10 @@
 #include "common/memory.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <omp.h>
+#include <thread>
 #include <stdexcept>
 #include <string>
 
@@ -22,6 +25,38 @@ namespace {
 // Written with exp_fast so the gate loops vectorise.
 inline float sigmoid(float z) { return 1.0f / (1.0f + exp_fast(-z)); }
 inline float tanh_fast(float z) { return 1.0f - 2.0f / (exp_fast(2.0f * z) + 1.0f); }
+
+// The chain of n steps runs inside one parallel region: thread t owns hidden units
+// [k0, k1) (their four gate columns, their h and c) and the threads meet once per step, when
+// h_t (forward) or dgates_t (backward) is complete. The meeting point spins briefly and then
+// yields the core: on a busy machine a partner that the OS has parked gets the CPU back
+// instead of watching us spin (OpenMP's own barrier spins much longer).
+class StepBarrier {
+public:
+    explicit StepBarrier(int threads) : threads_(threads) {}
+    void wait() {
+        if (threads_ == 1) return;
+        const int gen = generation_.load(std::memory_order_acquire);
+        if (arrived_.fetch_add(1, std::memory_order_acq_rel) == threads_ - 1) {
+            arrived_.store(0, std::memory_order_relaxed);
+            generation_.fetch_add(1, std::memory_order_release);
+            return;
+        }
+        for (int spins = 0; generation_.load(std::memory_order_acquire) == gen; spins++)
+            if (spins > 2000) std::this_thread::yield();
+    }
+
+private:
+    const int threads_;
+    std::atomic<int> arrived_{0}, generation_{0};
+};
+
+// Threads for the chain: one per core while each has at least 64 hidden units and the step's
+// product is big enough to split (B * 4d * d multiply-adds).
+int chain_threads(int B, int d) {
+    if (omp_in_parallel() || (double)B * 4 * d * d < 2e6) return 1;
+    return std::max(1, std::min(omp_get_max_threads(), d / 64));
+}
 
 }  // namespace
 
@@ -42,29 +77,38 @@ void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const fl
     for (int r = 0; r < 4 * d; r++)
         for (int k = 0; k < d; k++) W_hh_T[(long)k * 4 * d + r] = W_hh[(long)r * d + k];
 
-    for (int t = 0; t < n; t++) {
-        float* a = gates + t * B4d;            // (B, 4d) pre-activations, then activations
-        const float* h_prev = h + t * Bd;      // (B, d)
-        const float* c_prev = c + t * Bd;      // (B, d)
-        float* h_t = h + (t + 1) * Bd;         // (B, d)
-        float* c_t = c + (t + 1) * Bd;         // (B, d)
-        // a += h_{t-1} W_hh^T: the sequential part
-        sgemm(false, false, B, 4 * d, d, 1.0f, h_prev, d, W_hh_T.data(), 4 * d, 1.0f, a, 4 * d);
-        // fused gates and cell update, one pass over (B, d)
-#pragma omp parallel for schedule(static) if (Bd >= 2048)
-        for (int r = 0; r < B; r++) {
-            float* ar = a + (long)r * 4 * d;
+    const int T = chain_threads(B, d);
+    StepBarrier barrier(T);
+#pragma omp parallel num_threads(T)
+    {
+        const int k0 = (int)((long)d * omp_get_thread_num() / T);  // my hidden units k0..k1
+        const int k1 = (int)((long)d * (omp_get_thread_num() + 1) / T);
+        for (int t = 0; t < n; t++) {
+            float* a = gates + t * B4d;        // (B, 4d) pre-activations, then activations
+            const float* h_prev = h + t * Bd;  // (B, d)
+            const float* c_prev = c + t * Bd;  // (B, d)
+            float* h_t = h + (t + 1) * Bd;     // (B, d)
+            float* c_t = c + (t + 1) * Bd;     // (B, d)
+            // a += h_{t-1} W_hh^T, the sequential part: my units' columns of each gate
+            for (int q = 0; q < 4; q++)
+                sgemm(false, false, B, k1 - k0, d, 1.0f, h_prev, d, W_hh_T.data() + q * d + k0,
+                      4 * d, 1.0f, a + q * d + k0, 4 * d);
+            // fused gates and cell update for my units, one vectorised pass
+            for (int r = 0; r < B; r++) {
+                float* ar = a + (long)r * 4 * d;
 #pragma omp simd
-            for (int k = 0; k < d; k++) {
-                const float i = sigmoid(ar[k]);
-                const float f = sigmoid(ar[d + k]);
-                const float g = tanh_fast(ar[2 * d + k]);
-                const float o = sigmoid(ar[3 * d + k]);
-                ar[k] = i, ar[d + k] = f, ar[2 * d + k] = g, ar[3 * d + k] = o;
-                const float cell = f * c_prev[(long)r * d + k] + i * g;
-                c_t[(long)r * d + k] = cell;
-                h_t[(long)r * d + k] = o * tanh_fast(cell);
+                for (int k = k0; k < k1; k++) {
+                    const float i = sigmoid(ar[k]);
+                    const float f = sigmoid(ar[d + k]);
+                    const float g = tanh_fast(ar[2 * d + k]);
+                    const float o = sigmoid(ar[3 * d + k]);
+                    ar[k] = i, ar[d + k] = f, ar[2 * d + k] = g, ar[3 * d + k] = o;
+                    const float cell = f * c_prev[(long)r * d + k] + i * g;
+                    c_t[(long)r * d + k] = cell;
+                    h_t[(long)r * d + k] = o * tanh_fast(cell);
+                }
             }
+            barrier.wait();  // h_t complete: the next step's product reads all of it
         }
     }
 }
@@ -78,31 +122,39 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
     mem::Buffer<float> dc_next(Bd);              // (B, d) gradient reaching c_t from step t+1
 
     // Backpropagation through time: walk the chain backwards, one step at a time.
-    for (int t = n - 1; t >= 0; t--) {
-        const float* a = gates + t * B4d;   // (B, 4d) activated i, f, g, o
-        const float* c_prev = c + t * Bd;   // (B, d)
-        const float* c_t = c + (t + 1) * Bd;
-        const float* dh_t = dh_out + t * Bd;
-        float* da = dgates.data() + t * B4d;  // (B, 4d)
-#pragma omp parallel for schedule(static) if (Bd >= 2048)
-        for (int r = 0; r < B; r++)
+    const int T = chain_threads(B, d);
+    StepBarrier barrier(T);
+#pragma omp parallel num_threads(T)
+    {
+        const int k0 = (int)((long)d * omp_get_thread_num() / T);  // my hidden units k0..k1
+        const int k1 = (int)((long)d * (omp_get_thread_num() + 1) / T);
+        for (int t = n - 1; t >= 0; t--) {
+            const float* a = gates + t * B4d;  // (B, 4d) activated i, f, g, o
+            const float* c_prev = c + t * Bd;  // (B, d)
+            const float* c_t = c + (t + 1) * Bd;
+            const float* dh_t = dh_out + t * Bd;
+            float* da = dgates.data() + t * B4d;  // (B, 4d)
+            for (int r = 0; r < B; r++)
 #pragma omp simd
-            for (int k = 0; k < d; k++) {
-                const long rk = (long)r * d + k, r4 = (long)r * 4 * d;
-                const float i = a[r4 + k], f = a[r4 + d + k], g = a[r4 + 2 * d + k],
-                            o = a[r4 + 3 * d + k];
-                const float tanh_c = tanh_fast(c_t[rk]);
-                const float dh = dh_t[rk] + dh_next[rk];
-                const float dc = dc_next[rk] + dh * o * (1.0f - tanh_c * tanh_c);
-                // through the nonlinearities: sigmoid' = s(1-s), tanh' = 1-t^2
-                da[r4 + k] = dc * g * i * (1.0f - i);
-                da[r4 + d + k] = dc * c_prev[rk] * f * (1.0f - f);
-                da[r4 + 2 * d + k] = dc * i * (1.0f - g * g);
-                da[r4 + 3 * d + k] = dh * tanh_c * o * (1.0f - o);
-                dc_next[rk] = dc * f;
-            }
-        // dh_{t-1} = dgates_t W_hh: (B, 4d) x (4d, d)
-        sgemm(false, false, B, d, 4 * d, 1.0f, da, 4 * d, W_hh, d, 0.0f, dh_next.data(), d);
+                for (int k = k0; k < k1; k++) {
+                    const long rk = (long)r * d + k, r4 = (long)r * 4 * d;
+                    const float i = a[r4 + k], f = a[r4 + d + k], g = a[r4 + 2 * d + k],
+                                o = a[r4 + 3 * d + k];
+                    const float tanh_c = tanh_fast(c_t[rk]);
+                    const float dh = dh_t[rk] + dh_next[rk];
+                    const float dc = dc_next[rk] + dh * o * (1.0f - tanh_c * tanh_c);
+                    // through the nonlinearities: sigmoid' = s(1-s), tanh' = 1-t^2
+                    da[r4 + k] = dc * g * i * (1.0f - i);
+                    da[r4 + d + k] = dc * c_prev[rk] * f * (1.0f - f);
+                    da[r4 + 2 * d + k] = dc * i * (1.0f - g * g);
+                    da[r4 + 3 * d + k] = dh * tanh_c * o * (1.0f - o);
+                    dc_next[rk] = dc * f;
+                }
+            barrier.wait();  // dgates_t complete: every unit's dh_{t-1} reads all of it
+            // dh_{t-1} = dgates_t W_hh for my units: (B, 4d) x (4d, k1 - k0)
+            sgemm(false, false, B, k1 - k0, 4 * d, 1.0f, da, 4 * d, W_hh + k0, d, 0.0f,
+                  dh_next.data() + k0, d);
+        }
     }
 
     // Everything that does not feed the chain is again one GEMM over all steps:
