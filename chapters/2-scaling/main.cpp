@@ -230,16 +230,18 @@ static void draw_figure(const Experiment& figure, const std::string& path) {
     fig.save_png(path);
 }
 
-// --threads 0: the cores that are free right now. The threads meet after every piece of
-// draws, and one that waits for a partner the OS has descheduled loses more than it gains: on a
-// busy machine we draw alone. (Linux: runnable tasks in /proc/loadavg, ourselves included.)
+// --threads 0: the cores that are free. The threads meet after every piece of draws, and one
+// that waits for a partner the OS has descheduled loses more than it gains: on a busy machine
+// we draw alone. Busy: other runnable tasks now, or the last minute's load average (Linux,
+// /proc/loadavg; its runnable count includes ourselves).
 static int free_cores() {
     const int cores = omp_get_max_threads();
     std::ifstream loadavg("/proc/loadavg");
     double avg1, avg5, avg15;
     int running = 0;
     if (!(loadavg >> avg1 >> avg5 >> avg15 >> running)) return cores;
-    return std::clamp(cores - (running - 1), 1, cores);
+    const int busy = std::max(running - 1, (int)std::lround(avg1));
+    return std::clamp(cores - busy, 1, cores);
 }
 
 int main(int argc, char** argv) {
