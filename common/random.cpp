@@ -1,5 +1,7 @@
 // numpy default_rng (SeedSequence -> PCG64 -> ziggurat) and torch 1.13's CPU generator (mt19937
-// -> torch's transforms), bit for bit. Compiled with -ffp-contract=off: every a*b+c below rounds
+// -> torch's transforms), bit for bit. Long runs of numpy normals go through a bulk drawer (8
+// interleaved PCG64 lanes, AVX2 where the CPU has it, and the ziggurat's common case 8 draws at
+// a time) and can be spread over threads; tests compare both with one draw at a time. Compiled with -ffp-contract=off: every a*b+c below rounds
 // twice unless it is written std::fma, which is exactly where torch's AVX2 build fused it.
 #include "common/random.h"
 

@@ -6,6 +6,9 @@
 //   double z = g.standard_normal();      // g.standard_normal()
 //   g.standard_normal(out, n);           // g.standard_normal(n) / ((rows, cols)): C order
 //   double u = g.random();               // g.random()  (53-bit uniform in [0, 1))
+//   g.standard_normal_parallel(out, n);  // the same n draws as g.standard_normal(out, n), on
+//                                        // several threads (spliced from pieces, see below)
+//   g.advance(k);                        // g.bit_generator.advance(k): skip k raw outputs
 //
 // torch (sections 3 and 5): a CPU generator like torch 1.13's default generator.
 //   torch_rng::manual_seed(0);                     // torch.manual_seed(0)
