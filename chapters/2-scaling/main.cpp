@@ -7,8 +7,10 @@
 // numpy script does: same generator (np.random.default_rng), same draws, same summation order,
 // so the table comes out digit for digit.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <exception>
 #include <fstream>
 #include <string>
@@ -174,6 +176,15 @@ private:
     }
 };
 
+static double wall_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+static double cpu_seconds() {  // all threads of the process
+    timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
 // Runs the loops on np.random.default_rng(seed)'s draws. Every loop starts from a fresh
 // generator with the same seed (so does the article's figure script), so each reads a prefix of
 // one stream: it is drawn once, 2^21 draws at a time, in parallel (common/random.h says how).
@@ -184,9 +195,14 @@ static void run(long seed, const std::vector<Experiment*>& loops, int threads) {
     std::vector<double> piece(std::min<size_t>(total, 1 << 21));  // 16 MB
     for (size_t done = 0; done < total;) {
         const size_t n = std::min(piece.size(), total - done);
+        const double wall0 = wall_seconds(), cpu0 = cpu_seconds();
         rng.standard_normal_parallel(piece.data(), n, threads);
         for (Experiment* e : loops) e->feed(piece.data(), n, threads);
         done += n;
+        // Threads that do not each get a core (a busy machine) wait for each other more than
+        // they help: if ours used well under a core each, draw the rest alone.
+        const double wall = wall_seconds() - wall0, cpu = cpu_seconds() - cpu0;
+        if (threads > 1 && wall > 0.002 && cpu < 0.75 * threads * wall) threads = 1;
     }
 }
 
