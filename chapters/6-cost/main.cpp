@@ -31,6 +31,10 @@
 #include <unistd.h>
 #include <vector>
 
+#ifdef WITH_CUDA
+#include "cuda/cost_bench.h"  // run_cost_table_cuda: the same table measured on the GPU
+#endif
+
 namespace {
 
 const char* const kNames[3] = {"어텐션(단순 구현)", "어텐션(퓨전 커널)", "LSTM"};
@@ -175,8 +179,9 @@ Cell run_cell(int algo, int n, const Config& cfg) {
 
 std::string format_cell(const Cell& c) {
     char buf[64];
-    if (c.skipped) {
-        std::snprintf(buf, sizeof buf, "건너뜀(예상 %.0f MB)", c.predicted_mb);
+    if (c.skipped) {  // the GPU path reports no prediction, only that it did not fit
+        if (c.predicted_mb > 0) std::snprintf(buf, sizeof buf, "건너뜀(예상 %.0f MB)", c.predicted_mb);
+        else std::snprintf(buf, sizeof buf, "건너뜀(메모리 부족)");
         return pad_left(buf, 24);
     }
     std::snprintf(buf, sizeof buf, "%8.1f ms / %7.0f MB", c.ms, c.mb);
@@ -184,8 +189,9 @@ std::string format_cell(const Cell& c) {
 }
 
 // Figure 3: time and peak memory against n, log-log, with the machine's physical memory dashed.
+// memory_mb: the device's physical memory, drawn as the dashed limit; memory_name: "CPU" or "GPU".
 void draw_figure(const std::vector<int>& seq_lens, const std::vector<std::vector<Cell>>& cells,
-                 const std::string& path) {
+                 double memory_mb, const char* memory_name, const std::string& path) {
     plot::Figure fig(11, 4, 150);
     plot::Axes& left = fig.subplot(1, 2, 0);
     plot::Axes& right = fig.subplot(1, 2, 1);
@@ -201,10 +207,9 @@ void draw_figure(const std::vector<int>& seq_lens, const std::vector<std::vector
         left.plot(n, ms, fmts[algo], kNames[algo]);
         right.plot(n, mb, fmts[algo], kNames[algo]);
     }
-    const double phys_gb = physical_bytes() / (1024.0 * MiB);
     char label[64];
-    std::snprintf(label, sizeof label, "CPU 물리 메모리 (%.0f GB)", phys_gb);
-    right.axhline(physical_bytes() / MiB, {.fmt = "--", .color = plot::gray, .lw = 1, .label = label});
+    std::snprintf(label, sizeof label, "%s 물리 메모리 (%.0f GB)", memory_name, memory_mb / 1024.0);
+    right.axhline(memory_mb, {.fmt = "--", .color = plot::gray, .lw = 1, .label = label});
     left.set_title("시간");
     left.set_ylabel("순전파+역전파 시간 (ms)");
     right.set_title("메모리");
@@ -231,7 +236,7 @@ int main(int argc, char** argv) {
     bool no_figures = false;
 
     cli::Parser cli("6-cost", "Section 6: the cost of attention (complexity table, benchmark, figure 3)");
-    cli.option("--device", device, "cpu (cuda comes with the CUDA path)");
+    cli.option("--device", device, "cpu, or cuda (in build/bin/6-cost-cuda, built when nvcc is present)");
     cli.option("--seq-lens", seq_lens, "sequence lengths n (the article: 128,256,512,1024,2048,4096)");
     cli.option("--batch", cfg.batch, "batch size");
     cli.option("--d-model", cfg.d_model, "model width (the LSTM's input and hidden width too)");
@@ -242,10 +247,12 @@ int main(int argc, char** argv) {
     cli.option("--figure-dir", figure_dir, "folder for 6-cost.png");
     cli.flag("--no-figures", no_figures, "skip figure 3");
     cli.parse(argc, argv);
+#ifndef WITH_CUDA
     if (device == "cuda")
-        cli.fail("--device cuda: this build has no CUDA path yet (it comes with the CUDA chapter "
-                 "work); use --device cpu");
-    if (device != "cpu") cli.fail("--device must be cpu (or cuda once the CUDA path is built)");
+        cli.fail("--device cuda: this binary has no CUDA path; run build/bin/6-cost-cuda (built by "
+                 "make when nvcc is present)");
+#endif
+    if (device != "cpu" && device != "cuda") cli.fail("--device must be cpu or cuda");
     if (seq_lens.empty()) cli.fail("--seq-lens needs at least one length");
     for (int n : seq_lens)
         if (n < 1 || n > (1 << 20)) cli.fail("--seq-lens entries must be between 1 and 1048576");
@@ -260,14 +267,37 @@ int main(int argc, char** argv) {
     print_complexity(cfg.d_model);
 
     std::printf("device = %s, batch = %d, d_model = %d\n", device.c_str(), cfg.batch, cfg.d_model);
+    std::fflush(stdout);
+    double memory_mb = physical_bytes() / MiB;
+    std::vector<std::vector<Cell>> cuda_cells;  // the GPU measures the whole table in one go
+#ifdef WITH_CUDA
+    if (device == "cuda") {
+        try {
+            CudaCostTable t = run_cost_table_cuda(seq_lens, cfg.batch, cfg.d_model, cfg.heads,
+                                                  cfg.warmup, cfg.repeat);
+            std::fprintf(stderr, "6-cost: %s, %.0f MB\n", t.device.c_str(), t.physical_mb);
+            memory_mb = t.physical_mb;
+            for (const CudaCostRow& r : t.rows) {
+                std::vector<Cell> row;
+                for (const CudaCostCell* c : {&r.naive, &r.fused, &r.lstm})
+                    row.push_back(Cell{c->skipped, 0, c->ms, c->peak_mb});
+                cuda_cells.push_back(row);
+            }
+        } catch (const std::runtime_error& e) {
+            std::fprintf(stderr, "6-cost: error: %s\n", e.what());
+            return 1;
+        }
+    }
+#endif
     std::printf("     n |         어텐션(단순 구현) |        어텐션(퓨전 커널) |           LSTM\n");
     std::fflush(stdout);
     std::vector<std::vector<Cell>> cells;
     bool any_skipped = false;
-    for (int n : seq_lens) {
+    for (size_t k = 0; k < seq_lens.size(); k++) {
+        const int n = seq_lens[k];
         std::vector<Cell> row;
         for (int algo = 0; algo < 3; algo++) {
-            row.push_back(run_cell(algo, n, cfg));
+            row.push_back(device == "cuda" ? cuda_cells[k][size_t(algo)] : run_cell(algo, n, cfg));
             any_skipped |= row.back().skipped;
         }
         std::printf("%6d | %s | %s | %s\n", n, format_cell(row[0]).c_str(),
@@ -275,13 +305,14 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         cells.push_back(row);
     }
-    if (any_skipped)
+    if (any_skipped && device == "cpu")
         std::printf("(건너뜀: 예상 최대 메모리가 한도 %.0f MB 또는 지금 쓸 수 있는 메모리를 넘는 항목)\n",
                     cfg.limit_bytes / MiB);
 
     if (!no_figures) {
         try {
-            draw_figure(seq_lens, cells, figure_dir + "/6-cost.png");
+            draw_figure(seq_lens, cells, memory_mb, device == "cuda" ? "GPU" : "CPU",
+                        figure_dir + (device == "cuda" ? "/6-cost-cuda.png" : "/6-cost.png"));
         } catch (const std::exception& e) {
             std::fprintf(stderr, "6-cost: %s\n", e.what());
             return 1;
