@@ -45,7 +45,7 @@ clean: ## remove build outputs (figures/ stays: it is committed)
 	rm -rf build build-san
 
 sanitize: ## run the test suite built with AddressSanitizer + UndefinedBehaviorSanitizer
-	$(MAKE) BUILD=build-san OPT=-O1 EXTRA_CXXFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
+	$(MAKE) BUILD=build-san EXTRA_CXXFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
 	    EXTRA_LDFLAGS='-fsanitize=address,undefined' test
 
 format: ## reformat every C++ source with .clang-format
