@@ -39,7 +39,7 @@ test: build ## build and run the doctest suite
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  make \1\t\2/' | expand -t 24
-	@for c in $(NUMBERED); do n=$${c%%-*}; printf '  make ch%-18s run chapters/%s\n' "$$n" "$$c"; done
+	@for c in $(NUMBERED); do n=$${c%%-*}; printf '  make %-17srun chapters/%s\n' "ch$$n" "$$c"; done
 
 clean: ## remove build outputs (figures/ stays: it is committed)
 	rm -rf build build-san
