@@ -104,16 +104,7 @@ TEST_CASE("lstm: backward agrees with finite differences") {
     const float eps = 1e-2f;
     for (auto [X, dX, name] : {Wrt{&net.x, &dx, "dx"}, Wrt{&net.W_ih, &dW_ih, "dW_ih"},
                                Wrt{&net.W_hh, &dW_hh, "dW_hh"}, Wrt{&net.b, &db, "db"}}) {
-        Vec numeric(X->size());
-        for (size_t i = 0; i < X->size(); i++) {
-            const float keep = (*X)[i];
-            (*X)[i] = keep + eps;
-            const double up = loss();
-            (*X)[i] = keep - eps;
-            const double down = loss();
-            (*X)[i] = keep;
-            numeric[i] = (float)((up - down) / (2 * eps));
-        }
+        Vec numeric = testutil::central_difference(X->data(), X->size(), eps, loss);
         // float32 forward, eps = 1e-2: truncation ~eps^2 and rounding ~1e-7/eps.
         CHECK(testutil::allclose(*dX, numeric, 2e-3, 2e-3, name));
     }

@@ -45,20 +45,9 @@ void gradcheck(std::vector<Tensor> inputs, const std::function<Tensor(std::vecto
         if (!x.requires_grad()) continue;
         Tensor analytic = x.grad();
         REQUIRE_MESSAGE(analytic.defined(), name << ": input " << k << " got no gradient");
-        std::vector<float> numeric(size_t(x.numel()));
-        for (int64_t i = 0; i < x.numel(); i++) {
-            float saved = x.data()[i];
-            x.data()[i] = saved + eps;
-            double lp, lm;
-            {
-                NoGradGuard ng;
-                lp = loss_of().item();
-                x.data()[i] = saved - eps;
-                lm = loss_of().item();
-            }
-            x.data()[i] = saved;
-            numeric[size_t(i)] = float((lp - lm) / (2.0 * eps));
-        }
+        NoGradGuard ng;
+        std::vector<float> numeric = testutil::central_difference(
+            x.data(), size_t(x.numel()), eps, [&] { return loss_of().item(); });
         std::string what = std::string(name) + " d/dinput" + std::to_string(k);
         CHECK(testutil::allclose(analytic.to_vector(), numeric, atol, rtol, what.c_str()));
     }

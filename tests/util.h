@@ -88,4 +88,21 @@ inline bool allclose(const std::vector<float>& got, const std::vector<float>& re
     return allclose(got.data(), ref.data(), got.size(), atol, rtol, what);
 }
 
+// d(loss)/dx[i] by central differences (loss(x + eps) - loss(x - eps)) / (2 eps), for every
+// element of x (n floats, restored afterwards). Gradient tests compare backward passes with it.
+template <class Loss>
+std::vector<float> central_difference(float* x, size_t n, float eps, Loss loss) {
+    std::vector<float> numeric(n);
+    for (size_t i = 0; i < n; i++) {
+        const float keep = x[i];
+        x[i] = keep + eps;
+        const double up = loss();
+        x[i] = keep - eps;
+        const double down = loss();
+        x[i] = keep;
+        numeric[i] = float((up - down) / (2.0 * eps));
+    }
+    return numeric;
+}
+
 }  // namespace testutil
