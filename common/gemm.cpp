@@ -84,6 +84,13 @@ constexpr int DIRECT_B_MAX_M = 16;      // up to this many rows, a row-major B i
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+// alpha and beta arrive by reference: passed by value, GCC keeps both in vector registers
+// through the k loop, which leaves too few for the 12 accumulators + 2 B vectors + 1 A
+// broadcast, and it then re-reads B from memory on every FMA (load-bound, ~25% slower).
+struct Scale {
+    float alpha, beta;
+};
+
 // C[0:m, 0:n] = alpha * (a @ b) + beta * C, where a is one packed A micro-panel (kc, MR), or
 // with DirectA an m x kc block of A read in place: element (i, k) at a[i * a_rs + k * a_ks]
 // (a_rs = lda, a_ks = 1 for a row-major A; a_rs = 1, a_ks = lda for a transposed one); and b is
@@ -91,7 +98,7 @@ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 // m <= MR is a template argument so a short edge tile does no wasted work.
 template <int m, bool DirectA>
 void micro_kernel(int kc, const float* a, long a_rs, long a_ks, const float* b, long b_stride,
-                  float* C, long ldc, int n, float alpha, float beta) {
+                  float* C, long ldc, int n, const Scale& scale) {
     using V = Simd::V;
     constexpr int NV = Simd::NV, W = Simd::W;
     V acc[m][NV];  // the C tile, held in registers
@@ -118,6 +125,7 @@ void micro_kernel(int kc, const float* a, long a_rs, long a_ks, const float* b, 
         b += b_stride;
     }
 
+    const float alpha = scale.alpha, beta = scale.beta;
     const V valpha = Simd::bcast(alpha), vbeta = Simd::bcast(beta);
     if (n == NR) {
 #pragma GCC unroll 16
@@ -142,7 +150,7 @@ void micro_kernel(int kc, const float* a, long a_rs, long a_ks, const float* b, 
 }
 
 using Kernel = void (*)(int, const float*, long, long, const float*, long, float*, long, int,
-                        float, float);
+                        const Scale&);
 
 template <bool DirectA, int... I>
 constexpr auto make_kernels(std::integer_sequence<int, I...>) {
@@ -273,7 +281,7 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
             if (r0 == r1 || c0 == c1) continue;
             for (int pc = 0; pc < K; pc += KC) {
                 const int kc = std::min(KC, K - pc);
-                const float beta_k = pc == 0 ? beta : 1.0f;  // later slices accumulate
+                const Scale scale{alpha, pc == 0 ? beta : 1.0f};  // later slices accumulate
                 for (int jr = c0; jr < c1; jr++)
                     pack_b_panel(B, ldb, trans_b, pc, kc, jc + jr * NR,
                                  std::min(NR, nc - jr * NR), Bp + (long)(jr - c0) * kc * NR);
@@ -294,10 +302,10 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
                                 kernels_direct_a[m - 1](
                                     kc, trans_a ? A + (long)pc * lda + i : A + (long)i * lda + pc,
                                     trans_a ? 1 : lda, trans_a ? lda : 1, b, NR,
-                                    C + (long)i * ldc + j, ldc, n, alpha, beta_k);
+                                    C + (long)i * ldc + j, ldc, n, scale);
                             else
                                 kernels[m - 1](kc, Ap + (long)(ir - ib) * kc * MR, 0, 0, b, NR,
-                                               C + (long)i * ldc + j, ldc, n, alpha, beta_k);
+                                               C + (long)i * ldc + j, ldc, n, scale);
                         }
                     }
                 }
@@ -332,7 +340,7 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
         float* my_edge = edge.data() + (long)t * kc_max * NR;
         for (int pc = 0; pc < K; pc += KC) {
             const int kc = std::min(KC, K - pc);
-            const float beta_k = pc == 0 ? beta : 1.0f;
+            const Scale scale{alpha, pc == 0 ? beta : 1.0f};
             const float* Ap_k = Ap.data() + (long)row_panels * MR * pc;
             for (int jr = c0; jr < c1; jr++) {
                 const int j = jr * NR;
@@ -348,7 +356,7 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
                     const int i = ir * MR;
                     const int m = std::min(MR, M - i);
                     kernels[m - 1](kc, Ap_k + (long)ir * kc * MR, 0, 0, b, b_stride,
-                                   C + (long)i * ldc + j, ldc, n, alpha, beta_k);
+                                   C + (long)i * ldc + j, ldc, n, scale);
                 }
             }
         }
