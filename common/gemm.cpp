@@ -191,7 +191,14 @@ void pack_a_panel(const float* A, int lda, bool trans_a, int i0, int m, int p0, 
 // zero-padded right of n columns.
 void pack_b_panel(const float* B, int ldb, bool trans_b, int p0, int kc, int j0, int n,
                   float* dst) {
-    if (!trans_b) {  // B is (K, N): a row of the panel is contiguous
+    if (!trans_b && n == NR) {  // a full panel: each row is NR/W whole vectors
+        for (int k = 0; k < kc; k++) {
+            const float* src = B + (long)(p0 + k) * ldb + j0;
+#pragma GCC unroll 4
+            for (int v = 0; v < Simd::NV; v++)
+                Simd::store(dst + k * NR + v * Simd::W, Simd::load(src + v * Simd::W));
+        }
+    } else if (!trans_b) {  // B is (K, N): a row of the panel is contiguous
         for (int k = 0; k < kc; k++) {
             const float* src = B + (long)(p0 + k) * ldb + j0;
             for (int c = 0; c < n; c++) dst[k * NR + c] = src[c];
