@@ -35,80 +35,6 @@ constexpr int Bc = 256;
 // Below this many multiply-adds a parallel region costs more than it saves.
 constexpr double PARALLEL_MIN_WORK = 1 << 18;
 
-// The softmax loops over a tile. exp_fast (gemm.h) is meant to vectorise under `omp simd`, but
-// g++ keeps it scalar here: its final `x < -87 ? 0 : p * 2^n` would have to evaluate the
-// product for every lane, which -ftrapping-math (the default) forbids, and the loops with a
-// max or sum reduction fail the same way. Measured, the scalar exps took half the fused
-// forward's time. So these loops are written on 8-float GCC vectors (one AVX register; the
-// compiler splits them on narrower ISAs): the same range reduction and polynomial as exp_fast,
-// with the selects done on whole vectors.
-typedef float f8 __attribute__((vector_size(32)));
-typedef int i8 __attribute__((vector_size(32)));
-constexpr int W8 = 8;
-
-inline f8 load8(const float* p) {
-    f8 v;
-    __builtin_memcpy(&v, p, sizeof v);
-    return v;
-}
-inline void store8(float* p, f8 v) { __builtin_memcpy(p, &v, sizeof v); }
-inline f8 splat8(float x) { return f8{} + x; }
-
-// exp_fast on 8 lanes (see gemm.h for the method).
-inline f8 exp8(f8 x) {
-    const f8 lo = splat8(-87.0f), hi = splat8(88.0f);
-    const f8 xc = x < lo ? lo : (x > hi ? hi : x);
-    const f8 t = xc * 1.44269504088896341f + 12582912.0f;  // round(x / ln2) in the low bits
-    const f8 nf = t - 12582912.0f;
-    const f8 r = (xc - nf * 0.693359375f) - nf * -2.12194440e-4f;
-    f8 p = splat8(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    i8 n_bits;
-    __builtin_memcpy(&n_bits, &t, sizeof n_bits);  // t = 1.5 * 2^23 + n: n in the mantissa
-    const i8 bits = (n_bits - 0x4B400000 + 127) << 23;  // 2^n as a float
-    f8 two_n;
-    __builtin_memcpy(&two_n, &bits, sizeof two_n);
-    return x < lo ? f8{} : p * two_n;
-}
-
-// max(m, s[0..len))
-inline float row_max(const float* s, int len, float m) {
-    int c = 0;
-    if (len >= W8) {
-        f8 acc = load8(s);
-        for (c = W8; c + W8 <= len; c += W8) {
-            const f8 v = load8(s + c);
-            acc = acc > v ? acc : v;
-        }
-        for (int k = 0; k < W8; k++) m = std::max(m, acc[k]);
-    }
-    for (; c < len; c++) m = std::max(m, s[c]);
-    return m;
-}
-
-// s[c] = exp(s[c] - shift) for c < len; returns the sum of the new values.
-inline float exp_shifted(float* s, int len, float shift) {
-    f8 acc{};
-    int c = 0;
-    for (; c + W8 <= len; c += W8) {
-        const f8 e = exp8(load8(s + c) - shift);
-        store8(s + c, e);
-        acc += e;
-    }
-    float sum = 0.0f;
-    for (; c < len; c++) {
-        s[c] = exp_fast(s[c] - shift);
-        sum += s[c];
-    }
-    for (int k = 0; k < W8; k++) sum += acc[k];
-    return sum;
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
@@ -246,8 +172,15 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                     for (int r = 0; r < rows; r++) {
                         float* s = S + (long)r * Bc;
                         const int visible = causal ? std::min(cols, r0 + r - c0 + 1) : cols;
-                        const float m_new = row_max(s, std::max(visible, 0), m[r]);
-                        const float row_sum = exp_shifted(s, std::max(visible, 0), m_new);
+                        float m_new = m[r];
+#pragma omp simd reduction(max : m_new)
+                        for (int c = 0; c < visible; c++) m_new = std::max(m_new, s[c]);
+                        float row_sum = 0.0f;
+#pragma omp simd reduction(+ : row_sum)
+                        for (int c = 0; c < visible; c++) {
+                            s[c] = exp_fast(s[c] - m_new);
+                            row_sum += s[c];
+                        }
                         for (int c = std::max(visible, 0); c < cols; c++) s[c] = 0.0f;
                         // m_new is finite: every query row sees at least key 0 in tile 0.
                         const float correction = exp_fast(m[r] - m_new);  // exp(-inf) = 0 at first
@@ -340,7 +273,8 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                         float* p = P + (long)r * Bc;
                         const int visible = causal ? std::clamp(r0 + r - c0 + 1, 0, cols) : cols;
                         const float Li = L_[r0 + r];
-                        exp_shifted(p, visible, Li);
+#pragma omp simd
+                        for (int c = 0; c < visible; c++) p[c] = exp_fast(p[c] - Li);
                         for (int c = visible; c < cols; c++) p[c] = 0.0f;
                     }
                     // dV_j += P^T dO_i
