@@ -7,12 +7,13 @@
 #include "common/gemm.h"
 #include "common/lstm.h"
 #include "common/memory.h"
+#include "common/random.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
-#include <random>
 #include <vector>
 
 namespace {
@@ -22,9 +23,9 @@ double now_s() {
         .count();
 }
 
-void fill_uniform(mem::Buffer<float>& buf, float bound, std::mt19937& rng) {
-    std::uniform_real_distribution<float> U(-bound, bound);
-    for (size_t i = 0; i < buf.size(); i++) buf[i] = U(rng);
+// Fills buf from U(-bound, bound) with the project's torch-like generator.
+void fill_uniform(mem::Buffer<float>& buf, float bound, torch_rng::Generator& rng) {
+    rng.uniform_(buf.data(), buf.size(), -bound, bound);
 }
 
 struct Cell {
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
     for (int n : seq_lens)
         if (n < 1) cli.fail("--seq-lens must be positive");
 
-    std::mt19937 rng(0);
+    torch_rng::Generator rng(0);
     // The sgemm rate on the layer's biggest product shape, measured now (the machine is shared).
     double gemm_gflops;
     {

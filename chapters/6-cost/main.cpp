@@ -15,6 +15,7 @@
 #include "common/cli.h"
 #include "common/lstm.h"
 #include "common/memory.h"
+#include "common/random.h"
 #include "common/plot.h"
 #include "common/terminal.h"
 
@@ -26,7 +27,6 @@
 #include <functional>
 #include <memory>
 #include <new>
-#include <random>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -88,9 +88,9 @@ double now_s() {
         .count();
 }
 
-void fill_uniform(mem::Buffer<float>& buf, float bound, std::mt19937& rng) {
-    std::uniform_real_distribution<float> U(-bound, bound);
-    for (size_t i = 0; i < buf.size(); i++) buf[i] = U(rng);
+// Fills buf from U(-bound, bound) with the project's torch-like generator.
+void fill_uniform(mem::Buffer<float>& buf, float bound, torch_rng::Generator& rng) {
+    rng.uniform_(buf.data(), buf.size(), -bound, bound);
 }
 
 // Bytes the kernel would still hand out now (MemAvailable): another limit on a shared machine.
@@ -124,7 +124,7 @@ Cell run_cell(int algo, int n, const Config& cfg) {
     }
     const bool tty = isatty(STDERR_FILENO);
     try {
-        std::mt19937 rng(n * 3 + algo);
+        torch_rng::Generator rng(uint64_t(n) * 3 + uint64_t(algo));
         const float bound = 1.0f / std::sqrt((float)D);  // nn.Linear's init range
         mem::Buffer<float> x((size_t)B * n * D), dy((size_t)B * n * D);  // (B, n, D) or (n, B, D)
         fill_uniform(x, 1.0f, rng);
