@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <omp.h>
 #include <stdexcept>
 #include <string>
 
@@ -69,7 +70,7 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
             float* p = P_ + (long)i * n;
             float m = NEG_INF;
 #pragma omp simd reduction(max : m)
-            for (int j = 0; j < n; j++) m = std::max(m, s[j]);
+            for (int j = 0; j < n; j++) m = s[j] > m ? s[j] : m;  // std::max stays scalar here
             float l = 0.0f;
 #pragma omp simd reduction(+ : l)
             for (int j = 0; j < n; j++) {
@@ -132,41 +133,66 @@ void attention_naive_backward(const float* Q, const float* K, const float* V, co
 // Tc = ceil(n / Bc) tiles. For each Q tile the K/V tiles stream past while the online softmax
 // keeps, per query row, the running max m and the running sum l of exp(S - m); the output is
 // rescaled whenever m grows. Only O and L = m + log(l) leave the kernel.
+//
+// One thread owns a whole (batch, head) slice. Every Q tile meets the same K and V tiles, so
+// the thread packs K^T and V into sgemm's panel layout once per slice (what a GPU kernel gets
+// by keeping its tiles in shared memory) and the tile products run without packing.
 // ------------------------------------------------------------------------------------------
+
+namespace {
+
+// Threads the slices are spread over, and each one's workspace, allocated up front so that
+// what a call holds does not depend on how the threads happen to run.
+int fused_threads(int B, int h, int n, int d_k) {
+    return (double)B * h * n * n * d_k > PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
+}
+
+}  // namespace
+
+// Per thread: K^T and V packed (2 n d_k), an S tile (Br, Bc) and an O tile (Br, d_k).
+long attention_fused_forward_workspace_floats(int n, int d_k) {
+    return sgemm_packed_b_floats(d_k, n) + sgemm_packed_b_floats(n, d_k) + (long)Br * Bc +
+           (long)Br * d_k;
+}
 
 void attention_fused_forward(const float* Q, const float* K, const float* V, float* O, float* L,
                              int B, int h, int n, int d_k, bool causal) {
     const float scale = 1.0f / std::sqrt((float)d_k);
     const long nd = (long)n * d_k;
     const int Tr = (n + Br - 1) / Br, Tc = (n + Bc - 1) / Bc;
-    const bool parallel = (double)B * h * n * n * d_k > PARALLEL_MIN_WORK;
+    const int NR = sgemm_panel_width();
+    const int nt = fused_threads(B, h, n, d_k);
+    const long per_thread = attention_fused_forward_workspace_floats(n, d_k);
+    mem::Buffer<float> workspace((size_t)nt * per_thread, mem::uninit);
 
-#pragma omp parallel if (parallel)
+#pragma omp parallel num_threads(nt)
     {
-        // Per-thread tiles: O(Br * (Bc + d_k)) floats, independent of n.
-        mem::Buffer<float> S_tile((size_t)Br * Bc);  // (Br, Bc) scores, then probabilities
-        mem::Buffer<float> O_tile((size_t)Br * d_k);  // (Br, d_k) unnormalised output
-        float m[Br], l[Br];                           // running row max and row sum
+        float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T packed
+        float* const Vp = Kt + sgemm_packed_b_floats(d_k, n);                  // V packed
+        float* const S_tile = Vp + sgemm_packed_b_floats(n, d_k);  // (Br, Bc) scores, then P
+        float* const O_tile = S_tile + (long)Br * Bc;              // (Br, d_k) unnormalised O
+        float m[Br], l[Br];                                        // running row max and sum
 
-#pragma omp for schedule(dynamic) collapse(2)
-        for (int bh = 0; bh < B * h; bh++)
+#pragma omp for schedule(dynamic)
+        for (int bh = 0; bh < B * h; bh++) {
+            sgemm_pack_b(true, d_k, n, K + bh * nd, d_k, Kt);   // op(B) = K^T: (d_k, n)
+            sgemm_pack_b(false, n, d_k, V + bh * nd, d_k, Vp);  // op(B) = V: (n, d_k)
             for (int i = 0; i < Tr; i++) {
                 const int r0 = i * Br, rows = std::min(Br, n - r0);  // query rows r0..r0+rows
                 const float* Q_i = Q + bh * nd + (long)r0 * d_k;      // (rows, d_k)
                 std::fill(m, m + rows, NEG_INF);
                 std::fill(l, l + rows, 0.0f);
-                std::fill(O_tile.data(), O_tile.data() + (long)rows * d_k, 0.0f);
+                std::fill(O_tile, O_tile + (long)rows * d_k, 0.0f);
 
                 // causal: key tiles entirely to the right of the last query row are skipped.
                 const int Tc_i = causal ? std::min(Tc, (r0 + rows - 1) / Bc + 1) : Tc;
                 for (int j = 0; j < Tc_i; j++) {
                     const int c0 = j * Bc, cols = std::min(Bc, n - c0);
-                    const float* K_j = K + bh * nd + (long)c0 * d_k;  // (cols, d_k)
-                    const float* V_j = V + bh * nd + (long)c0 * d_k;  // (cols, d_k)
-                    float* S = S_tile.data();                          // (rows, cols), ld Bc
+                    float* S = S_tile;  // (rows, cols), ld Bc
 
-                    // S = Q_i K_j^T / sqrt(d_k)
-                    sgemm(false, true, rows, cols, d_k, scale, Q_i, d_k, K_j, d_k, 0.0f, S, Bc);
+                    // S = Q_i K_j^T / sqrt(d_k); K_j^T is columns c0.. of the packed K^T
+                    sgemm_packed_b(false, rows, cols, d_k, scale, Q_i, d_k,
+                                   Kt + (long)(c0 / NR) * d_k * NR, (long)d_k * NR, 0.0f, S, Bc);
 
                     // Online softmax: new max, rescale the old sum and output, add this tile.
                     for (int r = 0; r < rows; r++) {
@@ -174,7 +200,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                         const int visible = causal ? std::min(cols, r0 + r - c0 + 1) : cols;
                         float m_new = m[r];
 #pragma omp simd reduction(max : m_new)
-                        for (int c = 0; c < visible; c++) m_new = std::max(m_new, s[c]);
+                        for (int c = 0; c < visible; c++) m_new = s[c] > m_new ? s[c] : m_new;
                         float row_sum = 0.0f;
 #pragma omp simd reduction(+ : row_sum)
                         for (int c = 0; c < visible; c++) {
@@ -187,26 +213,34 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                         l[r] = correction * l[r] + row_sum;
                         m[r] = m_new;
                         if (correction != 1.0f) {
-                            float* o = O_tile.data() + (long)r * d_k;
+                            float* o = O_tile + (long)r * d_k;
 #pragma omp simd
                             for (int c = 0; c < d_k; c++) o[c] *= correction;
                         }
                     }
-                    // O_tile += P V_j
-                    sgemm(false, false, rows, d_k, cols, 1.0f, S, Bc, V_j, d_k, 1.0f,
-                          O_tile.data(), d_k);
+                    // O_tile += P V_j; V_j is rows c0.. of the packed V
+                    sgemm_packed_b(false, rows, d_k, cols, 1.0f, S, Bc, Vp + (long)c0 * NR,
+                                   (long)n * NR, 1.0f, O_tile, d_k);
                 }
 
                 // O = O_tile / l,  L = m + log(l)
                 for (int r = 0; r < rows; r++) {
                     const float inv_l = 1.0f / l[r];
-                    const float* o = O_tile.data() + (long)r * d_k;
+                    const float* o = O_tile + (long)r * d_k;
                     float* out = O + bh * nd + (long)(r0 + r) * d_k;
                     for (int c = 0; c < d_k; c++) out[c] = o[c] * inv_l;
                     L[(long)bh * n + r0 + r] = m[r] + std::log(l[r]);
                 }
             }
+        }
     }
+}
+
+// Per thread: K^T and V^T packed (2 n d_k), K, Q and dO packed (3 n d_k), a P tile and a
+// dP tile (2 Br Bc).
+long attention_fused_backward_workspace_floats(int n, int d_k) {
+    return 2 * sgemm_packed_b_floats(d_k, n) + 3 * sgemm_packed_b_floats(n, d_k) +
+           2L * Br * Bc;
 }
 
 void attention_fused_backward(const float* Q, const float* K, const float* V, const float* O,
@@ -215,11 +249,12 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
     const float scale = 1.0f / std::sqrt((float)d_k);
     const long nd = (long)n * d_k;
     const int Tr = (n + Br - 1) / Br, Tc = (n + Bc - 1) / Bc;
-    mem::Buffer<float> D((size_t)B * h * n);  // (B, h, n): D_i = dO_i . O_i
-    const bool parallel = (double)B * h * n * n * d_k > PARALLEL_MIN_WORK;
+    const int NR = sgemm_panel_width();
+    const int nt = fused_threads(B, h, n, d_k);
+    mem::Buffer<float> D((size_t)B * h * n, mem::uninit);  // (B, h, n): D_i = dO_i . O_i
 
     // D first: one dot product per query row.
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(static) num_threads(nt)
     for (long row = 0; row < (long)B * h * n; row++) {
         const float* o = O + row * d_k;
         const float* g = dO + row * d_k;
@@ -228,13 +263,23 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
         D[row] = acc;
     }
 
+    const long per_thread = attention_fused_backward_workspace_floats(n, d_k);
+    mem::Buffer<float> workspace((size_t)nt * per_thread, mem::uninit);
+
     // One thread owns a whole (batch, head) slice, so dQ, dK and dV need no atomics: the outer
     // loop walks the K/V tiles (each thread accumulates dK_j and dV_j for its tile), the inner
     // loop walks the Q tiles and adds into dQ_i.
-#pragma omp parallel if (parallel)
+#pragma omp parallel num_threads(nt)
     {
-        mem::Buffer<float> P_tile((size_t)Br * Bc);   // (Br, Bc) recomputed probabilities
-        mem::Buffer<float> dP_tile((size_t)Br * Bc);  // (Br, Bc) dP, then dS
+        const long nt_floats = sgemm_packed_b_floats(d_k, n);  // one packed (d_k, n) operand
+        const long tn_floats = sgemm_packed_b_floats(n, d_k);  // one packed (n, d_k) operand
+        float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T
+        float* const Vt = Kt + nt_floats;                                      // V^T
+        float* const Kp = Vt + nt_floats;                                      // K
+        float* const Qp = Kp + tn_floats;                                      // Q
+        float* const dOp = Qp + tn_floats;                                     // dO
+        float* const P_tile = dOp + tn_floats;     // (Br, Bc) recomputed probabilities
+        float* const dP_tile = P_tile + Br * Bc;   // (Br, Bc) dP, then dS
 
 #pragma omp for schedule(dynamic)
         for (int bh = 0; bh < B * h; bh++) {
@@ -250,13 +295,22 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
             std::fill(dQ_, dQ_ + nd, 0.0f);
             std::fill(dK_, dK_ + nd, 0.0f);
             std::fill(dV_, dV_ + nd, 0.0f);
+            // The B operands of the five tile products, packed once for the slice.
+            sgemm_pack_b(true, d_k, n, K_, d_k, Kt);
+            sgemm_pack_b(true, d_k, n, V_, d_k, Vt);
+            sgemm_pack_b(false, n, d_k, K_, d_k, Kp);
+            sgemm_pack_b(false, n, d_k, Q_, d_k, Qp);
+            sgemm_pack_b(false, n, d_k, dO_, d_k, dOp);
+            const long ndr = (long)n * NR;                          // panel stride of Kp, Qp, dOp
+            const long dr = (long)d_k * NR;                         // panel stride of Kt, Vt
 
             for (int j = 0; j < Tc; j++) {
                 const int c0 = j * Bc, cols = std::min(Bc, n - c0);
-                const float* K_j = K_ + (long)c0 * d_k;  // (cols, d_k)
-                const float* V_j = V_ + (long)c0 * d_k;  // (cols, d_k)
-                float* dK_j = dK_ + (long)c0 * d_k;      // (cols, d_k)
-                float* dV_j = dV_ + (long)c0 * d_k;      // (cols, d_k)
+                const float* Kt_j = Kt + (long)(c0 / NR) * dr;  // K_j^T: (d_k, cols)
+                const float* Vt_j = Vt + (long)(c0 / NR) * dr;  // V_j^T: (d_k, cols)
+                const float* K_j = Kp + (long)c0 * NR;           // K_j: (cols, d_k)
+                float* dK_j = dK_ + (long)c0 * d_k;              // (cols, d_k)
+                float* dV_j = dV_ + (long)c0 * d_k;              // (cols, d_k)
                 // causal: query tiles entirely above this key tile see none of it.
                 const int i_first = causal ? c0 / Br : 0;
                 for (int i = i_first; i < Tr; i++) {
@@ -264,11 +318,11 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                     const float* Q_i = Q_ + (long)r0 * d_k;    // (rows, d_k)
                     const float* dO_i = dO_ + (long)r0 * d_k;  // (rows, d_k)
                     float* dQ_i = dQ_ + (long)r0 * d_k;        // (rows, d_k)
-                    float* P = P_tile.data();                   // (rows, cols), ld Bc
-                    float* dS = dP_tile.data();                 // (rows, cols), ld Bc
+                    float* P = P_tile;                          // (rows, cols), ld Bc
+                    float* dS = dP_tile;                        // (rows, cols), ld Bc
 
                     // P = exp(Q_i K_j^T / sqrt(d_k) - L_i): the forward's probabilities, recomputed
-                    sgemm(false, true, rows, cols, d_k, scale, Q_i, d_k, K_j, d_k, 0.0f, P, Bc);
+                    sgemm_packed_b(false, rows, cols, d_k, scale, Q_i, d_k, Kt_j, dr, 0.0f, P, Bc);
                     for (int r = 0; r < rows; r++) {
                         float* p = P + (long)r * Bc;
                         const int visible = causal ? std::clamp(r0 + r - c0 + 1, 0, cols) : cols;
@@ -278,9 +332,10 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                         for (int c = visible; c < cols; c++) p[c] = 0.0f;
                     }
                     // dV_j += P^T dO_i
-                    sgemm(true, false, cols, d_k, rows, 1.0f, P, Bc, dO_i, d_k, 1.0f, dV_j, d_k);
+                    sgemm_packed_b(true, cols, d_k, rows, 1.0f, P, Bc, dOp + (long)r0 * NR, ndr,
+                                   1.0f, dV_j, d_k);
                     // dP = dO_i V_j^T, then dS = P * (dP - D_i) in place
-                    sgemm(false, true, rows, cols, d_k, 1.0f, dO_i, d_k, V_j, d_k, 0.0f, dS, Bc);
+                    sgemm_packed_b(false, rows, cols, d_k, 1.0f, dO_i, d_k, Vt_j, dr, 0.0f, dS, Bc);
                     for (int r = 0; r < rows; r++) {
                         const float* p = P + (long)r * Bc;
                         float* ds = dS + (long)r * Bc;
@@ -289,8 +344,9 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                         for (int c = 0; c < cols; c++) ds[c] = p[c] * (ds[c] - Di);
                     }
                     // dQ_i += dS K_j / sqrt(d_k),  dK_j += dS^T Q_i / sqrt(d_k)
-                    sgemm(false, false, rows, d_k, cols, scale, dS, Bc, K_j, d_k, 1.0f, dQ_i, d_k);
-                    sgemm(true, false, cols, d_k, rows, scale, dS, Bc, Q_i, d_k, 1.0f, dK_j, d_k);
+                    sgemm_packed_b(false, rows, d_k, cols, scale, dS, Bc, K_j, ndr, 1.0f, dQ_i, d_k);
+                    sgemm_packed_b(true, cols, d_k, rows, scale, dS, Bc, Qp + (long)r0 * NR, ndr,
+                                   1.0f, dK_j, d_k);
                 }
             }
         }
@@ -412,16 +468,23 @@ mem::Buffer<float> AttentionLayer::backward(const float* dy) {
 // dx returned at the end. In units of one (B, n, d_model) tensor u and one (B, h, n, n) matrix sq:
 //   naive: forward  QKV 3u + O u + S + P                  = 4u + 2 sq
 //          backward QKV 3u + P + dO u + dQKV 3u + dP + dS = 7u + 3 sq   <- the peak
-//   fused: forward  QKV 3u + O u + concat u + y u         = 6u
-//          backward QKV 3u + O u + dO u + dQKV 3u, L, D   = 8u + 2 rows  <- the peak
-// (qkv and QKV both alive during the input projection: 6u.) sgemm's packing workspace comes on
-// top; sgemm_workspace_bytes_max() bounds it.
+//   fused: forward  QKV 3u + O u + L + workspace, then QKV 3u + O u + concat u + y u = 6u
+//          backward QKV 3u + O u + dO u + dQKV 3u, L, D + workspace = 8u + 2 rows + ws <- the peak
+// (qkv and QKV both alive during the input projection: 6u.) The fused workspace is per thread
+// (attention_fused_*_workspace_floats). sgemm's packing workspace comes on top;
+// sgemm_workspace_bytes_max() bounds it.
 size_t AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_model, int n_heads) {
+    const int d_k = d_model / n_heads;
     const double u = (double)B * n * d_model * sizeof(float);
     const double sq = (double)B * n_heads * n * n * sizeof(float);
     const double rows = (double)B * n_heads * n * sizeof(float);  // one value per query row
     const double weights = 2.0 * 4 * d_model * d_model * sizeof(float);  // W and dW
     const double fixed = weights + 2 * u;                                  // + x, dy
-    const double peak = fused ? std::max(8 * u + 2 * rows, 6 * u + rows) : 7 * u + 3 * sq;
+    const double nt = fused_threads(B, n_heads, n, d_k);
+    const double ws_forward = nt * attention_fused_forward_workspace_floats(n, d_k) * sizeof(float);
+    const double ws_backward = nt * attention_fused_backward_workspace_floats(n, d_k) * sizeof(float);
+    const double peak = fused ? std::max({8 * u + 2 * rows + ws_backward, 6 * u + rows,
+                                          4 * u + rows + ws_forward})
+                              : 7 * u + 3 * sq;
     return (size_t)(fixed + peak) + sgemm_workspace_bytes_max();
 }

@@ -25,6 +25,11 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                               const float* L, const float* dO, float* dQ, float* dK, float* dV,
                               int B, int h, int n, int d_k, bool causal);
 
+// What the fused kernels hold per thread (K, V and friends packed for sgemm, and the tiles),
+// in floats; a call that splits its slices across threads holds one per thread.
+long attention_fused_forward_workspace_floats(int n, int d_k);
+long attention_fused_backward_workspace_floats(int n, int d_k);
+
 // ------------------------------------------------------------------------------------------
 // One multi-head self-attention layer, the article's MultiHeadAttention (no biases), with an
 // explicit forward and backward so section 6 can time and weigh it:

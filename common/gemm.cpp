@@ -389,6 +389,37 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
         sgemm_packed(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt);
 }
 
+int sgemm_panel_width() { return NR; }
+
+long sgemm_packed_b_floats(int K, int N) { return (long)ceil_div(N, NR) * NR * K; }
+
+void sgemm_pack_b(bool trans_b, int K, int N, const float* B, int ldb, float* Bp) {
+    for (int jr = 0; jr < ceil_div(N, NR); jr++)
+        pack_b_panel(B, ldb, trans_b, 0, K, jr * NR, std::min(NR, N - jr * NR),
+                     Bp + (long)jr * K * NR);
+}
+
+void sgemm_packed_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
+                    const float* Bp, long panel_stride, float beta, float* C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    for (int pc = 0; pc < K; pc += KC) {
+        const int kc = std::min(KC, K - pc);
+        const Scale scale{alpha, pc == 0 ? beta : 1.0f};  // later slices accumulate
+        for (int i = 0; i < M; i += MR) {  // rows outer: their slice of A stays in L1
+            const int m = std::min(MR, M - i);
+            const float* a = trans_a ? A + (long)pc * lda + i : A + (long)i * lda + pc;
+            for (int j = 0; j < N; j += NR)
+                kernels_direct_a[m - 1](kc, a, trans_a ? 1 : lda, trans_a ? lda : 1,
+                                        Bp + (j / NR) * panel_stride + (long)pc * NR, NR,
+                                        C + (long)i * ldc + j, ldc, std::min(NR, N - j), scale);
+        }
+    }
+}
+
 void sgemm_reference(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                      int lda, const float* B, int ldb, float beta, float* C, int ldc) {
     for (int i = 0; i < M; i++)

@@ -7,11 +7,26 @@
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc);
 
+// Packing B once for many products. FlashAttention multiplies every tile of Q by the same tiles
+// of K and V, so it packs K, V (and their transposes) once per head instead of once per tile.
+// A packed op(B) (K, N) is ceil(N / NR) column panels of K rows of NR floats (zero-padded
+// past column N), panel p at Bp + p * K * NR. Rows k0.. and columns j0.. (j0 a multiple of
+// sgemm_panel_width()) of it are again a packed operand: Bp + (j0 / NR) * K * NR + k0 * NR,
+// with the same panel stride K * NR.
+int sgemm_panel_width();                         // NR
+long sgemm_packed_b_floats(int K, int N);        // floats sgemm_pack_b writes
+void sgemm_pack_b(bool trans_b, int K, int N, const float* B, int ldb, float* Bp);
+// C = alpha * op(A) @ Bp + beta * C, with Bp packed as above (panel p at Bp + p * panel_stride)
+// and op(A) read where it lies. Runs on the calling thread: for use inside parallel loops.
+void sgemm_packed_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
+                    const float* Bp, long panel_stride, float beta, float* C, int ldc);
+
 // The textbook triple loop with the same contract: the reference the tests compare against.
 void sgemm_reference(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                      int lda, const float* B, int ldb, float beta, float* C, int ldc);
 
-// exp(x) for float32 written so that loops marked `#pragma omp simd` vectorise it (std::exp is a
+// exp(x) for float32 written so that loops marked `#pragma omp simd` vectorise it (with the
+// Makefile's -fno-trapping-math, which lets its selects become blends; std::exp is a
 // library call and keeps the softmax and LSTM gate loops scalar). Range reduction
 // x = n ln2 + r with |r| <= ln2/2, then a degree-6 polynomial for e^r (Cephes' expf
 // coefficients), then 2^n through the exponent bits. About 1-2 ulp; exp(-inf) = 0 exactly

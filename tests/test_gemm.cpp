@@ -3,6 +3,7 @@
 #include "common/gemm.h"
 #include "tests/util.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -49,6 +50,12 @@ bool check(const Case& c, std::mt19937& rng) {
             ref_w.push_back(ref[(size_t)i * ldc + j]);
         }
     return testutil::allclose(got_w, ref_w, atol, 1e-5, "C");
+}
+
+// The softmax loops' shape: GCC turns this into 8- (or 16-) wide vector code.
+__attribute__((noinline)) void exp_loop(const float* x, float* y, int n) {
+#pragma omp simd
+    for (int i = 0; i < n; i++) y[i] = exp_fast(x[i]);
 }
 
 }  // namespace
@@ -117,4 +124,65 @@ TEST_CASE("gemm: exp_fast is within a few ulp of exp and exact at the edges") {
     CHECK(exp_fast(0.0f) == 1.0f);
     CHECK(exp_fast(-std::numeric_limits<float>::infinity()) == 0.0f);
     CHECK(exp_fast(-100.0f) == 0.0f);
+}
+
+TEST_CASE("gemm: exp_fast in a vectorised loop: accurate, and masked scores give exactly 0") {
+    std::vector<float> x, y(4003);
+    for (int i = 0; i < 4000; i++) x.push_back(-87.0f + 175.0f * i / 4000);
+    x.push_back(-std::numeric_limits<float>::infinity()), x.push_back(-100.0f), x.push_back(0.0f);
+    exp_loop(x.data(), y.data(), (int)x.size());
+    double worst = 0;
+    for (int i = 0; i < 4000; i++) {
+        const double ref = std::exp((double)x[i]);
+        worst = std::max(worst, std::fabs(y[i] - ref) / ref);
+    }
+    CHECK(worst < 3e-7);
+    CHECK(y[4000] == 0.0f);
+    CHECK(y[4001] == 0.0f);
+    CHECK(y[4002] == 1.0f);
+}
+
+TEST_CASE("gemm: B packed once, then sub-blocks of it multiplied (the FlashAttention tiles)") {
+    // Pack op(B) of a (Kt, Nt) operand once; multiply op(A) by the block at rows k0.. and
+    // columns j0.. (j0 a multiple of the panel width), as the fused attention does per tile.
+    std::mt19937 rng(4);
+    std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+    const int NR = sgemm_panel_width();
+    const int Kt = 300, Nt = 5 * NR + 3;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int M : {1, 7, 17, 100})
+                for (auto [k0, K, j0, N] : {std::array<int, 4>{0, 300, 0, 5 * NR + 3},
+                                            std::array<int, 4>{37, 64, NR, 2 * NR},
+                                            std::array<int, 4>{5, 257, 2 * NR, 3 * NR + 3},
+                                            std::array<int, 4>{299, 1, 4 * NR, 7}})
+                    for (float beta : {0.0f, 1.0f}) {
+                        CAPTURE(ta);
+                        CAPTURE(tb);
+                        CAPTURE(M);
+                        CAPTURE(k0);
+                        CAPTURE(K);
+                        CAPTURE(j0);
+                        CAPTURE(N);
+                        CAPTURE(beta);
+                        const int ldb = tb ? Kt : Nt;  // B stored (Kt, Nt), or (Nt, Kt) transposed
+                        std::vector<float> Bfull((size_t)Kt * Nt);
+                        for (auto& v : Bfull) v = U(rng);
+                        std::vector<float> Bp(sgemm_packed_b_floats(Kt, Nt));
+                        sgemm_pack_b(tb != 0, Kt, Nt, Bfull.data(), ldb, Bp.data());
+
+                        const int lda = (ta ? M : K) + 2;
+                        std::vector<float> A((size_t)(ta ? K : M) * lda), C((size_t)M * N);
+                        for (auto& v : A) v = U(rng);
+                        for (auto& v : C) v = U(rng);
+                        std::vector<float> ref = C;
+                        const float* Bblock =
+                            tb ? Bfull.data() + (size_t)j0 * ldb + k0 : Bfull.data() + (size_t)k0 * ldb + j0;
+                        sgemm_reference(ta != 0, tb != 0, M, N, K, 0.5f, A.data(), lda, Bblock, ldb,
+                                        beta, ref.data(), N);
+                        sgemm_packed_b(ta != 0, M, N, K, 0.5f, A.data(), lda,
+                                       Bp.data() + (long)(j0 / NR) * Kt * NR + (long)k0 * NR,
+                                       (long)Kt * NR, beta, C.data(), N);
+                        CHECK(testutil::allclose(C, ref, 1e-5 * std::sqrt(K + 1.0) * 4, 1e-5, "C"));
+                    }
 }
