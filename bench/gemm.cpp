@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     int repeat = 5;
     cli::Parser cli("bench-gemm", "sgemm GFLOP/s, ours beside OpenBLAS (best of --repeat runs)");
     cli.option("--sizes", sizes, "square sizes M = N = K");
-    cli.option("--repeat", repeat, "timed runs per size and library (the best is reported)");
+    cli.option("--repeat", repeat, "timed blocks of calls per size and library (the best is reported)");
     cli.parse(argc, argv);
     if (repeat < 1) cli.fail("--repeat must be at least 1");
     for (int s : sizes)
@@ -72,18 +72,20 @@ int main(int argc, char** argv) {
                 openblas(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, n, n, n,
                          1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
             };
+            // Each timing is a block of calls lasting ~50 ms: a single small call (0.3 ms at
+            // 256) is at the mercy of one interruption and of the other library's threads
+            // still spinning from its last call.
+            const auto block_seconds = [](auto&& f, int calls) {
+                const double t0 = seconds_now();
+                for (int c = 0; c < calls; c++) f();
+                return (seconds_now() - t0) / calls;
+            };
+            const int calls = std::max(1, (int)(0.05 / block_seconds(ours, 1)));  // + warm-up
+            if (openblas) block_seconds(theirs, 1);
             double best_ours = 1e30, best_theirs = 1e30;
-            ours();  // warm-up
-            if (openblas) theirs();
             for (int r = 0; r < repeat; r++) {
-                double t0 = seconds_now();
-                ours();
-                best_ours = std::min(best_ours, seconds_now() - t0);
-                if (openblas) {
-                    t0 = seconds_now();
-                    theirs();
-                    best_theirs = std::min(best_theirs, seconds_now() - t0);
-                }
+                best_ours = std::min(best_ours, block_seconds(ours, calls));
+                if (openblas) best_theirs = std::min(best_theirs, block_seconds(theirs, calls));
             }
             const double g_ours = flops / best_ours * 1e-9;
             if (openblas) {
