@@ -491,6 +491,17 @@ inline T atomicMax(T* address, T value) {
 }
 template <class T>
 inline T __ldg(const T* p) { return *p; }
+
+// The vector types kernels use for 8- and 16-byte loads; same size and alignment as CUDA's, so
+// reinterpret_cast<const float4*> on a misaligned address is as wrong here as on the device.
+struct alignas(8) float2 {
+    float x, y;
+};
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 inline float __expf(float x) { return std::exp(x); }
 inline float __logf(float x) { return std::log(x); }
 inline float __fdividef(float a, float b) { return a / b; }
