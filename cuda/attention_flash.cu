@@ -5,209 +5,417 @@
 //   scratch: Dvec (B, h, n) = rowsum(dO * O)        d_k <= 128 (templated on D = 32, 64, 128)
 //
 // Paper names: Br query rows per tile, Bc key rows per tile, Tr = ceil(n / Br) query tiles,
-// Tc = ceil(n / Bc) key tiles, m the running row max, l the running row sum of exp(s - m).
+// Tc = ceil(n / Bc) key tiles, m the running row max, l the running row sum of exp(s - m),
+// L = m + log l, and the backward's D_i = rowsum(dO_i * O_i) (called Dvec here, since D is the
+// head width the kernels are templated on: d_k rounded up to 32, 64 or 128, zero-padded).
 //
 // Versions:
-//   forward   one block per (query tile, b*h): Br = 64 rows, 4 threads per row (a "quad" of
-//             neighbouring lanes). Walks the Tc key tiles (causal: only up to the diagonal),
-//             keeps m, l and its quarter of the O row in registers, rescales them when the max
-//             grows (online softmax), writes O = acc / l and L = m + log l.
-//   backward  one block per (key tile, b*h): Bc = 32 keys, 4 threads per key. Keeps dK_j and
-//             dV_j in registers while walking the query tiles; recomputes P = exp(S - L) from
-//             the saved L instead of reading a stored P; dQ_i gets its share with atomicAdd.
+//   1 (replaced)  4 threads per query row, every dot product reading both operands from
+//                 shared memory: about 2 shared loads per FMA, so shared-memory bound.
+//   2 (this file) register tiles, like the register-tiled sgemm: every tile product is a
+//                 (64 x 64) or (64 x D) block of 128 threads in which thread (tr, tc), tr < 16,
+//                 tc < 8, keeps a 4 x 8 (or 4 x D/8) fragment of the result in registers and
+//                 reads its operands as float4 from shared memory: 12 float4 loads per 128 FMAs.
+//
+// The block: 128 threads, tid = 8 tr + tc, so the 8 threads that share a row of S (same tr)
+// are 8 neighbouring lanes of one warp and reduce the row's max and sum with __shfl_xor_sync.
+// Two fragment shapes:
+//   S fragment (Br x Bc tiles: S, P, dP, dS)   rows 4 tr + i (i < 4), keys tc + 8 j (j < 8)
+//   O fragment (64 x D tiles: O, dQ, dK, dV)   rows 4 tr + i (i < 4), columns 4 tc + 32 c + e
+//                                              (c < D / 32, e < 4): D / 8 columns per thread
+// Keys tc + 8 j (not 8 tc + j) put 8 neighbouring lanes on 8 consecutive rows of K: rows are
+// D + 4 floats apart, 4 banks, so those lanes' float4 reads hit 32 different banks.
+//
+// Shared memory: every tile is stored row-major as in global memory, rows padded by 4 floats.
+//   forward   Qs (Br, D + 4) Q_i    Ks (Bc, D + 4) K_j    Vs (Bc, D + 4) V_j
+//             Ps (Br, Bc + 4) P_ij = exp(S_ij - m_i)                      D = 64: 68 KB
+//   backward  Ks, Vs (Bc, D + 4) K_j, V_j (kept for the whole block)
+//             Qs, dOs (Br, D + 4) Q_i, dO_i    Ps, dSs (Br, Bc + 4) P_ij, dS_ij
+//             Ls, Ds (Br) L_i, D_i                                        D = 64: 103 KB
+//
+//   forward   one block per (query tile i, b*h), Br = Bc = 64: S_ij = Q_i K_j^T as an S
+//             fragment, the online softmax on it (rows' m and l in registers, the partial l
+//             summed over the 8 lanes only at the end), P_ij to shared memory, then
+//             O_i = diag(exp(m_old - m_new)) O_i + P_ij V_j as an O fragment. Causal: only
+//             j <= i, and the grid runs the last (longest) query tiles first.
+//   backward  one block per (key tile j, b*h), Bc = Br = 64, walking the query tiles i
+//             (causal: i >= j only). S_ij and dP_ij = dO_i V_j^T as S fragments,
+//             P_ij = exp(S_ij - L_i), dS_ij = P_ij (dP_ij - D_i); then dV_j += P_ij^T dO_i and
+//             dK_j += dS_ij^T Q_i as O fragments (rows = keys) accumulated in registers over
+//             the whole walk, and dQ_i += dS_ij K_j, added to global memory with atomics
+//             because every key tile contributes to the same rows (as FlashAttention-2 does).
+//
+// Global loads are float4 only when the host has checked that every base pointer is 16-byte
+// aligned and d_k % 4 == 0 (then each row starts aligned); otherwise a guarded scalar path.
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
 
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
-constexpr int FA_FWD_BR = 64, FA_FWD_BC = 32, FA_FWD_THREADS = FA_FWD_BR * 4;
-constexpr int FA_BWD_BR = 32, FA_BWD_BC = 32, FA_BWD_THREADS = FA_BWD_BC * 4;
+#if defined(__CUDACC__)
+#define FA_UNROLL _Pragma("unroll")
+#else
+#define FA_UNROLL
+#endif
 
-__device__ __forceinline__ float quad_max(float v) {
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v) {
-    v += __shfl_xor_sync(0xffffffffu, v, 1);
-    return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
+constexpr int FA_BR = 64, FA_BC = 64;  // Br query rows, Bc key rows per tile
+constexpr int FA_THREADS = 128;         // 16 x 8 threads (tr, tc)
+constexpr int FA_LDP = FA_BC + 4;       // row stride of the P and dS tiles
 
-// Copy rows [row0, row0 + rows) of a (n, d_k) matrix into a (rows, ld) shared tile, zero-padded
-// past n and past d_k (so dot products can run over the full template width D).
 template <int D>
-__device__ __forceinline__ void load_tile(float* tile, int ld, int rows, const float* X,
-                                          int row0, int n, int d_k) {
-    for (int e = threadIdx.x; e < rows * D; e += blockDim.x) {
-        int r = e / D, d = e % D;
-        tile[r * ld + d] = (row0 + r < n && d < d_k) ? X[(long)(row0 + r) * d_k + d] : 0.0f;
+constexpr int FA_LD = D + 4;            // row stride of the Q, K, V, dO tiles
+
+// Max and sum over the 8 lanes that share a row (lanes 8k .. 8k + 7).
+__device__ __forceinline__ float row8_max(float v) {
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
+}
+__device__ __forceinline__ float row8_sum(float v) {
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    v += __shfl_xor_sync(0xffffffffu, v, 2);
+    return v + __shfl_xor_sync(0xffffffffu, v, 4);
+}
+
+__device__ __forceinline__ float4 lds4(const float* p) {
+    return *reinterpret_cast<const float4*>(p);
+}
+
+// Rows [row0, row0 + 64) of a (n, d_k) matrix into a (64, D + 4) shared tile, zeros past n and
+// past d_k (so the products can run over the full width D). Consecutive threads take
+// consecutive float4s of a row: the global reads coalesce.
+template <int D>
+__device__ __forceinline__ void fa_load_tile(float* tile, const float* X, int row0, int n,
+                                             int d_k, bool vec) {
+    constexpr int Q4 = D / 4;  // float4s per row
+    for (int e = threadIdx.x; e < 64 * Q4; e += FA_THREADS) {
+        const int r = e / Q4, d = 4 * (e % Q4), row = row0 + r;
+        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (row < n && d < d_k) {
+            const float* x = X + (long)row * d_k + d;
+            if (vec) {
+                v = *reinterpret_cast<const float4*>(x);
+            } else {
+                v.x = x[0];
+                if (d + 1 < d_k) v.y = x[1];
+                if (d + 2 < d_k) v.z = x[2];
+                if (d + 3 < d_k) v.w = x[3];
+            }
+        }
+        *reinterpret_cast<float4*>(tile + r * FA_LD<D> + d) = v;
     }
 }
 
+// S fragment += A B^T over the width D: acc[i][j] += sum_d A[4 tr + i][d] * B[tc + 8 j][d].
+// A, B: row-major shared tiles with row stride D + 4. Per 4 values of d: 4 + 8 float4 loads
+// feed 128 FMAs.
+template <int D>
+__device__ __forceinline__ void fa_mma_abt(float (&acc)[4][8], const float* A, const float* B,
+                                           int tr, int tc) {
+    constexpr int ld = FA_LD<D>;
+    const float* a = A + 4 * tr * ld;
+    const float* b = B + tc * ld;
+    for (int d = 0; d < D; d += 4) {
+        float4 av[4], bv[8];
+        FA_UNROLL
+        for (int i = 0; i < 4; i++) av[i] = lds4(a + i * ld + d);
+        FA_UNROLL
+        for (int j = 0; j < 8; j++) bv[j] = lds4(b + 8 * j * ld + d);
+        FA_UNROLL
+        for (int i = 0; i < 4; i++) {
+            FA_UNROLL
+            for (int j = 0; j < 8; j++) {
+                acc[i][j] += av[i].x * bv[j].x;
+                acc[i][j] += av[i].y * bv[j].y;
+                acc[i][j] += av[i].z * bv[j].z;
+                acc[i][j] += av[i].w * bv[j].w;
+            }
+        }
+    }
+}
+
+// acc[i][4 c + e] += b.{x,y,z,w}[e] * a: one row of an O fragment times a scalar.
+template <int D>
+__device__ __forceinline__ void fa_axpy_row(float (&acc)[D / 8], float a, const float* brow,
+                                            int tc) {
+    FA_UNROLL
+    for (int c = 0; c < D / 32; c++) {
+        const float4 b = lds4(brow + 4 * tc + 32 * c);
+        acc[4 * c + 0] += a * b.x;
+        acc[4 * c + 1] += a * b.y;
+        acc[4 * c + 2] += a * b.z;
+        acc[4 * c + 3] += a * b.w;
+    }
+}
+
+// O fragment += A B over 64 keys: acc[i][.] += sum_k A[4 tr + i][k] * B[k][4 tc + 32 c + e].
+// A: (64, Bc + 4) P or dS tile, B: (64, D + 4) V or K tile.
+template <int D>
+__device__ __forceinline__ void fa_mma_ab(float (&acc)[4][D / 8], const float* A,
+                                          const float* B, int tr, int tc) {
+    const float* a = A + 4 * tr * FA_LDP;
+    for (int k = 0; k < 64; k += 4) {
+        float4 av[4];
+        FA_UNROLL
+        for (int i = 0; i < 4; i++) av[i] = lds4(a + i * FA_LDP + k);
+        const float* b = B + k * FA_LD<D>;
+        FA_UNROLL
+        for (int i = 0; i < 4; i++) {
+            fa_axpy_row<D>(acc[i], av[i].x, b, tc);
+            fa_axpy_row<D>(acc[i], av[i].y, b + FA_LD<D>, tc);
+            fa_axpy_row<D>(acc[i], av[i].z, b + 2 * FA_LD<D>, tc);
+            fa_axpy_row<D>(acc[i], av[i].w, b + 3 * FA_LD<D>, tc);
+        }
+    }
+}
+
+// O fragment += A^T B over 64 query rows: acc[i][.] += sum_r A[r][4 tr + i] * B[r][4 tc + ..].
+// A: (64, Bc + 4) P or dS tile read down its columns (the fragment's rows are keys),
+// B: (64, D + 4) dO or Q tile.
+template <int D>
+__device__ __forceinline__ void fa_mma_atb(float (&acc)[4][D / 8], const float* A,
+                                           const float* B, int tr, int tc) {
+    for (int r = 0; r < 64; r++) {
+        const float4 a = lds4(A + r * FA_LDP + 4 * tr);
+        const float* b = B + r * FA_LD<D>;
+        fa_axpy_row<D>(acc[0], a.x, b, tc);
+        fa_axpy_row<D>(acc[1], a.y, b, tc);
+        fa_axpy_row<D>(acc[2], a.z, b, tc);
+        fa_axpy_row<D>(acc[3], a.w, b, tc);
+    }
+}
+
+// Store an O fragment row (columns 4 tc + 32 c + e) times `mul` into row `row` of a (n, d_k)
+// matrix; columns past d_k are padding and are dropped.
+template <int D>
+__device__ __forceinline__ void fa_store_row(float* X, int row, int d_k, const float (&acc)[D / 8],
+                                             float mul, int tc, bool vec) {
+    FA_UNROLL
+    for (int c = 0; c < D / 32; c++) {
+        const int d = 4 * tc + 32 * c;
+        if (d >= d_k) break;
+        float* x = X + (long)row * d_k + d;
+        const float4 v = make_float4(mul * acc[4 * c], mul * acc[4 * c + 1], mul * acc[4 * c + 2],
+                                     mul * acc[4 * c + 3]);
+        if (vec) {
+            *reinterpret_cast<float4*>(x) = v;
+        } else {
+            x[0] = v.x;
+            if (d + 1 < d_k) x[1] = v.y;
+            if (d + 2 < d_k) x[2] = v.z;
+            if (d + 3 < d_k) x[3] = v.w;
+        }
+    }
+}
+
+// The same, added with atomics (dQ: every key tile adds to the same rows). sm_90 has a float4
+// atomicAdd for global memory: one operation instead of four.
+template <int D>
+__device__ __forceinline__ void fa_atomic_add_row(float* X, int row, int d_k,
+                                                  const float (&acc)[D / 8], float mul, int tc,
+                                                  bool vec) {
+    FA_UNROLL
+    for (int c = 0; c < D / 32; c++) {
+        const int d = 4 * tc + 32 * c;
+        if (d >= d_k) break;
+        float* x = X + (long)row * d_k + d;
+        const float4 v = make_float4(mul * acc[4 * c], mul * acc[4 * c + 1], mul * acc[4 * c + 2],
+                                     mul * acc[4 * c + 3]);
+        if (vec) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+            atomicAdd(reinterpret_cast<float4*>(x), v);
+#else
+            atomicAdd(x, v.x), atomicAdd(x + 1, v.y), atomicAdd(x + 2, v.z), atomicAdd(x + 3, v.w);
+#endif
+        } else {
+            atomicAdd(x, v.x);
+            if (d + 1 < d_k) atomicAdd(x + 1, v.y);
+            if (d + 2 < d_k) atomicAdd(x + 2, v.z);
+            if (d + 3 < d_k) atomicAdd(x + 3, v.w);
+        }
+    }
+}
+
+// ---- forward -------------------------------------------------------------------------------
 template <int D>
 size_t fused_forward_smem() {
-    return sizeof(float) *
-           (FA_FWD_BR * (D + 1) + FA_FWD_BC * (D + 1) + FA_FWD_BC * D + FA_FWD_BR * FA_FWD_BC);
+    return sizeof(float) * (size_t(FA_BR + 2 * FA_BC) * FA_LD<D> + FA_BR * FA_LDP);
 }
 
 template <int D>
-__global__ void __launch_bounds__(FA_FWD_THREADS)
+__global__ void __launch_bounds__(FA_THREADS)
 attention_fused_forward_kernel(const float* Q, const float* K, const float* V, float* O,
-                               float* L, int n, int d_k, float scale, bool causal) {
+                               float* L, int n, int d_k, float scale, bool causal, bool vec) {
+    constexpr int ld = FA_LD<D>;
     DYNAMIC_SHARED(float, smem);
-    float* Qs = smem;                      // (Br, D + 1)
-    float* Ks = Qs + FA_FWD_BR * (D + 1);  // (Bc, D + 1)
-    float* Vs = Ks + FA_FWD_BC * (D + 1);  // (Bc, D)
-    float* Ps = Vs + FA_FWD_BC * D;        // (Br, Bc)
-    const int r = threadIdx.x / 4, q4 = threadIdx.x % 4;
+    float* Qs = smem;             // (Br, D + 4)    Q_i
+    float* Ks = Qs + FA_BR * ld;  // (Bc, D + 4)    K_j
+    float* Vs = Ks + FA_BC * ld;  // (Bc, D + 4)    V_j
+    float* Ps = Vs + FA_BC * ld;  // (Br, Bc + 4)   P_ij, unnormalised
+    const int tr = threadIdx.x / 8, tc = threadIdx.x % 8;
     const long head = (long)blockIdx.y * n * d_k;
     Q += head, K += head, V += head, O += head;
     L += (long)blockIdx.y * n;
-    const int row0 = blockIdx.x * FA_FWD_BR, row = row0 + r;
+    // Causal: query tile i sees i + 1 key tiles; start the longest ones first.
+    const int tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+    const int row0 = tile * FA_BR;
 
-    load_tile<D>(Qs, D + 1, FA_FWD_BR, Q, row0, n, d_k);
-    float m = -INFINITY, l = 0.0f;
-    float o[D / 4] = {};  // O[row][q4 + 4t], unnormalised
-    const int kv_end = causal ? min(n, row0 + FA_FWD_BR) : n;
-    for (int col0 = 0; col0 < kv_end; col0 += FA_FWD_BC) {
-        __syncthreads();  // the previous K, V, P tiles are no longer read (and Q is loaded)
-        load_tile<D>(Ks, D + 1, FA_FWD_BC, K, col0, n, d_k);
-        load_tile<D>(Vs, D, FA_FWD_BC, V, col0, n, d_k);
+    fa_load_tile<D>(Qs, Q, row0, n, d_k, vec);
+    float m[4], l[4];  // rows 4 tr + i: running max, and this thread's part of the running sum
+    float o[4][D / 8] = {};  // O fragment, unnormalised
+    FA_UNROLL
+    for (int i = 0; i < 4; i++) m[i] = -INFINITY, l[i] = 0.0f;
+    const int kv_end = causal ? min(n, row0 + FA_BR) : n;
+    for (int col0 = 0; col0 < kv_end; col0 += FA_BC) {
+        __syncthreads();  // everyone is done with the previous K_j, V_j (and Q_i is loaded)
+        fa_load_tile<D>(Ks, K, col0, n, d_k, vec);
+        fa_load_tile<D>(Vs, V, col0, n, d_k, vec);
         __syncthreads();  // K_j and V_j are complete
 
-        // S_ij for this row and keys q4, q4 + 4, ...: each quad covers the Bc keys.
-        float s[FA_FWD_BC / 4];
-        float m_tile = -INFINITY;
-        for (int t = 0; t < FA_FWD_BC / 4; t++) {
-            int c = q4 + 4 * t, key = col0 + c;
-            float acc = 0.0f;
-            for (int d = 0; d < D; d++) acc += Qs[r * (D + 1) + d] * Ks[c * (D + 1) + d];
-            bool visible = key < n && !(causal && key > row);
-            s[t] = visible ? acc * scale : -INFINITY;
-            m_tile = fmaxf(m_tile, s[t]);
+        float s[4][8] = {};  // S_ij fragment: rows 4 tr + i, keys tc + 8 j
+        fa_mma_abt<D>(s, Qs, Ks, tr, tc);
+        // Only the last key tile (keys past n) and, causal, the diagonal tile have masked keys.
+        const bool edge = col0 + FA_BC > n || (causal && col0 + FA_BC - 1 > row0);
+        FA_UNROLL
+        for (int i = 0; i < 4; i++) {
+            const int row = row0 + 4 * tr + i;
+            float m_tile = -INFINITY;
+            FA_UNROLL
+            for (int j = 0; j < 8; j++) {
+                const int key = col0 + tc + 8 * j;
+                const bool visible = !edge || (key < n && !(causal && key > row));
+                s[i][j] = visible ? s[i][j] * scale : -INFINITY;
+                m_tile = fmaxf(m_tile, s[i][j]);
+            }
+            // Online softmax: the new max, and how much the old sum and O shrink relative to it.
+            const float m_new = fmaxf(m[i], row8_max(m_tile));
+            const bool empty = m_new == -INFINITY;  // every key so far masked: keep 0, not NaN
+            const float alpha = empty ? 1.0f : expf(m[i] - m_new);
+            float l_tile = 0.0f;
+            FA_UNROLL
+            for (int j = 0; j < 8; j++) {
+                const float p = empty ? 0.0f : expf(s[i][j] - m_new);
+                Ps[(4 * tr + i) * FA_LDP + tc + 8 * j] = p;
+                l_tile += p;
+            }
+            l[i] = alpha * l[i] + l_tile;
+            m[i] = m_new;
+            FA_UNROLL
+            for (int c = 0; c < D / 8; c++) o[i][c] *= alpha;
         }
-        // Online softmax: the new max, and how much the old sum and O shrink relative to it.
-        const float m_new = fmaxf(m, quad_max(m_tile));
-        const bool empty = m_new == -INFINITY;  // every key so far masked (rows past n)
-        const float alpha = empty ? 1.0f : expf(m - m_new);
-        float l_tile = 0.0f;
-        for (int t = 0; t < FA_FWD_BC / 4; t++) {
-            float p = empty ? 0.0f : expf(s[t] - m_new);
-            Ps[r * FA_FWD_BC + q4 + 4 * t] = p;
-            l_tile += p;
-        }
-        l = alpha * l + quad_sum(l_tile);
-        m = m_new;
-        __syncwarp();  // the quad's P row is visible to the other three lanes
-        // O_i = alpha * O_i + P_ij V_j for this thread's quarter of the columns.
-        for (int t = 0; t < D / 4; t++) {
-            int d = q4 + 4 * t;
-            float acc = 0.0f;
-            for (int c = 0; c < FA_FWD_BC; c++) acc += Ps[r * FA_FWD_BC + c] * Vs[c * D + d];
-            o[t] = alpha * o[t] + acc;
-        }
+        // The rows of P this thread reads next were written by the 8 lanes of its own row group.
+        __syncwarp();
+        fa_mma_ab<D>(o, Ps, Vs, tr, tc);  // O_i += P_ij V_j
     }
-    if (row < n) {
-        for (int t = 0; t < D / 4; t++) {
-            int d = q4 + 4 * t;
-            if (d < d_k) O[(long)row * d_k + d] = o[t] / l;
-        }
-        if (q4 == 0) L[row] = m + logf(l);  // logsumexp of S's row: all the backward needs
+    FA_UNROLL
+    for (int i = 0; i < 4; i++) {
+        const float l_row = row8_sum(l[i]);  // all 8 lanes take part, rows past n included
+        const int row = row0 + 4 * tr + i;
+        if (row >= n) continue;
+        fa_store_row<D>(O, row, d_k, o[i], 1.0f / l_row, tc, vec);
+        if (tc == 0) L[row] = m[i] + logf(l_row);  // logsumexp of S's row: all the backward needs
     }
 }
 
+// ---- backward ------------------------------------------------------------------------------
 template <int D>
 size_t fused_backward_smem() {
-    return sizeof(float) * (2 * FA_BWD_BC * (D + 1) + 2 * FA_BWD_BR * (D + 1) + 2 * FA_BWD_BR +
-                            2 * FA_BWD_BC * (FA_BWD_BR + 1));
+    return sizeof(float) *
+           (size_t(2 * FA_BC + 2 * FA_BR) * FA_LD<D> + 2 * FA_BR * FA_LDP + 2 * FA_BR);
 }
 
 template <int D>
-__global__ void __launch_bounds__(FA_BWD_THREADS)
+__global__ void __launch_bounds__(FA_THREADS)
 attention_fused_backward_kernel(const float* Q, const float* K, const float* V, const float* dO,
                                 const float* L, const float* Dvec, float* dQ, float* dK,
-                                float* dV, int n, int d_k, float scale, bool causal) {
+                                float* dV, int n, int d_k, float scale, bool causal, bool vec) {
+    constexpr int ld = FA_LD<D>;
     DYNAMIC_SHARED(float, smem);
-    float* Ks = smem;                        // (Bc, D + 1)
-    float* Vs = Ks + FA_BWD_BC * (D + 1);    // (Bc, D + 1)
-    float* Qs = Vs + FA_BWD_BC * (D + 1);    // (Br, D + 1)
-    float* dOs = Qs + FA_BWD_BR * (D + 1);   // (Br, D + 1)
-    float* Ls = dOs + FA_BWD_BR * (D + 1);   // (Br)
-    float* Ds = Ls + FA_BWD_BR;              // (Br)
-    float* Ps = Ds + FA_BWD_BR;              // (Bc, Br + 1)   P_ij transposed: key-major
-    float* dSs = Ps + FA_BWD_BC * (FA_BWD_BR + 1);  // (Bc, Br + 1)
-    const int c = threadIdx.x / 4, q4 = threadIdx.x % 4;
+    float* Ks = smem;                 // (Bc, D + 4)    K_j
+    float* Vs = Ks + FA_BC * ld;      // (Bc, D + 4)    V_j
+    float* Qs = Vs + FA_BC * ld;      // (Br, D + 4)    Q_i
+    float* dOs = Qs + FA_BR * ld;     // (Br, D + 4)    dO_i
+    float* Ps = dOs + FA_BR * ld;     // (Br, Bc + 4)   P_ij
+    float* dSs = Ps + FA_BR * FA_LDP; // (Br, Bc + 4)   dS_ij
+    float* Ls = dSs + FA_BR * FA_LDP; // (Br)           L_i
+    float* Ds = Ls + FA_BR;           // (Br)           D_i
+    const int tr = threadIdx.x / 8, tc = threadIdx.x % 8;
     const long head = (long)blockIdx.y * n * d_k;
     Q += head, K += head, V += head, dO += head, dQ += head, dK += head, dV += head;
     L += (long)blockIdx.y * n;
     Dvec += (long)blockIdx.y * n;
-    const int col0 = blockIdx.x * FA_BWD_BC, key = col0 + c;
+    const int col0 = blockIdx.x * FA_BC;
 
-    load_tile<D>(Ks, D + 1, FA_BWD_BC, K, col0, n, d_k);
-    load_tile<D>(Vs, D + 1, FA_BWD_BC, V, col0, n, d_k);
-    float dk[D / 4] = {}, dv[D / 4] = {};  // dK_j, dV_j rows of this key, columns q4 + 4t
+    fa_load_tile<D>(Ks, K, col0, n, d_k, vec);
+    fa_load_tile<D>(Vs, V, col0, n, d_k, vec);
+    // O fragments whose rows are keys col0 + 4 tr + i: dK_j (without the scale), dV_j.
+    float dk[4][D / 8] = {}, dv[4][D / 8] = {};
     // Causal: query rows before this key tile never see its keys.
-    const int row_start = causal ? col0 / FA_BWD_BR * FA_BWD_BR : 0;
-    for (int row0 = row_start; row0 < n; row0 += FA_BWD_BR) {
+    const int row_start = causal ? col0 / FA_BR * FA_BR : 0;
+    for (int row0 = row_start; row0 < n; row0 += FA_BR) {
         __syncthreads();  // the previous Q_i, dO_i, P, dS are no longer read (K_j, V_j loaded)
-        load_tile<D>(Qs, D + 1, FA_BWD_BR, Q, row0, n, d_k);
-        load_tile<D>(dOs, D + 1, FA_BWD_BR, dO, row0, n, d_k);
-        for (int rr = threadIdx.x; rr < FA_BWD_BR; rr += blockDim.x) {
-            Ls[rr] = row0 + rr < n ? L[row0 + rr] : 0.0f;
-            Ds[rr] = row0 + rr < n ? Dvec[row0 + rr] : 0.0f;
+        fa_load_tile<D>(Qs, Q, row0, n, d_k, vec);
+        fa_load_tile<D>(dOs, dO, row0, n, d_k, vec);
+        if (threadIdx.x < FA_BR) {
+            const int row = row0 + threadIdx.x;
+            Ls[threadIdx.x] = row < n ? L[row] : 0.0f;
+            Ds[threadIdx.x] = row < n ? Dvec[row] : 0.0f;
         }
         __syncthreads();  // Q_i, dO_i, L_i, D_i are complete
 
         // Recompute P_ij = exp(S_ij - L_i) and form dS_ij = P_ij (dP_ij - D_i).
-        for (int t = 0; t < FA_BWD_BR / 4; t++) {
-            int rr = q4 + 4 * t, row = row0 + rr;
-            float s = 0.0f, dp = 0.0f;
-            for (int d = 0; d < D; d++) {
-                s += Qs[rr * (D + 1) + d] * Ks[c * (D + 1) + d];
-                dp += dOs[rr * (D + 1) + d] * Vs[c * (D + 1) + d];
+        float s[4][8] = {}, dp[4][8] = {};  // S fragments: rows 4 tr + i, keys tc + 8 j
+        fa_mma_abt<D>(s, Qs, Ks, tr, tc);   // S_ij = Q_i K_j^T (before the scale)
+        fa_mma_abt<D>(dp, dOs, Vs, tr, tc); // dP_ij = dO_i V_j^T
+        const bool edge = row0 + FA_BR > n || col0 + FA_BC > n ||
+                          (causal && col0 + FA_BC - 1 > row0);
+        FA_UNROLL
+        for (int i = 0; i < 4; i++) {
+            const int r = 4 * tr + i, row = row0 + r;
+            const float L_r = Ls[r], D_r = Ds[r];  // read once: the stores below might alias
+            FA_UNROLL
+            for (int j = 0; j < 8; j++) {
+                const int c = tc + 8 * j, key = col0 + c;
+                const bool visible = !edge || (row < n && key < n && !(causal && key > row));
+                const float p = visible ? expf(s[i][j] * scale - L_r) : 0.0f;
+                Ps[r * FA_LDP + c] = p;
+                dSs[r * FA_LDP + c] = p * (dp[i][j] - D_r);
             }
-            bool visible = row < n && key < n && !(causal && key > row);
-            float p = visible ? expf(s * scale - Ls[rr]) : 0.0f;
-            Ps[c * (FA_BWD_BR + 1) + rr] = p;
-            dSs[c * (FA_BWD_BR + 1) + rr] = p * (dp - Ds[rr]);
         }
-        __syncthreads();  // dQ below reads every key's column of dS
+        __syncthreads();  // the products below read every thread's P and dS
 
-        // dV_j += P_ij^T dO_i,  dK_j += scale * dS_ij^T Q_i  (this key's row).
-        for (int t = 0; t < D / 4; t++) {
-            int d = q4 + 4 * t;
-            float acc_v = 0.0f, acc_k = 0.0f;
-            for (int rr = 0; rr < FA_BWD_BR; rr++) {
-                acc_v += Ps[c * (FA_BWD_BR + 1) + rr] * dOs[rr * (D + 1) + d];
-                acc_k += dSs[c * (FA_BWD_BR + 1) + rr] * Qs[rr * (D + 1) + d];
-            }
-            dv[t] += acc_v;
-            dk[t] += scale * acc_k;
-        }
-        // dQ_i += scale * dS_ij K_j: threads re-map to 4 per query row; other key tiles add to
-        // the same rows concurrently, hence the atomics.
-        {
-            const int rr = threadIdx.x / 4, row = row0 + rr;
-            if (row < n)
-                for (int t = 0; t < D / 4; t++) {
-                    int d = q4 + 4 * t;
-                    if (d >= d_k) break;
-                    float acc = 0.0f;
-                    for (int cc = 0; cc < FA_BWD_BC; cc++)
-                        acc += dSs[cc * (FA_BWD_BR + 1) + rr] * Ks[cc * (D + 1) + d];
-                    atomicAdd(&dQ[(long)row * d_k + d], scale * acc);
-                }
+        fa_mma_atb<D>(dv, Ps, dOs, tr, tc);  // dV_j += P_ij^T dO_i
+        fa_mma_atb<D>(dk, dSs, Qs, tr, tc);  // dK_j += dS_ij^T Q_i
+        // dQ_i += scale * dS_ij K_j: the other key tiles add to the same rows concurrently.
+        float dq[4][D / 8] = {};
+        fa_mma_ab<D>(dq, dSs, Ks, tr, tc);
+        FA_UNROLL
+        for (int i = 0; i < 4; i++) {
+            const int row = row0 + 4 * tr + i;
+            if (row < n) fa_atomic_add_row<D>(dQ, row, d_k, dq[i], scale, tc, vec);
         }
     }
-    if (key < n)
-        for (int t = 0; t < D / 4; t++) {
-            int d = q4 + 4 * t;
-            if (d < d_k) {
-                dK[(long)key * d_k + d] = dk[t];
-                dV[(long)key * d_k + d] = dv[t];
-            }
-        }
+    FA_UNROLL
+    for (int i = 0; i < 4; i++) {
+        const int key = col0 + 4 * tr + i;
+        if (key >= n) continue;
+        fa_store_row<D>(dK, key, d_k, dk[i], scale, tc, vec);
+        fa_store_row<D>(dV, key, d_k, dv[i], 1.0f, tc, vec);
+    }
+}
+
+// ---- host ----------------------------------------------------------------------------------
+// float4 global accesses are safe when every row starts 16-byte aligned: aligned base
+// pointers (cudaMalloc gives 256 bytes; a caller's offset view may not) and d_k % 4 == 0.
+static bool fa_vectorisable(int d_k, std::initializer_list<const void*> ptrs) {
+    if (d_k % 4 != 0) return false;
+    for (const void* p : ptrs)
+        if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
+    return true;
 }
 
 template <int D>
@@ -216,9 +424,9 @@ static void fused_forward_launch(const float* Q, const float* K, const float* V,
     const size_t smem = fused_forward_smem<D>();
     CUDA_CHECK(cudaFuncSetAttribute(attention_fused_forward_kernel<D>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    launch_kernel(attention_fused_forward_kernel<D>, dim3(ceil_div(n, FA_FWD_BR), B * h),
-                  dim3(FA_FWD_THREADS), smem, Q, K, V, O, L, n, d_k,
-                  1.0f / std::sqrt(float(d_k)), causal);
+    launch_kernel(attention_fused_forward_kernel<D>, dim3(ceil_div(n, FA_BR), B * h),
+                  dim3(FA_THREADS), smem, Q, K, V, O, L, n, d_k, 1.0f / std::sqrt(float(d_k)),
+                  causal, fa_vectorisable(d_k, {Q, K, V, O}));
 }
 
 template <int D>
@@ -229,9 +437,10 @@ static void fused_backward_launch(const float* Q, const float* K, const float* V
     const size_t smem = fused_backward_smem<D>();
     CUDA_CHECK(cudaFuncSetAttribute(attention_fused_backward_kernel<D>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    launch_kernel(attention_fused_backward_kernel<D>, dim3(ceil_div(n, FA_BWD_BC), B * h),
-                  dim3(FA_BWD_THREADS), smem, Q, K, V, dO, L, Dvec, dQ, dK, dV, n, d_k,
-                  1.0f / std::sqrt(float(d_k)), causal);
+    launch_kernel(attention_fused_backward_kernel<D>, dim3(ceil_div(n, FA_BC), B * h),
+                  dim3(FA_THREADS), smem, Q, K, V, dO, L, Dvec, dQ, dK, dV, n, d_k,
+                  1.0f / std::sqrt(float(d_k)), causal,
+                  fa_vectorisable(d_k, {Q, K, V, dO, dQ, dK, dV}));
 }
 
 static void check_head_dim(int d_k) {

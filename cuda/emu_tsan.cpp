@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
                    0, 0, SgemmVersion::tiled);
         sum_cuda(A.data(), s.data(), M * K);
         softmax_forward_cuda(A.data(), C.data(), M, N, true);
-        const int Bsz = 1, h = 1, n = 40, d_k = 24;
+        const int Bsz = 1, h = 1, n = 70, d_k = 24;  // n = 70: two 64-row tiles
         const size_t sz = size_t(Bsz) * h * n * d_k;
         auto Q = filled(sz, 1), Kt = filled(sz, 0.5f), V = filled(sz, 1), dO = filled(sz, 1);
         gpu::Buffer<float> O(sz), L(n), dQ(sz), dK(sz), dV(sz);
