@@ -9,11 +9,13 @@ inline int ceil_div(long a, long b) { return int((a + b - 1) / b); }
 // ---- cuda/sgemm.cu ------------------------------------------------------------------------
 // Batched, row-major: for each b < batch, C_b = alpha * op(A_b) op(B_b) + beta * C_b, where
 // X_b = X + b * stride_X. Same transposes and leading dimensions as common/gemm.h's sgemm.
-enum class SgemmVersion { naive = 1, tiled = 2, register_tiled = 3 };
+// The versions are the teaching steps of cuda/sgemm.cu. The last, warp_tiled, is the default:
+// it takes any shape, transpose and alignment (float4 accesses only where they are aligned).
+enum class SgemmVersion { naive = 1, tiled = 2, register_tiled = 3, warp_tiled = 4 };
 void sgemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                 int lda, const float* B, int ldb, float beta, float* C, int ldc, int batch = 1,
                 long stride_a = 0, long stride_b = 0, long stride_c = 0,
-                SgemmVersion version = SgemmVersion::register_tiled);
+                SgemmVersion version = SgemmVersion::warp_tiled);
 
 // ---- cuda/softmax.cu ----------------------------------------------------------------------
 // Row softmax of S (rows, cols) into P; causal (square n x n blocks, cols = n): row r is query
