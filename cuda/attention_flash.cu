@@ -20,30 +20,34 @@
 // The block: 128 threads, tid = 8 tr + tc, so the 8 threads that share a row of S (same tr)
 // are 8 neighbouring lanes of one warp and reduce the row's max and sum with __shfl_xor_sync.
 // Two fragment shapes:
-//   S fragment (Br x Bc tiles: S, P, dP, dS)   rows 4 tr + i (i < 4), keys tc + 8 j (j < 8)
-//   O fragment (64 x D tiles: O, dQ, dK, dV)   rows 4 tr + i (i < 4), columns 4 tc + 32 c + e
+//   S fragment (Br x Bc tiles: S, P, dP, dS)   rows tr + 16 i (i < 4), keys tc + 8 j (j < 8)
+//   O fragment (64 x D tiles: O, dQ)           rows tr + 16 i (i < 4), columns 4 tc + 32 c + e
 //                                              (c < D / 32, e < 4): D / 8 columns per thread
-// Keys tc + 8 j (not 8 tc + j) put 8 neighbouring lanes on 8 consecutive rows of K: rows are
-// D + 4 floats apart, 4 banks, so those lanes' float4 reads hit 32 different banks.
+//   O fragment (dK, dV: rows are keys)         keys 4 tr + i, the same columns
+// Strided rows and keys (tr + 16 i, tc + 8 j rather than 4 tr + i, 8 tc + j) put the lanes of
+// a warp on consecutive rows of Q_i and K_j: rows are D + 4 floats apart, 4 banks, so their
+// float4 reads fall in different banks. dK and dV read P and dS down a column instead, where
+// 4 consecutive keys are one float4.
 //
 // Shared memory: every tile is stored row-major as in global memory, rows padded by 4 floats.
 //   forward   Qs (Br, D + 4) Q_i    Ks (Bc, D + 4) K_j    Vs (Bc, D + 4) V_j
-//             Ps (Br, Bc + 4) P_ij = exp(S_ij - m_i)                      D = 64: 68 KB
+//             Ps (Br, Bc + 4) P_ij = exp(S_ij - m_i)      D = 32 / 64 / 128: 44 / 68 / 116 KB
 //   backward  Ks, Vs (Bc, D + 4) K_j, V_j (kept for the whole block)
 //             Qs, dOs (Br, D + 4) Q_i, dO_i    Ps, dSs (Br, Bc + 4) P_ij, dS_ij
-//             Ls, Ds (Br) L_i, D_i                                        D = 64: 103 KB
+//             Ls, Ds (Br) L_i, D_i                  D = 32 / 64 / 128: 70.5 / 102.5 / 166.5 KB
 //
-//   forward   one block per (query tile i, b*h), Br = Bc = 64: S_ij = Q_i K_j^T as an S
-//             fragment, the online softmax on it (rows' m and l in registers, the partial l
-//             summed over the 8 lanes only at the end), P_ij to shared memory, then
-//             O_i = diag(exp(m_old - m_new)) O_i + P_ij V_j as an O fragment. Causal: only
-//             j <= i, and the grid runs the last (longest) query tiles first.
-//   backward  one block per (key tile j, b*h), Bc = Br = 64, walking the query tiles i
-//             (causal: i >= j only). S_ij and dP_ij = dO_i V_j^T as S fragments,
-//             P_ij = exp(S_ij - L_i), dS_ij = P_ij (dP_ij - D_i); then dV_j += P_ij^T dO_i and
-//             dK_j += dS_ij^T Q_i as O fragments (rows = keys) accumulated in registers over
-//             the whole walk, and dQ_i += dS_ij K_j, added to global memory with atomics
-//             because every key tile contributes to the same rows (as FlashAttention-2 does).
+//   forward   grid (Tr, B*h): one block per (query tile i, b*h), Br = Bc = 64.
+//             S_ij = Q_i K_j^T as an S fragment, the online softmax on it (the rows' m and l
+//             in registers, l summed over the 8 lanes only at the end), P_ij to shared
+//             memory, then O_i = diag(exp(m_old - m_new)) O_i + P_ij V_j as an O fragment.
+//             Causal: only j <= i, and the grid runs the last (longest) query tiles first.
+//   backward  grid (Tc, B*h): one block per (key tile j, b*h), Bc = Br = 64, walking the
+//             query tiles i (causal: i >= j only). S_ij and dP_ij = dO_i V_j^T as S
+//             fragments, P_ij = exp(S_ij - L_i), dS_ij = P_ij (dP_ij - D_i); then
+//             dV_j += P_ij^T dO_i and dK_j += dS_ij^T Q_i as O fragments (rows = keys) kept in
+//             registers over the whole walk, and dQ_i += dS_ij K_j, added to global memory
+//             with atomics because every key tile contributes to the same rows (as
+//             FlashAttention-2 does).
 //
 // Global loads are float4 only when the host has checked that every base pointer is 16-byte
 // aligned and d_k % 4 == 0 (then each row starts aligned); otherwise a guarded scalar path.
@@ -110,19 +114,19 @@ __device__ __forceinline__ void fa_load_tile(float* tile, const float* X, int ro
     }
 }
 
-// S fragment += A B^T over the width D: acc[i][j] += sum_d A[4 tr + i][d] * B[tc + 8 j][d].
+// S fragment += A B^T over the width D: acc[i][j] += sum_d A[tr + 16 i][d] * B[tc + 8 j][d].
 // A, B: row-major shared tiles with row stride D + 4. Per 4 values of d: 4 + 8 float4 loads
 // feed 128 FMAs.
 template <int D>
 __device__ __forceinline__ void fa_mma_abt(float (&acc)[4][8], const float* A, const float* B,
                                            int tr, int tc) {
     constexpr int ld = FA_LD<D>;
-    const float* a = A + 4 * tr * ld;
+    const float* a = A + tr * ld;
     const float* b = B + tc * ld;
     for (int d = 0; d < D; d += 4) {
         float4 av[4], bv[8];
         FA_UNROLL
-        for (int i = 0; i < 4; i++) av[i] = lds4(a + i * ld + d);
+        for (int i = 0; i < 4; i++) av[i] = lds4(a + 16 * i * ld + d);
         FA_UNROLL
         for (int j = 0; j < 8; j++) bv[j] = lds4(b + 8 * j * ld + d);
         FA_UNROLL
@@ -152,16 +156,16 @@ __device__ __forceinline__ void fa_axpy_row(float (&acc)[D / 8], float a, const 
     }
 }
 
-// O fragment += A B over 64 keys: acc[i][.] += sum_k A[4 tr + i][k] * B[k][4 tc + 32 c + e].
+// O fragment += A B over 64 keys: acc[i][.] += sum_k A[tr + 16 i][k] * B[k][4 tc + 32 c + e].
 // A: (64, Bc + 4) P or dS tile, B: (64, D + 4) V or K tile.
 template <int D>
 __device__ __forceinline__ void fa_mma_ab(float (&acc)[4][D / 8], const float* A,
                                           const float* B, int tr, int tc) {
-    const float* a = A + 4 * tr * FA_LDP;
+    const float* a = A + tr * FA_LDP;
     for (int k = 0; k < 64; k += 4) {
         float4 av[4];
         FA_UNROLL
-        for (int i = 0; i < 4; i++) av[i] = lds4(a + i * FA_LDP + k);
+        for (int i = 0; i < 4; i++) av[i] = lds4(a + 16 * i * FA_LDP + k);
         const float* b = B + k * FA_LD<D>;
         FA_UNROLL
         for (int i = 0; i < 4; i++) {
@@ -265,7 +269,7 @@ attention_fused_forward_kernel(const float* Q, const float* K, const float* V, f
     const int row0 = tile * FA_BR;
 
     fa_load_tile<D>(Qs, Q, row0, n, d_k, vec);
-    float m[4], l[4];  // rows 4 tr + i: running max, and this thread's part of the running sum
+    float m[4], l[4];  // rows tr + 16 i: running max, and this thread's part of the running sum
     float o[4][D / 8] = {};  // O fragment, unnormalised
     FA_UNROLL
     for (int i = 0; i < 4; i++) m[i] = -INFINITY, l[i] = 0.0f;
@@ -276,13 +280,13 @@ attention_fused_forward_kernel(const float* Q, const float* K, const float* V, f
         fa_load_tile<D>(Vs, V, col0, n, d_k, vec);
         __syncthreads();  // K_j and V_j are complete
 
-        float s[4][8] = {};  // S_ij fragment: rows 4 tr + i, keys tc + 8 j
+        float s[4][8] = {};  // S_ij fragment: rows tr + 16 i, keys tc + 8 j
         fa_mma_abt<D>(s, Qs, Ks, tr, tc);
         // Only the last key tile (keys past n) and, causal, the diagonal tile have masked keys.
         const bool edge = col0 + FA_BC > n || (causal && col0 + FA_BC - 1 > row0);
         FA_UNROLL
         for (int i = 0; i < 4; i++) {
-            const int row = row0 + 4 * tr + i;
+            const int row = row0 + tr + 16 * i;
             float m_tile = -INFINITY;
             FA_UNROLL
             for (int j = 0; j < 8; j++) {
@@ -299,7 +303,7 @@ attention_fused_forward_kernel(const float* Q, const float* K, const float* V, f
             FA_UNROLL
             for (int j = 0; j < 8; j++) {
                 const float p = empty ? 0.0f : expf(s[i][j] - m_new);
-                Ps[(4 * tr + i) * FA_LDP + tc + 8 * j] = p;
+                Ps[(tr + 16 * i) * FA_LDP + tc + 8 * j] = p;
                 l_tile += p;
             }
             l[i] = alpha * l[i] + l_tile;
@@ -314,7 +318,7 @@ attention_fused_forward_kernel(const float* Q, const float* K, const float* V, f
     FA_UNROLL
     for (int i = 0; i < 4; i++) {
         const float l_row = row8_sum(l[i]);  // all 8 lanes take part, rows past n included
-        const int row = row0 + 4 * tr + i;
+        const int row = row0 + tr + 16 * i;
         if (row >= n) continue;
         fa_store_row<D>(O, row, d_k, o[i], 1.0f / l_row, tc, vec);
         if (tc == 0) L[row] = m[i] + logf(l_row);  // logsumexp of S's row: all the backward needs
@@ -368,14 +372,14 @@ attention_fused_backward_kernel(const float* Q, const float* K, const float* V, 
         __syncthreads();  // Q_i, dO_i, L_i, D_i are complete
 
         // Recompute P_ij = exp(S_ij - L_i) and form dS_ij = P_ij (dP_ij - D_i).
-        float s[4][8] = {}, dp[4][8] = {};  // S fragments: rows 4 tr + i, keys tc + 8 j
+        float s[4][8] = {}, dp[4][8] = {};  // S fragments: rows tr + 16 i, keys tc + 8 j
         fa_mma_abt<D>(s, Qs, Ks, tr, tc);   // S_ij = Q_i K_j^T (before the scale)
         fa_mma_abt<D>(dp, dOs, Vs, tr, tc); // dP_ij = dO_i V_j^T
         const bool edge = row0 + FA_BR > n || col0 + FA_BC > n ||
                           (causal && col0 + FA_BC - 1 > row0);
         FA_UNROLL
         for (int i = 0; i < 4; i++) {
-            const int r = 4 * tr + i, row = row0 + r;
+            const int r = tr + 16 * i, row = row0 + r;
             const float L_r = Ls[r], D_r = Ds[r];  // read once: the stores below might alias
             FA_UNROLL
             for (int j = 0; j < 8; j++) {
@@ -395,7 +399,7 @@ attention_fused_backward_kernel(const float* Q, const float* K, const float* V, 
         fa_mma_ab<D>(dq, dSs, Ks, tr, tc);
         FA_UNROLL
         for (int i = 0; i < 4; i++) {
-            const int row = row0 + 4 * tr + i;
+            const int row = row0 + tr + 16 * i;
             if (row < n) fa_atomic_add_row<D>(dQ, row, d_k, dq[i], scale, tc, vec);
         }
     }
