@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
         planted_tiled_matmul(A.data(), B.data(), C.data(), M, N, K, true);
         sgemm_cuda(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N, 1, 0,
                    0, 0, SgemmVersion::tiled);
+        sgemm_cuda(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N, 1, 0,
+                   0, 0, SgemmVersion::warp_tiled);  // K % 4 == 0: the float4 path
         sum_cuda(A.data(), s.data(), M * K);
         softmax_forward_cuda(A.data(), C.data(), M, N, true);
         const int Bsz = 1, h = 1, n = 70, d_k = 24;  // n = 70: two 64-row tiles

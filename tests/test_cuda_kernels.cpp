@@ -89,41 +89,90 @@ void check_schedule_independent(Run run, Read read, const char* what) {
 // ---- sgemm ---------------------------------------------------------------------------------
 void sgemm_case() {
     struct Shape { int M, N, K; };
-    const Shape shapes[] = {{1, 1, 1}, {17, 33, 40}, {100, 17, 33}, {130, 129, 24}};
+    // The last two cross version 4's 128x128 tiles and its 8-deep slices, one with ragged edges.
+    const Shape shapes[] = {{1, 1, 1},     {17, 33, 40},   {100, 17, 33},
+                            {130, 129, 24}, {256, 128, 64}, {257, 130, 68}};
     const SgemmVersion versions[] = {SgemmVersion::naive, SgemmVersion::tiled,
-                                     SgemmVersion::register_tiled};
+                                     SgemmVersion::register_tiled, SgemmVersion::warp_tiled};
     const int batch = 2;
+    // Layouts: 0  leading dimensions wider than the matrix by odd amounts (no float4 path)
+    //          1  leading dimensions multiples of 4 (version 4's float4 path)
+    //          2  as 1, but every base pointer 4 bytes past a 16-byte boundary (scalar again)
+    auto leading = [](int layout, int cols, int odd) {
+        return layout == 0 ? cols + odd : (cols + 3) / 4 * 4 + 4;
+    };
     for (auto [M, N, K] : shapes)
-        for (int ta = 0; ta < 2; ta++)
-            for (int tb = 0; tb < 2; tb++) {
-                // Leading dimensions wider than the matrix, to catch lda/ldb/ldc mix-ups.
-                int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 1;
-                long sa = long(ta ? K : M) * lda, sb = long(tb ? N : K) * ldb, sc = long(M) * ldc;
-                auto A = random_vector(batch * sa, 1), B = random_vector(batch * sb, 2);
-                auto C0 = random_vector(batch * sc, 3);
-                std::vector<float> ref = C0;
-                for (int b = 0; b < batch; b++)
-                    sgemm_reference(ta, tb, M, N, K, 0.5f, A.data() + b * sa, lda,
-                                    B.data() + b * sb, ldb, 0.25f, ref.data() + b * sc, ldc);
-                auto dA = upload(A), dB = upload(B);
-                for (SgemmVersion v : versions) {
-                    INFO("M=" << M << " " << "N=" << N << " " << "K=" << K << " " << "ta=" << ta << " " << "tb=" << tb << " ");
-                    INFO("version=" << int(v));
-                    auto dC = upload(C0);
-                    auto run = [&] {
-                        CUDA_CHECK(cudaMemcpy(dC.data(), C0.data(), C0.size() * 4,
-                                              cudaMemcpyHostToDevice));
-                        sgemm_cuda(ta, tb, M, N, K, 0.5f, dA.data(), lda, dB.data(), ldb, 0.25f,
-                                   dC.data(), ldc, batch, sa, sb, sc, v);
-                    };
-                    run();
-                    CHECK(testutil::allclose(download(dC), ref, 1e-5, 1e-5, "C"));
-                    if (M > 1 && v != SgemmVersion::naive)
-                        check_schedule_independent(run, [&] { return download(dC); }, "sgemm");
+        for (int layout = 0; layout < 3; layout++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++) {
+                    // Leading dimensions wider than the matrix, to catch lda/ldb/ldc mix-ups.
+                    int lda = leading(layout, ta ? M : K, 3), ldb = leading(layout, tb ? K : N, 2),
+                        ldc = leading(layout, N, 1);
+                    const int off = layout == 2 ? 1 : 0;  // floats before each operand
+                    long sa = long(ta ? K : M) * lda, sb = long(tb ? N : K) * ldb,
+                         sc = long(M) * ldc;
+                    auto A = random_vector(off + batch * sa, 1),
+                         B = random_vector(off + batch * sb, 2);
+                    auto C0 = random_vector(off + batch * sc, 3);
+                    std::vector<float> ref = C0;
+                    for (int b = 0; b < batch; b++)
+                        sgemm_reference(ta, tb, M, N, K, 0.5f, A.data() + off + b * sa, lda,
+                                        B.data() + off + b * sb, ldb, 0.25f,
+                                        ref.data() + off + b * sc, ldc);
+                    auto dA = upload(A), dB = upload(B);
+                    for (SgemmVersion v : versions) {
+                        INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta
+                                  << " tb=" << tb << " layout=" << layout
+                                  << " version=" << int(v));
+                        auto dC = upload(C0);
+                        auto run = [&] {
+                            CUDA_CHECK(cudaMemcpy(dC.data(), C0.data(), C0.size() * 4,
+                                                  cudaMemcpyHostToDevice));
+                            sgemm_cuda(ta, tb, M, N, K, 0.5f, dA.data() + off, lda,
+                                       dB.data() + off, ldb, 0.25f, dC.data() + off, ldc, batch,
+                                       sa, sb, sc, v);
+                        };
+                        run();
+                        CHECK(testutil::allclose(download(dC), ref, 1e-5, 1e-5, "C"));
+                        if (M > 1 && v != SgemmVersion::naive)
+                            check_schedule_independent(run, [&] { return download(dC); }, "sgemm");
+                    }
                 }
-            }
+    // beta = 0 must not read C: it starts as NaN, which any read would carry into the result.
+    for (auto [M, N, K] : {Shape{17, 33, 40}, Shape{257, 130, 68}})
+        for (int layout = 0; layout < 2; layout++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++) {
+                    int lda = leading(layout, ta ? M : K, 3), ldb = leading(layout, tb ? K : N, 2),
+                        ldc = leading(layout, N, 1);
+                    long sa = long(ta ? K : M) * lda, sb = long(tb ? N : K) * ldb,
+                         sc = long(M) * ldc;
+                    auto A = random_vector(batch * sa, 4), B = random_vector(batch * sb, 5);
+                    std::vector<float> ref(batch * sc, 0.0f);
+                    for (int b = 0; b < batch; b++)
+                        sgemm_reference(ta, tb, M, N, K, 0.5f, A.data() + b * sa, lda,
+                                        B.data() + b * sb, ldb, 0.0f, ref.data() + b * sc, ldc);
+                    auto inside = [&](const std::vector<float>& C) {  // the M x N elements
+                        std::vector<float> in;
+                        for (int b = 0; b < batch; b++)
+                            for (int i = 0; i < M; i++)
+                                for (int j = 0; j < N; j++) in.push_back(C[b * sc + i * ldc + j]);
+                        return in;
+                    };
+                    auto dA = upload(A), dB = upload(B);
+                    for (SgemmVersion v : versions) {
+                        INFO("beta=0 M=" << M << " N=" << N << " K=" << K << " ta=" << ta
+                                         << " tb=" << tb << " layout=" << layout
+                                         << " version=" << int(v));
+                        auto dC = upload(std::vector<float>(batch * sc, NAN));
+                        sgemm_cuda(ta, tb, M, N, K, 0.5f, dA.data(), lda, dB.data(), ldb, 0.0f,
+                                   dC.data(), ldc, batch, sa, sb, sc, v);
+                        CHECK(testutil::allclose(inside(download(dC)), inside(ref), 1e-5, 1e-5,
+                                                 "C"));
+                    }
+                }
 }
-CUDA_TEST("sgemm naive, tiled and register-tiled, batched, all transposes", sgemm_case)
+CUDA_TEST("sgemm naive, tiled, register-tiled and warp-tiled, batched, all transposes", sgemm_case)
 
 // ---- softmax -------------------------------------------------------------------------------
 void softmax_case() {
@@ -290,9 +339,16 @@ AttentionRef attention_reference(const std::vector<float>& Q, const std::vector<
 struct AttentionShape { int B, h, n, d_k; };
 const AttentionShape kAttentionShapes[] = {
     {1, 1, 1, 24}, {2, 2, 17, 40}, {1, 2, 33, 64}, {2, 1, 100, 24}, {1, 1, 70, 100}};
+// Fused only: n = 130 crosses two 64-row tiles into a ragged third; d_k = 128 fills the widest
+// template; d_k = 37 (not a multiple of 4) takes the guarded scalar path instead of float4.
+const AttentionShape kFusedAttentionShapes[] = {{1, 1, 130, 128}, {1, 2, 130, 37}};
 
 void attention_case(bool fused) {
-    for (auto [B, h, n, d_k] : kAttentionShapes)
+    std::vector<AttentionShape> shapes(std::begin(kAttentionShapes), std::end(kAttentionShapes));
+    if (fused)
+        shapes.insert(shapes.end(), std::begin(kFusedAttentionShapes),
+                      std::end(kFusedAttentionShapes));
+    for (auto [B, h, n, d_k] : shapes)
         for (bool causal : {false, true}) {
             INFO("B=" << B << " " << "h=" << h << " " << "n=" << n << " " << "d_k=" << d_k << " " << "causal=" << causal << " ");
             size_t sz = size_t(B) * h * n * d_k;
@@ -372,6 +428,45 @@ void attention_fused_rejects_wide_heads() {
                          doctest::Contains("d_k = 129"), std::invalid_argument);
 }
 CUDA_TEST("fused attention names the problem when d_k > 128", attention_fused_rejects_wide_heads)
+
+// Views one float into their buffers are not 16-byte aligned although d_k % 4 == 0: the fused
+// kernels must see that and take the scalar path (a float4 access there faults on a device),
+// with the same results as aligned buffers. Only dQ may differ in its last bits: its atomic
+// additions from different key tiles may land in another order.
+void attention_fused_unaligned_views() {
+    const int B = 1, h = 2, n = 70, d_k = 64;
+    const size_t sz = size_t(B) * h * n * d_k;
+    auto Qh = random_vector(sz, 70, -2, 2), Kh = random_vector(sz, 71, -2, 2);
+    auto Vh = random_vector(sz, 72), dOh = random_vector(sz, 73);
+    std::vector<float> got[2][5];  // [offset]: O, L, dK, dV, dQ
+    for (int offset : {0, 1}) {
+        auto at = [&](const std::vector<float>& v) {
+            std::vector<float> w(offset, 0.0f);
+            w.insert(w.end(), v.begin(), v.end());
+            return upload(w);
+        };
+        auto Q = at(Qh), K = at(Kh), V = at(Vh), dO = at(dOh);
+        gpu::Buffer<float> O(sz + offset), L(size_t(B) * h * n), dQ(sz + offset),
+            dK(sz + offset), dV(sz + offset);
+        attention_fused_forward_cuda(Q.data() + offset, K.data() + offset, V.data() + offset,
+                                     O.data() + offset, L.data(), B, h, n, d_k, true);
+        attention_fused_backward_cuda(Q.data() + offset, K.data() + offset, V.data() + offset,
+                                      O.data() + offset, L.data(), dO.data() + offset,
+                                      dQ.data() + offset, dK.data() + offset,
+                                      dV.data() + offset, B, h, n, d_k, true);
+        got[offset][0] = download(O.data() + offset, sz), got[offset][1] = download(L);
+        got[offset][2] = download(dK.data() + offset, sz);
+        got[offset][3] = download(dV.data() + offset, sz);
+        got[offset][4] = download(dQ.data() + offset, sz);
+    }
+    CHECK(got[1][0] == got[0][0]);
+    CHECK(got[1][1] == got[0][1]);
+    CHECK(got[1][2] == got[0][2]);
+    CHECK(got[1][3] == got[0][3]);
+    CHECK(testutil::allclose(got[1][4], got[0][4], 1e-6, 1e-5, "dQ"));
+}
+CUDA_TEST("fused attention on unaligned views: the scalar path, same results",
+          attention_fused_unaligned_views)
 
 // ---- LSTM ------------------------------------------------------------------------------------
 struct LstmRef {
