@@ -18,8 +18,10 @@
 //
 // Threads: OpenMP splits the rows (or, for short and wide products, the columns) of C between
 // the threads; each packs what it needs itself, so they never wait for each other. A call made inside a parallel region runs on one thread.
-// Small-M products with a row-major B (the LSTM's per-step recurrent product) read B in place
-// instead of packing it, since each element of B is used only M times.
+// Small-M products with a row-major B read B in place instead of packing it, since each element
+// of B is used only M times. Callers that multiply by the same B many times (FlashAttention's
+// K and V tiles, the LSTM's W_hh at every step) pack it once with sgemm_pack_b and call
+// sgemm_packed_b.
 #include "common/gemm.h"
 
 #include "common/memory.h"

@@ -58,6 +58,16 @@ int chain_threads(int B, int d) {
     return std::max(1, std::min(omp_get_max_threads(), d / 64));
 }
 
+// Each thread's share of W_hh, packed once into sgemm's panel layout (sgemm_pack_b) so the n
+// step products stream it contiguously and pack nothing: the forward's op(B) is W_hh^T
+// restricted to the thread's units in each gate, (d, k1 - k0) four times; the backward's is
+// W_hh's columns k0..k1, (4d, k1 - k0). Both are 4 d * chunk floats per thread.
+int chunk_of(int d, int T) { return (d + T - 1) / T; }
+long packed_w_hh_floats(int d, int T) {
+    return std::max(4 * sgemm_packed_b_floats(d, chunk_of(d, T)),
+                    sgemm_packed_b_floats(4 * d, chunk_of(d, T)));
+}
+
 }  // namespace
 
 void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const float* b, int n,
@@ -72,17 +82,20 @@ void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const fl
     for (long row = 0; row < (long)n * B; row++)
         for (int k = 0; k < 4 * d; k++) gates[row * 4 * d + k] += b[k];
 
-    // W_hh^T (d, 4d), stored row-major once so each step's product reads it in place.
-    mem::Buffer<float> W_hh_T((size_t)d * 4 * d, mem::uninit);
-    for (int r = 0; r < 4 * d; r++)
-        for (int k = 0; k < d; k++) W_hh_T[(long)k * 4 * d + r] = W_hh[(long)r * d + k];
-
     const int T = chain_threads(B, d);
+    const long per_thread = packed_w_hh_floats(d, T);
+    mem::Buffer<float> W_hh_packed((size_t)T * per_thread, mem::uninit);
     StepBarrier barrier(T);
 #pragma omp parallel num_threads(T)
     {
         const int k0 = (int)((long)d * omp_get_thread_num() / T);  // my hidden units k0..k1
         const int k1 = (int)((long)d * (omp_get_thread_num() + 1) / T);
+        // op(B) of gate q = W_hh^T's columns q d + k0 .. q d + k1, i.e. rows of W_hh
+        float* const Wp = W_hh_packed.data() + omp_get_thread_num() * per_thread;
+        const long gate_floats = sgemm_packed_b_floats(d, k1 - k0);
+        for (int q = 0; q < 4; q++)
+            sgemm_pack_b(true, d, k1 - k0, W_hh + (long)(q * d + k0) * d, d, Wp + q * gate_floats);
+        const long panel_stride = (long)d * sgemm_panel_width();
         for (int t = 0; t < n; t++) {
             float* a = gates + t * B4d;        // (B, 4d) pre-activations, then activations
             const float* h_prev = h + t * Bd;  // (B, d)
@@ -91,8 +104,8 @@ void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const fl
             float* c_t = c + (t + 1) * Bd;     // (B, d)
             // a += h_{t-1} W_hh^T, the sequential part: my units' columns of each gate
             for (int q = 0; q < 4; q++)
-                sgemm(false, false, B, k1 - k0, d, 1.0f, h_prev, d, W_hh_T.data() + q * d + k0,
-                      4 * d, 1.0f, a + q * d + k0, 4 * d);
+                sgemm_packed_b(false, B, k1 - k0, d, 1.0f, h_prev, d, Wp + q * gate_floats,
+                               panel_stride, 1.0f, a + q * d + k0, 4 * d);
             // fused gates and cell update for my units, one vectorised pass
             for (int r = 0; r < B; r++) {
                 float* ar = a + (long)r * 4 * d;
@@ -123,11 +136,17 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
 
     // Backpropagation through time: walk the chain backwards, one step at a time.
     const int T = chain_threads(B, d);
+    const long per_thread = packed_w_hh_floats(d, T);
+    mem::Buffer<float> W_hh_packed((size_t)T * per_thread, mem::uninit);
     StepBarrier barrier(T);
 #pragma omp parallel num_threads(T)
     {
         const int k0 = (int)((long)d * omp_get_thread_num() / T);  // my hidden units k0..k1
         const int k1 = (int)((long)d * (omp_get_thread_num() + 1) / T);
+        // op(B) = W_hh's columns k0..k1: (4d, k1 - k0)
+        float* const Wp = W_hh_packed.data() + omp_get_thread_num() * per_thread;
+        sgemm_pack_b(false, 4 * d, k1 - k0, W_hh + k0, d, Wp);
+        const long panel_stride = 4L * d * sgemm_panel_width();
         for (int t = n - 1; t >= 0; t--) {
             const float* a = gates + t * B4d;  // (B, 4d) activated i, f, g, o
             const float* c_prev = c + t * Bd;  // (B, d)
@@ -152,8 +171,8 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
                 }
             barrier.wait();  // dgates_t complete: every unit's dh_{t-1} reads all of it
             // dh_{t-1} = dgates_t W_hh for my units: (B, 4d) x (4d, k1 - k0)
-            sgemm(false, false, B, k1 - k0, 4 * d, 1.0f, da, 4 * d, W_hh + k0, d, 0.0f,
-                  dh_next.data() + k0, d);
+            sgemm_packed_b(false, B, k1 - k0, 4 * d, 1.0f, da, 4 * d, Wp, panel_stride, 0.0f,
+                           dh_next.data() + k0, d);
         }
     }
 
@@ -201,14 +220,17 @@ mem::Buffer<float> LstmLayer::backward(const float* dy) {
 }
 
 // In units of one (n, B, d) tensor u, with x, dy and the parameters (and gradients) present:
-//   forward:  h u, c u, gates 4u, and W_hh^T (4d x d) while the steps run
-//   backward: h u, c u, gates 4u, dx u, dgates 4u, and two (B, d) step gradients  <- the peak
+//   forward:  h u, c u, gates 4u, and the packed W_hh (about 4d x d) while the steps run
+//   backward: h u, c u, gates 4u, dx u, dgates 4u, two (B, d) step gradients and the packed
+//             W_hh                                                              <- the peak
 size_t LstmLayer::predicted_peak_bytes(int B, int n, int d) {
     const double u = (double)n * B * d * sizeof(float);
     const double state = (double)B * d * sizeof(float);  // one step of h or c
     const double params = 2.0 * (2.0 * 4 * d * d + 4 * d) * sizeof(float);
     const double fixed = params + 2 * u;
-    const double forward = fixed + 6 * u + 2 * state + 4.0 * d * d * sizeof(float);
-    const double backward = fixed + 11 * u + 4 * state;
+    const int T = chain_threads(B, d);
+    const double packed = (double)T * packed_w_hh_floats(d, T) * sizeof(float);
+    const double forward = fixed + 6 * u + 2 * state + packed;
+    const double backward = fixed + 11 * u + 4 * state + packed;
     return (size_t)std::max(forward, backward) + sgemm_workspace_bytes_max();
 }
