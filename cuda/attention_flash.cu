@@ -193,10 +193,12 @@ __device__ __forceinline__ void fa_mma_atb(float (&acc)[4][D / 8], const float* 
     }
 }
 
-// Store an O fragment row (columns 4 tc + 32 c + e) times `mul` into row `row` of a (n, d_k)
-// matrix; columns past d_k are padding and are dropped.
-template <int D>
-__device__ __forceinline__ void fa_store_row(float* X, int row, int d_k, const float (&acc)[D / 8],
+// Write an O fragment row (columns 4 tc + 32 c + e) times `mul` into row `row` of a (n, d_k)
+// matrix; columns past d_k are padding and are dropped. Atomic: add instead of store (dQ: every
+// key tile adds to the same rows); sm_90 has a float4 atomicAdd for global memory, one
+// operation instead of four.
+template <int D, bool Atomic>
+__device__ __forceinline__ void fa_write_row(float* X, int row, int d_k, const float (&acc)[D / 8],
                                              float mul, int tc, bool vec) {
     FA_UNROLL
     for (int c = 0; c < D / 32; c++) {
@@ -205,41 +207,19 @@ __device__ __forceinline__ void fa_store_row(float* X, int row, int d_k, const f
         float* x = X + (long)row * d_k + d;
         const float4 v = make_float4(mul * acc[4 * c], mul * acc[4 * c + 1], mul * acc[4 * c + 2],
                                      mul * acc[4 * c + 3]);
-        if (vec) {
+        if (vec && !Atomic) {
             *reinterpret_cast<float4*>(x) = v;
-        } else {
-            x[0] = v.x;
-            if (d + 1 < d_k) x[1] = v.y;
-            if (d + 2 < d_k) x[2] = v.z;
-            if (d + 3 < d_k) x[3] = v.w;
-        }
-    }
-}
-
-// The same, added with atomics (dQ: every key tile adds to the same rows). sm_90 has a float4
-// atomicAdd for global memory: one operation instead of four.
-template <int D>
-__device__ __forceinline__ void fa_atomic_add_row(float* X, int row, int d_k,
-                                                  const float (&acc)[D / 8], float mul, int tc,
-                                                  bool vec) {
-    FA_UNROLL
-    for (int c = 0; c < D / 32; c++) {
-        const int d = 4 * tc + 32 * c;
-        if (d >= d_k) break;
-        float* x = X + (long)row * d_k + d;
-        const float4 v = make_float4(mul * acc[4 * c], mul * acc[4 * c + 1], mul * acc[4 * c + 2],
-                                     mul * acc[4 * c + 3]);
-        if (vec) {
+        } else if (vec) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
             atomicAdd(reinterpret_cast<float4*>(x), v);
 #else
             atomicAdd(x, v.x), atomicAdd(x + 1, v.y), atomicAdd(x + 2, v.z), atomicAdd(x + 3, v.w);
 #endif
         } else {
-            atomicAdd(x, v.x);
-            if (d + 1 < d_k) atomicAdd(x + 1, v.y);
-            if (d + 2 < d_k) atomicAdd(x + 2, v.z);
-            if (d + 3 < d_k) atomicAdd(x + 3, v.w);
+            const float parts[4] = {v.x, v.y, v.z, v.w};
+            for (int e = 0; e < 4 && d + e < d_k; e++)
+                if (Atomic) atomicAdd(x + e, parts[e]);
+                else x[e] = parts[e];
         }
     }
 }
@@ -320,7 +300,7 @@ attention_fused_forward_kernel(const float* Q, const float* K, const float* V, f
         const float l_row = row8_sum(l[i]);  // all 8 lanes take part, rows past n included
         const int row = row0 + tr + 16 * i;
         if (row >= n) continue;
-        fa_store_row<D>(O, row, d_k, o[i], 1.0f / l_row, tc, vec);
+        fa_write_row<D, false>(O, row, d_k, o[i], 1.0f / l_row, tc, vec);
         if (tc == 0) L[row] = m[i] + logf(l_row);  // logsumexp of S's row: all the backward needs
     }
 }
@@ -400,15 +380,15 @@ attention_fused_backward_kernel(const float* Q, const float* K, const float* V, 
         FA_UNROLL
         for (int i = 0; i < 4; i++) {
             const int row = row0 + tr + 16 * i;
-            if (row < n) fa_atomic_add_row<D>(dQ, row, d_k, dq[i], scale, tc, vec);
+            if (row < n) fa_write_row<D, true>(dQ, row, d_k, dq[i], scale, tc, vec);
         }
     }
     FA_UNROLL
     for (int i = 0; i < 4; i++) {
         const int key = col0 + 4 * tr + i;
         if (key >= n) continue;
-        fa_store_row<D>(dK, key, d_k, dk[i], scale, tc, vec);
-        fa_store_row<D>(dV, key, d_k, dv[i], 1.0f, tc, vec);
+        fa_write_row<D, false>(dK, key, d_k, dk[i], scale, tc, vec);
+        fa_write_row<D, false>(dV, key, d_k, dv[i], 1.0f, tc, vec);
     }
 }
 
