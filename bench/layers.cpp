@@ -63,28 +63,31 @@ int main(int argc, char** argv) {
         if (n < 1) cli.fail("--seq-lens must be positive");
 
     torch_rng::Generator rng(0);
-    // The sgemm rate on the layer's biggest product shape, measured now (the machine is shared).
-    double gemm_gflops;
-    {
-        const int M = batch * 512, N = 3 * d_model, K = d_model;
-        mem::Buffer<float> A((size_t)M * K), W((size_t)N * K), C((size_t)M * N);
+    // The sgemm rate on the layer's biggest product shape at n = 512, measured again right
+    // before every cell: the machine is shared and its speed drifts over a run.
+    const int rate_M = batch * 512, rate_N = 3 * d_model, rate_K = d_model;
+    const auto gemm_gflops_now = [&] {  // its buffers are gone before the cell's peak is taken
+        mem::Buffer<float> A((size_t)rate_M * rate_K), W((size_t)rate_N * rate_K),
+            C((size_t)rate_M * rate_N);
         fill_uniform(A, 1, rng), fill_uniform(W, 1, rng);
-        Cell c = measure([&] { sgemm(false, true, M, N, K, 1, A.data(), K, W.data(), K, 0, C.data(), N); },
+        Cell c = measure([&] { sgemm(false, true, rate_M, rate_N, rate_K, 1, A.data(), rate_K,
+                                     W.data(), rate_K, 0, C.data(), rate_N); },
                          5, 0);
-        gemm_gflops = 2.0 * M * N * K / (c.ms * 1e-3) * 1e-9;
-    }
+        return 2.0 * rate_M * rate_N * rate_K / (c.ms * 1e-3) * 1e-9;
+    };
     std::printf("batch = %d, d_model = %d, heads = %d; forward+backward, mean of %d after 1 warm-up\n",
                 batch, d_model, heads, repeat);
-    std::printf("sgemm rate now: %.1f GFLOP/s (M=%d N=%d K=%d)\n", gemm_gflops, batch * 512,
-                3 * d_model, d_model);
-    std::printf("%6s | %-8s | %9s | %9s %9s | %9s %6s\n", "n", "layer", "ms", "peak MB",
-                "pred. MB", "FLOP ms", "ratio");
+    std::printf("FLOP ms: the cell's FLOPs at the sgemm rate measured just before it "
+                "(M=%d N=%d K=%d)\n", rate_M, rate_N, rate_K);
+    std::printf("%6s | %-8s | %9s | %9s %9s | %7s %9s %6s\n", "n", "layer", "ms", "peak MB",
+                "pred. MB", "GFLOP/s", "FLOP ms", "ratio");
 
     for (int n : seq_lens) {
         const size_t u = (size_t)batch * n * d_model;
         mem::Buffer<float> x(u), dy(u);
         fill_uniform(x, 1, rng), fill_uniform(dy, 1, rng);
         for (int algo = 0; algo < 3; algo++) {
+            const double gemm_gflops = gemm_gflops_now();
             Cell c;
             const char* name = algo == 0 ? "naive" : algo == 1 ? "fused" : "LSTM";
             double flops = 0;
@@ -110,8 +113,8 @@ int main(int argc, char** argv) {
                 flops = 3.0 * 2 * 8.0 * n * batch * (double)d_model * d_model;
             }
             const double flop_ms = flops / (gemm_gflops * 1e9) * 1e3;
-            std::printf("%6d | %-8s | %9.1f | %9.1f %9.1f | %9.1f %5.2fx\n", n, name, c.ms,
-                        c.peak_mb, c.predicted_mb, flop_ms, c.ms / flop_ms);
+            std::printf("%6d | %-8s | %9.1f | %9.1f %9.1f | %7.1f %9.1f %5.2fx\n", n, name, c.ms,
+                        c.peak_mb, c.predicted_mb, gemm_gflops, flop_ms, c.ms / flop_ms);
             std::fflush(stdout);
         }
     }
