@@ -27,7 +27,7 @@ $(info cuda: $(if $(NVCC),sanitizer build,no nvcc); CUDA programs not built (the
 endif
 endif
 
-.PHONY: cuda-test emu-tsan gpu-check
+.PHONY: cuda-test emu-tsan gpu-check gpu-bundle
 
 ifneq ($(CUDA_ENABLED),)
 build: $(BUILD)/bin/cuda-tests $(BUILD)/bin/cuda-cost $(BUILD)/bin/6-cost-cuda
@@ -94,3 +94,6 @@ emu-tsan: $(BUILD)/bin/emu-tsan ## ThreadSanitizer catches a planted missing __s
 
 gpu-check: ## on a machine with a GPU: build, CUDA tests on the device, chapter 6 on cuda, torch peers; results in gpu-check/
 	bash cuda/gpu-check.sh $(BUILD)
+
+gpu-bundle: ## copy doctest, stb and the font into .gpu-deps/ for a GPU machine without Debian packages
+	bash cuda/gpu-bundle.sh
