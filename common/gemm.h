@@ -8,7 +8,8 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
            const float* B, int ldb, float beta, float* C, int ldc);
 
 // Packing B once for many products. FlashAttention multiplies every tile of Q by the same tiles
-// of K and V, so it packs K, V (and their transposes) once per head instead of once per tile.
+// of K and V, so it packs K, V (and their transposes) once per head instead of once per tile;
+// the LSTM multiplies by the same W_hh at every one of its n steps.
 // A packed op(B) (K, N) is ceil(N / NR) column panels of K rows of NR floats (zero-padded
 // past column N), panel p at Bp + p * K * NR. Rows k0.. and columns j0.. (j0 a multiple of
 // sgemm_panel_width()) of it are again a packed operand: Bp + (j0 / NR) * K * NR + k0 * NR,
