@@ -19,6 +19,7 @@
 #include <thread>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -68,6 +69,25 @@ long packed_w_hh_floats(int d, int T) {
                     sgemm_packed_b_floats(4 * d, chunk_of(d, T)));
 }
 
+// What both directions of the chain share: T threads, the barrier where they meet once per
+// step, and each thread's packed share of W_hh. units() and packed() are called by a thread of
+// the parallel region and answer for that thread.
+struct Chain {
+    const int T;
+    const long per_thread;
+    mem::Buffer<float> W_hh_packed;
+    StepBarrier barrier;
+
+    Chain(int B, int d)
+        : T(chain_threads(B, d)), per_thread(packed_w_hh_floats(d, T)),
+          W_hh_packed((size_t)T * per_thread, mem::uninit), barrier(T) {}
+    std::pair<int, int> units(int d) const {  // my hidden units [k0, k1)
+        const int t = omp_get_thread_num();
+        return {(int)((long)d * t / T), (int)((long)d * (t + 1) / T)};
+    }
+    float* packed() { return W_hh_packed.data() + omp_get_thread_num() * per_thread; }
+};
+
 }  // namespace
 
 void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const float* b, int n,
@@ -82,16 +102,12 @@ void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const fl
     for (long row = 0; row < (long)n * B; row++)
         for (int k = 0; k < 4 * d; k++) gates[row * 4 * d + k] += b[k];
 
-    const int T = chain_threads(B, d);
-    const long per_thread = packed_w_hh_floats(d, T);
-    mem::Buffer<float> W_hh_packed((size_t)T * per_thread, mem::uninit);
-    StepBarrier barrier(T);
-#pragma omp parallel num_threads(T)
+    Chain chain(B, d);
+#pragma omp parallel num_threads(chain.T)
     {
-        const int k0 = (int)((long)d * omp_get_thread_num() / T);  // my hidden units k0..k1
-        const int k1 = (int)((long)d * (omp_get_thread_num() + 1) / T);
+        const auto [k0, k1] = chain.units(d);
         // op(B) of gate q = W_hh^T's columns q d + k0 .. q d + k1, i.e. rows of W_hh
-        float* const Wp = W_hh_packed.data() + omp_get_thread_num() * per_thread;
+        float* const Wp = chain.packed();
         const long gate_floats = sgemm_packed_b_floats(d, k1 - k0);
         for (int q = 0; q < 4; q++)
             sgemm_pack_b(true, d, k1 - k0, W_hh + (long)(q * d + k0) * d, d, Wp + q * gate_floats);
@@ -121,7 +137,7 @@ void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const fl
                     h_t[(long)r * d + k] = o * tanh_fast(cell);
                 }
             }
-            barrier.wait();  // h_t complete: the next step's product reads all of it
+            chain.barrier.wait();  // h_t complete: the next step's product reads all of it
         }
     }
 }
@@ -135,16 +151,12 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
     mem::Buffer<float> dc_next(Bd);              // (B, d) gradient reaching c_t from step t+1
 
     // Backpropagation through time: walk the chain backwards, one step at a time.
-    const int T = chain_threads(B, d);
-    const long per_thread = packed_w_hh_floats(d, T);
-    mem::Buffer<float> W_hh_packed((size_t)T * per_thread, mem::uninit);
-    StepBarrier barrier(T);
-#pragma omp parallel num_threads(T)
+    Chain chain(B, d);
+#pragma omp parallel num_threads(chain.T)
     {
-        const int k0 = (int)((long)d * omp_get_thread_num() / T);  // my hidden units k0..k1
-        const int k1 = (int)((long)d * (omp_get_thread_num() + 1) / T);
+        const auto [k0, k1] = chain.units(d);
         // op(B) = W_hh's columns k0..k1: (4d, k1 - k0)
-        float* const Wp = W_hh_packed.data() + omp_get_thread_num() * per_thread;
+        float* const Wp = chain.packed();
         sgemm_pack_b(false, 4 * d, k1 - k0, W_hh + k0, d, Wp);
         const long panel_stride = 4L * d * sgemm_panel_width();
         for (int t = n - 1; t >= 0; t--) {
@@ -169,7 +181,7 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
                     da[r4 + 3 * d + k] = dh * tanh_c * o * (1.0f - o);
                     dc_next[rk] = dc * f;
                 }
-            barrier.wait();  // dgates_t complete: every unit's dh_{t-1} reads all of it
+            chain.barrier.wait();  // dgates_t complete: every unit's dh_{t-1} reads all of it
             // dh_{t-1} = dgates_t W_hh for my units: (B, 4d) x (4d, k1 - k0)
             sgemm_packed_b(false, B, k1 - k0, 4 * d, 1.0f, da, 4 * d, Wp, panel_stride, 0.0f,
                            dh_next.data() + k0, d);
