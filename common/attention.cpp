@@ -28,8 +28,8 @@ constexpr float NEG_INF = -std::numeric_limits<float>::infinity();
 
 // The FlashAttention tile sizes: Br query rows against Bc key rows. On a GPU they are sized to
 // the shared memory of one block (64 x 64 or so); here to the 512 KB L2 cache of one core: a
-// 256 x 256 tile of S (256 KB) with the Q, K, V tiles beside it. Bigger tiles also mean fewer
-// re-packings of the K and V tiles, which every Q tile reads again.
+// 256 x 256 tile of S (256 KB) with the Q, K, V tiles beside it. Bigger tiles also mean fewer,
+// longer tile products, so less of each one goes to starting and storing its register tiles.
 constexpr int Br = 256;
 constexpr int Bc = 256;
 
@@ -141,8 +141,8 @@ void attention_naive_backward(const float* Q, const float* K, const float* V, co
 
 namespace {
 
-// Threads the slices are spread over, and each one's workspace, allocated up front so that
-// what a call holds does not depend on how the threads happen to run.
+// Threads the slices are spread over. Each thread's workspace is allocated before the parallel
+// region, so what a call holds does not depend on how the threads happen to run.
 int fused_threads(int B, int h, int n, int d_k) {
     return (double)B * h * n * n * d_k > PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
 }
