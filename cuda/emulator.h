@@ -12,6 +12,9 @@
 //   __syncwarp, __shfl*_sync, votes       a rendezvous of the warp's 32 lanes
 //   atomicAdd atomicMax                   std::atomic_ref (blocks may run on several workers)
 //   cudaMalloc                            host memory filled with NaN bytes (CUDA does not zero)
+//   launch rules                          block and grid limits, and dynamic shared memory over
+//                                          48 KB only after cudaFuncSetAttribute: a launch a
+//                                          GPU would refuse throws here too
 //
 // Two ways to run a block's threads:
 //   fibers (default)   one fiber per CUDA thread, all on one OS thread; a barrier is
@@ -41,6 +44,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 #include <unistd.h>
 #include <memory>
@@ -621,8 +625,36 @@ inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
     *free_bytes = size_t(sysconf(_SC_AVPHYS_PAGES)) * size_t(sysconf(_SC_PAGE_SIZE));
     return cudaSuccess;
 }
-template <class F>
-inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }
+// The device's launch rules, checked at every emulated launch so that a launch a GPU would
+// refuse fails here too: at most 48 KB of dynamic shared memory unless the kernel opted in
+// with cudaFuncSetAttribute (up to sm_90's 227 KB), and the grid and block limits.
+namespace emu {
+constexpr size_t kDefaultDynamicShared = 48 * 1024, kMaxDynamicShared = 227 * 1024;
+inline std::mutex& attribute_mutex() {
+    static std::mutex m;
+    return m;
+}
+inline std::vector<std::pair<const void*, size_t>>& dynamic_shared_optin() {
+    static std::vector<std::pair<const void*, size_t>> v;  // kernel -> its opted-in maximum
+    return v;
+}
+inline size_t dynamic_shared_limit(const void* kernel) {
+    std::lock_guard<std::mutex> lock(attribute_mutex());
+    for (const auto& [k, bytes] : dynamic_shared_optin())
+        if (k == kernel) return bytes;
+    return kDefaultDynamicShared;
+}
+}  // namespace emu
+template <class... Args>
+inline cudaError_t cudaFuncSetAttribute(void (*kernel)(Args...), cudaFuncAttribute, int value) {
+    if (value < 0 || size_t(value) > ::emu::kMaxDynamicShared) return cudaErrorInvalidValue;
+    std::lock_guard<std::mutex> lock(::emu::attribute_mutex());
+    const void* k = reinterpret_cast<const void*>(kernel);
+    for (auto& [kk, bytes] : ::emu::dynamic_shared_optin())
+        if (kk == k) return bytes = size_t(value), cudaSuccess;
+    ::emu::dynamic_shared_optin().push_back({k, size_t(value)});
+    return cudaSuccess;
+}
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
     *e = new CUevent_st;
     return cudaSuccess;
@@ -644,14 +676,26 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b)
 // ---- the launch -------------------------------------------------------------------------------
 namespace emu {
 
-// Runs body() once per CUDA thread of every block; throws std::runtime_error on an error.
-inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<void()>& body) {
+// Runs body() once per CUDA thread of every block; throws std::runtime_error on an error,
+// or when the launch breaks a rule the device enforces (kernel: for its shared-memory opt-in).
+inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<void()>& body,
+                     const void* kernel = nullptr) {
     const int nthreads = int(block.x * block.y * block.z);
     const long nblocks = long(grid.x) * grid.y * grid.z;
-    if (nthreads <= 0 || nthreads > 1024 || nblocks <= 0)
-        throw std::runtime_error("launch: invalid configuration: block of " +
-                                 std::to_string(nthreads) + " threads, grid of " +
-                                 std::to_string(nblocks) + " blocks");
+    auto refuse = [&](const std::string& why) {
+        last_error() = cudaErrorInvalidValue;
+        throw std::runtime_error("launch: invalid configuration: " + why);
+    };
+    if (nthreads <= 0 || nthreads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64)
+        refuse("block of " + std::to_string(block.x) + "x" + std::to_string(block.y) + "x" +
+               std::to_string(block.z) + " threads (at most 1024, and z at most 64)");
+    if (nblocks <= 0 || grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
+        refuse("grid of " + std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" +
+               std::to_string(grid.z) + " blocks (y and z at most 65535)");
+    if (shmem > dynamic_shared_limit(kernel))
+        refuse(std::to_string(shmem) + " bytes of dynamic shared memory, over the kernel's " +
+               std::to_string(dynamic_shared_limit(kernel)) +
+               " (above 48 KB a kernel opts in with cudaFuncSetAttribute)");
     auto block_index = [&](long b) {
         return dim3(unsigned(b % grid.x), unsigned(b / grid.x % grid.y),
                     unsigned(b / (long(grid.x) * grid.y)));

@@ -48,7 +48,8 @@ void launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t shmem
 template <class... KArgs>
 void launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t shmem,
                    typename launch_identity<KArgs>::type... args) {
-    ::emu::run_grid(grid, block, shmem, [&] { kernel(args...); });
+    ::emu::run_grid(grid, block, shmem, [&] { kernel(args...); },
+                    reinterpret_cast<const void*>(kernel));
 }
 #endif
 

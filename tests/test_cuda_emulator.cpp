@@ -59,6 +59,14 @@ __global__ void dynamic_shared_kernel(float* out) {
     out[blockDim.x + threadIdx.x] = buf[blockDim.x - 1 - threadIdx.x];
 }
 
+// Writes one float of a dynamic shared buffer of any size.
+__global__ void big_shared_kernel(float* out) {
+    DYNAMIC_SHARED(float, buf);
+    buf[threadIdx.x] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = buf[threadIdx.x];
+}
+
 template <class T>
 std::vector<T> copy_back(const T* p, size_t n) {
     std::vector<T> v(n);
@@ -126,6 +134,30 @@ TEST_CASE("cuda emulator: misuse is reported, not hung") {
     CHECK_THROWS_WITH_AS(launch_kernel(block_reverse_kernel, dim3(1), dim3(2048), 0,
                                        static_cast<const int*>(out.data()), out.data()),
                          doctest::Contains("invalid configuration"), std::runtime_error);
+    cudaGetLastError();
+}
+
+// Launches a GPU refuses must fail under the emulator too, or the tests would pass a kernel
+// that never runs on a device.
+TEST_CASE("cuda emulator: the device's launch rules are enforced") {
+    gpu::Buffer<float> out(32);
+    // More than 48 KB of dynamic shared memory needs the kernel's opt-in first.
+    CHECK_THROWS_WITH_AS(launch_kernel(big_shared_kernel, dim3(1), dim3(32), 64 * 1024, out.data()),
+                         doctest::Contains("cudaFuncSetAttribute"), std::runtime_error);
+    CHECK(cudaGetLastError() == cudaErrorInvalidValue);
+    CHECK(cudaFuncSetAttribute(big_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               300 * 1024) == cudaErrorInvalidValue);  // over sm_90's 227 KB
+    CUDA_CHECK(cudaFuncSetAttribute(big_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    64 * 1024));
+    launch_kernel(big_shared_kernel, dim3(1), dim3(32), 64 * 1024, out.data());
+    CHECK(copy_back(out.data(), 32) == std::vector<float>(32, 1.0f));
+    CHECK_THROWS_AS(launch_kernel(big_shared_kernel, dim3(1), dim3(32), 65 * 1024, out.data()),
+                    std::runtime_error);
+    // Grid y and z stop at 65535 (x goes to 2^31 - 1); block z at 64.
+    CHECK_THROWS_WITH_AS(launch_kernel(big_shared_kernel, dim3(1, 65536), dim3(32), 0, out.data()),
+                         doctest::Contains("65535"), std::runtime_error);
+    CHECK_THROWS_AS(launch_kernel(big_shared_kernel, dim3(1), dim3(1, 1, 65), 0, out.data()),
+                    std::runtime_error);
     cudaGetLastError();
 }
 
