@@ -167,39 +167,54 @@ sgemm_register_tiled_kernel(bool trans_a, bool trans_b, int M, int N, int K, flo
 #else
 #define WT_UNROLL
 #endif
-constexpr int WT_BM = 128, WT_BN = 128, WT_BK = 8;  // block tile, k-slice depth
-constexpr int WT_WM = 64, WT_WN = 32;                 // warp tile
-constexpr int WT_MITER = 2, WT_NITER = 2;             // sub-tiles per warp tile, down and across
-constexpr int WT_TM = 4, WT_TN = 4;                   // a lane's fragment of one sub-tile
-constexpr int WT_SUB_M = WT_WM / WT_MITER, WT_SUB_N = WT_WN / WT_NITER;  // 32x16 sub-tile
-constexpr int WT_LANES_N = WT_SUB_N / WT_TN;          // 4 lanes across, 8 down
-constexpr int WT_WARPS_N = WT_BN / WT_WN;             // 4 warps across, 2 down
-constexpr int WT_THREADS = 32 * (WT_BM / WT_WM) * WT_WARPS_N;  // 256
-constexpr int WT_LOADS = WT_BM * WT_BK / 4 / WT_THREADS;        // float4 groups per thread: 1
-constexpr int WT_LD = WT_BM + 4;  // shared row: float4-aligned; the +4 makes the transposing
-                                  // store conflict-free (2-way without it)
-static_assert((WT_SUB_M / WT_TM) * WT_LANES_N == 32, "a sub-tile is one fragment per lane");
-static_assert(WT_BM == WT_BN, "A and B slices share the loader below");
+// The shape of the tiles, as one type so that gpu-bench can time other shapes beside the
+// default (the register budget, and so the best shape, differs between GPUs).
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int MITER_, int NITER_, int MIN_BLOCKS_>
+struct WarpTile {
+    static constexpr int BM = BM_, BN = BN_, BK = BK_;  // block tile, k-slice depth
+    static constexpr int WM = WM_, WN = WN_;            // warp tile
+    static constexpr int MITER = MITER_, NITER = NITER_;  // sub-tiles per warp tile, down, across
+    static constexpr int TM = 4, TN = 4;                // a lane's fragment of one sub-tile
+    static constexpr int MIN_BLOCKS = MIN_BLOCKS_;      // resident blocks per SM (registers)
+    static constexpr int SUB_M = WM / MITER, SUB_N = WN / NITER;  // 32x16: one fragment a lane
+    static constexpr int LANES_N = SUB_N / TN;                    // 4 lanes across, 8 down
+    static constexpr int WARPS_N = BN / WN;
+    static constexpr int THREADS = 32 * (BM / WM) * WARPS_N;
+    static constexpr int A_LOADS = BM * BK / 4 / THREADS;  // float4 groups per thread and slice
+    static constexpr int B_LOADS = BN * BK / 4 / THREADS;
+    static constexpr int LDA = BM + 4, LDB = BN + 4;  // shared rows: float4-aligned; the +4
+                                                      // makes the transposing store conflict-free
+    static_assert((SUB_M / TM) * LANES_N == 32, "a sub-tile is one fragment per lane");
+    static_assert(A_LOADS * 4 * THREADS == BM * BK && B_LOADS * 4 * THREADS == BN * BK,
+                  "every thread loads the same number of float4 groups");
+};
+// The default: 128x128x8, 8 warps of 64x32, 8x8 outputs a thread, 2 blocks per SM.
+using WarpTileDefault = WarpTile<128, 128, 8, 64, 32, 2, 2, 2>;
+// The shapes gpu-bench times beside it: deeper slices (half the barriers), and twice the
+// outputs per thread (8x16: 128 FMAs per 6 float4 shared loads, one block per SM).
+using WarpTileDeep = WarpTile<128, 128, 16, 64, 32, 2, 2, 2>;
+using WarpTileWide = WarpTile<128, 256, 8, 64, 64, 2, 4, 1>;
+using WarpTileTall = WarpTile<256, 128, 8, 128, 32, 4, 2, 1>;
 
-// Where thread tid's p-th group of 4 floats lies in a (WT_BM rows) x (WT_BK k) slice of an
+// Where thread tid's p-th group of 4 floats lies in a (ROWS rows) x (BK k) slice of an
 // operand: along k when the stored array is (rows, K) (K_CONTIG: A, or B with trans_b), along
 // the rows when it is (K, rows). Consecutive threads take consecutive groups, so a warp reads
-// 16 rows x 32 bytes (K_CONTIG) or one 512-byte row: whole 32-byte sectors.
-template <bool K_CONTIG>
+// whole 32-byte sectors: 16 rows x 32 bytes (K_CONTIG, BK = 8) or 512 bytes of one row.
+template <class T, int ROWS, bool K_CONTIG>
 __device__ __forceinline__ void wt_group(int tid, int p, int& r, int& k) {
-    const int g = tid + p * WT_THREADS;
-    if (K_CONTIG) r = g / (WT_BK / 4), k = g % (WT_BK / 4) * 4;
-    else k = g / (WT_BM / 4), r = g % (WT_BM / 4) * 4;
+    const int g = tid + p * T::THREADS;
+    if (K_CONTIG) r = g / (T::BK / 4), k = g % (T::BK / 4) * 4;
+    else k = g / (ROWS / 4), r = g % (ROWS / 4) * 4;
 }
 
 // Global -> registers: the slice at rows r0.., k0.. of a (rows, K) operand; zeros outside it.
-template <bool K_CONTIG, bool VEC>
+template <class T, int ROWS, bool K_CONTIG, bool VEC, int LOADS>
 __device__ __forceinline__ void wt_load(const float* X, int ld, int rows, int K, int r0, int k0,
-                                        int tid, float4 (&v)[WT_LOADS]) {
+                                        int tid, float4 (&v)[LOADS]) {
     WT_UNROLL
-    for (int p = 0; p < WT_LOADS; p++) {
+    for (int p = 0; p < LOADS; p++) {
         int r, k;
-        wt_group<K_CONTIG>(tid, p, r, k);
+        wt_group<T, ROWS, K_CONTIG>(tid, p, r, k);
         r += r0, k += k0;
         const long at = K_CONTIG ? (long)r * ld + k : (long)k * ld + r;  // first of the 4
         const bool whole = K_CONTIG ? (r < rows && k + 3 < K) : (k < K && r + 3 < rows);
@@ -218,13 +233,12 @@ __device__ __forceinline__ void wt_load(const float* X, int ld, int rows, int K,
 }
 
 // Registers -> shared, k-major: Xs[k][r]. A group along k becomes 4 scalar stores down a column.
-template <bool K_CONTIG>
-__device__ __forceinline__ void wt_store(float (*Xs)[WT_LD], const float4 (&v)[WT_LOADS],
-                                         int tid) {
+template <class T, int ROWS, bool K_CONTIG, int LD, int LOADS>
+__device__ __forceinline__ void wt_store(float (*Xs)[LD], const float4 (&v)[LOADS], int tid) {
     WT_UNROLL
-    for (int p = 0; p < WT_LOADS; p++) {
+    for (int p = 0; p < LOADS; p++) {
         int r, k;
-        wt_group<K_CONTIG>(tid, p, r, k);
+        wt_group<T, ROWS, K_CONTIG>(tid, p, r, k);
         if (K_CONTIG) {
             Xs[k][r] = v[p].x, Xs[k + 1][r] = v[p].y, Xs[k + 2][r] = v[p].z, Xs[k + 3][r] = v[p].w;
         } else {
@@ -233,80 +247,82 @@ __device__ __forceinline__ void wt_store(float (*Xs)[WT_LD], const float4 (&v)[W
     }
 }
 
-template <bool TRANS_A, bool TRANS_B, bool VEC>
-__global__ void __launch_bounds__(WT_THREADS, 2)
+template <class T, bool TRANS_A, bool TRANS_B, bool VEC>
+__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
 sgemm_warp_tiled_kernel(int M, int N, int K, float alpha, const float* A, int lda,
                         long stride_a, const float* B, int ldb, long stride_b, float beta,
                         float* C, int ldc, long stride_c) {
-    alignas(16) __shared__ float As[2][WT_BK][WT_LD];  // (buffer, k, rows of op(A))
-    alignas(16) __shared__ float Bs[2][WT_BK][WT_LD];  // (buffer, k, columns of op(B))
+    constexpr int BM = T::BM, BN = T::BN, BK = T::BK, TM = T::TM, TN = T::TN;
+    constexpr int MITER = T::MITER, NITER = T::NITER;
+    alignas(16) __shared__ float As[2][BK][T::LDA];  // (buffer, k, rows of op(A))
+    alignas(16) __shared__ float Bs[2][BK][T::LDB];  // (buffer, k, columns of op(B))
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int row0 = blockIdx.y * WT_BM, col0 = blockIdx.x * WT_BN;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     // This warp's tile in the block tile, and this lane's 4x4 fragment in each sub-tile.
-    const int wm = warp / WT_WARPS_N * WT_WM, wn = warp % WT_WARPS_N * WT_WN;
-    const int lm = lane / WT_LANES_N * WT_TM, ln = lane % WT_LANES_N * WT_TN;
+    const int wm = warp / T::WARPS_N * T::WM, wn = warp % T::WARPS_N * T::WN;
+    const int lm = lane / T::LANES_N * TM, ln = lane % T::LANES_N * TN;
     A += blockIdx.z * stride_a;
     B += blockIdx.z * stride_b;
     C += blockIdx.z * stride_c;
 
     // op(A) rows are M, contiguous along k unless trans_a; op(B) "rows" are its N columns,
     // contiguous along k when trans_b.
-    float4 a_next[WT_LOADS], b_next[WT_LOADS];
-    wt_load<!TRANS_A, VEC>(A, lda, M, K, row0, 0, tid, a_next);
-    wt_load<TRANS_B, VEC>(B, ldb, N, K, col0, 0, tid, b_next);
-    wt_store<!TRANS_A>(As[0], a_next, tid);
-    wt_store<TRANS_B>(Bs[0], b_next, tid);
+    float4 a_next[T::A_LOADS], b_next[T::B_LOADS];
+    wt_load<T, BM, !TRANS_A, VEC>(A, lda, M, K, row0, 0, tid, a_next);
+    wt_load<T, BN, TRANS_B, VEC>(B, ldb, N, K, col0, 0, tid, b_next);
+    wt_store<T, BM, !TRANS_A>(As[0], a_next, tid);
+    wt_store<T, BN, TRANS_B>(Bs[0], b_next, tid);
     __syncthreads();
 
-    float acc[WT_MITER * WT_TM][WT_NITER * WT_TN] = {};  // this thread's 8x8 outputs
-    const int slices = (K + WT_BK - 1) / WT_BK;
+    float acc[MITER * TM][NITER * TN] = {};  // this thread's outputs (8x8 in the default)
+    const int slices = (K + BK - 1) / BK;
     for (int s = 0; s < slices; s++) {
         const int cur = s % 2;
         const bool more = s + 1 < slices;
         if (more) {  // issued now, used after the FMAs below: the loads are in flight meanwhile
-            wt_load<!TRANS_A, VEC>(A, lda, M, K, row0, (s + 1) * WT_BK, tid, a_next);
-            wt_load<TRANS_B, VEC>(B, ldb, N, K, col0, (s + 1) * WT_BK, tid, b_next);
+            wt_load<T, BM, !TRANS_A, VEC>(A, lda, M, K, row0, (s + 1) * BK, tid, a_next);
+            wt_load<T, BN, TRANS_B, VEC>(B, ldb, N, K, col0, (s + 1) * BK, tid, b_next);
         }
         WT_UNROLL
-        for (int k = 0; k < WT_BK; k++) {
-            // This lane's column of op(A) and row of op(B) at this k: 2 + 2 float4 loads.
-            float a[WT_MITER * WT_TM], b[WT_NITER * WT_TN];
+        for (int k = 0; k < BK; k++) {
+            // This lane's column of op(A) and row of op(B) at this k: MITER + NITER float4s.
+            float a[MITER * TM], b[NITER * TN];
             WT_UNROLL
-            for (int mi = 0; mi < WT_MITER; mi++) {
+            for (int mi = 0; mi < MITER; mi++) {
                 const float4 t =
-                    *reinterpret_cast<const float4*>(&As[cur][k][wm + mi * WT_SUB_M + lm]);
-                float* d = a + mi * WT_TM;
+                    *reinterpret_cast<const float4*>(&As[cur][k][wm + mi * T::SUB_M + lm]);
+                float* d = a + mi * TM;
                 d[0] = t.x, d[1] = t.y, d[2] = t.z, d[3] = t.w;
             }
             WT_UNROLL
-            for (int ni = 0; ni < WT_NITER; ni++) {
+            for (int ni = 0; ni < NITER; ni++) {
                 const float4 t =
-                    *reinterpret_cast<const float4*>(&Bs[cur][k][wn + ni * WT_SUB_N + ln]);
-                float* d = b + ni * WT_TN;
+                    *reinterpret_cast<const float4*>(&Bs[cur][k][wn + ni * T::SUB_N + ln]);
+                float* d = b + ni * TN;
                 d[0] = t.x, d[1] = t.y, d[2] = t.z, d[3] = t.w;
             }
             WT_UNROLL
-            for (int m = 0; m < WT_MITER * WT_TM; m++)
+            for (int m = 0; m < MITER * TM; m++)
                 WT_UNROLL
-                for (int n = 0; n < WT_NITER * WT_TN; n++) acc[m][n] += a[m] * b[n];
+                for (int n = 0; n < NITER * TN; n++) acc[m][n] += a[m] * b[n];
         }
         if (more) {  // the other buffer was last read in slice s - 1, before its barrier
-            wt_store<!TRANS_A>(As[cur ^ 1], a_next, tid);
-            wt_store<TRANS_B>(Bs[cur ^ 1], b_next, tid);
+            wt_store<T, BM, !TRANS_A>(As[cur ^ 1], a_next, tid);
+            wt_store<T, BN, TRANS_B>(Bs[cur ^ 1], b_next, tid);
         }
         __syncthreads();  // slice s + 1 is complete, and nobody reads buffer cur any more
     }
 
     // C = alpha * acc + beta * C, a float4 per row of a fragment where it lies inside C.
     WT_UNROLL
-    for (int mi = 0; mi < WT_MITER; mi++)
+    for (int mi = 0; mi < MITER; mi++)
         WT_UNROLL
-        for (int i = 0; i < WT_TM; i++)
+        for (int i = 0; i < TM; i++)
             WT_UNROLL
-            for (int ni = 0; ni < WT_NITER; ni++) {
-                const int r = row0 + wm + mi * WT_SUB_M + lm + i;
-                const int c = col0 + wn + ni * WT_SUB_N + ln;
-                const int m = mi * WT_TM + i, n = ni * WT_TN;  // the fragment row in acc
+            for (int ni = 0; ni < NITER; ni++) {
+                const int r = row0 + wm + mi * T::SUB_M + lm + i;
+                const int c = col0 + wn + ni * T::SUB_N + ln;
+                const int m = mi * TM + i, n = ni * TN;  // the fragment row in acc
                 if (r >= M) continue;
                 float* out = C + (long)r * ldc + c;
                 if (VEC && c + 3 < N) {
@@ -320,23 +336,35 @@ sgemm_warp_tiled_kernel(int M, int N, int K, float alpha, const float* A, int ld
                     *reinterpret_cast<float4*>(out) = o;
                 } else {
                     WT_UNROLL
-                    for (int q = 0; q < WT_TN; q++)
+                    for (int q = 0; q < TN; q++)
                         if (c + q < N)
                             out[q] = alpha * acc[m][n + q] + (beta == 0.0f ? 0.0f : beta * out[q]);
                 }
             }
 }
 
-// One instantiation per transpose pair and alignment; the grid covers C in 128x128 tiles.
-template <bool TRANS_A, bool TRANS_B>
+// One instantiation per tile shape, transpose pair and alignment; the grid covers C in tiles.
+template <class T, bool TRANS_A, bool TRANS_B>
 static void launch_warp_tiled(bool vec, int M, int N, int K, float alpha, const float* A,
                               int lda, long stride_a, const float* B, int ldb, long stride_b,
                               float beta, float* C, int ldc, long stride_c, int batch) {
-    const dim3 grid(ceil_div(N, WT_BN), ceil_div(M, WT_BM), batch);
-    auto kernel = vec ? sgemm_warp_tiled_kernel<TRANS_A, TRANS_B, true>
-                      : sgemm_warp_tiled_kernel<TRANS_A, TRANS_B, false>;
-    launch_kernel(kernel, grid, dim3(WT_THREADS), 0, M, N, K, alpha, A, lda, stride_a, B, ldb,
+    const dim3 grid(ceil_div(N, T::BN), ceil_div(M, T::BM), batch);
+    auto kernel = vec ? sgemm_warp_tiled_kernel<T, TRANS_A, TRANS_B, true>
+                      : sgemm_warp_tiled_kernel<T, TRANS_A, TRANS_B, false>;
+    launch_kernel(kernel, grid, dim3(T::THREADS), 0, M, N, K, alpha, A, lda, stride_a, B, ldb,
                   stride_b, beta, C, ldc, stride_c);
+}
+template <class T>
+static void launch_warp_tiled(bool trans_a, bool trans_b, bool vec, int M, int N, int K,
+                              float alpha, const float* A, int lda, long stride_a,
+                              const float* B, int ldb, long stride_b, float beta, float* C,
+                              int ldc, long stride_c, int batch) {
+    auto launch = trans_a ? (trans_b ? launch_warp_tiled<T, true, true>
+                                     : launch_warp_tiled<T, true, false>)
+                          : (trans_b ? launch_warp_tiled<T, false, true>
+                                     : launch_warp_tiled<T, false, false>);
+    launch(vec, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c,
+           batch);
 }
 
 // float4 accesses need 16-byte alignment at every row start of every batch element.
@@ -347,7 +375,8 @@ static bool float4_aligned(const void* p, int ld, long stride, int batch) {
 
 void sgemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                 int lda, const float* B, int ldb, float beta, float* C, int ldc, int batch,
-                long stride_a, long stride_b, long stride_c, SgemmVersion version) {
+                long stride_a, long stride_b, long stride_c, SgemmVersion version,
+                SgemmTile tile) {
     if (M <= 0 || N <= 0 || batch <= 0) return;
     switch (version) {
         case SgemmVersion::naive:
@@ -370,12 +399,12 @@ void sgemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
             const bool vec = float4_aligned(A, lda, stride_a, batch) &&
                              float4_aligned(B, ldb, stride_b, batch) &&
                              float4_aligned(C, ldc, stride_c, batch);
-            auto launch = trans_a ? (trans_b ? launch_warp_tiled<true, true>
-                                             : launch_warp_tiled<true, false>)
-                                  : (trans_b ? launch_warp_tiled<false, true>
-                                             : launch_warp_tiled<false, false>);
-            launch(vec, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc,
-                   stride_c, batch);
+            auto launch = tile == SgemmTile::b128x128k16  ? launch_warp_tiled<WarpTileDeep>
+                          : tile == SgemmTile::b128x256k8 ? launch_warp_tiled<WarpTileWide>
+                          : tile == SgemmTile::b256x128k8 ? launch_warp_tiled<WarpTileTall>
+                                                          : launch_warp_tiled<WarpTileDefault>;
+            launch(trans_a, trans_b, vec, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b,
+                   beta, C, ldc, stride_c, batch);
             break;
         }
     }

@@ -89,11 +89,19 @@ void check_schedule_independent(Run run, Read read, const char* what) {
 // ---- sgemm ---------------------------------------------------------------------------------
 void sgemm_case() {
     struct Shape { int M, N, K; };
-    // The last two cross version 4's 128x128 tiles and its 8-deep slices, one with ragged edges.
-    const Shape shapes[] = {{1, 1, 1},     {17, 33, 40},   {100, 17, 33},
-                            {130, 129, 24}, {256, 128, 64}, {257, 130, 68}};
-    const SgemmVersion versions[] = {SgemmVersion::naive, SgemmVersion::tiled,
-                                     SgemmVersion::register_tiled, SgemmVersion::warp_tiled};
+    // The last three cross version 4's 128x128 tiles and its 8- and 16-deep slices, two with
+    // ragged edges; the last crosses the 256-row and 256-column tiles too.
+    const Shape shapes[] = {{1, 1, 1},      {17, 33, 40},   {100, 17, 33}, {130, 129, 24},
+                            {256, 128, 64}, {257, 130, 68}, {260, 270, 20}};
+    // Every version, and version 4 with each of its block-tile shapes.
+    const std::pair<SgemmVersion, SgemmTile> versions[] = {
+        {SgemmVersion::naive, SgemmTile::b128x128k8},
+        {SgemmVersion::tiled, SgemmTile::b128x128k8},
+        {SgemmVersion::register_tiled, SgemmTile::b128x128k8},
+        {SgemmVersion::warp_tiled, SgemmTile::b128x128k8},
+        {SgemmVersion::warp_tiled, SgemmTile::b128x128k16},
+        {SgemmVersion::warp_tiled, SgemmTile::b128x256k8},
+        {SgemmVersion::warp_tiled, SgemmTile::b256x128k8}};
     const int batch = 2;
     // Layouts: 0  leading dimensions wider than the matrix by odd amounts (no float4 path)
     //          1  leading dimensions multiples of 4 (version 4's float4 path)
@@ -120,17 +128,17 @@ void sgemm_case() {
                                         B.data() + off + b * sb, ldb, 0.25f,
                                         ref.data() + off + b * sc, ldc);
                     auto dA = upload(A), dB = upload(B);
-                    for (SgemmVersion v : versions) {
+                    for (auto [v, tile] : versions) {
                         INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta
                                   << " tb=" << tb << " layout=" << layout
-                                  << " version=" << int(v));
+                                  << " version=" << int(v) << " tile=" << int(tile));
                         auto dC = upload(C0);
                         auto run = [&] {
                             CUDA_CHECK(cudaMemcpy(dC.data(), C0.data(), C0.size() * 4,
                                                   cudaMemcpyHostToDevice));
                             sgemm_cuda(ta, tb, M, N, K, 0.5f, dA.data() + off, lda,
                                        dB.data() + off, ldb, 0.25f, dC.data() + off, ldc, batch,
-                                       sa, sb, sc, v);
+                                       sa, sb, sc, v, tile);
                         };
                         run();
                         CHECK(testutil::allclose(download(dC), ref, 1e-5, 1e-5, "C"));
@@ -139,7 +147,7 @@ void sgemm_case() {
                     }
                 }
     // beta = 0 must not read C: it starts as NaN, which any read would carry into the result.
-    for (auto [M, N, K] : {Shape{17, 33, 40}, Shape{257, 130, 68}})
+    for (auto [M, N, K] : {Shape{17, 33, 40}, Shape{257, 130, 68}, Shape{260, 270, 20}})
         for (int layout = 0; layout < 2; layout++)
             for (int ta = 0; ta < 2; ta++)
                 for (int tb = 0; tb < 2; tb++) {
@@ -160,19 +168,19 @@ void sgemm_case() {
                         return in;
                     };
                     auto dA = upload(A), dB = upload(B);
-                    for (SgemmVersion v : versions) {
+                    for (auto [v, tile] : versions) {
                         INFO("beta=0 M=" << M << " N=" << N << " K=" << K << " ta=" << ta
                                          << " tb=" << tb << " layout=" << layout
-                                         << " version=" << int(v));
+                                         << " version=" << int(v) << " tile=" << int(tile));
                         auto dC = upload(std::vector<float>(batch * sc, NAN));
                         sgemm_cuda(ta, tb, M, N, K, 0.5f, dA.data(), lda, dB.data(), ldb, 0.0f,
-                                   dC.data(), ldc, batch, sa, sb, sc, v);
+                                   dC.data(), ldc, batch, sa, sb, sc, v, tile);
                         CHECK(testutil::allclose(inside(download(dC)), inside(ref), 1e-5, 1e-5,
                                                  "C"));
                     }
                 }
 }
-CUDA_TEST("sgemm naive, tiled, register-tiled and warp-tiled, batched, all transposes", sgemm_case)
+CUDA_TEST("sgemm naive, tiled, register-tiled and warp-tiled (every tile shape), batched, all transposes", sgemm_case)
 
 // ---- softmax -------------------------------------------------------------------------------
 void softmax_case() {
