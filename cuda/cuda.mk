@@ -75,6 +75,34 @@ cuda-test:
 	@echo "cuda-test: nvcc not found (set NVCC=/path/to/nvcc); the emulator cases run in make test"
 endif
 
+# ---- the same kernels on the emulator, on every machine ----------------------------------------
+# g++ compiles each cuda/*.cu against cuda/emulator.h. The test suite links them (the "cuda
+# emulator:" cases), and so does 6-cost-emu: chapter 6 with its --device cuda path (the GPU
+# table's allocation, timing, memory and skipping code) running on the emulator, which the
+# tests run at small sizes.
+EMU_SRC        := $(filter-out cuda/gpu_bench.cu,$(wildcard cuda/*.cu))
+EMU_OBJ        := $(EMU_SRC:%.cu=$(BUILD)/emu/%.o)
+EMU_KERNEL_OBJ := $(filter-out $(BUILD)/emu/cuda/cost_bench.o,$(EMU_OBJ))
+EMU_CH6_OBJ    := $(patsubst chapters/6-cost/%.cpp,$(BUILD)/emu/chapters/6-cost/%.o,$(wildcard chapters/6-cost/*.cpp))
+
+$(BUILD)/emu/cuda/%.o: cuda/%.cu | deps
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -x c++ -c $< -o $@
+
+$(BUILD)/emu/chapters/6-cost/%.o: chapters/6-cost/%.cpp | deps
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -DWITH_CUDA -c $< -o $@
+
+$(BUILD)/bin/tests: $(EMU_KERNEL_OBJ)
+
+$(BUILD)/bin/6-cost-emu: $(EMU_CH6_OBJ) $(EMU_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+
+build: $(BUILD)/bin/6-cost-emu
+
+-include $(EMU_OBJ:.o=.d) $(EMU_CH6_OBJ:.o=.d)
+
 # ThreadSanitizer over the emulator's OS-thread mode: the real kernels must be race-free and
 # the planted missing __syncthreads (cuda/planted_race.cuh) must be reported.
 $(BUILD)/bin/emu-tsan: cuda/emu_tsan.cpp $(wildcard cuda/*.cu cuda/*.cuh cuda/*.h)

@@ -142,6 +142,34 @@ int main() try {
                         "%.1fx less (target >= 8x)  [inputs %.0f MB]\n",
                         n, fused, flops / fused / 1e9, naive, naive / fused, fused_peak / 1048576,
                         naive_peak / 1048576, naive_peak / fused_peak, double(base) / 1048576);
+            // Where the time goes, for tuning: each kernel alone (the backward reuses the
+            // forward's O and L), and the naive path's products alone, without the softmax
+            // and the memory traffic of P.
+            float fwd = time_ms([&] {
+                attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), B, h, n, d_k, false);
+            });
+            float bwd = time_ms([&] {
+                attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n, d_k, false);
+            });
+            std::printf("  fused forward %.2f ms (%.1f TFLOP/s), backward %.2f ms (%.1f TFLOP/s)",
+                        fwd, flops / 3.5 / fwd / 1e9, bwd, flops * 2.5 / 3.5 / bwd / 1e9);
+            try {
+                gpu::Buffer<float> P(size_t(B) * h * n * n);
+                const long qkv = long(n) * d_k, pp = long(n) * n;
+                // The six products of the naive forward and backward (S, P V; dV, dP, dQ, dK).
+                float products = time_ms([&] {
+                    sgemm_cuda(false, true, n, n, d_k, 1.0f, Q.data(), d_k, K.data(), d_k, 0.0f, P.data(), n, B * h, qkv, qkv, pp);
+                    sgemm_cuda(false, false, n, d_k, n, 1.0f, P.data(), n, V.data(), d_k, 0.0f, O.data(), d_k, B * h, pp, qkv, qkv);
+                    sgemm_cuda(true, false, n, d_k, n, 1.0f, P.data(), n, dO.data(), d_k, 0.0f, dV.data(), d_k, B * h, pp, qkv, qkv);
+                    sgemm_cuda(false, true, n, n, d_k, 1.0f, dO.data(), d_k, V.data(), d_k, 0.0f, P.data(), n, B * h, qkv, qkv, pp);
+                    sgemm_cuda(false, false, n, d_k, n, 1.0f, P.data(), n, K.data(), d_k, 0.0f, dQ.data(), d_k, B * h, pp, qkv, qkv);
+                    sgemm_cuda(true, false, n, d_k, n, 1.0f, P.data(), n, Q.data(), d_k, 0.0f, dK.data(), d_k, B * h, pp, qkv, qkv);
+                });
+                std::printf("; naive's 6 products alone %.2f ms (%.1f TFLOP/s)", products,
+                            flops * 3.0 / 3.5 / products / 1e9);
+            } catch (const std::bad_alloc&) {
+            }
+            std::printf("\n");
         }
     }
     {  // 3. LSTM gates

@@ -241,3 +241,39 @@ TEST_CASE("chapter6: the figure goes where --figure-dir says") {
     std::remove((dir + "/6-cost.png").c_str());
     ::rmdir(dir.c_str());
 }
+
+// The --device cuda path (cuda/cost_bench.cu: allocation through the tracked device allocator,
+// CUDA-event timing, the peak per cell, figure 3 for the GPU) running on the CPU emulator, so
+// that it has run somewhere before it meets a GPU. Small sizes: the emulator is slow.
+TEST_CASE("chapter6: --device cuda on the emulator fills the table and draws the GPU figure") {
+    const std::string dir = "/tmp/transformer-test-6-cost-emu-" + std::to_string(::getpid());
+    auto r = testutil::run("6-cost-emu", "--device cuda --seq-lens 1,17,300 --batch 1 --d-model 64 "
+                                         "--heads 4 --warmup 1 --repeat 1 --figure-dir " + dir);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find("CPU emulator") != std::string::npos);
+    CHECK(r.out.find("device = cuda, batch = 1, d_model = 64") != std::string::npos);
+    // Every cell measured: "<ms> ms / <MB> MB" three times per row.
+    const std::string cell = R"( +([0-9.]+) ms / +([0-9]+) MB )";
+    for (int n : {1, 17, 300}) {
+        std::smatch m;
+        const std::regex row("\n +" + std::to_string(n) + " \\|" + cell + "\\|" + cell + "\\|" + cell +
+                             "?\n");
+        INFO("n = " << n);
+        REQUIRE(std::regex_search(r.out, m, row));
+        if (n == 300)  // the naive path holds P and dS, (B, h, n, n) each: 2.7 MB more at n = 300
+            CHECK(std::stod(m[2]) >= std::stod(m[4]) + 2);
+    }
+    std::FILE* f = std::fopen((dir + "/6-cost-cuda.png").c_str(), "rb");
+    REQUIRE(f != nullptr);
+    unsigned char sig[8] = {};
+    CHECK(std::fread(sig, 1, 8, f) == 8);
+    std::fclose(f);
+    CHECK(sig[1] == 'P');
+    std::remove((dir + "/6-cost-cuda.png").c_str());
+    ::rmdir(dir.c_str());
+    // Heads wider than the fused kernels take: one line, before anything is printed.
+    auto wide = testutil::run("6-cost-emu", "--device cuda --d-model 300 --heads 1 --no-figures");
+    CHECK(wide.exit_code != 0);
+    CHECK(wide.err.find("--heads") != std::string::npos);
+    CHECK(wide.out.empty());
+}

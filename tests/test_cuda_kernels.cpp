@@ -2,8 +2,9 @@
 // d_k = 24, 40, 100; causal and not).
 //
 // One source, two builds:
-//   make test          g++ compiles the .cu files right here against cuda/emulator.h: the
-//                      "cuda emulator:" cases run; the "cuda device:" cases are skipped.
+//   make test          g++ compiles the .cu files against cuda/emulator.h (cuda/cuda.mk) and
+//                      the suite links them: the "cuda emulator:" cases run; the
+//                      "cuda device:" cases are skipped.
 //   cuda-tests (nvcc)  with CUDA_DEVICE_BUILD the kernels come from nvcc objects; the
 //                      "cuda device:" cases run when a GPU is visible, else they are skipped.
 // Under the emulator every kernel also runs twice, threads forward and in reverse between
@@ -16,17 +17,6 @@
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
 #include "tests/util.h"
-
-#if !defined(CUDA_DEVICE_BUILD)
-#include "cuda/attention_flash.cu"
-#include "cuda/attention_naive.cu"
-#include "cuda/device_memory.cu"
-#include "cuda/lstm.cu"
-#include "cuda/permute.cu"
-#include "cuda/reduce.cu"
-#include "cuda/sgemm.cu"
-#include "cuda/softmax.cu"
-#endif
 
 #include <cmath>
 #include <cstdint>

@@ -259,6 +259,9 @@ int main(int argc, char** argv) {
     if (cfg.batch < 1) cli.fail("--batch must be at least 1");
     if (cfg.d_model < 1 || cfg.heads < 1 || cfg.d_model % cfg.heads != 0)
         cli.fail("--d-model must be a positive multiple of --heads");
+    if (device == "cuda" && cfg.d_model / cfg.heads > 128)
+        cli.fail("--device cuda: the fused kernels take heads up to 128 wide, and d_model / heads = " +
+                 std::to_string(cfg.d_model / cfg.heads) + "; use more --heads");
     if (cfg.warmup < 0) cli.fail("--warmup must be 0 or more");
     if (cfg.repeat < 1) cli.fail("--repeat must be at least 1");
     if (mem_limit_mb < 0) cli.fail("--mem-limit must be 0 (physical memory) or a positive number of MB");
@@ -283,7 +286,7 @@ int main(int argc, char** argv) {
                     row.push_back(Cell{c->skipped, 0, c->ms, c->peak_mb});
                 cuda_cells.push_back(row);
             }
-        } catch (const std::runtime_error& e) {
+        } catch (const std::exception& e) {  // a CUDA error, or a kernel refusing its input
             std::fprintf(stderr, "6-cost: error: %s\n", e.what());
             return 1;
         }
@@ -308,6 +311,8 @@ int main(int argc, char** argv) {
     if (any_skipped && device == "cpu")
         std::printf("(건너뜀: 예상 최대 메모리가 한도 %.0f MB 또는 지금 쓸 수 있는 메모리를 넘는 항목)\n",
                     cfg.limit_bytes / MiB);
+    if (any_skipped && device == "cuda")
+        std::printf("(건너뜀: GPU 메모리 %.0f MB에 들어가지 않는 항목)\n", memory_mb);
 
     if (!no_figures) {
         try {
