@@ -5,6 +5,7 @@
 //   CUDA_CHECK(cudaMalloc(&p, bytes));                          // throws with the call's text
 //   gpu::Buffer<float> x(n);                                    // tracked device allocation
 //   gpu::peak_bytes(), gpu::reset_peak()                        // like torch.cuda.max_memory_*
+//   gpu::empty_cache()                                          // like torch.cuda.empty_cache
 #pragma once
 #if defined(__CUDACC__) || defined(CUDA_DEVICE_BUILD)
 #include <cuda_runtime.h>
@@ -59,8 +60,9 @@ namespace gpu {
 size_t current_bytes();
 size_t peak_bytes();
 void reset_peak();
-void* allocate(size_t bytes);  // cudaMalloc; throws std::bad_alloc when the device is full
-void release(void* p, size_t bytes);
+void* allocate(size_t bytes);  // a cached block or cudaMalloc; std::bad_alloc when full
+void release(void* p, size_t bytes);  // back to the cache, for the next allocation of its size
+void empty_cache();                   // cudaFree every cached block
 
 template <class T>
 class Buffer {
