@@ -77,9 +77,9 @@ endif
 
 # ---- the same kernels on the emulator, on every machine ----------------------------------------
 # g++ compiles each cuda/*.cu against cuda/emulator.h. The test suite links them (the "cuda
-# emulator:" cases), and so does 6-cost-emu: chapter 6 with its --device cuda path (the GPU
-# table's allocation, timing, memory and skipping code) running on the emulator, which the
-# tests run at small sizes.
+# emulator:" cases), and so do 6-cost-emu (chapter 6 with its --device cuda path: the GPU
+# table's allocation, timing, memory and skipping code) and gpu-bench-emu, which the tests run
+# at small sizes.
 EMU_SRC        := $(filter-out cuda/gpu_bench.cu,$(wildcard cuda/*.cu))
 EMU_OBJ        := $(EMU_SRC:%.cu=$(BUILD)/emu/%.o)
 EMU_KERNEL_OBJ := $(filter-out $(BUILD)/emu/cuda/cost_bench.o,$(EMU_OBJ))
@@ -99,9 +99,15 @@ $(BUILD)/bin/6-cost-emu: $(EMU_CH6_OBJ) $(EMU_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
-build: $(BUILD)/bin/6-cost-emu
+# gpu-bench on the emulator (cuBLAS replaced by cuda/cublas_emulated.h): the tests run its
+# --quick mode, so its shapes and comparisons have run before gpu-check spends device time.
+$(BUILD)/bin/gpu-bench-emu: $(BUILD)/emu/cuda/gpu_bench.o $(EMU_KERNEL_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
--include $(EMU_OBJ:.o=.d) $(EMU_CH6_OBJ:.o=.d)
+build: $(BUILD)/bin/6-cost-emu $(BUILD)/bin/gpu-bench-emu
+
+-include $(EMU_OBJ:.o=.d) $(EMU_CH6_OBJ:.o=.d) $(BUILD)/emu/cuda/gpu_bench.d
 
 # ThreadSanitizer over the emulator's OS-thread mode: the real kernels must be race-free and
 # the planted missing __syncthreads (cuda/planted_race.cuh) must be reported.

@@ -9,9 +9,14 @@
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
 
+#if defined(__CUDACC__)
 #include <cublas_v2.h>
+#else
+#include "cuda/cublas_emulated.h"  // the emulator build, which the tests run with --quick
+#endif
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -39,9 +44,24 @@ static gpu::Buffer<float> filled(size_t n, float s) {
     return b;
 }
 
-int main() try {
+// max |a - b| over two device arrays of n floats, and max |b|.
+static void compare(const float* a, const float* b, size_t n, double& worst, double& scale) {
+    std::vector<float> x(n), y(n);
+    CUDA_CHECK(cudaMemcpy(x.data(), a, n * 4, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(y.data(), b, n * 4, cudaMemcpyDeviceToHost));
+    worst = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        worst = std::fmax(worst, std::fabs(double(x[i]) - y[i]));
+        scale = std::fmax(scale, std::fabs(double(y[i])));
+    }
+}
+
+// --quick: every section at small sizes, for the emulator build the tests run (it checks this
+// program's shapes, strides and comparisons; its times mean nothing there).
+int main(int argc, char** argv) try {
+    const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
     {  // 1. sgemm
-        const int N = 4096;
+        const int N = quick ? 136 : 4096;
         auto A = filled(size_t(N) * N, 1), B = filled(size_t(N) * N, 1);
         gpu::Buffer<float> C(size_t(N) * N), C_ref(size_t(N) * N);
         cublasHandle_t handle;
@@ -63,11 +83,11 @@ int main() try {
         float reg = time_ms([&] { ours_run(false, false, SgemmVersion::register_tiled); });
         float tiled = time_ms([&] { ours_run(false, false, SgemmVersion::tiled); });
         float cublas = time_ms([&] { cublas_run(false, false, C_ref.data()); });
-        std::printf("sgemm 4096^3: warp-tiled %.2f ms (%.1f TFLOP/s), register-tiled %.2f ms "
+        std::printf("sgemm %d^3: warp-tiled %.2f ms (%.1f TFLOP/s), register-tiled %.2f ms "
                     "(%.1f TFLOP/s), shared-tiled %.2f ms, cuBLAS %.2f ms (%.1f TFLOP/s): "
                     "warp-tiled/cuBLAS speed = %.2fx (target >= 0.85x), register-tiled/cuBLAS "
                     "= %.2fx\n",
-                    warp, tflop / warp * 1e3, reg, tflop / reg * 1e3, tiled, cublas,
+                    N, warp, tflop / warp * 1e3, reg, tflop / reg * 1e3, tiled, cublas,
                     tflop / cublas * 1e3, cublas / warp, cublas / reg);
         // Every block-tile shape of the warp-tiled kernel at the four transposes (attention
         // uses NT for Q K^T and TN for P^T dO), each beside cuBLAS, and each result against
@@ -87,8 +107,8 @@ int main() try {
             CUDA_CHECK(cudaMemcpy(ref[t].data(), C_ref.data(), ref[t].size() * 4,
                                   cudaMemcpyDeviceToHost));
         }
-        std::printf("sgemm 4096^3 speed / cuBLAS (cuBLAS ms: NN %.2f NT %.2f TN %.2f TT %.2f)\n",
-                    cublas_ms[0], cublas_ms[1], cublas_ms[2], cublas_ms[3]);
+        std::printf("sgemm %d^3 speed / cuBLAS (cuBLAS ms: NN %.2f NT %.2f TN %.2f TT %.2f)\n",
+                    N, cublas_ms[0], cublas_ms[1], cublas_ms[2], cublas_ms[3]);
         std::vector<float> got(size_t(N) * N);
         for (const auto& [tile, name] : tiles) {
             std::printf("  %-22s", name);
@@ -112,8 +132,8 @@ int main() try {
         cublasDestroy(handle);
     }
     {  // 2. attention
-        const int B = 8, h = 8, d_k = 64;
-        for (int n : {2048, 4096}) {
+        const int B = quick ? 2 : 8, h = quick ? 2 : 8, d_k = 64;
+        for (int n : quick ? std::vector<int>{40, 72} : std::vector<int>{2048, 4096}) {
             size_t sz = size_t(B) * h * n * d_k;
             auto Q = filled(sz, 1), K = filled(sz, 1), V = filled(sz, 1), dO = filled(sz, 1);
             gpu::Buffer<float> O(sz), dQ(sz), dK(sz), dV(sz), L(size_t(B) * h * n);
@@ -127,6 +147,11 @@ int main() try {
             double flops = 4.0 * B * h * double(n) * n * d_k * 3.5;
             float naive = -1;
             double naive_peak = 0;
+            // The two paths must agree at these sizes too: keep the fused results.
+            gpu::Buffer<float> O_f(sz), dQ_f(sz), dK_f(sz);
+            CUDA_CHECK(cudaMemcpy(O_f.data(), O.data(), sz * 4, cudaMemcpyDeviceToDevice));
+            CUDA_CHECK(cudaMemcpy(dQ_f.data(), dQ.data(), sz * 4, cudaMemcpyDeviceToDevice));
+            CUDA_CHECK(cudaMemcpy(dK_f.data(), dK.data(), sz * 4, cudaMemcpyDeviceToDevice));
             try {
                 gpu::reset_peak();
                 gpu::Buffer<float> P(size_t(B) * h * n * n);
@@ -136,6 +161,19 @@ int main() try {
                 });
                 naive_peak = double(gpu::peak_bytes());
             } catch (const std::bad_alloc&) {
+            }
+            if (naive >= 0) {
+                const char* names[] = {"O", "dQ", "dK"};
+                const float* fused_out[] = {O_f.data(), dQ_f.data(), dK_f.data()};
+                const float* naive_out[] = {O.data(), dQ.data(), dK.data()};
+                std::printf("attention n=%d fused vs naive:", n);
+                for (int k = 0; k < 3; k++) {
+                    double worst, scale;
+                    compare(fused_out[k], naive_out[k], sz, worst, scale);
+                    std::printf(" max |%s diff| = %.2g (max |%s| = %.3g)%s", names[k], worst,
+                                names[k], scale, worst <= 1e-3 * scale ? "" : " MISMATCH");
+                }
+                std::printf("\n");
             }
             std::printf("attention fwd+bwd n=%d: fused %.2f ms (%.1f TFLOP/s, target >= 20), naive "
                         "%.2f ms: speed-up %.2fx (target >= 1.5x at 4096), peak %.0f MB vs %.0f MB: "
@@ -173,12 +211,18 @@ int main() try {
         }
     }
     {  // 3. LSTM gates
-        const int n = 256, B = 8, d = 512;
+        const int n = quick ? 5 : 256, B = quick ? 2 : 8, d = quick ? 24 : 512;
         auto x = filled(size_t(n) * B * d, 1), Wi = filled(size_t(4) * d * d, 0.04f),
              Wh = filled(size_t(4) * d * d, 0.04f), b = filled(size_t(4) * d, 0.04f);
         gpu::Buffer<float> hb(size_t(n + 1) * B * d), cb(size_t(n + 1) * B * d), g(size_t(n) * B * 4 * d);
         float fused = time_ms([&] { lstm_forward_cuda(x.data(), Wi.data(), Wh.data(), b.data(), n, B, d, hb.data(), cb.data(), g.data(), true); });
+        gpu::Buffer<float> h_fused(size_t(n + 1) * B * d);
+        CUDA_CHECK(cudaMemcpy(h_fused.data(), hb.data(), h_fused.size() * 4, cudaMemcpyDeviceToDevice));
         float unfused = time_ms([&] { lstm_forward_cuda(x.data(), Wi.data(), Wh.data(), b.data(), n, B, d, hb.data(), cb.data(), g.data(), false); });
+        double worst, scale;
+        compare(h_fused.data() + size_t(B) * d, hb.data() + size_t(B) * d, size_t(n) * B * d, worst, scale);
+        std::printf("LSTM fused vs unfused gates: max |h diff| = %.2g (max |h| = %.3g)%s\n", worst,
+                    scale, worst <= 1e-5 * scale ? "" : " MISMATCH");
         // The same forward without the gates (only its GEMMs), so the gates' own time is the
         // difference: the target (>= 5x) is about the gate kernels, not the GEMMs around them.
         gpu::Buffer<float> xW(size_t(n) * B * 4 * d);

@@ -7,6 +7,8 @@
 #include "common/gemm.h"
 #include "tests/util.h"
 
+#include <iterator>
+#include <regex>
 #include <vector>
 
 namespace {
@@ -184,4 +186,23 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
         CHECK(same == with_barrier);
         CHECK(close == with_barrier);
     }
+}
+
+// gpu-bench (what gpu-check measures the speed targets with) at small sizes on the emulator,
+// with cuda/cublas_emulated.h for cuBLAS: every section runs, and its own cross-checks (each
+// sgemm tile shape and transpose against cuBLAS, fused against naive attention, fused against
+// unfused LSTM gates) find no mismatch. Its times mean nothing here.
+TEST_CASE("cuda emulator: gpu-bench --quick runs every section and every cross-check agrees") {
+    auto r = testutil::run("gpu-bench-emu", "--quick");
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out.find("MISMATCH") == std::string::npos);
+    for (const char* line : {"sgemm 136^3: warp-tiled", "256x128 k8  ", "attention n=72 fused vs naive",
+                             "attention fwd+bwd n=72", "naive's 6 products alone",
+                             "LSTM fused vs unfused gates", "LSTM forward n=5"})
+        CHECK_MESSAGE(r.out.find(line) != std::string::npos, line);
+    // Every tile shape reports all four transposes.
+    const std::regex tt(R"( TT [0-9.]+x )");
+    CHECK(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), tt),
+                        std::sregex_iterator()) == 4);
 }
