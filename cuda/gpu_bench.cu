@@ -74,7 +74,7 @@ int main(int argc, char** argv) try {
                         N, N, N, &one, B.data(), N, A.data(), N, &zero, out, N);
         };
         auto ours_run = [&](bool ta, bool tb, SgemmVersion v,
-                            SgemmTile tile = SgemmTile::b128x128k8) {
+                            SgemmTile tile = SgemmTile::b128x128t8x8) {
             sgemm_cuda(ta, tb, N, N, N, 1.0f, A.data(), N, B.data(), N, 0.0f, C.data(), N, 1, 0,
                        0, 0, v, tile);
         };
@@ -94,10 +94,10 @@ int main(int argc, char** argv) try {
         // cuBLAS's: the same products in a different order of additions, so only rounding
         // may differ. The fastest shape is the one to make the default on this GPU.
         const struct { SgemmTile tile; const char* name; } tiles[] = {
-            {SgemmTile::b128x128k8, "128x128 k8 (default)"},
-            {SgemmTile::b128x128k16, "128x128 k16"},
-            {SgemmTile::b128x256k8, "128x256 k8"},
-            {SgemmTile::b256x128k8, "256x128 k8"}};
+            {SgemmTile::b128x128t8x8, "128x128, 8x8 (default)"},
+            {SgemmTile::b128x128t8x16, "128x128, 8x16"},
+            {SgemmTile::b128x256t8x16, "128x256, 8x16"},
+            {SgemmTile::b256x128t16x8, "256x128, 16x8"}};
         float cublas_ms[4];
         std::vector<float> ref[4];
         for (int t = 0; t < 4; t++) {

@@ -188,11 +188,13 @@ struct WarpTile {
     static_assert(A_LOADS * 4 * THREADS == BM * BK && B_LOADS * 4 * THREADS == BN * BK,
                   "every thread loads the same number of float4 groups");
 };
-// The default: 128x128x8, 8 warps of 64x32, 8x8 outputs a thread, 2 blocks per SM.
+// The default: a 128x128 tile, 8 warps of 64x32, 8x8 outputs a thread, 2 blocks per SM.
 using WarpTileDefault = WarpTile<128, 128, 8, 64, 32, 2, 2, 2>;
-// The shapes gpu-bench times beside it: deeper slices (half the barriers), and twice the
-// outputs per thread (8x16: 128 FMAs per 6 float4 shared loads, one block per SM).
-using WarpTileDeep = WarpTile<128, 128, 16, 64, 32, 2, 2, 2>;
+// The shapes gpu-bench times beside it, all with twice the outputs per thread (8x16: 128 FMAs
+// per 6 float4 shared loads instead of 64 per 4, about 215 registers): the same tile with 4
+// warps of 64x64 (the SGEMM_CUDA worklog's last shape), and 128x256 or 256x128 tiles of 8
+// warps, one block per SM.
+using WarpTileQuad = WarpTile<128, 128, 8, 64, 64, 2, 4, 2>;
 using WarpTileWide = WarpTile<128, 256, 8, 64, 64, 2, 4, 1>;
 using WarpTileTall = WarpTile<256, 128, 8, 128, 32, 4, 2, 1>;
 
@@ -207,30 +209,49 @@ __device__ __forceinline__ void wt_group(int tid, int p, int& r, int& k) {
     else k = g / (ROWS / 4), r = g % (ROWS / 4) * 4;
 }
 
-// Global -> registers: the slice at rows r0.., k0.. of a (rows, K) operand; zeros outside it.
-template <class T, int ROWS, bool K_CONTIG, bool VEC, int LOADS>
-__device__ __forceinline__ void wt_load(const float* X, int ld, int rows, int K, int r0, int k0,
-                                        int tid, float4 (&v)[LOADS]) {
-    WT_UNROLL
-    for (int p = 0; p < LOADS; p++) {
-        int r, k;
-        wt_group<T, ROWS, K_CONTIG>(tid, p, r, k);
-        r += r0, k += k0;
-        const long at = K_CONTIG ? (long)r * ld + k : (long)k * ld + r;  // first of the 4
-        const bool whole = K_CONTIG ? (r < rows && k + 3 < K) : (k < K && r + 3 < rows);
-        if (VEC && whole) {
-            v[p] = *reinterpret_cast<const float4*>(X + at);
-        } else {
-            float e[4];
-            WT_UNROLL
-            for (int q = 0; q < 4; q++) {
-                const bool in = K_CONTIG ? (r < rows && k + q < K) : (k < K && r + q < rows);
-                e[q] = in ? X[at + q] : 0.0f;
-            }
-            v[p] = make_float4(e[0], e[1], e[2], e[3]);
+// One operand's share of every slice for this thread: LOADS groups of 4 floats. `at` points at
+// each group in the current slice and walks along K, so the loop does no index arithmetic
+// (the step, BK or BK * ld floats, is the same for every thread: a uniform register).
+// GUARD (blocks at the matrix edges): groups are checked against the matrix, with zeros outside
+// it, and loaded element by element unless VEC and wholly inside. Without GUARD (blocks wholly
+// inside, K a multiple of BK, the float4 path aligned): one float4 load per group, no checks.
+template <class T, int ROWS, bool K_CONTIG, int LOADS>
+struct WtLoader {
+    const float* at[LOADS];
+    int r[LOADS], k[LOADS];  // the group's row and k in the matrix (for the guards)
+
+    __device__ __forceinline__ WtLoader(const float* X, int ld, int r0, int tid) {
+        WT_UNROLL
+        for (int p = 0; p < LOADS; p++) {
+            wt_group<T, ROWS, K_CONTIG>(tid, p, r[p], k[p]);
+            r[p] += r0;
+            at[p] = X + (K_CONTIG ? (long)r[p] * ld + k[p] : (long)k[p] * ld + r[p]);
         }
     }
-}
+    template <bool VEC, bool GUARD>
+    __device__ __forceinline__ void load(float4 (&v)[LOADS], int rows, int K) const {
+        WT_UNROLL
+        for (int p = 0; p < LOADS; p++) {
+            const bool whole = K_CONTIG ? (r[p] < rows && k[p] + 3 < K) : (k[p] < K && r[p] + 3 < rows);
+            if (!GUARD || (VEC && whole)) {
+                v[p] = *reinterpret_cast<const float4*>(at[p]);
+            } else {
+                float e[4];
+                WT_UNROLL
+                for (int q = 0; q < 4; q++) {
+                    const bool in =
+                        K_CONTIG ? (r[p] < rows && k[p] + q < K) : (k[p] < K && r[p] + q < rows);
+                    e[q] = in ? at[p][q] : 0.0f;
+                }
+                v[p] = make_float4(e[0], e[1], e[2], e[3]);
+            }
+        }
+    }
+    __device__ __forceinline__ void next(int ld) {
+        WT_UNROLL
+        for (int p = 0; p < LOADS; p++) at[p] += K_CONTIG ? T::BK : (long)T::BK * ld, k[p] += T::BK;
+    }
+};
 
 // Registers -> shared, k-major: Xs[k][r]. A group along k becomes 4 scalar stores down a column.
 template <class T, int ROWS, bool K_CONTIG, int LD, int LOADS>
@@ -247,41 +268,36 @@ __device__ __forceinline__ void wt_store(float (*Xs)[LD], const float4 (&v)[LOAD
     }
 }
 
-template <class T, bool TRANS_A, bool TRANS_B, bool VEC>
-__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
-sgemm_warp_tiled_kernel(int M, int N, int K, float alpha, const float* A, int lda,
-                        long stride_a, const float* B, int ldb, long stride_b, float beta,
-                        float* C, int ldc, long stride_c) {
-    constexpr int BM = T::BM, BN = T::BN, BK = T::BK, TM = T::TM, TN = T::TN;
-    constexpr int MITER = T::MITER, NITER = T::NITER;
-    alignas(16) __shared__ float As[2][BK][T::LDA];  // (buffer, k, rows of op(A))
-    alignas(16) __shared__ float Bs[2][BK][T::LDB];  // (buffer, k, columns of op(B))
+// The slices of K: acc += op(A) op(B) over this block's tile, double-buffered in As and Bs.
+template <class T, bool TRANS_A, bool TRANS_B, bool VEC, bool GUARD>
+__device__ __forceinline__ void wt_main_loop(
+    const float* A, int lda, const float* B, int ldb, int M, int N, int K, int row0, int col0,
+    float (*As)[T::BK][T::LDA], float (*Bs)[T::BK][T::LDB],
+    float (&acc)[T::MITER * T::TM][T::NITER * T::TN]) {
+    constexpr int BK = T::BK, TM = T::TM, TN = T::TN, MITER = T::MITER, NITER = T::NITER;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     // This warp's tile in the block tile, and this lane's 4x4 fragment in each sub-tile.
     const int wm = warp / T::WARPS_N * T::WM, wn = warp % T::WARPS_N * T::WN;
     const int lm = lane / T::LANES_N * TM, ln = lane % T::LANES_N * TN;
-    A += blockIdx.z * stride_a;
-    B += blockIdx.z * stride_b;
-    C += blockIdx.z * stride_c;
-
     // op(A) rows are M, contiguous along k unless trans_a; op(B) "rows" are its N columns,
     // contiguous along k when trans_b.
+    WtLoader<T, T::BM, !TRANS_A, T::A_LOADS> a_src(A, lda, row0, tid);
+    WtLoader<T, T::BN, TRANS_B, T::B_LOADS> b_src(B, ldb, col0, tid);
     float4 a_next[T::A_LOADS], b_next[T::B_LOADS];
-    wt_load<T, BM, !TRANS_A, VEC>(A, lda, M, K, row0, 0, tid, a_next);
-    wt_load<T, BN, TRANS_B, VEC>(B, ldb, N, K, col0, 0, tid, b_next);
-    wt_store<T, BM, !TRANS_A>(As[0], a_next, tid);
-    wt_store<T, BN, TRANS_B>(Bs[0], b_next, tid);
+    a_src.template load<VEC, GUARD>(a_next, M, K);
+    b_src.template load<VEC, GUARD>(b_next, N, K);
+    wt_store<T, T::BM, !TRANS_A>(As[0], a_next, tid);
+    wt_store<T, T::BN, TRANS_B>(Bs[0], b_next, tid);
     __syncthreads();
 
-    float acc[MITER * TM][NITER * TN] = {};  // this thread's outputs (8x8 in the default)
     const int slices = (K + BK - 1) / BK;
     for (int s = 0; s < slices; s++) {
         const int cur = s % 2;
         const bool more = s + 1 < slices;
         if (more) {  // issued now, used after the FMAs below: the loads are in flight meanwhile
-            wt_load<T, BM, !TRANS_A, VEC>(A, lda, M, K, row0, (s + 1) * BK, tid, a_next);
-            wt_load<T, BN, TRANS_B, VEC>(B, ldb, N, K, col0, (s + 1) * BK, tid, b_next);
+            a_src.next(lda), b_src.next(ldb);
+            a_src.template load<VEC, GUARD>(a_next, M, K);
+            b_src.template load<VEC, GUARD>(b_next, N, K);
         }
         WT_UNROLL
         for (int k = 0; k < BK; k++) {
@@ -307,12 +323,40 @@ sgemm_warp_tiled_kernel(int M, int N, int K, float alpha, const float* A, int ld
                 for (int n = 0; n < NITER * TN; n++) acc[m][n] += a[m] * b[n];
         }
         if (more) {  // the other buffer was last read in slice s - 1, before its barrier
-            wt_store<T, BM, !TRANS_A>(As[cur ^ 1], a_next, tid);
-            wt_store<T, BN, TRANS_B>(Bs[cur ^ 1], b_next, tid);
+            wt_store<T, T::BM, !TRANS_A>(As[cur ^ 1], a_next, tid);
+            wt_store<T, T::BN, TRANS_B>(Bs[cur ^ 1], b_next, tid);
         }
         __syncthreads();  // slice s + 1 is complete, and nobody reads buffer cur any more
     }
+}
 
+template <class T, bool TRANS_A, bool TRANS_B, bool VEC>
+__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
+sgemm_warp_tiled_kernel(int M, int N, int K, float alpha, const float* A, int lda,
+                        long stride_a, const float* B, int ldb, long stride_b, float beta,
+                        float* C, int ldc, long stride_c) {
+    constexpr int BM = T::BM, BN = T::BN, TM = T::TM, TN = T::TN;
+    constexpr int MITER = T::MITER, NITER = T::NITER;
+    alignas(16) __shared__ float As[2][T::BK][T::LDA];  // (buffer, k, rows of op(A))
+    alignas(16) __shared__ float Bs[2][T::BK][T::LDB];  // (buffer, k, columns of op(B))
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    A += blockIdx.z * stride_a;
+    B += blockIdx.z * stride_b;
+
+    float acc[MITER * TM][NITER * TN] = {};  // this thread's outputs (8x8 in the default)
+    // Most blocks lie wholly inside the matrices: their loop has no bounds checks at all.
+    if (VEC && row0 + BM <= M && col0 + BN <= N && K % T::BK == 0)
+        wt_main_loop<T, TRANS_A, TRANS_B, VEC, false>(A, lda, B, ldb, M, N, K, row0, col0, As,
+                                                      Bs, acc);
+    else
+        wt_main_loop<T, TRANS_A, TRANS_B, VEC, true>(A, lda, B, ldb, M, N, K, row0, col0, As,
+                                                     Bs, acc);
+
+    // (Everything below is computed again after the loop rather than kept in registers.)
+    C += blockIdx.z * stride_c;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int wm = warp / T::WARPS_N * T::WM, wn = warp % T::WARPS_N * T::WN;
+    const int lm = lane / T::LANES_N * TM, ln = lane % T::LANES_N * TN;
     // C = alpha * acc + beta * C, a float4 per row of a fragment where it lies inside C.
     WT_UNROLL
     for (int mi = 0; mi < MITER; mi++)
@@ -399,9 +443,9 @@ void sgemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
             const bool vec = float4_aligned(A, lda, stride_a, batch) &&
                              float4_aligned(B, ldb, stride_b, batch) &&
                              float4_aligned(C, ldc, stride_c, batch);
-            auto launch = tile == SgemmTile::b128x128k16  ? launch_warp_tiled<WarpTileDeep>
-                          : tile == SgemmTile::b128x256k8 ? launch_warp_tiled<WarpTileWide>
-                          : tile == SgemmTile::b256x128k8 ? launch_warp_tiled<WarpTileTall>
+            auto launch = tile == SgemmTile::b128x128t8x16   ? launch_warp_tiled<WarpTileQuad>
+                          : tile == SgemmTile::b128x256t8x16 ? launch_warp_tiled<WarpTileWide>
+                          : tile == SgemmTile::b256x128t16x8 ? launch_warp_tiled<WarpTileTall>
                                                           : launch_warp_tiled<WarpTileDefault>;
             launch(trans_a, trans_b, vec, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b,
                    beta, C, ldc, stride_c, batch);

@@ -79,19 +79,22 @@ void check_schedule_independent(Run run, Read read, const char* what) {
 // ---- sgemm ---------------------------------------------------------------------------------
 void sgemm_case() {
     struct Shape { int M, N, K; };
-    // The last three cross version 4's 128x128 tiles and its 8- and 16-deep slices, two with
-    // ragged edges; the last crosses the 256-row and 256-column tiles too.
-    const Shape shapes[] = {{1, 1, 1},      {17, 33, 40},   {100, 17, 33}, {130, 129, 24},
-                            {256, 128, 64}, {257, 130, 68}, {260, 270, 20}};
+    // From {130, 129, 24} on, the shapes cross version 4's 128x128 tiles and its 8-deep
+    // slices, most with ragged edges; the last two cross the 256-row and 256-column tiles
+    // too. Blocks wholly inside with K a multiple of the slice take the unchecked loop:
+    // {130, 129, 24}, {256, 128, 64} and {136, 264, 16} have such blocks for every tile shape.
+    const Shape shapes[] = {{1, 1, 1},      {17, 33, 40},   {100, 17, 33},
+                            {130, 129, 24}, {256, 128, 64}, {257, 130, 68},
+                            {260, 270, 20}, {136, 264, 16}};
     // Every version, and version 4 with each of its block-tile shapes.
     const std::pair<SgemmVersion, SgemmTile> versions[] = {
-        {SgemmVersion::naive, SgemmTile::b128x128k8},
-        {SgemmVersion::tiled, SgemmTile::b128x128k8},
-        {SgemmVersion::register_tiled, SgemmTile::b128x128k8},
-        {SgemmVersion::warp_tiled, SgemmTile::b128x128k8},
-        {SgemmVersion::warp_tiled, SgemmTile::b128x128k16},
-        {SgemmVersion::warp_tiled, SgemmTile::b128x256k8},
-        {SgemmVersion::warp_tiled, SgemmTile::b256x128k8}};
+        {SgemmVersion::naive, SgemmTile::b128x128t8x8},
+        {SgemmVersion::tiled, SgemmTile::b128x128t8x8},
+        {SgemmVersion::register_tiled, SgemmTile::b128x128t8x8},
+        {SgemmVersion::warp_tiled, SgemmTile::b128x128t8x8},
+        {SgemmVersion::warp_tiled, SgemmTile::b128x128t8x16},
+        {SgemmVersion::warp_tiled, SgemmTile::b128x256t8x16},
+        {SgemmVersion::warp_tiled, SgemmTile::b256x128t16x8}};
     const int batch = 2;
     // Layouts: 0  leading dimensions wider than the matrix by odd amounts (no float4 path)
     //          1  leading dimensions multiples of 4 (version 4's float4 path)
