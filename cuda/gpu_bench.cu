@@ -74,7 +74,7 @@ int main(int argc, char** argv) try {
                         N, N, N, &one, B.data(), N, A.data(), N, &zero, out, N);
         };
         auto ours_run = [&](bool ta, bool tb, SgemmVersion v,
-                            SgemmTile tile = SgemmTile::b128x128t8x8) {
+                            SgemmTile tile = SgemmTile::automatic) {
             sgemm_cuda(ta, tb, N, N, N, 1.0f, A.data(), N, B.data(), N, 0.0f, C.data(), N, 1, 0,
                        0, 0, v, tile);
         };
@@ -95,6 +95,7 @@ int main(int argc, char** argv) try {
         // may differ. The fastest shape is the one to make the default on this GPU.
         const struct { SgemmTile tile; const char* name; } tiles[] = {
             {SgemmTile::b128x128t8x8, "128x128, 8x8 (default)"},
+            {SgemmTile::b128x64t8x8, "128x64, 8x8 (N <= 64)"},
             {SgemmTile::b128x128t8x16, "128x128, 8x16"},
             {SgemmTile::b128x256t8x16, "128x256, 8x16"},
             {SgemmTile::b256x128t16x8, "256x128, 16x8"}};

@@ -13,14 +13,17 @@ inline int ceil_div(long a, long b) { return int((a + b - 1) / b); }
 // it takes any shape, transpose and alignment (float4 accesses only where they are aligned).
 enum class SgemmVersion { naive = 1, tiled = 2, register_tiled = 3, warp_tiled = 4 };
 // warp_tiled's tile shapes: the block's tile of C (rows x columns) and each thread's outputs.
-// The first is the default; gpu-bench times the others beside it, since the best shape
-// differs between GPUs.
-enum class SgemmTile { b128x128t8x8, b128x128t8x16, b128x256t8x16, b256x128t16x8 };
+// automatic (the default): 128x64 when N <= 64 (attention's P V, dV, dQ and dK, where half of
+// a 128-wide tile would multiply zeros), else 128x128. gpu-bench times the others beside it,
+// since the best shape differs between GPUs.
+enum class SgemmTile {
+    automatic, b128x128t8x8, b128x64t8x8, b128x128t8x16, b128x256t8x16, b256x128t16x8
+};
 void sgemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                 int lda, const float* B, int ldb, float beta, float* C, int ldc, int batch = 1,
                 long stride_a = 0, long stride_b = 0, long stride_c = 0,
                 SgemmVersion version = SgemmVersion::warp_tiled,
-                SgemmTile tile = SgemmTile::b128x128t8x8);
+                SgemmTile tile = SgemmTile::automatic);
 
 // ---- cuda/softmax.cu ----------------------------------------------------------------------
 // Row softmax of S (rows, cols) into P; causal (square n x n blocks, cols = n): row r is query

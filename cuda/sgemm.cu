@@ -18,7 +18,9 @@
 //                     loads, no bank conflicts), float4 global loads where the host finds the
 //                     operands aligned, and the BK slices double-buffered in shared memory: the
 //                     next slice's loads are in flight while the current one is multiplied.
-//                     The default.
+//                     Blocks wholly inside the matrices run a loop without bounds checks.
+//                     The default; its tile is 128x64 when C has at most 64 columns, and
+//                     gpu-bench times other tile shapes (SgemmTile) beside it.
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
 
@@ -188,8 +190,10 @@ struct WarpTile {
     static_assert(A_LOADS * 4 * THREADS == BM * BK && B_LOADS * 4 * THREADS == BN * BK,
                   "every thread loads the same number of float4 groups");
 };
-// The default: a 128x128 tile, 8 warps of 64x32, 8x8 outputs a thread, 2 blocks per SM.
+// The default: a 128x128 tile, 8 warps of 64x32, 8x8 outputs a thread, 2 blocks per SM; and
+// its half for C at most 64 columns wide, 4 warps, 4 blocks per SM.
 using WarpTileDefault = WarpTile<128, 128, 8, 64, 32, 2, 2, 2>;
+using WarpTileNarrow = WarpTile<128, 64, 8, 64, 32, 2, 2, 3>;
 // The shapes gpu-bench times beside it, all with twice the outputs per thread (8x16: 128 FMAs
 // per 6 float4 shared loads instead of 64 per 4, about 215 registers): the same tile with 4
 // warps of 64x64 (the SGEMM_CUDA worklog's last shape), and 128x256 or 256x128 tiles of 8
@@ -443,10 +447,13 @@ void sgemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
             const bool vec = float4_aligned(A, lda, stride_a, batch) &&
                              float4_aligned(B, ldb, stride_b, batch) &&
                              float4_aligned(C, ldc, stride_c, batch);
-            auto launch = tile == SgemmTile::b128x128t8x16   ? launch_warp_tiled<WarpTileQuad>
+            if (tile == SgemmTile::automatic)
+                tile = N <= 64 ? SgemmTile::b128x64t8x8 : SgemmTile::b128x128t8x8;
+            auto launch = tile == SgemmTile::b128x64t8x8     ? launch_warp_tiled<WarpTileNarrow>
+                          : tile == SgemmTile::b128x128t8x16 ? launch_warp_tiled<WarpTileQuad>
                           : tile == SgemmTile::b128x256t8x16 ? launch_warp_tiled<WarpTileWide>
                           : tile == SgemmTile::b256x128t16x8 ? launch_warp_tiled<WarpTileTall>
-                                                          : launch_warp_tiled<WarpTileDefault>;
+                                                             : launch_warp_tiled<WarpTileDefault>;
             launch(trans_a, trans_b, vec, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b,
                    beta, C, ldc, stride_c, batch);
             break;

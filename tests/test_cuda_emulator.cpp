@@ -204,5 +204,5 @@ TEST_CASE("cuda emulator: gpu-bench --quick runs every section and every cross-c
     // Every tile shape reports all four transposes.
     const std::regex tt(R"( TT [0-9.]+x )");
     CHECK(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), tt),
-                        std::sregex_iterator()) == 4);
+                        std::sregex_iterator()) == 5);
 }

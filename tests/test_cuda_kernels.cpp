@@ -88,10 +88,12 @@ void sgemm_case() {
                             {260, 270, 20}, {136, 264, 16}};
     // Every version, and version 4 with each of its block-tile shapes.
     const std::pair<SgemmVersion, SgemmTile> versions[] = {
-        {SgemmVersion::naive, SgemmTile::b128x128t8x8},
-        {SgemmVersion::tiled, SgemmTile::b128x128t8x8},
-        {SgemmVersion::register_tiled, SgemmTile::b128x128t8x8},
+        {SgemmVersion::naive, SgemmTile::automatic},
+        {SgemmVersion::tiled, SgemmTile::automatic},
+        {SgemmVersion::register_tiled, SgemmTile::automatic},
+        {SgemmVersion::warp_tiled, SgemmTile::automatic},
         {SgemmVersion::warp_tiled, SgemmTile::b128x128t8x8},
+        {SgemmVersion::warp_tiled, SgemmTile::b128x64t8x8},
         {SgemmVersion::warp_tiled, SgemmTile::b128x128t8x16},
         {SgemmVersion::warp_tiled, SgemmTile::b128x256t8x16},
         {SgemmVersion::warp_tiled, SgemmTile::b256x128t16x8}};
