@@ -60,6 +60,13 @@ static void compare(const float* a, const float* b, size_t n, double& worst, dou
 // program's shapes, strides and comparisons; its times mean nothing there).
 int main(int argc, char** argv) try {
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+    int devices = 0;
+    const cudaError_t e = cudaGetDeviceCount(&devices);
+    if (e != cudaSuccess || devices == 0) {
+        std::fprintf(stderr, "gpu-bench: no CUDA device visible (%s)\n",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "device count 0");
+        return 1;
+    }
     {  // 1. sgemm
         const int N = quick ? 136 : 4096;
         auto A = filled(size_t(N) * N, 1), B = filled(size_t(N) * N, 1);
