@@ -13,9 +13,10 @@ inline int ceil_div(long a, long b) { return int((a + b - 1) / b); }
 // it takes any shape, transpose and alignment (float4 accesses only where they are aligned).
 enum class SgemmVersion { naive = 1, tiled = 2, register_tiled = 3, warp_tiled = 4 };
 // warp_tiled's tile shapes: the block's tile of C (rows x columns) and each thread's outputs.
-// automatic (the default): 128x64 when N <= 64 (attention's P V, dV, dQ and dK, where half of
-// a 128-wide tile would multiply zeros), else 128x128. gpu-bench times the others beside it,
-// since the best shape differs between GPUs.
+// automatic (the default): for M <= 16 rows without trans_a (an LSTM step), kernels that
+// spread the columns over warps instead of tiles; else 128x64 when N <= 64 (attention's P V,
+// dV, dQ and dK, where half of a 128-wide tile would multiply zeros), else 128x128.
+// gpu-bench times the other tiles beside it, since the best shape differs between GPUs.
 enum class SgemmTile {
     automatic, b128x128t8x8, b128x64t8x8, b128x128t8x16, b128x256t8x16, b256x128t16x8
 };

@@ -415,6 +415,80 @@ static void launch_warp_tiled(bool trans_a, bool trans_b, bool vec, int M, int N
            batch);
 }
 
+// ---- few rows: the LSTM's recurrent step ------------------------------------------------------
+// C with M <= 16 rows (one LSTM step: the batch rows times W_hh) is too thin for the tiles
+// above: a 128-row tile multiplies 120 rows of zeros, and its few blocks leave most SMs idle.
+// Each operand is read coalesced, in one of two ways:
+//   trans_b (h W^T, B stored (N, K)): one warp per column j of C. Lane l takes k = l, l + 32,
+//     ..., so a row of A and row j of B are read 32 consecutive floats at a time; the M sums
+//     then meet across the lanes with __shfl_xor_sync. N warps: thousands for 4d = 2048.
+//   !trans_b (dG W, B stored (K, N)): one lane per column of C, 32 columns per warp, and the 8
+//     warps of a block take 8 slices of K; their partial sums meet in shared memory.
+// A is never transposed here (the LSTM's A is h or dG, row-major); its rows are small and stay
+// in L1. These are the sgemm the default picks for M <= 16 (SgemmTile::automatic).
+constexpr int FEW_ROWS = 16;
+
+__global__ void __launch_bounds__(256)
+sgemm_few_rows_nt_kernel(int M, int N, int K, float alpha, const float* A, int lda,
+                         long stride_a, const float* B, int ldb, long stride_b, float beta,
+                         float* C, int ldc, long stride_c) {
+    const int lane = threadIdx.x % 32, j = blockIdx.x * 8 + threadIdx.x / 32;  // column of C
+    if (j >= N) return;  // the whole warp leaves together
+    A += blockIdx.z * stride_a;
+    B += blockIdx.z * stride_b + (long)j * ldb;  // row j of B: column j of op(B)
+    C += blockIdx.z * stride_c;
+    float acc[FEW_ROWS] = {};
+    for (int k = lane; k < K; k += 32) {
+        const float b = B[k];
+        WT_UNROLL
+        for (int m = 0; m < FEW_ROWS; m++)
+            if (m < M) acc[m] += A[(long)m * lda + k] * b;
+    }
+    WT_UNROLL
+    for (int m = 0; m < FEW_ROWS; m++) {
+        if (m >= M) break;  // M is the same for the whole warp
+        float v = acc[m];
+        for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+        if (lane == 0) {
+            float& c = C[(long)m * ldc + j];
+            c = alpha * v + (beta == 0.0f ? 0.0f : beta * c);
+        }
+    }
+}
+
+__global__ void __launch_bounds__(256)
+sgemm_few_rows_nn_kernel(int M, int N, int K, float alpha, const float* A, int lda,
+                         long stride_a, const float* B, int ldb, long stride_b, float beta,
+                         float* C, int ldc, long stride_c) {
+    __shared__ float partial[8][FEW_ROWS][32];  // (warp, row of C, lane)
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int j = blockIdx.x * 32 + lane;  // this lane's column of C
+    A += blockIdx.z * stride_a;
+    B += blockIdx.z * stride_b;
+    C += blockIdx.z * stride_c;
+    const int slice = (K + 7) / 8, k0 = warp * slice, k1 = min(K, k0 + slice);
+    float acc[FEW_ROWS] = {};
+    if (j < N)
+        for (int k = k0; k < k1; k++) {
+            const float b = B[(long)k * ldb + j];  // 32 lanes: 32 consecutive floats
+            WT_UNROLL
+            for (int m = 0; m < FEW_ROWS; m++)
+                if (m < M) acc[m] += A[(long)m * lda + k] * b;  // one address for the warp
+        }
+    WT_UNROLL
+    for (int m = 0; m < FEW_ROWS; m++) partial[warp][m][lane] = acc[m];
+    __syncthreads();  // every warp's partial sums are in shared memory
+    for (int e = threadIdx.x; e < M * 32; e += blockDim.x) {
+        const int m = e / 32, l = e % 32, col = blockIdx.x * 32 + l;
+        float v = 0.0f;
+        for (int w = 0; w < 8; w++) v += partial[w][m][l];
+        if (col < N) {
+            float& c = C[(long)m * ldc + col];
+            c = alpha * v + (beta == 0.0f ? 0.0f : beta * c);
+        }
+    }
+}
+
 // float4 accesses need 16-byte alignment at every row start of every batch element.
 static bool float4_aligned(const void* p, int ld, long stride, int batch) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0 && ld % 4 == 0 &&
@@ -447,6 +521,17 @@ void sgemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
             const bool vec = float4_aligned(A, lda, stride_a, batch) &&
                              float4_aligned(B, ldb, stride_b, batch) &&
                              float4_aligned(C, ldc, stride_c, batch);
+            if (tile == SgemmTile::automatic && M <= FEW_ROWS && !trans_a) {
+                if (trans_b)
+                    launch_kernel(sgemm_few_rows_nt_kernel, dim3(ceil_div(N, 8), 1, batch),
+                                  dim3(256), 0, M, N, K, alpha, A, lda, stride_a, B, ldb,
+                                  stride_b, beta, C, ldc, stride_c);
+                else
+                    launch_kernel(sgemm_few_rows_nn_kernel, dim3(ceil_div(N, 32), 1, batch),
+                                  dim3(256), 0, M, N, K, alpha, A, lda, stride_a, B, ldb,
+                                  stride_b, beta, C, ldc, stride_c);
+                break;
+            }
             if (tile == SgemmTile::automatic)
                 tile = N <= 64 ? SgemmTile::b128x64t8x8 : SgemmTile::b128x128t8x8;
             auto launch = tile == SgemmTile::b128x64t8x8     ? launch_warp_tiled<WarpTileNarrow>

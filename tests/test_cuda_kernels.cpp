@@ -83,9 +83,11 @@ void sgemm_case() {
     // slices, most with ragged edges; the last two cross the 256-row and 256-column tiles
     // too. Blocks wholly inside with K a multiple of the slice take the unchecked loop:
     // {130, 129, 24}, {256, 128, 64} and {136, 264, 16} have such blocks for every tile shape.
-    const Shape shapes[] = {{1, 1, 1},      {17, 33, 40},   {100, 17, 33},
-                            {130, 129, 24}, {256, 128, 64}, {257, 130, 68},
-                            {260, 270, 20}, {136, 264, 16}};
+    // {3, 40, 5}, {8, 70, 37} and {16, 300, 130} are LSTM-step shapes: few rows, which the
+    // automatic choice gives to the few-rows kernels (K split over 8 warps, some with none).
+    const Shape shapes[] = {{1, 1, 1},      {3, 40, 5},     {8, 70, 37},    {16, 300, 130},
+                            {17, 33, 40},   {100, 17, 33},  {130, 129, 24}, {256, 128, 64},
+                            {257, 130, 68}, {260, 270, 20}, {136, 264, 16}};
     // Every version, and version 4 with each of its block-tile shapes.
     const std::pair<SgemmVersion, SgemmTile> versions[] = {
         {SgemmVersion::naive, SgemmTile::automatic},
