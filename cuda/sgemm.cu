@@ -191,7 +191,7 @@ struct WarpTile {
                   "every thread loads the same number of float4 groups");
 };
 // The default: a 128x128 tile, 8 warps of 64x32, 8x8 outputs a thread, 2 blocks per SM; and
-// its half for C at most 64 columns wide, 4 warps, 4 blocks per SM.
+// its half for C at most 64 columns wide, 4 warps, 3 blocks per SM.
 using WarpTileDefault = WarpTile<128, 128, 8, 64, 32, 2, 2, 2>;
 using WarpTileNarrow = WarpTile<128, 64, 8, 64, 32, 2, 2, 3>;
 // The shapes gpu-bench times beside it, all with twice the outputs per thread (8x16: 128 FMAs
