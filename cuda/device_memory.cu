@@ -13,7 +13,10 @@
 namespace gpu {
 namespace {
 size_t g_current = 0, g_peak = 0;
-std::multimap<size_t, void*> g_cache;  // rounded size -> a free block of that size
+// Rounded size -> a free block of that size. Never destroyed: at exit the cached blocks stay
+// reachable (and the driver frees them) rather than being freed after the CUDA runtime itself
+// has shut down.
+std::multimap<size_t, void*>& g_cache = *new std::multimap<size_t, void*>;
 size_t rounded(size_t bytes) { return (bytes + 511) / 512 * 512; }
 }  // namespace
 size_t current_bytes() { return g_current; }

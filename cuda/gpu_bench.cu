@@ -31,6 +31,8 @@ static float time_ms(const std::function<void()>& f, int warmups = 2, int repeat
     CUDA_CHECK(cudaEventSynchronize(b));
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    CUDA_CHECK(cudaEventDestroy(a));
+    CUDA_CHECK(cudaEventDestroy(b));
     return ms / repeats;
 }
 
