@@ -1,8 +1,8 @@
 // `make emu-tsan`: the emulator with one OS thread per CUDA thread (EMU_THREADS), built with
 // -fsanitize=thread. In that mode a missing __syncthreads is a real data race.
 //
-//   emu-tsan clean     the tiled sgemm, the reductions and the fused attention at small shapes:
-//                      ThreadSanitizer must stay silent
+//   emu-tsan clean     the tiled sgemms (checked and unchecked loops, few rows), the reductions
+//                      and the fused attention at small shapes: ThreadSanitizer must stay silent
 //   emu-tsan planted   the tiled matmul with its first barrier removed (cuda/planted_race.cuh):
 //                      ThreadSanitizer must report a data race
 #include "cuda/attention_flash.cu"
@@ -42,7 +42,15 @@ int main(int argc, char** argv) {
         sgemm_cuda(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N, 1, 0,
                    0, 0, SgemmVersion::tiled);
         sgemm_cuda(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N, 1, 0,
-                   0, 0, SgemmVersion::warp_tiled);  // K % 4 == 0: the float4 path
+                   0, 0, SgemmVersion::warp_tiled, SgemmTile::b128x128t8x8);  // checked loop
+        {  // one whole 128x128 block: the unchecked loop; and the few-rows kernel of an LSTM step
+            auto A2 = filled(128 * 16, 1), B2 = filled(16 * 128, 1);
+            gpu::Buffer<float> C2(128 * 128);
+            sgemm_cuda(false, false, 128, 128, 16, 1.0f, A2.data(), 16, B2.data(), 128, 0.0f,
+                       C2.data(), 128);
+            sgemm_cuda(false, false, 8, 40, 37, 1.0f, A2.data(), 37, B2.data(), 40, 0.0f,
+                       C2.data(), 40);
+        }
         sum_cuda(A.data(), s.data(), M * K);
         softmax_forward_cuda(A.data(), C.data(), M, N, true);
         const int Bsz = 1, h = 1, n = 70, d_k = 24;  // n = 70: two 64-row tiles
