@@ -51,6 +51,7 @@ if "$NVCC" -std=c++20 -O3 -I. -arch="${ARCH:-sm_90}" cuda/gpu_bench.cu "$KOBJ/sg
         "$KOBJ/device_memory.o" -lcublas -o "$BUILD/bin/gpu-bench" >"$OUT/gpu-bench-build.log" 2>&1; then
     step gpu-bench 120 gpu-bench.txt "$BUILD/bin/gpu-bench"
     cat "$OUT/gpu-bench.txt"
+    grep '^target ' "$OUT/gpu-bench.txt" >>"$OUT/summary.txt"
 else
     log "gpu-bench did not build (see $OUT/gpu-bench-build.log)"
 fi

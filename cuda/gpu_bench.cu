@@ -1,11 +1,14 @@
-// gpu-bench (built and run by cuda/gpu-check.sh, not by `make`): the issue's speed targets.
+// gpu-bench: the issue's speed targets on a GPU (cuda/gpu-check.sh builds it with nvcc and runs
+// it; `make` builds it for the emulator as gpu-bench-emu, which the tests run with --quick).
 //   1. sgemm 4096^3: the warp-tiled kernel (the default) and the register-tiled one vs cuBLAS
 //      in fp32 with TF32 off (cuBLAS is only the yardstick here; it is never in the measured
 //      path of chapter 6); then every block-tile shape of the warp-tiled kernel at every
 //      transpose, each result checked against cuBLAS's
 //   2. fused attention fwd+bwd, B = 8, h = 8, d_k = 64, n = 2048, 4096: TFLOP/s (4 B h n^2 d_k
-//      forward, 2.5x that backward), speed-up over the naive path, peak memory ratio
-//   3. LSTM forward with fused vs unfused (per-op) gate kernels
+//      forward, 2.5x that backward), speed-up over the naive path, peak memory ratio, and the
+//      two paths' O, dQ, dK against each other
+//   3. LSTM forward with fused vs unfused (per-op) gate kernels, and their h against each other
+// and at the end one line per target, "met" or "NOT MET" (gpu-check copies them to its summary).
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
 
@@ -18,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 static float time_ms(const std::function<void()>& f, int warmups = 2, int repeats = 5) {
@@ -44,6 +48,15 @@ static gpu::Buffer<float> filled(size_t n, float s) {
     gpu::Buffer<float> b(n);
     launch_kernel(fill, dim3(ceil_div(long(n), 256)), dim3(256), 0, b.data(), long(n), s);
     return b;
+}
+
+// The issue's targets, one line each, printed together at the end (gpu-check's summary).
+static std::vector<std::string> g_targets;
+static void target(const std::string& what, double value, double at_least) {
+    char line[256];
+    std::snprintf(line, sizeof line, "target %s: %.2f, at least %.3g: %s", what.c_str(), value,
+                  at_least, value >= at_least ? "met" : "NOT MET");
+    g_targets.push_back(line);
 }
 
 // max |a - b| over two device arrays of n floats, and max |b|.
@@ -98,6 +111,8 @@ int main(int argc, char** argv) try {
                     "= %.2fx\n",
                     N, warp, tflop / warp * 1e3, reg, tflop / reg * 1e3, tiled, cublas,
                     tflop / cublas * 1e3, cublas / warp, cublas / reg);
+        target("sgemm " + std::to_string(N) + "^3 warp-tiled (default tile) / cuBLAS speed",
+               cublas / warp, 0.85);
         // Every block-tile shape of the warp-tiled kernel at the four transposes (attention
         // uses NT for Q K^T and TN for P^T dO), each beside cuBLAS, and each result against
         // cuBLAS's: the same products in a different order of additions, so only rounding
@@ -120,6 +135,8 @@ int main(int argc, char** argv) try {
         std::printf("sgemm %d^3 speed / cuBLAS (cuBLAS ms: NN %.2f NT %.2f TN %.2f TT %.2f)\n",
                     N, cublas_ms[0], cublas_ms[1], cublas_ms[2], cublas_ms[3]);
         std::vector<float> got(size_t(N) * N);
+        double best = 0;
+        const char* best_name = "";
         for (const auto& [tile, name] : tiles) {
             std::printf("  %-22s", name);
             for (int t = 0; t < 4; t++) {
@@ -136,14 +153,18 @@ int main(int argc, char** argv) try {
                 std::printf("  %c%c %.2fx (%.1f TFLOP/s)%s", ta ? 'T' : 'N', tb ? 'T' : 'N',
                             cublas_ms[t] / w, tflop / w * 1e3,
                             worst <= 1e-4 * scale ? "" : " MISMATCH");
+                if (t == 0 && cublas_ms[t] / w > best) best = cublas_ms[t] / w, best_name = name;
             }
             std::printf("\n");
         }
+        target(std::string("sgemm NN, the fastest tile shape (") + best_name + ") / cuBLAS speed",
+               best, 0.85);
         cublasDestroy(handle);
     }
     {  // 2. attention
         const int B = quick ? 2 : 8, h = quick ? 2 : 8, d_k = 64;
-        for (int n : quick ? std::vector<int>{40, 72} : std::vector<int>{2048, 4096}) {
+        const std::vector<int> ns = quick ? std::vector<int>{40, 72} : std::vector<int>{2048, 4096};
+        for (int n : ns) {
             size_t sz = size_t(B) * h * n * d_k;
             auto Q = filled(sz, 1), K = filled(sz, 1), V = filled(sz, 1), dO = filled(sz, 1);
             gpu::Buffer<float> O(sz), dQ(sz), dK(sz), dV(sz), L(size_t(B) * h * n);
@@ -190,6 +211,13 @@ int main(int argc, char** argv) try {
                         "%.1fx less (target >= 8x)  [inputs %.0f MB]\n",
                         n, fused, flops / fused / 1e9, naive, naive / fused, fused_peak / 1048576,
                         naive_peak / 1048576, naive_peak / fused_peak, double(base) / 1048576);
+            const std::string at = " at n=" + std::to_string(n);
+            target("fused attention fwd+bwd TFLOP/s" + at, flops / fused / 1e9, 20);
+            if (naive >= 0) {
+                target("fused attention peak memory, naive / fused" + at,
+                       naive_peak / fused_peak, 8);
+                if (n == ns.back()) target("fused attention speed-up over naive" + at, naive / fused, 1.5);
+            }
             // Where the time goes, for tuning: each kernel alone (the backward reuses the
             // forward's O and L), and the naive path's products alone, without the softmax
             // and the memory traffic of P.
@@ -248,7 +276,10 @@ int main(int argc, char** argv) try {
                     "%.2f ms: fused %.2fx faster (target >= 5x)\n",
                     n, B, d, fused, unfused, unfused / fused, gemms, fused - gemms,
                     unfused - gemms, (unfused - gemms) / (fused - gemms));
+        target("LSTM gates, unfused / fused time", (unfused - gemms) / (fused - gemms), 5);
     }
+    std::printf("\n");
+    for (const std::string& line : g_targets) std::printf("%s\n", line.c_str());
 } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu-bench: %s\n", e.what());
     return 1;
