@@ -7,12 +7,25 @@
 #include "common/memory.h"
 #include "tests/util.h"
 
+#include <cstring>
 #include <random>
 #include <regex>
 #include <string>
 #include <vector>
 
 namespace {
+
+// Whether dir/name is a PNG file (its 8-byte signature); removes it and dir either way.
+bool take_png(const std::string& dir, const std::string& name) {
+    const std::string path = dir + "/" + name;
+    unsigned char sig[8] = {};
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    const bool read = f && std::fread(sig, 1, 8, f) == 8;
+    if (f) std::fclose(f);
+    std::remove(path.c_str());
+    ::rmdir(dir.c_str());
+    return read && std::memcmp(sig, "\x89PNG\r\n\x1a\n", 8) == 0;
+}
 
 void fill(mem::Buffer<float>& buf, float bound, std::mt19937& rng) {
     std::uniform_real_distribution<float> U(-bound, bound);
@@ -232,14 +245,7 @@ TEST_CASE("chapter6: the figure goes where --figure-dir says") {
     auto r = testutil::run("6-cost", "--seq-lens 8,16 --batch 1 --d-model 16 --heads 2 --warmup 0 "
                                      "--repeat 1 --figure-dir " + dir);
     CHECK(r.exit_code == 0);
-    std::FILE* f = std::fopen((dir + "/6-cost.png").c_str(), "rb");
-    REQUIRE(f != nullptr);
-    unsigned char sig[8] = {};
-    CHECK(std::fread(sig, 1, 8, f) == 8);
-    std::fclose(f);
-    CHECK(sig[1] == 'P');
-    std::remove((dir + "/6-cost.png").c_str());
-    ::rmdir(dir.c_str());
+    CHECK(take_png(dir, "6-cost.png"));
 }
 
 // The --device cuda path (cuda/cost_bench.cu: allocation through the tracked device allocator,
@@ -263,14 +269,7 @@ TEST_CASE("chapter6: --device cuda on the emulator fills the table and draws the
         if (n == 300)  // the naive path holds P and dS, (B, h, n, n) each: 2.7 MB more at n = 300
             CHECK(std::stod(m[2]) >= std::stod(m[4]) + 2);
     }
-    std::FILE* f = std::fopen((dir + "/6-cost-cuda.png").c_str(), "rb");
-    REQUIRE(f != nullptr);
-    unsigned char sig[8] = {};
-    CHECK(std::fread(sig, 1, 8, f) == 8);
-    std::fclose(f);
-    CHECK(sig[1] == 'P');
-    std::remove((dir + "/6-cost-cuda.png").c_str());
-    ::rmdir(dir.c_str());
+    CHECK(take_png(dir, "6-cost-cuda.png"));
     // Heads wider than the fused kernels take: one line, before anything is printed.
     auto wide = testutil::run("6-cost-emu", "--device cuda --d-model 300 --heads 1 --no-figures");
     CHECK(wide.exit_code != 0);
