@@ -49,9 +49,10 @@
 //             with atomics because every key tile contributes to the same rows (as
 //             FlashAttention-2 does).
 //
-// Exponentials: __expf, the special-function unit's 2^x applied to x log2(e) (2 instructions;
-// expf takes 8). Its error grows with |x| from the rounding of x log2(e): about 1e-6 relative
-// at x = -10, and the p that matter have x near 0 (the emulator's __expf rounds the same way).
+// Exponentials in base 2, as FlashAttention-2 computes them: the scores are scaled by
+// scale * log2(e) instead of scale, so e^(s - m) becomes 2^(s' - m'), one FFMA and one
+// special-function instruction (ex2.approx.ftz; expf takes about 8, with its range checks).
+// The row maxima m live in that base-2 scale; L is stored in natural log as before.
 //
 // Global loads are float4 only when the host has checked that every base pointer is 16-byte
 // aligned and d_k % 4 == 0 (then each row starts aligned); otherwise a guarded scalar path.
@@ -88,6 +89,19 @@ __device__ __forceinline__ float row8_sum(float v) {
     v += __shfl_xor_sync(0xffffffffu, v, 2);
     return v + __shfl_xor_sync(0xffffffffu, v, 4);
 }
+
+// 2^x on the special-function unit, results below 2^-126 flushed to zero (a probability that
+// small is 0 in float32 softmax anyway). The emulator computes the same value in float.
+__device__ __forceinline__ float exp2_approx(float x) {
+#if defined(__CUDA_ARCH__)
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return std::exp2(x);
+#endif
+}
+constexpr float FA_LOG2E = 1.4426950408889634f, FA_LN2 = 0.6931471805599453f;
 
 __device__ __forceinline__ float4 lds4(const float* p) {
     return *reinterpret_cast<const float4*>(p);
@@ -276,6 +290,7 @@ attention_fused_forward_kernel(const float* Q, const float* K, const float* V, f
     FA_UNROLL
     for (int i = 0; i < 4; i++) m[i] = -INFINITY, l[i] = 0.0f;
     const int kv_end = causal ? min(n, row0 + FA_BR) : n;
+    const float scale2 = scale * FA_LOG2E;  // scores in base 2: 2^(s scale2) = e^(s scale)
     for (int col0 = 0; col0 < kv_end; col0 += FA_BC) {
         __syncthreads();  // everyone is done with the previous K_j, V_j (and Q_i is loaded)
         fa_load_tile<D>(Ks, K, col0, n, d_k, vec);
@@ -294,17 +309,17 @@ attention_fused_forward_kernel(const float* Q, const float* K, const float* V, f
             for (int j = 0; j < 8; j++) {
                 const int key = col0 + tc + 8 * j;
                 const bool visible = !edge || (key < n && !(causal && key > row));
-                s[i][j] = visible ? s[i][j] * scale : -INFINITY;
+                s[i][j] = visible ? s[i][j] * scale2 : -INFINITY;
                 m_tile = fmaxf(m_tile, s[i][j]);
             }
             // Online softmax: the new max, and how much the old sum and O shrink relative to it.
             const float m_new = fmaxf(m[i], row8_max(m_tile));
             const bool empty = m_new == -INFINITY;  // every key so far masked: keep 0, not NaN
-            const float alpha = empty ? 1.0f : __expf(m[i] - m_new);
+            const float alpha = empty ? 1.0f : exp2_approx(m[i] - m_new);
             float l_tile = 0.0f;
             FA_UNROLL
             for (int j = 0; j < 8; j++) {
-                const float p = empty ? 0.0f : __expf(s[i][j] - m_new);
+                const float p = empty ? 0.0f : exp2_approx(s[i][j] - m_new);
                 Ps[(tr + 16 * i) * FA_LDP + tc + 8 * j] = p;
                 l_tile += p;
             }
@@ -323,7 +338,8 @@ attention_fused_forward_kernel(const float* Q, const float* K, const float* V, f
         const int row = row0 + tr + 16 * i;
         if (row >= n) continue;
         fa_write_row<D, false>(O, row, d_k, o[i], 1.0f / l_row, tc, vec);
-        if (tc == 0) L[row] = m[i] + logf(l_row);  // logsumexp of S's row: all the backward needs
+        // The logsumexp of S's row, in natural log: all the backward needs.
+        if (tc == 0) L[row] = (m[i] + log2f(l_row)) * FA_LN2;
     }
 }
 
@@ -355,6 +371,7 @@ attention_fused_backward_kernel(const float* Q, const float* K, const float* V, 
     L += (long)blockIdx.y * n;
     Dvec += (long)blockIdx.y * n;
     const int col0 = blockIdx.x * FA_BC;
+    const float scale2 = scale * FA_LOG2E;  // scores in base 2, as in the forward
 
     fa_load_tile<D>(Ks, K, col0, n, d_k, vec);
     fa_load_tile<D>(Vs, V, col0, n, d_k, vec);
@@ -382,12 +399,13 @@ attention_fused_backward_kernel(const float* Q, const float* K, const float* V, 
         FA_UNROLL
         for (int i = 0; i < 4; i++) {
             const int r = tr + 16 * i, row = row0 + r;
-            const float L_r = Ls[r], D_r = Ds[r];  // read once: the stores below might alias
+            // Read once (the stores below might alias); L in base 2 like the scores.
+            const float L2_r = Ls[r] * FA_LOG2E, D_r = Ds[r];
             FA_UNROLL
             for (int j = 0; j < 8; j++) {
                 const int c = tc + 8 * j, key = col0 + c;
                 const bool visible = !edge || (row < n && key < n && !(causal && key > row));
-                const float p = visible ? __expf(s[i][j] * scale - L_r) : 0.0f;
+                const float p = visible ? exp2_approx(s[i][j] * scale2 - L2_r) : 0.0f;
                 Ps[r * FA_LDP + c] = p;
                 dSs[r * FA_LDP + c] = p * (dp[i][j] - D_r);
             }
