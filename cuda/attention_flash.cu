@@ -67,8 +67,10 @@
 
 #if defined(__CUDACC__)
 #define FA_UNROLL _Pragma("unroll")
+#define FA_UNROLL_4 _Pragma("unroll 4")
 #else
 #define FA_UNROLL
+#define FA_UNROLL_4
 #endif
 
 constexpr int FA_BR = 64, FA_BC = 64;  // Br query rows, Bc key rows per tile
@@ -217,6 +219,7 @@ __device__ __forceinline__ void fa_mma_ab(float (&acc)[4][D / 8], const float* A
 template <int D>
 __device__ __forceinline__ void fa_mma_atb(float (&acc)[4][D / 8], const float* A,
                                            const float* B, int tr, int tc) {
+    FA_UNROLL_4
     for (int r = 0; r < 64; r++) {
         const float4 a = lds4(A + r * FA_LDP + 4 * tr);
         const float* b = B + r * FA_LD<D>;
