@@ -67,9 +67,11 @@
 
 #if defined(__CUDACC__)
 #define FA_UNROLL _Pragma("unroll")
+#define FA_UNROLL_2 _Pragma("unroll 2")
 #define FA_UNROLL_4 _Pragma("unroll 4")
 #else
 #define FA_UNROLL
+#define FA_UNROLL_2
 #define FA_UNROLL_4
 #endif
 
@@ -159,6 +161,7 @@ __device__ __forceinline__ void fa_mma_abt(float (&acc)[4][8], const float* A, c
     constexpr int ld = FA_LD<D>;
     const float* a = A + tr * ld;
     const float* b = B + tc * ld;
+    FA_UNROLL_2
     for (int d = 0; d < D; d += 4) {
         float4 av[4], bv[8];
         FA_UNROLL
@@ -198,6 +201,7 @@ template <int D>
 __device__ __forceinline__ void fa_mma_ab(float (&acc)[4][D / 8], const float* A,
                                           const float* B, int tr, int tc) {
     const float* a = A + tr * FA_LDP;
+    FA_UNROLL_2
     for (int k = 0; k < 64; k += 4) {
         float4 av[4];
         FA_UNROLL
