@@ -506,9 +506,7 @@ struct alignas(16) float4 {
 };
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
-// The device's fast exp: 2^x on the SFU after rounding x log2(e) to float; that rounding is
-// most of its error, so it is reproduced here.
-inline float __expf(float x) { return std::exp2(x * 1.44269504088896341f); }
+inline float __expf(float x) { return std::exp(x); }
 inline float __logf(float x) { return std::log(x); }
 inline float __fdividef(float a, float b) { return a / b; }
 inline int __float_as_int(float x) {
