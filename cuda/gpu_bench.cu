@@ -124,17 +124,14 @@ int main(int argc, char** argv) try {
             {SgemmTile::b128x256t8x16, "128x256, 8x16"},
             {SgemmTile::b256x128t16x8, "256x128, 16x8"}};
         float cublas_ms[4];
-        std::vector<float> ref[4];
+        std::vector<gpu::Buffer<float>> refs;  // cuBLAS's result for each transpose pair
         for (int t = 0; t < 4; t++) {
             const bool ta = t & 2, tb = t & 1;
-            cublas_ms[t] = time_ms([&] { cublas_run(ta, tb, C_ref.data()); });
-            ref[t].resize(size_t(N) * N);
-            CUDA_CHECK(cudaMemcpy(ref[t].data(), C_ref.data(), ref[t].size() * 4,
-                                  cudaMemcpyDeviceToHost));
+            refs.emplace_back(size_t(N) * N);
+            cublas_ms[t] = time_ms([&] { cublas_run(ta, tb, refs[t].data()); });
         }
         std::printf("sgemm %d^3 speed / cuBLAS (cuBLAS ms: NN %.2f NT %.2f TN %.2f TT %.2f)\n",
                     N, cublas_ms[0], cublas_ms[1], cublas_ms[2], cublas_ms[3]);
-        std::vector<float> got(size_t(N) * N);
         double best = 0;
         const char* best_name = "";
         for (const auto& [tile, name] : tiles) {
@@ -142,14 +139,8 @@ int main(int argc, char** argv) try {
             for (int t = 0; t < 4; t++) {
                 const bool ta = t & 2, tb = t & 1;
                 float w = time_ms([&] { ours_run(ta, tb, SgemmVersion::warp_tiled, tile); });
-                CUDA_CHECK(cudaMemcpy(got.data(), C.data(), got.size() * 4,
-                                      cudaMemcpyDeviceToHost));
-                double worst = 0, scale = 0;
-                for (size_t i = 0; i < got.size(); i++) {
-                    const double d = std::fabs(double(got[i]) - ref[t][i]);
-                    worst = d > worst ? d : worst;
-                    scale = std::fabs(ref[t][i]) > scale ? std::fabs(ref[t][i]) : scale;
-                }
+                double worst, scale;
+                compare(C.data(), refs[t].data(), size_t(N) * N, worst, scale);
                 std::printf("  %c%c %.2fx (%.1f TFLOP/s)%s", ta ? 'T' : 'N', tb ? 'T' : 'N',
                             cublas_ms[t] / w, tflop / w * 1e3,
                             worst <= 1e-4 * scale ? "" : " MISMATCH");
