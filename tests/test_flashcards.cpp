@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
 
 namespace {
 
@@ -90,6 +92,47 @@ TEST_CASE("flashcards: the deck parses to 20 cards, each with a question, an ans
                               "Post-LN", "teacher forcing", "N2M", "N21", "N2N", "퓨전 커널",
                               "1,048,576", "마스크", "FFN"})
         CHECK_MESSAGE(all.find(topic) != std::string::npos, "the deck never mentions " << topic);
+}
+
+TEST_CASE("flashcards: every number a card's 실습 line says a chapter prints, that chapter prints") {
+    // "`make ch4` (... 1.1920928955078125e-07과 0.5570540428161621을 출력)": the numbers in the
+    // text after `make chN` (up to the next `make`) must appear in chapter N's output, so the deck
+    // cannot drift from what the programs print.
+    cards::Deck deck = cards::load_deck(kDeck);
+    const std::regex number(R"([0-9]+\.[0-9]+(e[-+][0-9]+)?|[0-9]{5,})");
+    std::map<char, std::string> output;  // chapter digit -> its stdout
+    auto chapter_output = [&](char n) -> const std::string& {
+        if (!output.count(n)) {
+            std::string name;
+            for (const auto& e : fs::directory_iterator(std::string(PROJECT_ROOT) + "/chapters"))
+                if (e.path().filename().string().rfind(std::string(1, n) + "-", 0) == 0)
+                    name = e.path().filename().string();
+            REQUIRE_MESSAGE(!name.empty(), "no chapters/" << n << "-* folder");
+            // Chapter 3 draws no figure; the others leave figures/ alone with --no-figures.
+            testutil::Run r = testutil::run(name, n == '3' ? "" : "--no-figures");
+            REQUIRE(r.exit_code == 0);
+            output[n] = r.out;
+        }
+        return output[n];
+    };
+    int checked = 0;
+    for (const cards::Card& c : deck.cards) {
+        for (size_t k = c.demo.find("make ch"); k != std::string::npos;) {
+            char n = c.demo[k + 7];
+            size_t next = c.demo.find("make ", k + 7);
+            std::string said = c.demo.substr(k + 8, next == std::string::npos ? next : next - k - 8);
+            if (n == '6' || n == '7') said.clear();  // timings and training: no fixed numbers
+            for (std::sregex_iterator it(said.begin(), said.end(), number), end; it != end; ++it) {
+                std::string value = it->str();
+                CHECK_MESSAGE(chapter_output(n).find(value) != std::string::npos,
+                              "card " << c.number << " says `make ch" << std::string(1, n) << "` prints " << value
+                                      << ", and it does not");
+                checked++;
+            }
+            k = next == std::string::npos ? next : c.demo.find("make ch", next);
+        }
+    }
+    CHECK(checked >= 10);  // the deck quotes ch1, ch2, ch3 and ch4 values; the regex found them
 }
 
 TEST_CASE("flashcards: a malformed deck fails with one line naming the file and the line") {
