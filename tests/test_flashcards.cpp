@@ -125,8 +125,8 @@ TEST_CASE("flashcards: every number a card's 실습 line says a chapter prints, 
             for (std::sregex_iterator it(said.begin(), said.end(), number), end; it != end; ++it) {
                 std::string value = it->str();
                 CHECK_MESSAGE(chapter_output(n).find(value) != std::string::npos,
-                              "card " << c.number << " says `make ch" << std::string(1, n) << "` prints " << value
-                                      << ", and it does not");
+                              "card " << c.number << " says `make ch" << std::string(1, n)
+                                      << "` prints " << value << ", and it does not");
                 checked++;
             }
             k = next == std::string::npos ? next : c.demo.find("make ch", next);
