@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <pwd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -124,6 +125,7 @@ std::string plain_text(std::string_view md) {
 Deck parse_deck(std::string_view text, const std::string& path) {
     Deck deck;
     deck.path = path;
+    if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a byte-order mark some editors write
     std::vector<std::string_view> lines = split_lines(text);
 
     struct Pending {
@@ -368,6 +370,9 @@ std::string format_progress(const Progress& p) {
 }
 
 Progress load_progress(const std::string& path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw Error(path + ": is a folder, not a progress file; pass a file path to --progress");
     bool missing;
     std::string error;
     std::string text = read_whole(path, missing, error);
@@ -404,18 +409,51 @@ bool make_dirs(const std::string& dir, std::string& error) {
     return true;
 }
 
+// The file a save replaces: a symlinked progress file stays a symlink (even one whose target
+// does not exist yet), so the new file goes where the link points.
+std::string save_target(const std::string& path) {
+    std::string target = path;
+    for (int hops = 0; hops < 40; hops++) {
+        struct stat lst;
+        if (::lstat(target.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) break;
+        char buf[4096];
+        ssize_t n = ::readlink(target.c_str(), buf, sizeof buf - 1);
+        if (n <= 0) break;
+        std::string to(buf, size_t(n));
+        target = to[0] == '/' ? to : parent_dir(target) + "/" + to;
+    }
+    return target;
+}
+
+// A progress file without its owner's write bit was made read-only on purpose; a rename would
+// replace it all the same, so refuse (by the mode bits, which bind root too).
+void refuse_read_only(const std::string& shown, const std::string& target) {
+    struct stat st;
+    if (::stat(target.c_str(), &st) == 0 && S_ISREG(st.st_mode) && !(st.st_mode & S_IWUSR))
+        throw Error(shown + ": the progress file is read-only; make it writable (chmod u+w) or "
+                    "choose another --progress FILE");
+}
+
 }  // namespace
 
+void check_writable(const std::string& path_in) {
+    std::string path = save_target(path_in);
+    refuse_read_only(path_in, path);
+    std::string dir = parent_dir(path);
+    struct stat st;
+    while (::stat(dir.c_str(), &st) != 0 && errno == ENOENT && dir != parent_dir(dir))
+        dir = parent_dir(dir);  // the nearest folder that exists; save_progress creates the rest
+    if (!S_ISDIR(st.st_mode))
+        throw Error(path_in + ": cannot save progress: " + dir +
+                    " is not a folder; choose a writable --progress FILE");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        throw Error(path_in + ": cannot save progress in " + dir + ": " + std::strerror(errno) +
+                    "; choose a writable --progress FILE");
+}
+
 void save_progress(const std::string& path_in, const Progress& p) {
-    // A symlinked progress file stays a symlink: write next to its target instead.
-    std::string path = path_in;
-    struct stat lst;
-    if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
-        if (char* real = ::realpath(path.c_str(), nullptr)) {
-            path = real;
-            std::free(real);
-        }
-    }
+    std::string path = save_target(path_in);
+    refuse_read_only(path_in, path);
     const std::string fail = path_in + ": cannot save progress: ";
     const std::string fix = "; choose a writable --progress FILE";
     std::string error;
@@ -425,6 +463,8 @@ void save_progress(const std::string& path_in, const Progress& p) {
     std::string tmp = path + ".tmp." + std::to_string(::getpid());
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw Error(fail + "cannot create " + tmp + ": " + std::strerror(errno) + fix);
+    struct stat old;
+    if (::stat(path.c_str(), &old) == 0) ::fchmod(fd, old.st_mode & 07777);  // keep e.g. 0600
     std::string text = format_progress(p);
     const char* data = text.data();
     size_t left = text.size();
@@ -459,6 +499,30 @@ void save_progress(const std::string& path_in, const Progress& p) {
     if (dfd >= 0) {
         ::fsync(dfd);
         ::close(dfd);
+    }
+}
+
+Progress save_rating(const std::string& path, const Progress& mine, int card) {
+    // Another run of the program may have saved since this one read the file: take the file as
+    // it is now and change only this card, under a lock on the folder so that two saves do not
+    // interleave. The last rating of a card wins; nobody's other ratings are lost.
+    std::string dir = parent_dir(save_target(path)), error;
+    if (!make_dirs(dir, error))
+        throw Error(path + ": cannot save progress: " + error + "; choose a writable --progress FILE");
+    int lock = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (lock >= 0)
+        while (::flock(lock, LOCK_EX) != 0 && errno == EINTR) {
+        }
+    try {
+        Progress now = load_progress(path);
+        now.cards[card] = mine.cards.at(card);
+        now.session = std::max(now.session, mine.session);
+        save_progress(path, now);
+        if (lock >= 0) ::close(lock);  // closing releases the lock
+        return now;
+    } catch (...) {
+        if (lock >= 0) ::close(lock);
+        throw;
     }
 }
 
@@ -649,6 +713,7 @@ bool Session::apply(Action a) {
             rate(progress, num, r, session);
             rated_now.insert(num);
             rated = int(rated_now.size());
+            last_rated = num;
             const CardState& st = progress.cards[num];
             message = std::to_string(num) + "번 카드: " + rating_name(r) + ", 상자 " +
                       std::to_string(st.box) + " (" +
@@ -697,12 +762,24 @@ namespace {
 
 struct Glyphs {
     const char *tl, *tr, *bl, *br, *h, *v, *full, *empty;
-    const char *keys;
+    const char* keys[3];  // the key help, widest first: the first that fits the screen is shown
 };
 constexpr Glyphs kUnicode{"╭", "╮", "╰", "╯", "─", "│", "█", "░",
-                          " Space/Enter/클릭 뒤집기  1 2 3 평가  ←/→ 이동  ↑/↓ 스크롤  q 끝내기"};
+                          {" Space/Enter/클릭 뒤집기  1 2 3 평가  ←/→ 이동  ↑/↓ 스크롤  q 끝내기",
+                           " Space 뒤집기  1 2 3 평가  ←/→ 이동  q 끝내기",
+                           " Space 뒤집기  1 2 3 평가  q 끝내기"}};
 constexpr Glyphs kAscii{"+", "+", "+", "+", "-", "|", "#", "-",
-                        " Space/Enter/클릭 뒤집기  1 2 3 평가  Left/Right 이동  Up/Down 스크롤  q 끝내기"};
+                        {" Space/Enter/클릭 뒤집기  1 2 3 평가  Left/Right 이동  Up/Down 스크롤  q 끝내기",
+                         " Space 뒤집기  1 2 3 평가  Left/Right 이동  q 끝내기",
+                         " Space 뒤집기  1 2 3 평가  q 끝내기"}};
+
+// The first of `texts` that fits `width` columns (the last one cut to fit, if none does).
+template <size_t N>
+std::string first_fitting(const char* const (&texts)[N], int width) {
+    for (const char* t : texts)
+        if (term::display_width(t) <= width) return term::fit(t, width);
+    return term::fit(texts[N - 1], width);
+}
 
 std::string repeat(const char* g, int n) {
     std::string s;
@@ -722,12 +799,15 @@ std::string spread(const std::string& left, const std::string& right, int width)
 Frame render(Session& s, int W, int H, bool unicode) {
     const Glyphs& g = unicode ? kUnicode : kAscii;
     Frame f;
-    W = std::max(W, 20);
     if (H > 0 && (W < 40 || H < 12)) {
+        W = std::max(W, 1);
+        const char* const too_small[] = {" 창이 작아요 (40x12 이상, q 끝내기)", " 창이 작아요, q 끝내기",
+                                         " q 끝내기", "q"};
         f.lines.assign(size_t(H), std::string(size_t(W), ' '));
-        f.lines[0] = term::fit(" 창이 작아요 (40x12 이상, q 끝내기)", W);
+        f.lines[0] = first_fitting(too_small, W);
         return f;
     }
+    W = std::max(W, 40);  // plain frames: the narrowest layout below
     const int N = int(s.deck.cards.size());
     const Card& card = s.card();
     Counts c = count(s.deck, s.progress, s.session);
@@ -835,7 +915,7 @@ Frame render(Session& s, int W, int H, bool unicode) {
         button(nav_right, Action::Next);
     }
     f.lines.push_back(term::fit(row, W));
-    f.lines.push_back(term::fit(g.keys, W));
+    f.lines.push_back(first_fitting(g.keys, W));
     return f;
 }
 
@@ -844,6 +924,44 @@ Action hit_test(const Frame& f, int x, int y) {
     for (const Hit& h : f.hits)
         if (h.row == row && col >= h.col0 && col < h.col1) return h.action;
     return Action::None;
+}
+
+Action action_for(const term::Key& k, const Frame& frame) {
+    using term::KeyKind;
+    using A = Action;
+    switch (k.kind) {
+        case KeyKind::Space:
+        case KeyKind::Enter: return A::Flip;
+        case KeyKind::Right:
+        case KeyKind::PageDown: return A::Next;
+        case KeyKind::Left:
+        case KeyKind::PageUp: return A::Prev;
+        case KeyKind::Up: return A::ScrollUp;
+        case KeyKind::Down: return A::ScrollDown;
+        case KeyKind::Escape:
+        case KeyKind::CtrlC:
+        case KeyKind::CtrlD: return A::Quit;
+        case KeyKind::Mouse:
+            if (k.button == 64) return A::ScrollUp;
+            if (k.button == 65) return A::ScrollDown;
+            if (k.button == 0 && k.press) return hit_test(frame, k.x, k.y);
+            return A::None;
+        case KeyKind::Char:
+            switch (k.ch) {
+                case '1': return A::Rate1;
+                case '2': return A::Rate2;
+                case '3': return A::Rate3;
+                case 'l': case 'n': return A::Next;
+                case 'h': case 'p': return A::Prev;
+                case 'k': return A::ScrollUp;
+                case 'j': return A::ScrollDown;
+                case 'q': case 'Q':
+                case U'ㅂ':  // q typed with the Korean keyboard layout on
+                    return A::Quit;
+            }
+            return A::None;
+        default: return A::None;
+    }
 }
 
 }  // namespace cards

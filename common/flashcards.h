@@ -19,6 +19,10 @@
 #include <string_view>
 #include <vector>
 
+namespace term {
+struct Key;
+}
+
 namespace cards {
 
 struct Error : std::runtime_error {
@@ -90,8 +94,15 @@ std::string format_progress(const Progress& p);
 // A missing file is an empty Progress; an unreadable or corrupt one throws (and is not touched).
 Progress load_progress(const std::string& path);
 // Writes path.tmp.<pid>, fsyncs it, renames it over path and fsyncs the folder: a crash leaves
-// either the old file or the new one. Creates missing parent folders. Throws Error on failure.
+// either the old file or the new one. Creates missing parent folders, keeps the file's mode and
+// a symlink's link, and refuses a file without its owner's write bit. Throws Error on failure.
 void save_progress(const std::string& path, const Progress& p);
+// Saves one rating: re-reads the file under a lock on its folder and replaces only `card` with
+// mine's, so two programs reviewing at once keep each other's ratings. Returns what it wrote.
+Progress save_rating(const std::string& path, const Progress& mine, int card);
+// Throws the Error a save would, before a session starts: a read-only progress file, or a
+// folder that is not one or cannot be written.
+void check_writable(const std::string& path);
 // $XDG_STATE_HOME/transformer-cards/progress.tsv, else ~/.local/state/transformer-cards/...
 std::string default_progress_path();
 
@@ -142,6 +153,7 @@ struct Session {
     bool flipped = false;    // the answer is showing
     int scroll = 0;          // first content line shown in the card box
     int rated = 0;           // ratings made in this run
+    int last_rated = 0;      // the card number the latest rating was for (what to save)
     std::set<int> rated_now; // card numbers rated in this run
     std::string message;     // the status line after the last action
 
@@ -172,5 +184,8 @@ Frame render(Session& s, int width, int height, bool unicode);
 
 // The action at a click on column x, row y (1-based, as the terminal reports them).
 Action hit_test(const Frame& f, int x, int y);
+
+// The full-screen key map: a key, mouse click or wheel step on the screen `frame` -> an action.
+Action action_for(const term::Key& key, const Frame& frame);
 
 }  // namespace cards

@@ -368,8 +368,8 @@ size_t parse_key(std::string_view buf, Key& out) {
         out.kind = KeyKind::Space;
         return 1;
     }
-    if (b0 == 0x03) {
-        out.kind = KeyKind::CtrlC;
+    if (b0 == 0x03 || b0 == 0x04) {  // Ctrl-C (when ISIG is off), Ctrl-D (the end of input)
+        out.kind = b0 == 0x03 ? KeyKind::CtrlC : KeyKind::CtrlD;
         return 1;
     }
     if (b0 < 0x20 || b0 == 0x7F) {

@@ -40,7 +40,7 @@ std::string fit(std::string_view s, int width);
 // ---- keys ---------------------------------------------------------------------------------
 
 enum class KeyKind { None, Char, Enter, Space, Left, Right, Up, Down, PageUp, PageDown, Home,
-                     End, Escape, CtrlC, Mouse, Unknown };
+                     End, Escape, CtrlC, CtrlD, Mouse, Unknown };
 
 struct Key {
     KeyKind kind = KeyKind::None;

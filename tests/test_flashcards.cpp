@@ -169,6 +169,8 @@ TEST_CASE("flashcards: a malformed deck fails with one line naming the file and 
     CHECK(d.cards[0].question == "질문\n이어서");
     CHECK(d.cards[0].answer == "답    끝");
     CHECK(d.cards[0].demo == "`make ch2`");
+    // A deck saved with a byte-order mark (as some editors do) reads the same.
+    CHECK(cards::parse_deck("\xEF\xBB\xBF" + card_text(1), "bom.md").cards.size() == 1);
 
     // The binary reports a broken deck the same way and exits non-zero.
     std::string dir = temp_dir("deck");
@@ -295,6 +297,83 @@ TEST_CASE("flashcards: progress round trip through the text format and an atomic
     fs::remove_all(dir);
 }
 
+TEST_CASE("flashcards: saving keeps what others saved, the file's mode, a symlink, and a read-only file") {
+    std::string dir = temp_dir("save"), path = dir + "/p.tsv";
+    // Two runs at once: both read an empty file; A rates card 1, then B rates card 2.
+    cards::Progress a, b;
+    cards::rate(a, 1, cards::Rating::Easy, 1);
+    cards::save_rating(path, a, 1);
+    cards::rate(b, 2, cards::Rating::Hard, 1);
+    cards::Progress now = cards::save_rating(path, b, 2);
+    CHECK(now.cards.size() == 2);  // B's save kept A's card 1
+    cards::Progress disk = cards::load_progress(path);
+    CHECK(cards::format_progress(disk) == cards::format_progress(now));
+    CHECK(disk.cards.at(1).last == cards::Rating::Easy);
+    CHECK(disk.cards.at(2).last == cards::Rating::Hard);
+    // A rates card 2 again later: the last rating of a card wins, card 1 stays.
+    cards::rate(a, 2, cards::Rating::Medium, 1);
+    cards::save_rating(path, a, 2);
+    disk = cards::load_progress(path);
+    CHECK(disk.cards.at(2).last == cards::Rating::Medium);
+    CHECK(disk.cards.at(1).last == cards::Rating::Easy);
+
+    // The file's mode is kept (a private 0600 file stays private).
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+    cards::save_progress(path, a);
+    CHECK(fs::status(path).permissions() == (fs::perms::owner_read | fs::perms::owner_write));
+
+    // A read-only file is refused, up front and at a save, and left as it was.
+    fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+    std::string before = slurp(path);
+    std::string err = error_of([&] { cards::check_writable(path); });
+    CHECK(err == path + ": the progress file is read-only; make it writable (chmod u+w) or "
+                        "choose another --progress FILE");
+    CHECK(error_of([&] { cards::save_progress(path, b); }) == err);
+    CHECK(slurp(path) == before);
+    testutil::Run r = testutil::run("flashcards", run_args(path), "space\n1\n");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "flashcards: " + err + "\n");
+    CHECK(r.out.empty());
+    CHECK(slurp(path) == before);
+    fs::permissions(path, fs::perms::owner_write, fs::perm_options::add);
+
+    // A symlink stays a symlink, even one whose target does not exist yet.
+    fs::create_directories(dir + "/real");
+    fs::create_symlink("real/target.tsv", dir + "/link.tsv");
+    CHECK(error_of([&] { cards::check_writable(dir + "/link.tsv"); }).empty());
+    cards::save_rating(dir + "/link.tsv", a, 1);
+    CHECK(fs::is_symlink(dir + "/link.tsv"));
+    CHECK(cards::load_progress(dir + "/real/target.tsv").cards.at(1).last == cards::Rating::Easy);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("flashcards: skipped cards come back, and previews do not count as today's cards") {
+    cards::Deck deck = small_deck(3);
+    cards::Session s(deck, cards::Progress{});
+    s.apply(cards::Action::Next);  // skip card 1
+    s.apply(cards::Action::Flip);
+    s.apply(cards::Action::Rate1);
+    CHECK(s.card().number == 3);
+    s.apply(cards::Action::Flip);
+    s.apply(cards::Action::Rate1);
+    CHECK(s.card().number == 1);  // back to the skipped one
+    CHECK_FALSE(s.done_today());
+
+    // Card 3 rated 쉬움 in session 1 sits in box 3, due in session 5: in session 2 it is a
+    // preview, so rating cards 1 and 2 finishes the day.
+    cards::Progress p;
+    cards::rate(p, 3, cards::Rating::Easy, 1);
+    cards::Session t(deck, p);
+    REQUIRE(t.plan.today == 2);
+    for (int k = 0; k < 2; k++) {
+        t.apply(cards::Action::Flip);
+        t.apply(cards::Action::Rate2);
+    }
+    CHECK(t.done_today());
+    CHECK(t.message.find("오늘 볼 카드를 모두 마쳤어요") != std::string::npos);
+    CHECK(t.card().number == 3);  // and the preview is next, for browsing
+}
+
 TEST_CASE("flashcards: a corrupt progress file is reported as file:line and left byte-identical") {
     const std::string head = "# transformer-cards progress v1\nsession\t2\ncard\tbox\trating\tsession\treviews\n";
     struct Case {
@@ -345,17 +424,19 @@ TEST_CASE("flashcards: a corrupt progress file is reported as file:line and left
     CHECK(r.out.find("본 카드 0/20") != std::string::npos);
     CHECK(cards::load_progress(path).cards.empty());
 
-    // An unreadable file (a folder here) is named too, and an unwritable place fails the first
-    // save with one line, exit 1.
+    // A folder given as the progress file is named as one (--reset would not help), and a place
+    // that cannot be written fails with one line, exit 1, before the first card is shown.
     fs::create_directories(dir + "/folder.tsv");
     r = testutil::run("flashcards", run_args(dir + "/folder.tsv"), "q\n");
     CHECK(r.exit_code == 1);
-    CHECK(r.err.rfind("flashcards: " + dir + "/folder.tsv: cannot read the progress file", 0) == 0);
+    CHECK(r.err == "flashcards: " + dir + "/folder.tsv: is a folder, not a progress file; pass a "
+                   "file path to --progress\n");
     write(dir + "/plainfile", "x");
     r = testutil::run("flashcards", run_args(dir + "/plainfile/progress.tsv"), "space\n1\n");
     CHECK(r.exit_code == 1);
     CHECK(r.err.rfind("flashcards: " + dir + "/plainfile/progress.tsv: cannot save progress", 0) == 0);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());  // said up front, not after the student answered a card
     fs::remove_all(dir);
 }
 
@@ -497,12 +578,35 @@ TEST_CASE("flashcards: every card fits an 80x24 screen with Hangul aligned, flip
             s.apply(cards::Action::Next);
         }
     }
-    // A tiny window says so instead of drawing a broken card.
+    // A tiny window says so instead of drawing a broken card, in as many words as fit, and
+    // always says how to quit.
     cards::Session s(deck, cards::Progress{});
-    cards::Frame f = cards::render(s, 30, 10, true);
+    cards::Frame f = cards::render(s, 39, 10, true);
     CHECK(f.lines.size() == 10);
-    CHECK(f.lines[0].find("창이 작아요 (40x12 이상") != std::string::npos);
-    CHECK(term::display_width(f.lines[0]) == 30);
+    CHECK(f.lines[0].find("창이 작아요 (40x12 이상, q 끝내기)") != std::string::npos);
+    for (int w : {39, 30, 20, 10, 3}) {
+        f = cards::render(s, w, 10, true);
+        INFO("width " << w);
+        CHECK(term::display_width(f.lines[0]) == w);
+        CHECK(f.lines[0].find("q") != std::string::npos);
+    }
+    CHECK(cards::render(s, 30, 10, true).lines[0].find("창이 작아요, q 끝내기") != std::string::npos);
+    CHECK(cards::render(s, 80, 11, true).lines[0].find("창이 작아요") != std::string::npos);
+
+    // Narrower and wider screens: every line exactly the width, and the key help always ends
+    // with how to quit.
+    for (int w : {40, 45, 57, 67, 68, 79, 120})
+        for (bool unicode : {true, false}) {
+            cards::Session t(deck, cards::Progress{});
+            for (int flip = 0; flip < 2; flip++) {
+                f = cards::render(t, w, 16, unicode);
+                INFO("width " << w << (unicode ? " unicode" : " ascii") << (flip ? " flipped" : ""));
+                REQUIRE(f.lines.size() == 16);
+                for (const std::string& line : f.lines) CHECK(term::display_width(line) == w);
+                CHECK(f.lines.back().find("q 끝내기") != std::string::npos);
+                t.apply(cards::Action::Flip);
+            }
+        }
 }
 
 TEST_CASE("flashcards: keys, mouse reports and clicks") {
@@ -534,6 +638,8 @@ TEST_CASE("flashcards: keys, mouse reports and clicks") {
     CHECK(k.kind == term::KeyKind::Enter);
     CHECK(term::parse_key("\x03", k) == 1);
     CHECK(k.kind == term::KeyKind::CtrlC);
+    CHECK(term::parse_key("\x04", k) == 1);
+    CHECK(k.kind == term::KeyKind::CtrlD);
     CHECK(term::parse_key("ㅂ", k) == 3);
     CHECK(k.kind == term::KeyKind::Char);
     CHECK(k.ch == U'ㅂ');
@@ -571,4 +677,69 @@ TEST_CASE("flashcards: keys, mouse reports and clicks") {
     CHECK(cards::hit_test(f, col + 1, 23) == cards::Action::Rate2);
     col = term::display_width(buttons.substr(0, buttons.find("[다음 >]")));
     CHECK(cards::hit_test(f, col + 2, 23) == cards::Action::Next);
+
+    // The full-screen key map, key by key.
+    using KK = term::KeyKind;
+    using A = cards::Action;
+    auto act = [&](term::Key key) { return cards::action_for(key, f); };
+    auto ch = [](char32_t c) { return term::Key{KK::Char, c}; };
+    CHECK(act({KK::Space}) == A::Flip);
+    CHECK(act({KK::Enter}) == A::Flip);
+    CHECK(act(ch('1')) == A::Rate1);
+    CHECK(act(ch('2')) == A::Rate2);
+    CHECK(act(ch('3')) == A::Rate3);
+    CHECK(act(ch('4')) == A::None);
+    CHECK(act({KK::Right}) == A::Next);
+    CHECK(act({KK::Left}) == A::Prev);
+    CHECK(act({KK::Up}) == A::ScrollUp);
+    CHECK(act({KK::Down}) == A::ScrollDown);
+    for (term::Key quit : {ch('q'), ch(U'ㅂ'), term::Key{KK::Escape}, term::Key{KK::CtrlC},
+                           term::Key{KK::CtrlD}})
+        CHECK(act(quit) == A::Quit);
+    term::Key wheel{KK::Mouse};
+    wheel.button = 65;
+    CHECK(act(wheel) == A::ScrollDown);
+    term::Key click{KK::Mouse};
+    click.button = 0, click.press = true, click.x = col + 2, click.y = 23;
+    CHECK(act(click) == A::Next);
+    click.press = false;  // the release of the same click does nothing more
+    CHECK(act(click) == A::None);
+}
+
+TEST_CASE("flashcards: the full-screen program in a pseudo-terminal, and TERM=dumb") {
+    // script(1) runs the program on a pty. Keys go in once the alternate screen is up (raw mode
+    // discards what was typed before it).
+    std::string dir = temp_dir("pty"), path = dir + "/p.tsv";
+    auto session = [&](const std::string& term_name, const std::string& keys) {
+        std::string out = dir + "/screen.out";
+        std::string cmd = "(for i in $(seq 200); do grep -q '1049h' " + out +
+                          " 2>/dev/null && break; sleep 0.05; done; printf '" + keys +
+                          "') | TERM=" + term_name + " timeout 30 script -qec '" + PROJECT_BIN +
+                          "/flashcards " + run_args(path) + "' /dev/null >" + out + " 2>&1";
+        int status = std::system(cmd.c_str());
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+        return slurp(out);
+    };
+    // Space flips card 1, 3 rates it 어려움, Space and 1 rate card 2 쉬움, Ctrl-D quits.
+    std::string screen = session("xterm", " 3 1\x04");
+    CHECK(screen.find("\x1b[?1049h") != std::string::npos);  // the alternate screen, entered
+    CHECK(screen.find("\x1b[?1049l") != std::string::npos);  // and left
+    CHECK(screen.find("평가했어요: 쉬움 1, 보통 0, 어려움 1") != std::string::npos);
+    cards::Progress p = cards::load_progress(path);
+    REQUIRE(p.cards.size() == 2);
+    CHECK(p.cards[1].last == cards::Rating::Hard);
+    CHECK(p.cards[2].last == cards::Rating::Easy);
+
+    // A dumb terminal gets the line mode: no escape codes at all.
+    fs::remove(path);
+    std::string cmd = "printf 'space\\n2\\nq\\n' | TERM=dumb timeout 30 script -qec '" +
+                      std::string(PROJECT_BIN) + "/flashcards " + run_args(path) +
+                      "' /dev/null >" + dir + "/dumb.out 2>&1";
+    CHECK(std::system(cmd.c_str()) == 0);
+    screen = slurp(dir + "/dumb.out");
+    CHECK(screen.find('\x1b') == std::string::npos);
+    CHECK(screen.find("평가했어요: 쉬움 0, 보통 1, 어려움 0") != std::string::npos);
+    CHECK(cards::load_progress(path).cards.at(1).last == cards::Rating::Medium);
+    fs::remove_all(dir);
 }

@@ -7,9 +7,11 @@
 #include "common/flashcards.h"
 #include "common/terminal.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <poll.h>
@@ -25,10 +27,12 @@ const char* kAbout =
     "Keys in a terminal: Space or Enter (or a click on the card) flips it; once the answer\n"
     "shows, 1 / 2 / 3 (or a click on a button) rate it 쉬움 / 보통 / 어려움 and the next card\n"
     "comes; Left / Right arrows browse; Up / Down (or the mouse wheel) scroll a long answer;\n"
-    "q (or Esc, Ctrl-C) quits. The screen is restored on exit, Ctrl-C, SIGTERM and Ctrl-Z.\n"
+    "q (or Esc, Ctrl-D) quits; Ctrl-C stops at once. Every rating is already saved, and the\n"
+    "screen is restored on exit, Ctrl-C, SIGTERM and Ctrl-Z.\n"
     "\n"
-    "When stdin or stdout is not a terminal (or with --plain): one key per line, the same keys,\n"
-    "and after each key the screen is printed as plain text without escape codes:\n"
+    "When stdin or stdout is not a terminal, TERM is dumb or unset, or with --plain:\n"
+    "one key per line, the same keys, and after each key the screen is printed as plain text\n"
+    "without escape codes (80 columns, or the terminal's width when stdout is one):\n"
     "  space, flip, click or a line holding one space     flip the card\n"
     "  enter or an empty line                             flip the card\n"
     "  1  2  3  (or 쉬움  보통  어려움)                   rate the card\n"
@@ -68,19 +72,26 @@ std::string deck_beside_binary() {
     return bin + "/../../chapters/flashcards/deck.md";
 }
 
-// Saves with the terminating signals held back, so a Ctrl-C cannot leave a temporary file.
-void save(const std::string& path, const cards::Progress& p) {
+// Runs a save with the terminating signals held back, so a Ctrl-C cannot leave a temporary file.
+template <class Save>
+void with_signals_held(Save save) {
     sigset_t block, old;
     sigemptyset(&block);
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP}) sigaddset(&block, sig);
     sigprocmask(SIG_BLOCK, &block, &old);
     try {
-        cards::save_progress(path, p);
+        save();
     } catch (...) {
         sigprocmask(SIG_SETMASK, &old, nullptr);
         throw;
     }
     sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
+// Saves the rating just made. The file may hold ratings another run saved meanwhile; the
+// session carries on with them.
+void save_rating(const std::string& path, cards::Session& s) {
+    with_signals_held([&] { s.progress = cards::save_rating(path, s.progress, s.last_rated); });
 }
 
 std::string summary(const cards::Session& s, const std::string& path) {
@@ -95,7 +106,9 @@ std::string summary(const cards::Session& s, const std::string& path) {
 // ---- stdin is not a terminal: one key per line, plain frames --------------------------------
 
 void print_plain(cards::Session& s) {
-    cards::Frame f = cards::render(s, 80, 0, /*unicode=*/false);
+    int rows, width = 80;  // a fixed width for pipes and files
+    if (::isatty(STDOUT_FILENO)) term::window_size(rows, width);
+    cards::Frame f = cards::render(s, std::max(width, 40), 0, /*unicode=*/false);
     std::string out;
     for (const std::string& line : f.lines) {
         size_t end = line.find_last_not_of(' ');  // no trailing blanks in a plain transcript
@@ -123,7 +136,7 @@ int run_lines(cards::Session& s, const std::string& progress_path) {
             return 2;
         }
         if (a == cards::Action::Quit) break;
-        if (s.apply(a)) save(progress_path, s.progress);
+        if (s.apply(a)) save_rating(progress_path, s);
         print_plain(s);
     }
     std::printf("%s\n", summary(s, progress_path).c_str());
@@ -143,43 +156,6 @@ void write_out(const std::string& s) {
         }
         p += n;
         left -= size_t(n);
-    }
-}
-
-cards::Action action_for(const term::Key& k, const cards::Frame& frame) {
-    using term::KeyKind;
-    using A = cards::Action;
-    switch (k.kind) {
-        case KeyKind::Space:
-        case KeyKind::Enter: return A::Flip;
-        case KeyKind::Right:
-        case KeyKind::PageDown: return A::Next;
-        case KeyKind::Left:
-        case KeyKind::PageUp: return A::Prev;
-        case KeyKind::Up: return A::ScrollUp;
-        case KeyKind::Down: return A::ScrollDown;
-        case KeyKind::Escape:
-        case KeyKind::CtrlC: return A::Quit;
-        case KeyKind::Mouse:
-            if (k.button == 64) return A::ScrollUp;
-            if (k.button == 65) return A::ScrollDown;
-            if (k.button == 0 && k.press) return cards::hit_test(frame, k.x, k.y);
-            return A::None;
-        case KeyKind::Char:
-            switch (k.ch) {
-                case '1': return A::Rate1;
-                case '2': return A::Rate2;
-                case '3': return A::Rate3;
-                case 'l': case 'n': return A::Next;
-                case 'h': case 'p': return A::Prev;
-                case 'k': return A::ScrollUp;
-                case 'j': return A::ScrollDown;
-                case 'q': case 'Q':
-                case U'ㅂ':  // q typed with the Korean keyboard layout on
-                    return A::Quit;
-            }
-            return A::None;
-        default: return A::None;
     }
 }
 
@@ -228,14 +204,14 @@ int run_terminal(cards::Session& s, const std::string& progress_path, bool unico
                 used = buf.size();
             }
             buf.erase(0, used);
-            cards::Action a = action_for(key, frame);
+            cards::Action a = cards::action_for(key, frame);
             if (a == cards::Action::Quit) {
                 quit = true;
                 break;
             }
             if (s.apply(a)) {
                 try {
-                    save(progress_path, s.progress);
+                    save_rating(progress_path, s);
                 } catch (const cards::Error& e) {
                     raw.leave();
                     std::fprintf(stderr, "flashcards: %s\n", e.what());
@@ -283,7 +259,7 @@ int main(int argc, char** argv) {
         cards::Deck deck = cards::load_deck(deck_path);
         cards::Progress progress;
         if (reset) {
-            save(progress_path, progress);
+            with_signals_held([&] { cards::save_progress(progress_path, progress); });
             std::printf("진도를 초기화했어요: %s\n", progress_path.c_str());
         } else {
             progress = cards::load_progress(progress_path);
@@ -292,8 +268,11 @@ int main(int argc, char** argv) {
             std::fputs(cards::stats_text(deck, progress, progress_path).c_str(), stdout);
             return 0;
         }
+        cards::check_writable(progress_path);  // now, not after the first answer
         cards::Session session(deck, progress);
         std::fflush(stdout);
+        const char* term_name = std::getenv("TERM");  // a dumb terminal cannot take escape codes
+        if (!term_name || !*term_name || std::strcmp(term_name, "dumb") == 0) plain = true;
         if (!plain && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO))
             return run_terminal(session, progress_path, !ascii, !no_mouse);
         return run_lines(session, progress_path);
