@@ -441,8 +441,12 @@ void check_writable(const std::string& path_in) {
     refuse_read_only(path_in, path);
     std::string dir = parent_dir(path);
     struct stat st;
-    while (::stat(dir.c_str(), &st) != 0 && errno == ENOENT && dir != parent_dir(dir))
+    int rc;
+    while ((rc = ::stat(dir.c_str(), &st)) != 0 && errno == ENOENT && dir != parent_dir(dir))
         dir = parent_dir(dir);  // the nearest folder that exists; save_progress creates the rest
+    if (rc != 0)
+        throw Error(path_in + ": cannot save progress in " + dir + ": " + std::strerror(errno) +
+                    "; choose a writable --progress FILE");
     if (!S_ISDIR(st.st_mode))
         throw Error(path_in + ": cannot save progress: " + dir +
                     " is not a folder; choose a writable --progress FILE");
