@@ -9,6 +9,8 @@
 #include <cstring>
 #include <map>
 #include <new>
+#include <stdexcept>
+#include <string>
 
 namespace gpu {
 namespace {
@@ -38,8 +40,12 @@ void* allocate(size_t bytes) {
 #if !defined(__CUDACC__)
         std::memset(p, 0xFF, size);  // emulator: a reused block reads as NaN, like a fresh one
 #endif
-    } else if (cudaMalloc(&p, size) != cudaSuccess) {
-        cudaGetLastError();  // clear the sticky out-of-memory error
+    } else if (cudaError_t e = cudaMalloc(&p, size); e != cudaSuccess) {
+        // Only "out of memory" is worth a retry; anything else (a kernel that faulted earlier)
+        // is reported as itself, not disguised as a full device.
+        if (e != cudaErrorMemoryAllocation)
+            throw std::runtime_error(std::string("cudaMalloc failed: ") + cudaGetErrorString(e));
+        cudaGetLastError();  // clear the out-of-memory error
         empty_cache();       // the cached blocks may be exactly what is missing
         if (cudaMalloc(&p, size) != cudaSuccess) {
             cudaGetLastError();

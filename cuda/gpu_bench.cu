@@ -86,14 +86,22 @@ int main(int argc, char** argv) try {
         const int N = quick ? 136 : 4096;
         auto A = filled(size_t(N) * N, 1), B = filled(size_t(N) * N, 1);
         gpu::Buffer<float> C(size_t(N) * N), C_ref(size_t(N) * N);
+        // A failed cuBLAS call would otherwise show up as nonsense timings and mismatches.
+        auto cublas_check = [](cublasStatus_t status, const char* call) {
+            if (status != CUBLAS_STATUS_SUCCESS)
+                throw std::runtime_error(std::string(call) + " failed: cuBLAS status " +
+                                         std::to_string(int(status)));
+        };
         cublasHandle_t handle;
-        cublasCreate(&handle);
-        cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH);  // fp32, no TF32
+        cublas_check(cublasCreate(&handle), "cublasCreate");
+        cublas_check(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");  // fp32, no TF32
         const float one = 1, zero = 0;
         // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets B first.
         auto cublas_run = [&](bool ta, bool tb, float* out) {
-            cublasSgemm(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                        N, N, N, &one, B.data(), N, A.data(), N, &zero, out, N);
+            cublas_check(cublasSgemm(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                     ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, N, N, &one, B.data(), N,
+                                     A.data(), N, &zero, out, N),
+                         "cublasSgemm");
         };
         auto ours_run = [&](bool ta, bool tb, SgemmVersion v,
                             SgemmTile tile = SgemmTile::automatic) {
