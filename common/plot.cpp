@@ -686,21 +686,29 @@ void compute_ticks(AxisState& a, bool is_x, bool integer, double len_px, double 
         }
     }
     for (size_t i = 0; i < major.size(); ++i) a.ticks.push_back({major[i], labels[i], true});
-    if (a.log) {  // unlabelled minor ticks between the decades, where none is a major
+    if (a.log) {  // minor ticks between the decades, where none is a major
         int numticks = std::clamp(space, 2, 9);
-        // Spanning less than two decades, matplotlib labels the minor ticks too: 2x10^{-1}.
-        bool label_minor = !a.fixed && !a.plain && major.size() < 2;
+        // matplotlib's LogFormatter labels them only on a short axis: over more than one decade
+        // none; over 0.4 to 1 decade those at round(geomspace(1, base, base/2 + 1)), which is
+        // 2, 3, 4 and 6 for base 10; over less, all of them: 2x10^{-1}.
+        const double decades = std::abs(a.fwd(vmax) - a.fwd(vmin));
+        std::vector<double> sublabels;
+        if (!a.fixed && !a.plain && decades <= 1) {
+            int b = int(std::round(a.base)), n = b / 2 + 1;
+            for (int i = 0; i < (decades > 0.4 ? n : b); ++i)
+                sublabels.push_back(decades > 0.4 ? std::round(std::pow(a.base, double(i) / (n - 1)))
+                                                  : double(i + 1));
+        }
         for (double t : log_ticks(vmin, vmax, a.base, {}, true, numticks)) {
             if (!inside(t)) continue;
             bool dup = false;
             for (double m : major) dup |= std::abs(a.fwd(m) - a.fwd(t)) < 1e-9;
             if (dup) continue;
             std::string label;
-            if (label_minor) {
-                double k = std::floor(a.fwd(t) + 1e-9);
-                label = format_g(std::round(t / std::pow(a.base, k) * 1e6) / 1e6) + "×" +
-                        base_str(a.base) + "^{" + int_str(k) + "}";
-            }
+            double k = std::floor(a.fwd(t) + 1e-9);
+            double coeff = std::round(t / std::pow(a.base, k) * 1e6) / 1e6;
+            if (std::find(sublabels.begin(), sublabels.end(), coeff) != sublabels.end())
+                label = format_g(coeff) + "×" + base_str(a.base) + "^{" + int_str(k) + "}";
             a.ticks.push_back({t, label, false});
         }
     }
