@@ -20,6 +20,8 @@ set -u
 BUILD=${1:-build}
 OUT=${GPU_CHECK_DIR:-gpu-check/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
+# Steps append to their files (the build and gpu-bench's build share one): start them empty.
+rm -f "$OUT"/{summary.txt,nvidia-smi.txt,build.log,cuda-tests.txt,gpu-bench.txt,chapter6-cuda.txt,6-cost-cuda.png,cost-cuda.txt,torch-peer.txt}
 MAKE_VARS=(ARCH_FLAGS="-mavx2 -mfma")
 if [ -d .gpu-deps ]; then
     MAKE_VARS+=(DOCTEST_INC="$PWD/.gpu-deps/doctest" STB_INC="$PWD/.gpu-deps/stb"
