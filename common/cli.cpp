@@ -1,5 +1,7 @@
 #include "common/cli.h"
 
+#include "common/memory.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -104,6 +106,16 @@ void Parser::fail(const std::string& message) const {
     std::exit(2);
 }
 
+void Parser::require_memory(double bytes, const std::string& options) const {
+    const double physical = mem::physical_bytes(), GB = 1e9;
+    if (bytes <= physical) return;
+    char need[64], have[64];
+    std::snprintf(need, sizeof need, bytes < 10 * GB ? "%.1f" : "%.0f", bytes / GB);
+    std::snprintf(have, sizeof have, physical < 10 * GB ? "%.1f" : "%.0f", physical / GB);
+    fail(options + " need about " + need + " GB of memory, more than this machine's " + have +
+         " GB; use smaller values");
+}
+
 void Parser::print_help() const {
     std::printf("usage: %s [options]\n%s\n\noptions:\n", program_.c_str(), about_.c_str());
     for (const Entry& e : entries_) {
@@ -131,6 +143,8 @@ void Parser::parse(int argc, char** argv) {
         const Entry* found = nullptr;
         for (const Entry& e : entries_)
             if (e.name == arg) found = &e;
+        if (!found && arg.rfind("-", 0) != 0)
+            fail("unexpected argument '" + arg + "': every option is a --flag (see --help)");
         if (!found) fail("unknown flag '" + arg + "' (see --help)");
         if (!found->takes_value) {
             if (inline_value) fail(arg + " takes no value");

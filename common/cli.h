@@ -30,6 +30,9 @@ public:
     void print_help() const;
     // For checks that need more than one value: prints "<program>: error: <message>" and exits 2.
     [[noreturn]] void fail(const std::string& message) const;
+    // Fails (as above) when `bytes`, what the chosen `options` make the program hold at once,
+    // exceed the machine's memory: one line instead of std::bad_alloc or the OOM killer.
+    void require_memory(double bytes, const std::string& options) const;
 
 private:
     struct Entry {

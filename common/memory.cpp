@@ -17,6 +17,10 @@ size_t current_bytes() { return g_current.load(); }
 size_t peak_bytes() { return g_peak.load(); }
 void reset_peak() { g_peak.store(g_current.load()); }
 
+double physical_bytes() {
+    return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+}
+
 // ---- the cache of large freed blocks --------------------------------------------------------
 constexpr size_t CACHE_MIN_BLOCK = 1 << 20;  // smaller blocks go straight back to malloc
 
@@ -25,10 +29,7 @@ struct Cache {
     std::multimap<size_t, void*> free_blocks;  // rounded size -> block
     size_t bytes = 0;
     size_t limit = 0;  // at most this many bytes are kept: 1/8 of physical memory, <= 4 GiB
-    Cache() {
-        const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
-        limit = (size_t)std::min(phys / 8, 4.0 * (1 << 30));
-    }
+    Cache() { limit = (size_t)std::min(physical_bytes() / 8, 4.0 * (1 << 30)); }
 };
 static Cache& cache() {
     static Cache* c = new Cache;  // never destroyed: buffers may be released during exit

@@ -6,6 +6,7 @@
 
 namespace mem {
 
+double physical_bytes();  // the machine's RAM (sysconf), what a program may hope to use
 size_t current_bytes();
 size_t peak_bytes();
 void reset_peak();  // peak := current; call before a measurement

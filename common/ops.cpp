@@ -569,7 +569,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value) {
 }
 
 Tensor causal_mask(int64_t n) {
-    Tensor m = Tensor::empty({n, n});
+    Tensor m = Tensor::zeros({n, n});  // 1 above the diagonal: key j > query i is hidden
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = i + 1; j < n; j++) m.data()[i * n + j] = 1.0f;
     return m;

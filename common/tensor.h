@@ -30,7 +30,7 @@ public:
     Tensor() = default;  // an undefined tensor (e.g. "no bias"); defined() is false
 
     // --- creation --------------------------------------------------------------------------
-    static Tensor empty(const Shape& shape);  // zero-filled (allocations are zeroed)
+    static Tensor empty(const Shape& shape);  // zero-filled here, unlike torch.empty
     static Tensor zeros(const Shape& shape) { return empty(shape); }
     static Tensor full(const Shape& shape, float value);
     static Tensor ones(const Shape& shape) { return full(shape, 1.0f); }

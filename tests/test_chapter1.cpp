@@ -43,12 +43,16 @@ TEST_CASE("chapter 1: --explain walks through one query") {
 }
 
 TEST_CASE("cli errors: unknown flag or bad value -> exit 2 and one line") {
-    for (const char* args : {"--bogus", "--explain x", "--explain 9", "--mask sideways", "--explain"}) {
+    for (const char* args :
+         {"--bogus", "--explain x", "--explain 9", "--mask sideways", "--explain", "extra"}) {
         auto r = testutil::run("1-self-attention", args);
         CHECK_MESSAGE(r.exit_code == 2, args);
         CHECK_MESSAGE(r.out.empty(), args);
         CHECK_MESSAGE(std::count(r.err.begin(), r.err.end(), '\n') == 1, args << ": " << r.err);
     }
+    CHECK(testutil::run("1-self-attention", "extra").err ==
+          "1-self-attention: error: unexpected argument 'extra': every option is a --flag (see "
+          "--help)\n");
     auto help = testutil::run("1-self-attention", "--help");
     CHECK(help.exit_code == 0);
     CHECK(help.out.find("--mask") != std::string::npos);

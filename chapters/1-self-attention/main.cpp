@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
                  std::to_string(n) + " (or 0 for off)");
 
     // Query, key and value: three roles for the same tokens.
-    Tensor Q = matmul(X, W_Q), K = matmul(X, W_K), V = matmul(X, W_V);  // (n, d_k)
+    Tensor Q = matmul(X, W_Q), K = matmul(X, W_K), V = matmul(X, W_V);  // (n, d_k) twice, (n, d_v)
 
     // The causal mask hides the upper triangle: -inf before softmax, exactly 0 after.
     Tensor mask = mask_name == "causal" ? causal_mask(n) : Tensor();
@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
     std::printf("어텐션 가중치:\n %s\n", torch_str(attn).c_str());
     std::printf("출력:\n %s\n", torch_str(out).c_str());
 
+    int status = 0;  // a figure that cannot be written still lets --explain print
     if (!no_figures) {
         try {
             Tensor plain = mask.defined() ? scaled_dot_product_attention(Q, K, V).second : attn;
@@ -90,11 +91,11 @@ int main(int argc, char** argv) {
             draw_figure(plain, causal, figure_dir + "/1-self-attention.png");
         } catch (const std::exception& e) {
             std::fprintf(stderr, "1-self-attention: error: %s\n", e.what());
-            return 1;
+            status = 1;
         }
     }
 
-    if (explain == 0) return 0;
+    if (explain == 0) return status;
     // One row of the computation by hand: the same numbers, one step at a time.
     const int i = explain - 1;
     const int d_k = int(Q.size(1));
@@ -113,7 +114,7 @@ int main(int argc, char** argv) {
         std::printf("   k_%d = %s  ->  q·k_%d = %s\n", j + 1, row(K, j).c_str(), j + 1,
                     fixed(dot, 4).c_str());
     }
-    std::printf("2) √d_k = %s로 나눔:", fixed(std::sqrt(double(d_k)), 4).c_str());
+    std::printf("2) √d_k(= %s)로 나눔:", fixed(std::sqrt(double(d_k)), 4).c_str());
     for (int j = 0; j < n; j++) {
         bool hidden = mask.defined() && mask.at({i, j}) != 0;
         std::printf(" %s", hidden ? "-inf" : fixed(s[j], 4).c_str());
@@ -127,5 +128,5 @@ int main(int argc, char** argv) {
     std::string o = "[";
     for (int c = 0; c < out.size(1); c++) o += (c ? ", " : "") + fixed(out.at({i, c}), 4);
     std::printf("\n   = %s]\n", o.c_str());
-    return 0;
+    return status;
 }

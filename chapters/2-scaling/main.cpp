@@ -284,6 +284,10 @@ int main(int argc, char** argv) {
         if (d < 1 || d > (1 << 20)) cli.fail("--dims entries must be between 1 and 1048576");
     if (threads < 0 || threads > 1024) cli.fail("--threads must be between 0 (the free cores) and 1024");
     if (threads == 0) threads = free_cores();
+    // Every trial's five measurements are kept (the article's lists), per d_k, as doubles.
+    cli.require_memory(5 * 8 * double(trials) * double(dims.size()),
+                       "--trials " + std::to_string(trials) + " for " + std::to_string(dims.size()) +
+                           " d_k");
 
     Experiment table(dims, trials, n_keys);
     Experiment figure({4, 8, 16, 32, 64, 128, 256, 512, 1024}, 4000, n_keys);  // figure 1's loop
@@ -303,7 +307,7 @@ int main(int argc, char** argv) {
         try {
             draw_figure(figure, figure_dir + "/2-scaling.png");
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "2-scaling: %s\n", e.what());
+            std::fprintf(stderr, "2-scaling: error: %s\n", e.what());
             return 1;
         }
     }

@@ -50,6 +50,13 @@ int main(int argc, char** argv) {
         cli.fail("--d-model " + std::to_string(d_model) + " must be a positive multiple of --heads " +
                  std::to_string(heads));
     if (batch < 1 || n < 1) cli.fail("--batch and --n must be at least 1");
+    // Held at once, in floats: the input and the layer's activations (about 11 (B, n, d)
+    // tensors), the scores and the weights (2 (B, h, n, n)), the layer's 4 d^2 weights, and the
+    // largest module of the table below (16 heads with full-size W_Q/W_K/W_V: 49 d^2).
+    const double B = batch, N = n, d = d_model;
+    cli.require_memory(4 * (11 * B * N * d + 2 * B * heads * N * N + (no_table ? 4 : 53) * d * d),
+                       "--batch " + std::to_string(batch) + " --n " + std::to_string(n) +
+                           " --d-model " + std::to_string(d_model) + " --heads " + std::to_string(heads));
 
     // mha = MultiHeadAttention(d_model=512, n_heads=8); x = torch.randn(2, 10, 512)
     MultiHeadAttention mha(d_model, heads);

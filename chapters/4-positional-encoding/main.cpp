@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
         try {
             draw_figure(figure_dir + "/4-positional-encoding.png");
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "4-positional-encoding: %s\n", e.what());
+            std::fprintf(stderr, "4-positional-encoding: error: %s\n", e.what());
             return 1;
         }
     }

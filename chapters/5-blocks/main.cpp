@@ -72,7 +72,7 @@ static double max_abs_diff(const Tensor& a, const Tensor& b, int64_t from_t, int
 }
 
 static void decoder_demo() {
-    std::printf("\n디코더 블록 (d_model = 64, 4 heads, 2층, 초기화 직후)\n");
+    std::printf("\n디코더 블록 (d_model = 64, 헤드 4개, 2층, 초기화 직후)\n");
     torch_rng::manual_seed(0);
     const int V = 20, T = 8;
     const int64_t START = 1, END = 2;

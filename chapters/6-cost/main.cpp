@@ -104,9 +104,6 @@ double available_bytes() {
     return 1e300;
 }
 
-double physical_bytes() {
-    return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
-}
 
 // One cell: build the layer and its input, 2 warm-ups, then `repeat` timed forward+backward
 // runs; the peak tracked memory is taken over the timed runs (reset before each, like
@@ -265,13 +262,13 @@ int main(int argc, char** argv) {
     if (cfg.warmup < 0) cli.fail("--warmup must be 0 or more");
     if (cfg.repeat < 1) cli.fail("--repeat must be at least 1");
     if (mem_limit_mb < 0) cli.fail("--mem-limit must be 0 (physical memory) or a positive number of MB");
-    cfg.limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * MiB : physical_bytes();
+    cfg.limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * MiB : mem::physical_bytes();
 
     print_complexity(cfg.d_model);
 
     std::printf("device = %s, batch = %d, d_model = %d\n", device.c_str(), cfg.batch, cfg.d_model);
     std::fflush(stdout);
-    double memory_mb = physical_bytes() / MiB;
+    double memory_mb = mem::physical_bytes() / MiB;
     std::vector<std::vector<Cell>> cuda_cells;  // the GPU measures the whole table in one go
 #ifdef WITH_CUDA
     if (device == "cuda") {
@@ -319,7 +316,7 @@ int main(int argc, char** argv) {
             draw_figure(seq_lens, cells, memory_mb, device == "cuda" ? "GPU" : "CPU",
                         figure_dir + (device == "cuda" ? "/6-cost-cuda.png" : "/6-cost.png"));
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "6-cost: %s\n", e.what());
+            std::fprintf(stderr, "6-cost: error: %s\n", e.what());
             return 1;
         }
     }
