@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <new>
 #include <sstream>
 
 namespace cli {
@@ -58,8 +60,36 @@ static std::string shortest(double v) {
     return buf;
 }
 
+namespace {
+
+char g_program[64] = "program";  // for the handler below, which may run when memory is gone
+
+// An exception nobody caught ends the program with one line, not "terminate called after
+// throwing an instance of 'std::bad_alloc'" and a core dump. Most often it is std::bad_alloc:
+// sizes larger than the machine can hold.
+[[noreturn]] void report_uncaught() {
+    const char* message = "unknown error";
+    try {
+        if (std::exception_ptr e = std::current_exception()) std::rethrow_exception(e);
+    } catch (const std::bad_alloc&) {
+        message = "out of memory: the sizes asked for need more than this machine has; use "
+                  "smaller values";
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: error: %s\n", g_program, e.what());
+        std::_Exit(1);
+    } catch (...) {
+    }
+    std::fprintf(stderr, "%s: error: %s\n", g_program, message);
+    std::_Exit(1);
+}
+
+}  // namespace
+
 Parser::Parser(std::string program, std::string about)
-    : program_(std::move(program)), about_(std::move(about)) {}
+    : program_(std::move(program)), about_(std::move(about)) {
+    std::snprintf(g_program, sizeof g_program, "%s", program_.c_str());
+    std::set_terminate(report_uncaught);
+}
 
 void Parser::add(Entry e) { entries_.push_back(std::move(e)); }
 

@@ -3,6 +3,10 @@
 #include "tests/util.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <tuple>
+#include <unistd.h>
 
 TEST_CASE("cli parses integers, numbers and comma lists") {
     long i;
@@ -36,4 +40,37 @@ TEST_CASE("cli: sizes that cannot fit in memory are refused in one line, not by 
     CHECK(r.err.rfind("2-scaling: error: --trials 2147483647 for 1 d_k need about 86 GB", 0) == 0);
     // The defaults pass the same check.
     CHECK(testutil::run("3-multi-head", "--no-table").exit_code == 0);
+}
+
+TEST_CASE("cli: an exception nobody catches ends the program with one line and exit code 1") {
+    // In a child process: a Parser installs the handler, then std::bad_alloc escapes.
+    auto child = [](void (*body)()) {
+        int fds[2];
+        REQUIRE(::pipe(fds) == 0);
+        pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            ::dup2(fds[1], 2);
+            cli::Parser cli("7-demo", "a program");
+            // noexcept: the exception leaves here uncaught, as from a chapter's main (doctest's
+            // own try around the test case must not catch it).
+            [body]() noexcept { body(); }();
+            std::_Exit(0);
+        }
+        ::close(fds[1]);
+        std::string err;
+        char buf[256];
+        for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, size_t(n));
+        ::close(fds[0]);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, err);
+    };
+    auto [code, err] = child([] { throw std::bad_alloc(); });
+    CHECK(code == 1);
+    CHECK(err == "7-demo: error: out of memory: the sizes asked for need more than this machine "
+                 "has; use smaller values\n");
+    std::tie(code, err) = child([] { throw std::runtime_error("cannot open weights.bin"); });
+    CHECK(code == 1);
+    CHECK(err == "7-demo: error: cannot open weights.bin\n");
 }
