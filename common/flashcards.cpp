@@ -125,7 +125,7 @@ std::string plain_text(std::string_view md) {
 Deck parse_deck(std::string_view text, const std::string& path) {
     Deck deck;
     deck.path = path;
-    if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a byte-order mark some editors write
+    if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // some editors write a BOM
     std::vector<std::string_view> lines = split_lines(text);
 
     struct Pending {
@@ -512,7 +512,8 @@ Progress save_rating(const std::string& path, const Progress& mine, int card) {
     // interleave. The last rating of a card wins; nobody's other ratings are lost.
     std::string dir = parent_dir(save_target(path)), error;
     if (!make_dirs(dir, error))
-        throw Error(path + ": cannot save progress: " + error + "; choose a writable --progress FILE");
+        throw Error(path + ": cannot save progress: " + error +
+                    "; choose a writable --progress FILE");
     int lock = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (lock >= 0)
         while (::flock(lock, LOCK_EX) != 0 && errno == EINTR) {

@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
     const double B = batch, N = n, d = d_model;
     cli.require_memory(4 * (11 * B * N * d + 2 * B * heads * N * N + (no_table ? 4 : 53) * d * d),
                        "--batch " + std::to_string(batch) + " --n " + std::to_string(n) +
-                           " --d-model " + std::to_string(d_model) + " --heads " + std::to_string(heads));
+                           " --d-model " + std::to_string(d_model) +
+                           " --heads " + std::to_string(heads));
 
     // mha = MultiHeadAttention(d_model=512, n_heads=8); x = torch.randn(2, 10, 512)
     MultiHeadAttention mha(d_model, heads);
