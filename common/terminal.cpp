@@ -178,7 +178,9 @@ void wrap_line(std::string_view line, int width, std::vector<std::string>& out) 
     int indent = int(lead);
     bool bullet = line.substr(lead).rfind("- ", 0) == 0;
     int hang = indent + (bullet ? 2 : 0);
-    if (hang > width / 2) indent = hang = 0;  // a narrow window: drop the indent, keep the text
+    // A narrow window drops the indent to keep the text, and always leaves room for a wide
+    // character (two columns).
+    if (hang > width / 2 || width - hang < 2) indent = hang = 0;
     std::string prefix_first(indent, ' '), prefix_rest(hang, ' ');
 
     std::vector<std::string_view> words;

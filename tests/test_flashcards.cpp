@@ -539,6 +539,8 @@ TEST_CASE("flashcards: display width of mixed Hangul and ASCII, and wrapping by 
     }
     CHECK(term::wrap("가나다라마바사", 6) == std::vector<std::string>{"가나다", "라마바", "사"});
     CHECK(term::wrap("a\n\nb", 10) == std::vector<std::string>{"a", "", "b"});
+    // An indent never pushes a wide character past the width.
+    CHECK(term::wrap(" 가나", 2) == std::vector<std::string>{"가", "나"});
     CHECK(term::fit("한국어", 5) == "한...");
     CHECK(term::fit("한국", 5) == "한국 ");
     CHECK(term::display_width(term::fit("가나다라마바사아자차", 9)) == 9);
