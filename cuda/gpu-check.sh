@@ -4,7 +4,7 @@
 #   2. the CUDA test cases on the device                 -> cuda-tests.txt
 #   3. speed targets: sgemm vs cuBLAS, fused vs naive attention, fused vs unfused LSTM gates
 #                                                        -> gpu-bench.txt
-#   4. chapter 6 on cuda, n = 128 ... 16384, table and figure 3 -> chapter6-cuda.txt, 6-cost.png
+#   4. chapter 6 on cuda, n = 128 ... 16384, table and figure 3 -> chapter6-cuda.txt, 6-cost-cuda.png
 #      (cells that do not fit are skipped)
 #   5. PyTorch peers where python3 has torch with CUDA    -> torch-peer.txt
 # Each step has its own time limit, and none runs past GPU_CHECK_SECONDS (480: 8 minutes) from
