@@ -19,9 +19,14 @@ CXXFLAGS  := -std=c++20 $(OPT) $(ARCH_FLAGS) -fno-trapping-math -fopenmp -Wall -
 LDFLAGS   := -fopenmp $(EXTRA_LDFLAGS)
 LDLIBS    := -lm
 
-COMMON_SRC  := $(wildcard common/*.cpp)
+COMMON_SRC  := $(wildcard common/*.cpp common/*/*.cpp)
 COMMON_OBJ  := $(COMMON_SRC:%.cpp=$(BUILD)/obj/%.o)
 LIB         := $(BUILD)/libcommon.a
+# A chapter's own code beside its main.cpp (every .cpp there but main.cpp): one archive, so a
+# later chapter, the tests and the benchmarks link what they use of earlier chapters.
+CHAPTER_SRC := $(filter-out %/main.cpp,$(wildcard chapters/*/*.cpp))
+CHAPTER_OBJ := $(CHAPTER_SRC:%.cpp=$(BUILD)/obj/%.o)
+CHAPTER_LIB := $(BUILD)/libchapters.a
 CHAPTERS    := $(sort $(patsubst chapters/%/,%,$(dir $(wildcard chapters/*/main.cpp))))
 NUMBERED    := $(filter-out flashcards,$(CHAPTERS))
 BENCHES     := $(patsubst bench/%.cpp,bench-%,$(wildcard bench/*.cpp))
@@ -87,6 +92,7 @@ $(BUILD)/obj/%.o: %.cpp | deps
 $(BUILD)/obj/common/random.o: CXXFLAGS += -ffp-contract=off
 # Figures are compared byte for byte: keep pixel arithmetic the same on FMA and non-FMA CPUs.
 $(BUILD)/obj/common/plot.o $(BUILD)/obj/common/plot_ticks.o: CXXFLAGS += -ffp-contract=off
+$(BUILD)/obj/common/plot/%.o: CXXFLAGS += -ffp-contract=off
 
 $(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -DPROJECT_ROOT='"$(CURDIR)"'
 
@@ -95,9 +101,15 @@ $(LIB): $(COMMON_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# One program per chapter folder: every .cpp in chapters/<name>/ -> $(BUILD)/bin/<name>.
+$(CHAPTER_LIB): $(CHAPTER_OBJ)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^
+
+# One program per chapter folder: chapters/<name>/main.cpp -> $(BUILD)/bin/<name>, linked with
+# the chapters' own code (its folder's other .cpp files, and earlier chapters' it includes).
 define CHAPTER_RULES
-$(BUILD)/bin/$(1): $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard chapters/$(1)/*.cpp)) $(LIB)
+$(BUILD)/bin/$(1): $(BUILD)/obj/chapters/$(1)/main.o $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $$(dir $$@)
 	$$(CXX) $$^ -o $$@ $$(LDFLAGS) $$(LDLIBS)
 run-$(1): $(BUILD)/bin/$(1)
@@ -108,14 +120,14 @@ $(foreach c,$(CHAPTERS),$(eval $(call CHAPTER_RULES,$(c))))
 $(foreach c,$(NUMBERED),$(eval ch$(firstword $(subst -, ,$(c))): run-$(c)))
 .PHONY: $(foreach c,$(NUMBERED),ch$(firstword $(subst -, ,$(c))))
 
-$(BUILD)/bin/bench-%: $(BUILD)/obj/bench/%.o $(LIB)
+$(BUILD)/bin/bench-%: $(BUILD)/obj/bench/%.o $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/bin/tests: $(TEST_OBJ) $(LIB)
+$(BUILD)/bin/tests: $(TEST_OBJ) $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
 # Optional parts keep their rules beside their sources.
 -include $(wildcard cuda/*.mk)
--include $(COMMON_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(wildcard $(BUILD)/obj/chapters/*/*.d) $(wildcard $(BUILD)/obj/bench/*.d)
+-include $(COMMON_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CHAPTER_OBJ:.o=.d) $(wildcard $(BUILD)/obj/chapters/*/*.d) $(wildcard $(BUILD)/obj/bench/*.d)

@@ -43,7 +43,7 @@ $(BUILD)/cuda/obj/tests/%.o: tests/%.cpp | deps
 	$(CXX) $(CXXFLAGS) -DCUDA_DEVICE_BUILD -I$(CUDA_HOME)/include \
 	    -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -DPROJECT_ROOT='"$(CURDIR)"' -c $< -o $@
 
-$(BUILD)/bin/cuda-tests: $(BUILD)/cuda/obj/tests/test_cuda_kernels.o $(BUILD)/obj/tests/main.o $(KERNEL_OBJ) $(LIB)
+$(BUILD)/bin/cuda-tests: $(BUILD)/cuda/obj/tests/test_cuda_kernels.o $(BUILD)/obj/tests/main.o $(KERNEL_OBJ) $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
@@ -51,7 +51,7 @@ $(BUILD)/cuda/obj/cuda/cost_main.o: cuda/cost_main.cpp | deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/bin/cuda-cost: $(BUILD)/cuda/obj/cuda/cost_main.o $(CUDA_OBJ) $(LIB)
+$(BUILD)/bin/cuda-cost: $(BUILD)/cuda/obj/cuda/cost_main.o $(CUDA_OBJ) $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
@@ -62,7 +62,7 @@ $(BUILD)/cuda/obj/chapters/6-cost/%.o: chapters/6-cost/%.cpp | deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -DWITH_CUDA -c $< -o $@
 
-$(BUILD)/bin/6-cost-cuda: $(CH6_CUDA_OBJ) $(CUDA_OBJ) $(LIB)
+$(BUILD)/bin/6-cost-cuda: $(CH6_CUDA_OBJ) $(CUDA_OBJ) $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
@@ -95,13 +95,13 @@ $(BUILD)/emu/chapters/6-cost/%.o: chapters/6-cost/%.cpp | deps
 
 $(BUILD)/bin/tests: $(EMU_KERNEL_OBJ)
 
-$(BUILD)/bin/6-cost-emu: $(EMU_CH6_OBJ) $(EMU_OBJ) $(LIB)
+$(BUILD)/bin/6-cost-emu: $(EMU_CH6_OBJ) $(EMU_OBJ) $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
 # gpu-bench on the emulator (cuBLAS replaced by cuda/cublas_emulated.h): the tests run its
 # --quick mode, so its shapes and comparisons have run before gpu-check spends device time.
-$(BUILD)/bin/gpu-bench-emu: $(BUILD)/emu/cuda/gpu_bench.o $(EMU_KERNEL_OBJ) $(LIB)
+$(BUILD)/bin/gpu-bench-emu: $(BUILD)/emu/cuda/gpu_bench.o $(EMU_KERNEL_OBJ) $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
