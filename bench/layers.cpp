@@ -2,10 +2,9 @@
 // same width at a few sequence lengths, with the measured peak memory beside the predicted one,
 // and the naive layer's time beside what its FLOPs need at the sgemm rate measured in the same
 // run. Chapter 6 prints the article's table; this shows where the time goes.
-#include "common/attention.h"
+#include "chapters/6-cost/layers.h"
 #include "common/cli.h"
 #include "common/gemm.h"
-#include "common/lstm.h"
 #include "common/memory.h"
 #include "common/random.h"
 
@@ -86,18 +85,19 @@ int main(int argc, char** argv) {
         const size_t u = (size_t)batch * n * d_model;
         mem::Buffer<float> x(u), dy(u);
         fill_uniform(x, 1, rng), fill_uniform(dy, 1, rng);
-        for (int algo = 0; algo < 3; algo++) {
+        for (Method m : {Method::naive, Method::fused, Method::lstm}) {
             const double gemm_gflops = gemm_gflops_now();
             Cell c;
-            const char* name = algo == 0 ? "naive" : algo == 1 ? "fused" : "LSTM";
+            const char* name = m == Method::naive ? "naive" : m == Method::fused ? "fused" : "LSTM";
             double flops = 0;
-            if (algo < 2) {
-                AttentionLayer layer(d_model, heads, algo == 1);
+            if (m != Method::lstm) {
+                const bool fused = m == Method::fused;
+                AttentionLayer layer(d_model, heads, fused);
                 const float bound = 1.0f / std::sqrt((float)d_model);  // nn.Linear's init range
                 fill_uniform(layer.W_qkv, bound, rng), fill_uniform(layer.W_o, bound, rng);
                 c = measure([&] { { mem::Buffer<float> y = layer.forward(x.data(), batch, n); }
                                   mem::Buffer<float> dx = layer.backward(dy.data()); },
-                            repeat, AttentionLayer::predicted_peak_bytes(algo == 1, batch, n, d_model, heads));
+                            repeat, AttentionLayer::predicted_peak_bytes(fused, batch, n, d_model, heads));
                 // projections 8 B n D^2 forward, twice that backward; attention 4 B n^2 D forward,
                 // twice that backward
                 flops = 24.0 * batch * n * d_model * d_model + 12.0 * batch * (double)n * n * d_model;

@@ -155,6 +155,11 @@ long attention_fused_forward_workspace_floats(int n, int d_k) {
            (long)Br * d_k;
 }
 
+size_t attention_fused_forward_workspace_bytes(int B, int h, int n, int d_k) {
+    return (size_t)fused_threads(B, h, n, d_k) * attention_fused_forward_workspace_floats(n, d_k) *
+           sizeof(float);
+}
+
 void attention_fused_forward(const float* Q, const float* K, const float* V, float* O, float* L,
                              int B, int h, int n, int d_k, bool causal) {
     const float scale = 1.0f / std::sqrt((float)d_k);
@@ -241,6 +246,11 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
 long attention_fused_backward_workspace_floats(int n, int d_k) {
     return 2 * sgemm_packed_b_floats(d_k, n) + 3 * sgemm_packed_b_floats(n, d_k) +
            2L * Br * Bc;
+}
+
+size_t attention_fused_backward_workspace_bytes(int B, int h, int n, int d_k) {
+    return (size_t)fused_threads(B, h, n, d_k) * attention_fused_backward_workspace_floats(n, d_k) *
+           sizeof(float);
 }
 
 void attention_fused_backward(const float* Q, const float* K, const float* V, const float* O,
@@ -351,140 +361,4 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
             }
         }
     }
-}
-
-// ------------------------------------------------------------------------------------------
-// The layer around it: projections in, heads split, attention, heads concatenated, projection
-// out; and the same in reverse for the backward.
-// ------------------------------------------------------------------------------------------
-
-AttentionLayer::AttentionLayer(int d_model_, int n_heads_, bool fused_, bool causal_)
-    : d_model(d_model_), n_heads(n_heads_), fused(fused_), causal(causal_),
-      W_qkv((size_t)3 * d_model_ * d_model_), W_o((size_t)d_model_ * d_model_),
-      dW_qkv((size_t)3 * d_model_ * d_model_), dW_o((size_t)d_model_ * d_model_) {
-    if (d_model <= 0 || n_heads <= 0 || d_model % n_heads != 0)
-        throw std::invalid_argument("d_model = " + std::to_string(d_model) +
-                                    " must be a positive multiple of n_heads = " +
-                                    std::to_string(n_heads));
-}
-
-mem::Buffer<float> AttentionLayer::forward(const float* x, int B, int n) {
-    const int D = d_model, h = n_heads, d_k = D / h;
-    const long u = (long)B * n * D;  // floats in one (B, n, d_model) tensor
-    x_ = x, B_ = B, n_ = n;
-
-    // qkv = x W_qkv^T: (B*n, D) x (D, 3D), then qkv.reshape(B, n, 3, h, d_k).permute(2, 0, 3, 1, 4)
-    {
-        mem::Buffer<float> qkv((size_t)3 * u, mem::uninit);  // (B, n, 3, h, d_k)
-        sgemm(false, true, B * n, 3 * D, D, 1.0f, x, D, W_qkv.data(), D, 0.0f, qkv.data(), 3 * D);
-        QKV_ = mem::Buffer<float>((size_t)3 * u, mem::uninit);  // (3, B, h, n, d_k)
-#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < n; i++)
-                for (int s = 0; s < 3; s++)
-                    for (int hh = 0; hh < h; hh++)
-                        std::copy_n(qkv.data() + (((long)b * n + i) * 3 + s) * D + hh * d_k, d_k,
-                                    QKV_.data() + ((((long)s * B + b) * h + hh) * n + i) * d_k);
-    }  // qkv freed here
-    const float* Q = QKV_.data();          // (B, h, n, d_k)
-    const float* K = QKV_.data() + u;      // (B, h, n, d_k)
-    const float* V = QKV_.data() + 2 * u;  // (B, h, n, d_k)
-
-    mem::Buffer<float> O(u, mem::uninit);  // (B, h, n, d_k)
-    if (fused) {
-        L_ = mem::Buffer<float>((size_t)B * h * n, mem::uninit);  // (B, h, n)
-        attention_fused_forward(Q, K, V, O.data(), L_.data(), B, h, n, d_k, causal);
-    } else {
-        P_ = mem::Buffer<float>((size_t)B * h * n * n, mem::uninit);  // (B, h, n, n)
-        attention_naive_forward(Q, K, V, O.data(), P_.data(), B, h, n, d_k, causal);
-    }
-
-    // concat = O.transpose(1, 2).reshape(B, n, D)
-    concat_ = mem::Buffer<float>(u, mem::uninit);  // (B, n, D)
-#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < n; i++)
-            for (int hh = 0; hh < h; hh++)
-                std::copy_n(O.data() + (((long)b * h + hh) * n + i) * d_k, d_k,
-                            concat_.data() + ((long)b * n + i) * D + hh * d_k);
-    if (fused) O_ = std::move(O);  // the fused backward reads O; the naive one does not
-
-    // y = concat W_o^T
-    mem::Buffer<float> y(u, mem::uninit);  // (B, n, D)
-    sgemm(false, true, B * n, D, D, 1.0f, concat_.data(), D, W_o.data(), D, 0.0f, y.data(), D);
-    return y;
-}
-
-mem::Buffer<float> AttentionLayer::backward(const float* dy) {
-    if (!x_) throw std::logic_error("AttentionLayer::backward called before forward");
-    const int B = B_, n = n_, D = d_model, h = n_heads, d_k = D / h;
-    const long u = (long)B * n * D;
-
-    // y = concat W_o^T:  dW_o = dy^T concat,  dconcat = dy W_o
-    sgemm(true, false, D, D, B * n, 1.0f, dy, D, concat_.data(), D, 0.0f, dW_o.data(), D);
-    mem::Buffer<float> dO(u, mem::uninit);  // (B, h, n, d_k)
-    {
-        mem::Buffer<float> dconcat(u, mem::uninit);  // (B, n, D)
-        sgemm(false, false, B * n, D, D, 1.0f, dy, D, W_o.data(), D, 0.0f, dconcat.data(), D);
-        concat_ = {};
-#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
-        for (int b = 0; b < B; b++)
-            for (int hh = 0; hh < h; hh++)
-                for (int i = 0; i < n; i++)
-                    std::copy_n(dconcat.data() + ((long)b * n + i) * D + hh * d_k, d_k,
-                                dO.data() + (((long)b * h + hh) * n + i) * d_k);
-    }
-
-    mem::Buffer<float> dQKV((size_t)3 * u, mem::uninit);  // (3, B, h, n, d_k)
-    const float *Q = QKV_.data(), *K = Q + u, *V = Q + 2 * u;
-    float *dQ = dQKV.data(), *dK = dQ + u, *dV = dQ + 2 * u;
-    if (fused)
-        attention_fused_backward(Q, K, V, O_.data(), L_.data(), dO.data(), dQ, dK, dV, B, h, n,
-                                 d_k, causal);
-    else
-        attention_naive_backward(Q, K, V, P_.data(), dO.data(), dQ, dK, dV, B, h, n, d_k, causal);
-    P_ = {}, L_ = {}, O_ = {}, QKV_ = {}, dO = {};
-
-    // back to (B, n, 3, h, d_k), then qkv = x W_qkv^T:  dW_qkv = dqkv^T x,  dx = dqkv W_qkv
-    mem::Buffer<float> dqkv((size_t)3 * u, mem::uninit);  // (B, n, 3D)
-#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < n; i++)
-            for (int s = 0; s < 3; s++)
-                for (int hh = 0; hh < h; hh++)
-                    std::copy_n(dQKV.data() + ((((long)s * B + b) * h + hh) * n + i) * d_k, d_k,
-                                dqkv.data() + (((long)b * n + i) * 3 + s) * D + hh * d_k);
-    dQKV = {};
-    sgemm(true, false, 3 * D, D, B * n, 1.0f, dqkv.data(), 3 * D, x_, D, 0.0f, dW_qkv.data(), D);
-    mem::Buffer<float> dx(u, mem::uninit);  // (B, n, D)
-    sgemm(false, false, B * n, D, 3 * D, 1.0f, dqkv.data(), 3 * D, W_qkv.data(), D, 0.0f,
-          dx.data(), D);
-    x_ = nullptr;
-    return dx;
-}
-
-// The allocation timeline above, added up for a benchmark cell: x, dy and the weights (and
-// their gradients) present throughout, y dropped after the forward (the loss has consumed it),
-// dx returned at the end. In units of one (B, n, d_model) tensor u and one (B, h, n, n) matrix sq:
-//   naive: forward  QKV 3u + O u + S + P                  = 4u + 2 sq
-//          backward QKV 3u + P + dO u + dQKV 3u + dP + dS = 7u + 3 sq   <- the peak
-//   fused: forward  QKV 3u + O u + L + workspace, then QKV 3u + O u + concat u + y u = 6u
-//          backward QKV 3u + O u + dO u + dQKV 3u, L, D + workspace = 8u + 2 rows + ws <- the peak
-// (qkv and QKV both alive during the input projection: 6u.) The fused workspace is per thread
-// (attention_fused_*_workspace_floats). sgemm's packing workspace comes on top;
-// sgemm_workspace_bytes_max() bounds it.
-size_t AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_model, int n_heads) {
-    const int d_k = d_model / n_heads;
-    const double u = (double)B * n * d_model * sizeof(float);
-    const double sq = (double)B * n_heads * n * n * sizeof(float);
-    const double rows = (double)B * n_heads * n * sizeof(float);  // one value per query row
-    const double weights = 2.0 * 4 * d_model * d_model * sizeof(float);  // W and dW
-    const double fixed = weights + 2 * u;                                  // + x, dy
-    const double nt = fused_threads(B, n_heads, n, d_k);
-    const double ws_forward = nt * attention_fused_forward_workspace_floats(n, d_k) * sizeof(float);
-    const double ws_backward = nt * attention_fused_backward_workspace_floats(n, d_k) * sizeof(float);
-    const double peak = fused ? std::max({8 * u + 2 * rows + ws_backward, 6 * u + rows,
-                                          4 * u + rows + ws_forward})
-                              : 7 * u + 3 * sq;
-    return (size_t)(fixed + peak) + sgemm_workspace_bytes_max();
 }

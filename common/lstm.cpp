@@ -201,48 +201,7 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
         for (int k = 0; k < 4 * d; k++) db[k] += dgates[row * 4 * d + k];
 }
 
-// ------------------------------------------------------------------------------------------
-// The layer: owns the parameters and the states the backward needs.
-// ------------------------------------------------------------------------------------------
-
-LstmLayer::LstmLayer(int d_)
-    : d(d_), W_ih((size_t)4 * d_ * d_), W_hh((size_t)4 * d_ * d_), b((size_t)4 * d_),
-      dW_ih((size_t)4 * d_ * d_), dW_hh((size_t)4 * d_ * d_), db((size_t)4 * d_) {
-    if (d <= 0) throw std::invalid_argument("LSTM width d = " + std::to_string(d) + " must be positive");
-}
-
-const float* LstmLayer::forward(const float* x, int n, int B) {
-    x_ = x, n_ = n, B_ = B;
-    h_ = mem::Buffer<float>((size_t)(n + 1) * B * d, mem::uninit);  // (n + 1, B, d)
-    c_ = mem::Buffer<float>((size_t)(n + 1) * B * d, mem::uninit);  // (n + 1, B, d)
-    gates_ = mem::Buffer<float>((size_t)n * B * 4 * d, mem::uninit);  // (n, B, 4d)
-    lstm_forward(x, W_ih.data(), W_hh.data(), b.data(), n, B, d, h_.data(), c_.data(),
-                 gates_.data());
-    return h_.data() + (long)B * d;  // y = h[1..n]
-}
-
-mem::Buffer<float> LstmLayer::backward(const float* dy) {
-    if (!x_) throw std::logic_error("LstmLayer::backward called before forward");
-    mem::Buffer<float> dx((size_t)n_ * B_ * d, mem::uninit);  // (n, B, d)
-    lstm_backward(x_, W_ih.data(), W_hh.data(), h_.data(), c_.data(), gates_.data(), dy, n_, B_,
-                  d, dx.data(), dW_ih.data(), dW_hh.data(), db.data());
-    h_ = {}, c_ = {}, gates_ = {};
-    x_ = nullptr;
-    return dx;
-}
-
-// In units of one (n, B, d) tensor u, with x, dy and the parameters (and gradients) present:
-//   forward:  h u, c u, gates 4u, and the packed W_hh (about 4d x d) while the steps run
-//   backward: h u, c u, gates 4u, dx u, dgates 4u, two (B, d) step gradients and the packed
-//             W_hh                                                              <- the peak
-size_t LstmLayer::predicted_peak_bytes(int B, int n, int d) {
-    const double u = (double)n * B * d * sizeof(float);
-    const double state = (double)B * d * sizeof(float);  // one step of h or c
-    const double params = 2.0 * (2.0 * 4 * d * d + 4 * d) * sizeof(float);
-    const double fixed = params + 2 * u;
+size_t lstm_workspace_bytes(int B, int d) {
     const int T = chain_threads(B, d);
-    const double packed = (double)T * packed_w_hh_floats(d, T) * sizeof(float);
-    const double forward = fixed + 6 * u + 2 * state + packed;
-    const double backward = fixed + 11 * u + 4 * state + packed;
-    return (size_t)std::max(forward, backward) + sgemm_workspace_bytes_max();
+    return (size_t)T * packed_w_hh_floats(d, T) * sizeof(float);
 }

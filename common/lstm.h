@@ -8,6 +8,7 @@
 // The input projection for all n steps is one GEMM; each step then adds h[t-1] W_hh^T (the
 // sequential part) and applies the fused gate nonlinearities and cell update.
 #pragma once
+#include <cstddef>
 
 void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const float* b, int n,
                   int B, int d, float* h, float* c, float* gates);
@@ -18,29 +19,6 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
                    const float* c, const float* gates, const float* dh_out, int n, int B, int d,
                    float* dx, float* dW_ih, float* dW_hh, float* db);
 
-// ------------------------------------------------------------------------------------------
-// The same LSTM as a layer with torch's nn.LSTM(d, d) parameters, owning its buffers so
-// section 6 can time and weigh it against attention. Time-major: x, y, dy, dx are (n, B, d).
-#include "common/memory.h"
-
-#include <cstddef>
-
-struct LstmLayer {
-    int d;
-    mem::Buffer<float> W_ih, W_hh, b;    // (4d, d), (4d, d), (4d) = b_ih + b_hh
-    mem::Buffer<float> dW_ih, dW_hh, db;  // gradients
-
-    explicit LstmLayer(int d);
-    // Runs the n steps and returns y = h[1..n] (n, B, d), which stays valid until backward().
-    const float* forward(const float* x, int n, int B);
-    mem::Buffer<float> backward(const float* dy);  // dx (n, B, d); frees the saved states
-
-    // Peak bytes of one forward + backward with x, dy and the parameters present, plus
-    // sgemm_workspace_bytes_max() as a margin for packing.
-    static size_t predicted_peak_bytes(int B, int n, int d);
-
-private:
-    const float* x_ = nullptr;  // saved input, owned by the caller
-    int n_ = 0, B_ = 0;
-    mem::Buffer<float> h_, c_, gates_;  // (n + 1, B, d), (n + 1, B, d), (n, B, 4d)
-};
+// What a forward or backward call holds while its steps run: each thread's packed share of
+// W_hh, for the threads the chain of a (B, d) LSTM runs on.
+size_t lstm_workspace_bytes(int B, int d);

@@ -568,13 +568,6 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value) {
     });
 }
 
-Tensor causal_mask(int64_t n) {
-    Tensor m = Tensor::zeros({n, n});  // 1 above the diagonal: key j > query i is hidden
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = i + 1; j < n; j++) m.data()[i * n + j] = 1.0f;
-    return m;
-}
-
 // ---- reductions --------------------------------------------------------------------------------
 Tensor sum(const Tensor& x) {
     double s = 0;
@@ -779,6 +772,11 @@ Tensor slice(const Tensor& x, int dim, int64_t start, int64_t end, int64_t step)
                 for (int64_t i = 0; i < inner; i++)
                     gx[(o * S + start + k * step) * inner + i] += g[(o * len + k) * inner + i];
     });
+}
+
+Tensor select(const Tensor& x, int64_t i) {
+    Shape rest(x.shape().begin() + 1, x.shape().end());
+    return reshape(slice(x, 0, i, i + 1), rest);
 }
 
 void slice_assign(Tensor& dst, int dim, int64_t start, int64_t step, const Tensor& src) {

@@ -135,8 +135,6 @@ Tensor softmax(const Tensor& x, int dim);  // dim must be the last (-1)
 Tensor log_softmax(const Tensor& x, int dim);
 // Where mask (broadcast to x's shape) is non-zero, the output is `value` and gets no gradient.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, float value);
-// The (n, n) causal mask: 1 above the diagonal (key j > query i is hidden), 0 elsewhere.
-Tensor causal_mask(int64_t n);
 
 Tensor sum(const Tensor& x);                              // all elements -> scalar
 Tensor sum(const Tensor& x, int dim, bool keepdim = false);
@@ -158,6 +156,8 @@ Tensor index_select(const Tensor& x, const std::vector<int64_t>& index);
 Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids, const Shape& ids_shape);
 // x[..., start:end:step] along dim (Python's pe[:, 0::2]); end = -1 means "to the end".
 Tensor slice(const Tensor& x, int dim, int64_t start, int64_t end = -1, int64_t step = 1);
+// x[i] along dim 0 (Python's qkv[0]): the remaining dims, sharing nothing with x.
+Tensor select(const Tensor& x, int64_t i);
 Tensor concat(const std::vector<Tensor>& xs, int dim);
 // dst[..., start::step] = src along dim, in place and without history (building constants).
 void slice_assign(Tensor& dst, int dim, int64_t start, int64_t step, const Tensor& src);

@@ -6,7 +6,8 @@
 #include <string>
 #include <unistd.h>
 
-#include "common/nn.h"
+#include "chapters/1-self-attention/attention.h"
+#include "chapters/4-positional-encoding/positional_encoding.h"
 #include "tests/util.h"
 
 namespace {

@@ -1,9 +1,8 @@
 // Chapter 6 (cost): the layers agree, the memory they hold follows n^2 (naive) or n (fused,
 // LSTM), the memory prediction used to skip cells matches a real measured run, and the program
 // prints the article's tables, skips what does not fit and rejects bad flags. No timing here.
-#include "common/attention.h"
+#include "chapters/6-cost/layers.h"
 #include "common/gemm.h"
-#include "common/lstm.h"
 #include "common/memory.h"
 #include "tests/util.h"
 
@@ -34,13 +33,13 @@ void fill(mem::Buffer<float>& buf, float bound, std::mt19937& rng) {
 
 // One benchmark step as chapter 6 runs it (after one warm-up), returning the peak tracked bytes
 // with x, dy and the weights present.
-size_t measured_peak(int algo, int B, int n, int D, int h) {
+size_t measured_peak(Method m, int B, int n, int D, int h) {
     std::mt19937 rng(1);
     mem::Buffer<float> x((size_t)B * n * D), dy((size_t)B * n * D);
     fill(x, 1, rng), fill(dy, 1, rng);
     size_t peak = 0;
-    if (algo < 2) {
-        AttentionLayer layer(D, h, algo == 1);
+    if (m != Method::lstm) {
+        AttentionLayer layer(D, h, m == Method::fused);
         fill(layer.W_qkv, 0.05f, rng), fill(layer.W_o, 0.05f, rng);
         for (int r = 0; r < 2; r++) {
             mem::reset_peak();
@@ -62,13 +61,14 @@ size_t measured_peak(int algo, int B, int n, int D, int h) {
 }
 
 // The layer's own bytes from the prediction, without the sgemm workspace margin.
-double predicted_exact(int algo, int B, int n, int D, int h) {
-    const size_t p = algo < 2 ? AttentionLayer::predicted_peak_bytes(algo == 1, B, n, D, h)
-                              : LstmLayer::predicted_peak_bytes(B, n, D);
+double predicted_exact(Method m, int B, int n, int D, int h) {
+    const size_t p = m == Method::lstm
+                         ? LstmLayer::predicted_peak_bytes(B, n, D)
+                         : AttentionLayer::predicted_peak_bytes(m == Method::fused, B, n, D, h);
     return (double)(p - sgemm_workspace_bytes_max());
 }
 
-const char* const kAlgo[3] = {"naive", "fused", "LSTM"};
+constexpr Method kMethods[3] = {Method::naive, Method::fused, Method::lstm};
 
 }  // namespace
 
@@ -141,13 +141,13 @@ TEST_CASE("chapter6: the memory prediction matches measured runs") {
         int B, n, D, h;
     };
     for (Shape s : {Shape{2, 128, 512, 8}, Shape{2, 100, 64, 4}, Shape{3, 64, 96, 3}})
-        for (int algo = 0; algo < 3; algo++) {
-            CAPTURE(kAlgo[algo]);
+        for (Method m : kMethods) {
+            CAPTURE(method_name(m));
             CAPTURE(s.B);
             CAPTURE(s.n);
             CAPTURE(s.D);
-            const double measured = (double)measured_peak(algo, s.B, s.n, s.D, s.h);
-            const double exact = predicted_exact(algo, s.B, s.n, s.D, s.h);
+            const double measured = (double)measured_peak(m, s.B, s.n, s.D, s.h);
+            const double exact = predicted_exact(m, s.B, s.n, s.D, s.h);
             CHECK(measured >= exact);
             CHECK(measured <= exact + margin);
         }
@@ -159,7 +159,8 @@ TEST_CASE("chapter6: naive memory grows like n^2, fused and LSTM like n (measure
     const int B = 1, D = 128, h = 8;
     std::vector<double> peak[3];
     for (int n : {256, 512, 1024})
-        for (int algo = 0; algo < 3; algo++) peak[algo].push_back((double)measured_peak(algo, B, n, D, h));
+        for (int k = 0; k < 3; k++)
+            peak[k].push_back((double)measured_peak(kMethods[k], B, n, D, h));
     for (size_t k = 1; k < 3; k++) {
         CAPTURE(k);
         if (k >= 2) CHECK(peak[0][k] / peak[0][k - 1] >= 3.3);  // n >= 512 -> 2n
@@ -172,7 +173,7 @@ TEST_CASE("chapter6: at the article's shape (batch 8, d_model 512, 8 heads) memo
     // From the validated prediction (the test above), without the workspace margin; running
     // these for real takes seconds and gigabytes.
     const int B = 8, D = 512, h = 8;
-    auto at = [&](int algo, int n) { return predicted_exact(algo, B, n, D, h); };
+    auto at = [&](int k, int n) { return predicted_exact(kMethods[k], B, n, D, h); };
     // naive: x3.3 or more per doubling from n = 512 (the article: x3.4, x3.7)
     CHECK(at(0, 1024) / at(0, 512) >= 3.3);
     CHECK(at(0, 2048) / at(0, 1024) >= 3.3);

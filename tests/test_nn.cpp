@@ -4,7 +4,7 @@
 #include <cstring>
 #include <map>
 
-#include "common/nn.h"
+#include "chapters/5-blocks/decoder.h"
 #include "common/random.h"
 #include "tests/util.h"
 
@@ -49,7 +49,7 @@ void check_module_grad(Tensor p, const std::function<Tensor()>& f, const char* w
 
 TEST_CASE("nn: Stack(6, 64, 4, Post-LN, 50) built after manual_seed(0) holds torch's weights") {
     torch_rng::manual_seed(0);
-    Stack net(6, 64, 4, Norm::PostLN, 50);
+    Stack net(6, 64, 4, LnPlacement::PostLN, 50);
     // Recorded with torch 1.13: first and last 4 float bit patterns, and the float64 sum.
     struct Ref {
         const char* name;
@@ -105,15 +105,15 @@ TEST_CASE("nn: module gradients against finite differences") {
     auto smooth = [](FeedForward& ff) {
         for (int64_t i = 0; i < ff.fc1.bias.numel(); i++) ff.fc1.bias.data()[i] += 10.0f;
     };
-    for (Norm norm : {Norm::PostLN, Norm::PreLN}) {
+    for (LnPlacement norm : {LnPlacement::PostLN, LnPlacement::PreLN}) {
         Block block(8, 2, norm);
         smooth(block.ff);
-        check_module_grad(block.ff.fc1.weight, [&] { return block(x); }, norm_name(norm));
-        check_module_grad(block.ln1.weight, [&] { return block(x); }, norm_name(norm));
-        check_module_grad(x, [&] { return block(x); }, norm_name(norm));
+        check_module_grad(block.ff.fc1.weight, [&] { return block(x); }, placement_name(norm));
+        check_module_grad(block.ln1.weight, [&] { return block(x); }, placement_name(norm));
+        check_module_grad(x, [&] { return block(x); }, placement_name(norm));
     }
     Tensor memory = Tensor::from(torch_rng::randn(2 * 3 * 8), {2, 3, 8}).requires_grad_();
-    DecoderBlock dec(8, 2, Norm::PostLN);
+    DecoderBlock dec(8, 2, LnPlacement::PostLN);
     smooth(dec.ff);
     auto run = [&] { return dec(x, memory, causal_mask(5)); };
     check_module_grad(dec.cross_attn.kv.weight, run, "decoder cross_attn.kv.weight");
@@ -123,7 +123,7 @@ TEST_CASE("nn: module gradients against finite differences") {
 
 TEST_CASE("decoder (a): with the causal mask a later target token cannot change earlier outputs") {
     torch_rng::manual_seed(0);
-    EncoderDecoder model(12, 12, 16, 2, 2, Norm::PostLN);
+    EncoderDecoder model(12, 12, 16, 2, 2, LnPlacement::PostLN);
     NoGradGuard ng;
     Tensor memory = model.encode({3, 4, 5, 6}, {1, 4});
     std::vector<int64_t> tgt = {1, 7, 8, 9, 10, 11};
@@ -139,7 +139,7 @@ TEST_CASE("decoder (a): with the causal mask a later target token cannot change 
 
 TEST_CASE("decoder (b): teacher forcing predicts every target position in one forward pass") {
     torch_rng::manual_seed(0);
-    EncoderDecoder model(12, 12, 16, 2, 1, Norm::PreLN);
+    EncoderDecoder model(12, 12, 16, 2, 1, LnPlacement::PreLN);
     Tensor memory = model.encode({3, 4, 5}, {1, 3});
     model.decoder_calls = 0;
     Tensor logits = model.decode({1, 7, 8, 9, 2}, {1, 5}, memory);
@@ -155,7 +155,7 @@ TEST_CASE("decoder (b): teacher forcing predicts every target position in one fo
 
 TEST_CASE("decoder (c): greedy generation adds one token per step and runs the encoder once") {
     torch_rng::manual_seed(0);
-    EncoderDecoder model(12, 12, 16, 2, 2, Norm::PostLN);
+    EncoderDecoder model(12, 12, 16, 2, 2, LnPlacement::PostLN);
     model.encoder_calls = model.decoder_calls = 0;
     std::vector<int64_t> out = model.greedy_decode({3, 4, 5, 6}, 1, 2, 7);
     CHECK(model.encoder_calls == 1);

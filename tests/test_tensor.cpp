@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 
+#include "chapters/1-self-attention/attention.h"
 #include "common/format.h"
 #include "common/tensor.h"
 #include "tests/util.h"

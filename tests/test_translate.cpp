@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "common/gemm.h"
-#include "common/korean_numbers.h"
-#include "common/nn.h"
+#include "chapters/7-translate/korean_numbers.h"
+#include "chapters/5-blocks/decoder.h"
 #include "common/optim.h"
 #include "common/random.h"
 #include "common/serialize.h"
@@ -144,7 +144,7 @@ Tensor tiny_loss(const EncoderDecoder& m, const TinyBatch& b) {
 }  // namespace
 
 TEST_CASE("translate: a few teacher-forced Adam steps lower the loss") {
-    for (Norm norm : {Norm::PostLN, Norm::PreLN}) {
+    for (LnPlacement norm : {LnPlacement::PostLN, LnPlacement::PreLN}) {
         torch_rng::manual_seed(0);
         EncoderDecoder model(14, 13, 16, 2, 1, norm);
         optim::Adam adam(model.parameters());
@@ -158,7 +158,7 @@ TEST_CASE("translate: a few teacher-forced Adam steps lower the loss") {
             adam.zero_grad();
             (step == 1 ? first : last) = loss.item();
         }
-        MESSAGE(std::string(norm_name(norm)) << ": loss " << first << " -> " << last);
+        MESSAGE(std::string(placement_name(norm)) << ": loss " << first << " -> " << last);
         CHECK(std::isfinite(last));
         CHECK(last < 0.5f * first);
     }
@@ -166,7 +166,7 @@ TEST_CASE("translate: a few teacher-forced Adam steps lower the loss") {
 
 TEST_CASE("translate: padding in the source changes nothing for the real tokens") {
     torch_rng::manual_seed(3);
-    EncoderDecoder model(14, 13, 16, 2, 1, Norm::PostLN);
+    EncoderDecoder model(14, 13, 16, 2, 1, LnPlacement::PostLN);
     NoGradGuard no_grad;
     TinyBatch alone = tiny_batch({15000});                 // S = 3, no padding
     TinyBatch padded = tiny_batch({15000, 99999});         // S = 9: 15000 gets 6 pads
@@ -210,7 +210,7 @@ static void hand_set(EncoderDecoder& m) {
 
 TEST_CASE("translate: greedy decoding with a hand-set model gives the known tokens") {
     torch_rng::manual_seed(0);
-    EncoderDecoder m(3, 8, 16, 2, 1, Norm::PreLN);
+    EncoderDecoder m(3, 8, 16, 2, 1, LnPlacement::PreLN);
     hand_set(m);
     using V = std::vector<int64_t>;
     CHECK(m.greedy_decode({1}, 1, 2, 10) == V{3, 4, 2});
@@ -239,9 +239,9 @@ static std::string tmp_path(const char* name) {
 
 TEST_CASE("translate: weights save and load round trip, bad files refused") {
     torch_rng::manual_seed(1);
-    EncoderDecoder a(14, 13, 16, 2, 1, Norm::PostLN);
+    EncoderDecoder a(14, 13, 16, 2, 1, LnPlacement::PostLN);
     torch_rng::manual_seed(2);
-    EncoderDecoder b(14, 13, 16, 2, 1, Norm::PostLN);
+    EncoderDecoder b(14, 13, 16, 2, 1, LnPlacement::PostLN);
     const std::string path = tmp_path("w.bin");
     serialize::save(path, {{"layers", 1}, {"d_model", 16}}, a.named_parameters());
     serialize::Checkpoint ck = serialize::load(path);
@@ -282,7 +282,7 @@ TEST_CASE("translate: weights save and load round trip, bad files refused") {
     CHECK_THROWS_WITH_AS(serialize::load(cut), doctest::Contains("checksum"), std::runtime_error);
     // A model of another shape is refused by name.
     torch_rng::manual_seed(1);
-    EncoderDecoder wide(14, 13, 32, 2, 1, Norm::PostLN);
+    EncoderDecoder wide(14, 13, 32, 2, 1, LnPlacement::PostLN);
     CHECK_THROWS_WITH_AS(serialize::copy_into(ck, wide.named_parameters(), path),
                          doctest::Contains("shape"), std::runtime_error);
     CHECK_THROWS_WITH_AS(serialize::load(tmp_path("missing.bin")), doctest::Contains("cannot open"),

@@ -7,46 +7,21 @@
 //   build/bin/1-self-attention                 the article's output
 //   build/bin/1-self-attention --mask causal   the widget's causal toggle: token i sees j <= i
 //   build/bin/1-self-attention --explain 1     every step for the query of token 1
+//
+// Read attention.h first (the article's listing: scaled_dot_product_attention and the causal
+// mask), then this file: the article's four tokens, the printed block, --explain, and the
+// figure at the end.
 #include <cmath>
 #include <cstdio>
 #include <string>
 
+#include "chapters/1-self-attention/attention.h"
 #include "common/cli.h"
 #include "common/format.h"
-#include "common/nn.h"
 #include "common/plot.h"
 
-// The article's widget as a picture: the weights without and with the causal mask.
-static void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path) {
-    plot::Figure fig(11, 4.5, 150);
-    const Tensor* weights[] = {&plain, &causal};
-    const char* titles[] = {"어텐션 가중치 (마스크 없음)", "어텐션 가중치 (causal 마스크)"};
-    const int n = int(plain.size(0));
-    std::vector<double> ticks;
-    std::vector<std::string> labels;
-    for (int j = 0; j < n; j++) {
-        ticks.push_back(j);
-        labels.push_back(std::to_string(j + 1) + "번");
-    }
-    for (int k = 0; k < 2; k++) {
-        plot::Axes& ax = fig.subplot(1, 2, k);
-        plot::Image& im = ax.imshow(weights[k]->to_vector(), n, n, {.cmap = "Blues", .vmin = 0, .vmax = 1});
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++) {
-                float w = weights[k]->at({i, j});
-                ax.text(j, i, fixed(w, 4), {.ha = plot::center, .va = plot::center,
-                                            .color = w > 0.5f ? plot::white : plot::black});
-            }
-        ax.set_xticks(ticks, labels);
-        ax.set_yticks(ticks, labels);
-        ax.set_xlabel("키 토큰 j");
-        ax.set_ylabel("쿼리 토큰 i");
-        ax.set_title(titles[k]);
-        fig.colorbar(im, ax);
-    }
-    fig.tight_layout();
-    fig.save_png(path);
-}
+// The article's widget as a picture (drawn at the end of this file).
+static void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path);
 
 int main(int argc, char** argv) {
     cli::Parser cli("1-self-attention", "Section 1: self-attention on the article's 4 tokens");
@@ -129,4 +104,38 @@ int main(int argc, char** argv) {
     for (int c = 0; c < out.size(1); c++) o += (c ? ", " : "") + fixed(out.at({i, c}), 4);
     std::printf("\n   = %s]\n", o.c_str());
     return status;
+}
+
+// ---- the figure ------------------------------------------------------------------------------
+
+// The article's widget as a picture: the weights without and with the causal mask.
+static void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path) {
+    plot::Figure fig(11, 4.5, 150);
+    const Tensor* weights[] = {&plain, &causal};
+    const char* titles[] = {"어텐션 가중치 (마스크 없음)", "어텐션 가중치 (causal 마스크)"};
+    const int n = int(plain.size(0));
+    std::vector<double> ticks;
+    std::vector<std::string> labels;
+    for (int j = 0; j < n; j++) {
+        ticks.push_back(j);
+        labels.push_back(std::to_string(j + 1) + "번");
+    }
+    for (int k = 0; k < 2; k++) {
+        plot::Axes& ax = fig.subplot(1, 2, k);
+        plot::Image& im = ax.imshow(weights[k]->to_vector(), n, n, {.cmap = "Blues", .vmin = 0, .vmax = 1});
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                float w = weights[k]->at({i, j});
+                ax.text(j, i, fixed(w, 4), {.ha = plot::center, .va = plot::center,
+                                            .color = w > 0.5f ? plot::white : plot::black});
+            }
+        ax.set_xticks(ticks, labels);
+        ax.set_yticks(ticks, labels);
+        ax.set_xlabel("키 토큰 j");
+        ax.set_ylabel("쿼리 토큰 i");
+        ax.set_title(titles[k]);
+        fig.colorbar(im, ax);
+    }
+    fig.tight_layout();
+    fig.save_png(path);
 }

@@ -6,12 +6,16 @@
 // mixes the concatenated heads. The printed shapes follow the tensor through the module.
 // Beyond the article: the parameter count for h = 1 ... 16 under the paper's dimension split
 // (always 4 d_model^2) and under independent full-size W_Q/W_K/W_V per head.
+//
+// Read multi_head_attention.h first (the article's listing; it calls section 1's attention in
+// chapters/1-self-attention/attention.h), then this file.
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/cli.h"
+#include "chapters/3-multi-head/multi_head_attention.h"
 #include "common/nn.h"
 #include "common/random.h"
 
@@ -61,7 +65,7 @@ int main(int argc, char** argv) {
 
     // mha = MultiHeadAttention(d_model=512, n_heads=8); x = torch.randn(2, 10, 512)
     MultiHeadAttention mha(d_model, heads);
-    mha.verbose = true;  // the article's forward prints its intermediate shapes
+    mha.print_shapes = true;  // the listing's forward prints its intermediate shapes
     Tensor x = Tensor::from(torch_rng::randn(size_t(batch) * n * d_model), {batch, n, d_model});
     std::printf("입력       : %s\n", shape_str(x.shape()).c_str());
     Tensor y = mha(x);

@@ -7,6 +7,10 @@
 //
 // It also draws figure 2: the sine dimensions of a 64 x 128 encoding, and the dot products of
 // position 32's encoding with its neighbours 32 +- 31.
+//
+// Read positional_encoding.h first (the article's listing), then this file: the experiment in
+// main(), with section 1's attention (chapters/1-self-attention/attention.h), and figure 2 at
+// the end.
 #include <cmath>
 #include <cstdio>
 #include <algorithm>
@@ -17,7 +21,8 @@
 
 #include "common/cli.h"
 #include "common/format.h"
-#include "common/nn.h"
+#include "chapters/1-self-attention/attention.h"
+#include "chapters/4-positional-encoding/positional_encoding.h"
 #include "common/plot.h"
 #include "common/random.h"
 
@@ -30,43 +35,8 @@ static Tensor normal_matrix(numpy::Generator& g, int64_t rows, int64_t cols, dou
     return Tensor::from(v, {rows, cols});
 }
 
-// Figure 2, as the article's figure script draws it.
-static void draw_figure(const std::string& path) {
-    const int n = 64, d = 128;
-    Tensor PE = positional_encoding(n, d);  // (64, 128)
-    const float* pe = PE.data();
-
-    // Left: PE[:, 0::2], the sine dimensions (64 positions x 64 dims).
-    std::vector<double> sines(size_t(n) * (d / 2));
-    for (int pos = 0; pos < n; pos++)
-        for (int i = 0; i < d / 2; i++) sines[size_t(pos) * (d / 2) + i] = pe[pos * d + 2 * i];
-
-    // Right: PE[32] @ PE[32 + o] for o = -31..31 (float32 dot products, as numpy computes them).
-    std::vector<double> offs, dots;
-    for (int o = -31; o <= 31; o++) {
-        float dot = 0;
-        for (int c = 0; c < d; c++) dot += pe[32 * d + c] * pe[(32 + o) * d + c];
-        offs.push_back(o);
-        dots.push_back(dot);
-    }
-
-    plot::Figure fig(11, 4, 150);
-    plot::Axes& left = fig.subplot(1, 2, 0);
-    plot::Image& im = left.imshow(sines, n, d / 2, {.cmap = "RdBu_r", .vmin = -1, .vmax = 1});
-    left.set_xlabel("사인 차원 인덱스 i");
-    left.set_ylabel("위치");
-    left.set_title("위치 인코딩 행렬 (사인 차원만)");
-    fig.colorbar(im, left);
-
-    plot::Axes& right = fig.subplot(1, 2, 1);
-    right.plot(offs, dots);
-    right.set_xlabel("기준 위치(32)로부터의 거리");
-    right.set_ylabel("내적");
-    right.set_title("위치 인코딩 사이의 유사도");
-    right.grid(0.3);
-    fig.tight_layout();
-    fig.save_png(path);
-}
+// Figure 2, as the article's figure script draws it (at the end of this file).
+static void draw_figure(const std::string& path);
 
 int main(int argc, char** argv) {
     long seed = 7;
@@ -129,4 +99,44 @@ int main(int argc, char** argv) {
         }
     }
     return 0;
+}
+
+// ---- the figure ------------------------------------------------------------------------------
+
+// Figure 2, as the article's figure script draws it.
+static void draw_figure(const std::string& path) {
+    const int n = 64, d = 128;
+    Tensor PE = positional_encoding(n, d);  // (64, 128)
+    const float* pe = PE.data();
+
+    // Left: PE[:, 0::2], the sine dimensions (64 positions x 64 dims).
+    std::vector<double> sines(size_t(n) * (d / 2));
+    for (int pos = 0; pos < n; pos++)
+        for (int i = 0; i < d / 2; i++) sines[size_t(pos) * (d / 2) + i] = pe[pos * d + 2 * i];
+
+    // Right: PE[32] @ PE[32 + o] for o = -31..31 (float32 dot products, as numpy computes them).
+    std::vector<double> offs, dots;
+    for (int o = -31; o <= 31; o++) {
+        float dot = 0;
+        for (int c = 0; c < d; c++) dot += pe[32 * d + c] * pe[(32 + o) * d + c];
+        offs.push_back(o);
+        dots.push_back(dot);
+    }
+
+    plot::Figure fig(11, 4, 150);
+    plot::Axes& left = fig.subplot(1, 2, 0);
+    plot::Image& im = left.imshow(sines, n, d / 2, {.cmap = "RdBu_r", .vmin = -1, .vmax = 1});
+    left.set_xlabel("사인 차원 인덱스 i");
+    left.set_ylabel("위치");
+    left.set_title("위치 인코딩 행렬 (사인 차원만)");
+    fig.colorbar(im, left);
+
+    plot::Axes& right = fig.subplot(1, 2, 1);
+    right.plot(offs, dots);
+    right.set_xlabel("기준 위치(32)로부터의 거리");
+    right.set_ylabel("내적");
+    right.set_title("위치 인코딩 사이의 유사도");
+    right.grid(0.3);
+    fig.tight_layout();
+    fig.save_png(path);
 }

@@ -13,22 +13,28 @@
 //   (a) the causal mask: changing a later target token leaves earlier outputs exactly unchanged;
 //   (b) teacher forcing: one forward pass predicts every target position;
 //   (c) generation: one token per step, while the encoder runs once per sentence.
+//
+// Read blocks.h first (the article's listing: FeedForward, Block with Post-LN and Pre-LN side
+// by side, Stack; MultiHeadAttention is section 3's, included from chapters/3-multi-head), then
+// this file's measurement, then decoder.h and decoder.cpp (the decoder the prose describes) with
+// decoder_demo() here, and the figure (5-blocks.png) drawn at the end.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "chapters/5-blocks/blocks.h"
+#include "chapters/5-blocks/decoder.h"
 #include "common/cli.h"
 #include "common/format.h"
-#include "common/nn.h"
 #include "common/plot.h"
 #include "common/random.h"
 
-static Norm placements[] = {Norm::PostLN, Norm::PreLN};
+constexpr LnPlacement kPlacements[] = {LnPlacement::PostLN, LnPlacement::PreLN};
 
 // One backward pass at initialisation; returns the qkv weight-gradient norm of every block.
-static std::vector<double> qkv_grad_norms(int L, Norm placement, int d, int h, int vocab,
+static std::vector<double> qkv_grad_norms(int L, LnPlacement placement, int d, int h, int vocab,
                                           int init_seed, int data_seed) {
     torch_rng::manual_seed(init_seed);
     Stack net(L, d, h, placement, vocab);
@@ -42,24 +48,9 @@ static std::vector<double> qkv_grad_norms(int L, Norm placement, int d, int h, i
     return g;
 }
 
+// The L = 24 gradients per block, Post-LN against Pre-LN (drawn at the end of this file).
 static void draw_figure(const std::vector<double>& post, const std::vector<double>& pre,
-                        const std::string& path) {
-    std::vector<double> idx;
-    for (size_t i = 0; i < post.size(); i++) idx.push_back(double(i + 1));
-    plot::Figure fig(7, 4, 150);
-    plot::Axes& ax = fig.subplot(1, 1, 0);
-    ax.plot(idx, post, "o-", "Post-LN");
-    ax.plot(idx, pre, "s-", "Pre-LN");
-    ax.set_xlabel("블록 번호 (1 = 입력 쪽)");
-    ax.set_ylabel("qkv 가중치 기울기 노름");
-    ax.set_title("L = " + std::to_string(post.size()) + ": 초기화 직후 블록별 기울기");
-    ax.set_ylim(0, 1.1 * std::max(*std::max_element(post.begin(), post.end()),
-                                  *std::max_element(pre.begin(), pre.end())));
-    ax.grid(0.3);
-    ax.legend();
-    fig.tight_layout();
-    fig.save_png(path);
-}
+                        const std::string& path);
 
 // ---- the decoder, claim by claim ---------------------------------------------------------------
 static double max_abs_diff(const Tensor& a, const Tensor& b, int64_t from_t, int64_t to_t) {
@@ -76,7 +67,7 @@ static void decoder_demo() {
     torch_rng::manual_seed(0);
     const int V = 20, T = 8;
     const int64_t START = 1, END = 2;
-    EncoderDecoder model(V, V, 64, 4, 2, Norm::PostLN);
+    EncoderDecoder model(V, V, 64, 4, 2, LnPlacement::PostLN);
     NoGradGuard no_grad;
     std::vector<int64_t> src = {5, 9, 13, 4, 7, 11};
     std::vector<int64_t> tgt = {START, 8, 3, 15, 6, 12, 10, 17};
@@ -134,11 +125,12 @@ int main(int argc, char** argv) {
     std::vector<double> fig_post, fig_pre;
     for (int L : depths) {
         std::string line = "L=" + std::string(L < 10 ? " " : "") + std::to_string(L);
-        for (Norm norm : placements) {
-            std::vector<double> g = qkv_grad_norms(L, norm, d_model, heads, vocab, init_seed, data_seed);
-            line += std::string(" | ") + (norm == Norm::PreLN ? "Pre-LN " : "Post-LN") +
+        for (LnPlacement p : kPlacements) {
+            std::vector<double> g =
+                qkv_grad_norms(L, p, d_model, heads, vocab, init_seed, data_seed);
+            line += std::string(" | ") + (p == LnPlacement::PreLN ? "Pre-LN " : "Post-LN") +
                     " 마지막/첫 블록 = " + fixed(g.back() / g.front(), digits) + "배";
-            if (L == 24) (norm == Norm::PreLN ? fig_pre : fig_post) = g;
+            if (L == 24) (p == LnPlacement::PreLN ? fig_pre : fig_post) = g;
         }
         std::printf("%s\n", line.c_str());
         std::fflush(stdout);
@@ -146,8 +138,10 @@ int main(int argc, char** argv) {
 
     if (!no_figures) {
         if (fig_post.empty()) {  // the figure is about L = 24 even when the table skipped it
-            fig_post = qkv_grad_norms(24, Norm::PostLN, d_model, heads, vocab, init_seed, data_seed);
-            fig_pre = qkv_grad_norms(24, Norm::PreLN, d_model, heads, vocab, init_seed, data_seed);
+            fig_post = qkv_grad_norms(24, LnPlacement::PostLN, d_model, heads, vocab, init_seed,
+                                      data_seed);
+            fig_pre = qkv_grad_norms(24, LnPlacement::PreLN, d_model, heads, vocab, init_seed,
+                                     data_seed);
         }
         try {
             draw_figure(fig_post, fig_pre, figure_dir + "/5-blocks.png");
@@ -158,4 +152,25 @@ int main(int argc, char** argv) {
     }
     if (!no_decoder) decoder_demo();
     return 0;
+}
+
+// ---- the figure ------------------------------------------------------------------------------
+
+static void draw_figure(const std::vector<double>& post, const std::vector<double>& pre,
+                        const std::string& path) {
+    std::vector<double> idx;
+    for (size_t i = 0; i < post.size(); i++) idx.push_back(double(i + 1));
+    plot::Figure fig(7, 4, 150);
+    plot::Axes& ax = fig.subplot(1, 1, 0);
+    ax.plot(idx, post, "o-", "Post-LN");
+    ax.plot(idx, pre, "s-", "Pre-LN");
+    ax.set_xlabel("블록 번호 (1 = 입력 쪽)");
+    ax.set_ylabel("qkv 가중치 기울기 노름");
+    ax.set_title("L = " + std::to_string(post.size()) + ": 초기화 직후 블록별 기울기");
+    ax.set_ylim(0, 1.1 * std::max(*std::max_element(post.begin(), post.end()),
+                                  *std::max_element(pre.begin(), pre.end())));
+    ax.grid(0.3);
+    ax.legend();
+    fig.tight_layout();
+    fig.save_png(path);
 }

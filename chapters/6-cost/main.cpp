@@ -9,11 +9,18 @@
 // of 5, as the article's script does; time and peak tracked memory per cell; a cell whose
 // predicted peak does not fit in memory is skipped, not crashed into. Then figure 3.
 //
-// The layers live in common/attention.cpp and common/lstm.cpp; every product in them goes
-// through common/gemm.cpp, our own sgemm.
-#include "common/attention.h"
+// Read in this order:
+//   main.cpp      part 1 (the complexity table), part 2 (one benchmark cell, the table), figure 3
+//   layers.h/cpp  the layers being timed: AttentionLayer, section 3's MultiHeadAttention with
+//                 an explicit backward, naive or fused; LstmLayer, torch's nn.LSTM(d, d)
+// and, shared with the tests and cuda/, the kernels the layers call:
+//   common/attention.cpp  attention_naive_forward / _backward (S and P in memory) and
+//                         attention_fused_forward / _backward (FlashAttention-2 tiles)
+//   common/lstm.cpp       lstm_forward / lstm_backward (the fused gates, the chain of n steps)
+//   common/gemm.cpp       sgemm, which every product above goes through
+// With --device cuda (build/bin/6-cost-cuda) the same table is measured by cuda/cost_bench.cu.
+#include "chapters/6-cost/layers.h"
 #include "common/cli.h"
-#include "common/lstm.h"
 #include "common/memory.h"
 #include "common/random.h"
 #include "common/plot.h"
@@ -37,8 +44,8 @@
 
 namespace {
 
-const char* const kNames[3] = {"어텐션(단순 구현)", "어텐션(퓨전 커널)", "LSTM"};
-constexpr double MiB = 1024.0 * 1024.0;  // the article's MB: torch's bytes / 1024**2
+constexpr Method kMethods[3] = {Method::naive, Method::fused, Method::lstm};
+constexpr double kMiB = 1024.0 * 1024.0;  // the article's MB: torch's bytes / 1024**2
 
 // ---- part 1: the complexity table --------------------------------------------------------
 
@@ -108,20 +115,22 @@ double available_bytes() {
 // One cell: build the layer and its input, 2 warm-ups, then `repeat` timed forward+backward
 // runs; the peak tracked memory is taken over the timed runs (reset before each, like
 // torch.cuda.reset_peak_memory_stats), with the weights, x and dy counted as present.
-Cell run_cell(int algo, int n, const Config& cfg) {
+Cell run_cell(Method method, int n, const Config& cfg) {
     const int B = cfg.batch, D = cfg.d_model;
     mem::empty_cache();  // the previous cell's cached blocks go back before this one is judged
     Cell cell;
-    const size_t predicted = algo < 2 ? AttentionLayer::predicted_peak_bytes(algo == 1, B, n, D, cfg.heads)
-                                      : LstmLayer::predicted_peak_bytes(B, n, D);
-    cell.predicted_mb = predicted / MiB;
+    const bool fused = method == Method::fused;
+    const size_t predicted = method == Method::lstm
+                                 ? LstmLayer::predicted_peak_bytes(B, n, D)
+                                 : AttentionLayer::predicted_peak_bytes(fused, B, n, D, cfg.heads);
+    cell.predicted_mb = predicted / kMiB;
     if ((double)predicted > cfg.limit_bytes || (double)predicted > available_bytes()) {
         cell.skipped = true;
         return cell;
     }
     const bool tty = isatty(STDERR_FILENO);
     try {
-        torch_rng::Generator rng(uint64_t(n) * 3 + uint64_t(algo));
+        torch_rng::Generator rng(uint64_t(n) * 3 + uint64_t(method));
         const float bound = 1.0f / std::sqrt((float)D);  // nn.Linear's init range
         mem::Buffer<float> x((size_t)B * n * D), dy((size_t)B * n * D);  // (B, n, D) or (n, B, D)
         fill_uniform(x, 1.0f, rng);
@@ -130,8 +139,8 @@ Cell run_cell(int algo, int n, const Config& cfg) {
         std::function<void()> step;
         std::unique_ptr<AttentionLayer> attn;
         std::unique_ptr<LstmLayer> lstm;
-        if (algo < 2) {
-            attn = std::make_unique<AttentionLayer>(D, cfg.heads, /*fused=*/algo == 1);
+        if (method != Method::lstm) {
+            attn = std::make_unique<AttentionLayer>(D, cfg.heads, fused);
             fill_uniform(attn->W_qkv, bound, rng);
             fill_uniform(attn->W_o, bound, rng);
             step = [&] {
@@ -152,7 +161,7 @@ Cell run_cell(int algo, int n, const Config& cfg) {
         const int total = cfg.warmup + cfg.repeat;
         double seconds = 0, peak = 0;
         for (int r = 0; r < total; r++) {
-            std::fprintf(stderr, "%s  n = %d, %s: %s %d/%d%s", tty ? "\r\033[K" : "", n, kNames[algo],
+            std::fprintf(stderr, "%s  n = %d, %s: %s %d/%d%s", tty ? "\r\033[K" : "", n, method_name(method),
                          r < cfg.warmup ? "워밍업" : "측정", r < cfg.warmup ? r + 1 : r - cfg.warmup + 1,
                          r < cfg.warmup ? cfg.warmup : cfg.repeat, tty ? "" : "\n");
             std::fflush(stderr);
@@ -166,7 +175,7 @@ Cell run_cell(int algo, int n, const Config& cfg) {
             }
         }
         cell.ms = seconds / cfg.repeat * 1e3;
-        cell.mb = peak / MiB;
+        cell.mb = peak / kMiB;
     } catch (const std::bad_alloc&) {  // the prediction fit but the allocator said no
         cell.skipped = true;
     }
@@ -185,42 +194,9 @@ std::string format_cell(const Cell& c) {
     return buf;
 }
 
-// Figure 3: time and peak memory against n, log-log, with the machine's physical memory dashed.
-// memory_mb: the device's physical memory, drawn as the dashed limit; memory_name: "CPU" or "GPU".
+// Figure 3, drawn after main().
 void draw_figure(const std::vector<int>& seq_lens, const std::vector<std::vector<Cell>>& cells,
-                 double memory_mb, const char* memory_name, const std::string& path) {
-    plot::Figure fig(11, 4, 150);
-    plot::Axes& left = fig.subplot(1, 2, 0);
-    plot::Axes& right = fig.subplot(1, 2, 1);
-    const char* fmts[3] = {"o-", "s-", "^-"};
-    for (int algo = 0; algo < 3; algo++) {
-        std::vector<double> n, ms, mb;  // skipped cells leave a gap at the end of the line
-        for (size_t k = 0; k < seq_lens.size(); k++)
-            if (!cells[k][algo].skipped) {
-                n.push_back(seq_lens[k]);
-                ms.push_back(cells[k][algo].ms);
-                mb.push_back(cells[k][algo].mb);
-            }
-        left.plot(n, ms, fmts[algo], kNames[algo]);
-        right.plot(n, mb, fmts[algo], kNames[algo]);
-    }
-    char label[64];
-    std::snprintf(label, sizeof label, "%s 물리 메모리 (%.0f GB)", memory_name, memory_mb / 1024.0);
-    right.axhline(memory_mb, {.fmt = "--", .color = plot::gray, .lw = 1, .label = label});
-    left.set_title("시간");
-    left.set_ylabel("순전파+역전파 시간 (ms)");
-    right.set_title("메모리");
-    right.set_ylabel("최대 메모리 (MB)");
-    for (plot::Axes* ax : {&left, &right}) {
-        ax->set_xscale("log", 2);
-        ax->set_yscale("log");
-        ax->set_xlabel("시퀀스 길이 n");
-        ax->grid(0.3);
-        ax->legend({.loc = "upper left"});
-    }
-    fig.tight_layout();
-    fig.save_png(path);
-}
+                 double memory_mb, const char* memory_name, const std::string& path);
 
 }  // namespace
 
@@ -262,13 +238,13 @@ int main(int argc, char** argv) {
     if (cfg.warmup < 0) cli.fail("--warmup must be 0 or more");
     if (cfg.repeat < 1) cli.fail("--repeat must be at least 1");
     if (mem_limit_mb < 0) cli.fail("--mem-limit must be 0 (physical memory) or a positive number of MB");
-    cfg.limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * MiB : mem::physical_bytes();
+    cfg.limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * kMiB : mem::physical_bytes();
 
     print_complexity(cfg.d_model);
 
     std::printf("device = %s, batch = %d, d_model = %d\n", device.c_str(), cfg.batch, cfg.d_model);
     std::fflush(stdout);
-    double memory_mb = mem::physical_bytes() / MiB;
+    double memory_mb = mem::physical_bytes() / kMiB;
     std::vector<std::vector<Cell>> cuda_cells;  // the GPU measures the whole table in one go
 #ifdef WITH_CUDA
     if (device == "cuda") {
@@ -296,8 +272,8 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < seq_lens.size(); k++) {
         const int n = seq_lens[k];
         std::vector<Cell> row;
-        for (int algo = 0; algo < 3; algo++) {
-            row.push_back(device == "cuda" ? cuda_cells[k][size_t(algo)] : run_cell(algo, n, cfg));
+        for (int m = 0; m < 3; m++) {
+            row.push_back(device == "cuda" ? cuda_cells[k][size_t(m)] : run_cell(kMethods[m], n, cfg));
             any_skipped |= row.back().skipped;
         }
         std::printf("%6d | %s | %s | %s\n", n, format_cell(row[0]).c_str(),
@@ -307,7 +283,7 @@ int main(int argc, char** argv) {
     }
     if (any_skipped && device == "cpu")
         std::printf("(건너뜀: 예상 최대 메모리가 한도 %.0f MB 또는 지금 쓸 수 있는 메모리를 넘는 항목)\n",
-                    cfg.limit_bytes / MiB);
+                    cfg.limit_bytes / kMiB);
     if (any_skipped && device == "cuda")
         std::printf("(건너뜀: GPU 메모리 %.0f MB에 들어가지 않는 항목)\n", memory_mb);
 
@@ -322,3 +298,46 @@ int main(int argc, char** argv) {
     }
     return 0;
 }
+
+// ---- figure 3 ---------------------------------------------------------------------------
+
+namespace {
+
+// Figure 3: time and peak memory against n, log-log, with the machine's physical memory dashed.
+// memory_mb: the device's physical memory, drawn as the dashed limit; memory_name: "CPU" or "GPU".
+void draw_figure(const std::vector<int>& seq_lens, const std::vector<std::vector<Cell>>& cells,
+                 double memory_mb, const char* memory_name, const std::string& path) {
+    plot::Figure fig(11, 4, 150);
+    plot::Axes& left = fig.subplot(1, 2, 0);
+    plot::Axes& right = fig.subplot(1, 2, 1);
+    const char* fmts[3] = {"o-", "s-", "^-"};
+    for (int m = 0; m < 3; m++) {
+        std::vector<double> n, ms, mb;  // skipped cells leave a gap at the end of the line
+        for (size_t k = 0; k < seq_lens.size(); k++)
+            if (!cells[k][m].skipped) {
+                n.push_back(seq_lens[k]);
+                ms.push_back(cells[k][m].ms);
+                mb.push_back(cells[k][m].mb);
+            }
+        left.plot(n, ms, fmts[m], method_name(kMethods[m]));
+        right.plot(n, mb, fmts[m], method_name(kMethods[m]));
+    }
+    char label[64];
+    std::snprintf(label, sizeof label, "%s 물리 메모리 (%.0f GB)", memory_name, memory_mb / 1024.0);
+    right.axhline(memory_mb, {.fmt = "--", .color = plot::gray, .lw = 1, .label = label});
+    left.set_title("시간");
+    left.set_ylabel("순전파+역전파 시간 (ms)");
+    right.set_title("메모리");
+    right.set_ylabel("최대 메모리 (MB)");
+    for (plot::Axes* ax : {&left, &right}) {
+        ax->set_xscale("log", 2);
+        ax->set_yscale("log");
+        ax->set_xlabel("시퀀스 길이 n");
+        ax->grid(0.3);
+        ax->legend({.loc = "upper left"});
+    }
+    fig.tight_layout();
+    fig.save_png(path);
+}
+
+}  // namespace

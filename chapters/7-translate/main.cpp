@@ -10,7 +10,7 @@
 // What the article explains in prose, in order:
 //   1. The model: token embeddings * sqrt(d_model) + the sinusoidal encoding, N encoder blocks,
 //      N decoder blocks (causal self-attention, then encoder-decoder attention on the encoder's
-//      top output), the output head (common/nn.h: EncoderDecoder).
+//      top output), the output head (chapters/5-blocks/decoder.h: EncoderDecoder).
 //   2. Teacher forcing: the decoder reads <시작> d1 d2 ... dk and must predict d1 ... dk <끝>,
 //      every position in one forward pass; cross-entropy ignores the padding.
 //   3. Adam with the paper's warm-up: lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).
@@ -23,6 +23,12 @@
 // thread) were tuned for accuracy per CPU second: about a minute of one core reaches 99% or more.
 // Two choices beyond the paper, both explained where they are made: the embeddings start small
 // enough for the positional encoding to be heard, and short numbers are drawn more often.
+//
+// Read korean_numbers.h (the source language), then this file top to bottom: vocabularies,
+// batches, teacher forcing, main() (training, saving, evaluation), the figure at the end. The
+// model is section 5's, in chapters/5-blocks/decoder.h (built on blocks.h, section 3's
+// MultiHeadAttention and section 4's positional_encoding); Adam and the warm-up schedule are in
+// common/optim.h.
 #include <malloc.h>
 
 #include <algorithm>
@@ -36,9 +42,9 @@
 
 #include <omp.h>
 
+#include "chapters/5-blocks/decoder.h"
+#include "chapters/7-translate/korean_numbers.h"
 #include "common/cli.h"
-#include "common/korean_numbers.h"
-#include "common/nn.h"
 #include "common/optim.h"
 #include "common/plot.h"
 #include "common/random.h"
@@ -129,7 +135,7 @@ static Tensor batch_loss(const EncoderDecoder& model, const Batch& b) {
 }
 
 // ---- greedy decoding, many sentences at once -----------------------------------------------------
-// EncoderDecoder::greedy_decode_batch (common/nn.cpp): the encoder runs once for the batch, then
+// EncoderDecoder::greedy_decode_batch (chapters/5-blocks/decoder.cpp): the encoder runs once for the batch, then
 // each step feeds every sentence's prefix through the decoder together and appends each
 // sentence's most likely next token, from <시작> until <끝>.
 static std::vector<std::vector<int64_t>> greedy_decode_batch(const EncoderDecoder& model,
@@ -139,78 +145,9 @@ static std::vector<std::vector<int64_t>> greedy_decode_batch(const EncoderDecode
                                      TGT_PAD);
 }
 
-// ---- the figure ----------------------------------------------------------------------------------
+// The loss curve and one example's encoder-decoder attention (drawn at the end of this file).
 static void draw_figure(const std::vector<double>& losses, const EncoderDecoder& model,
-                        int64_t example, const std::string& path) {
-    plot::Figure fig(losses.empty() ? 6 : 12, 4.5, 150);
-    const int cols = losses.empty() ? 1 : 2;
-    if (!losses.empty()) {
-        plot::Axes& ax = fig.subplot(1, cols, 0);
-        std::vector<double> steps(losses.size());
-        std::iota(steps.begin(), steps.end(), 1.0);
-        ax.plot(steps, losses, {.fmt = "-", .lw = 1, .label = "배치 손실", .alpha = 0.35});
-        // A running mean over 25 steps shows the trend under the batch-to-batch noise.
-        std::vector<double> smooth;
-        double acc = 0;
-        for (size_t i = 0; i < losses.size(); i++) {
-            acc += losses[i];
-            if (i >= 25) acc -= losses[i - 25];
-            smooth.push_back(acc / double(std::min<size_t>(i + 1, 25)));
-        }
-        ax.plot(steps, smooth, {.fmt = "-", .lw = 2, .label = "이동 평균 (25스텝)"});
-        ax.set_yscale("log");
-        ax.use_plain_log_labels('y', {1.0, 2.0, 5.0});
-        ax.set_xlabel("학습 스텝");
-        ax.set_ylabel("교차 엔트로피 (로그 축)");
-        ax.set_title("학습 손실 (teacher forcing)");
-        ax.grid(0.3);
-        ax.legend();
-    }
-    // Generate, then read the last decoder layer's encoder-decoder attention, averaged over heads.
-    std::vector<int64_t> pred = greedy_decode_batch(model, {example})[0];
-    std::vector<int64_t> tgt_in{BOS};
-    for (int64_t t : pred)
-        if (t != EOS && t != TGT_PAD) tgt_in.push_back(t);
-    {
-        NoGradGuard no_grad;
-        Batch b = make_batch({example}, false);
-        Tensor memory = model.encode(b.src, {1, b.S}, b.src_mask);
-        // Causal: row k here is exactly the attention the generation step k used.
-        model.decode(tgt_in, {1, int64_t(tgt_in.size())}, memory, b.src_mask);
-    }
-    const Tensor& A = model.decoder.back()->cross_attn.last_attn;  // (1, h, T, S)
-    const int64_t h = A.size(1), T = A.size(2), S = A.size(3);
-    std::vector<double> avg(size_t(T * S), 0.0);
-    for (int64_t k = 0; k < h; k++)
-        for (int64_t i = 0; i < T * S; i++) avg[i] += A.data()[k * T * S + i] / double(h);
-    plot::Axes& ax = fig.subplot(1, cols, cols - 1);
-    plot::Image& im = ax.imshow(avg, int(T), int(S), {.cmap = "Blues", .vmin = 0, .vmax = 1});
-    fig.colorbar(im, ax);
-    std::vector<std::string> syl = kn::syllables(kn::to_words(example)), out_labels;
-    std::vector<double> xt, yt;
-    for (int64_t j = 0; j < S; j++) xt.push_back(double(j));
-    for (int64_t i = 0; i < T; i++) {
-        yt.push_back(double(i));
-        out_labels.push_back(i + 1 < T ? target_text({tgt_in[i + 1]}) : "<끝>");
-    }
-    ax.set_xticks(xt, syl);
-    ax.set_yticks(yt, out_labels);
-    for (int64_t i = 0; i < T; i++)
-        for (int64_t j = 0; j < S; j++) {
-            double v = avg[i * S + j];
-            char buf[16];
-            std::snprintf(buf, sizeof buf, "%.2f", v);
-            ax.text(double(j), double(i), buf,
-                    {.ha = plot::center, .va = plot::center,
-                     .color = v > 0.5 ? plot::white : plot::black, .size = 8});
-        }
-    ax.set_xlabel("입력 음절 (인코더)");
-    ax.set_ylabel("출력 숫자 (디코더)");
-    ax.set_title(kn::to_words(example) + " → " + target_text(pred) +
-                 ": 인코더-디코더 어텐션 (마지막 층, 헤드 평균)");
-    fig.tight_layout();
-    fig.save_png(path);
-}
+                        int64_t example, const std::string& path);
 
 int main(int argc, char** argv) {
     cli::Parser cli("7-translate",
@@ -251,7 +188,7 @@ int main(int argc, char** argv) {
     // waits for a thread the OS may have parked: measured under load, 2 threads ran 9x slower.
     omp_set_num_threads(threads);
     // Pre-LN by default: at this budget it reached 99% in fewer steps than Post-LN did.
-    Norm norm = post_ln ? Norm::PostLN : Norm::PreLN;
+    LnPlacement placement = post_ln ? LnPlacement::PostLN : LnPlacement::PreLN;
     // Every training step allocates and frees the same few hundred buffers. Keep freed memory in
     // the heap instead of handing it back to the kernel (and taking page faults to get it again).
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
@@ -277,7 +214,7 @@ int main(int argc, char** argv) {
             layers = int(ck.get("layers"));
             d_model = int(ck.get("d_model"));
             heads = int(ck.get("n_heads"));
-            norm = ck.get("pre_ln") ? Norm::PreLN : Norm::PostLN;
+            placement = ck.get("pre_ln") ? LnPlacement::PreLN : LnPlacement::PostLN;
             if (layers < 1 || layers > 24 || d_model < 1 || d_model > 4096 || heads < 1 ||
                 d_model % heads != 0)
                 throw std::runtime_error(load_path + ": implausible model size (layers " +
@@ -293,7 +230,7 @@ int main(int argc, char** argv) {
     }
 
     torch_rng::manual_seed(uint64_t(seed));
-    EncoderDecoder model(SRC_VOCAB, TGT_VOCAB, d_model, heads, layers, norm);
+    EncoderDecoder model(SRC_VOCAB, TGT_VOCAB, d_model, heads, layers, placement);
     // nn.Embedding draws N(0, 1), and the paper multiplies by sqrt(d_model): each token vector
     // would be ~8x longer than its positional encoding (entries in [-1, 1]), and this task is all
     // about positions (which digit goes where). Drawn N(0, 1/d_model) instead, the scaled
@@ -303,7 +240,7 @@ int main(int argc, char** argv) {
     std::printf("과제: 한자어 수사 -> 아라비아 숫자 (1 ~ %lld), 학습 %zu개, 평가 %zu개 (학습에 없음)\n",
                 (long long)kn::max_value, train.size(), heldout.size());
     std::printf("모델: 인코더 %d층 + 디코더 %d층, d_model = %d, 헤드 %d개, %s, 파라미터 %lld개\n",
-                layers, layers, d_model, heads, norm_name(norm), (long long)model.num_parameters());
+                layers, layers, d_model, heads, placement_name(placement), (long long)model.num_parameters());
 
     std::vector<double> losses;
     if (!load_path.empty()) {
@@ -386,7 +323,7 @@ int main(int argc, char** argv) {
 
     if (!save_path.empty()) {
         serialize::HParams hp = {{"layers", layers},         {"d_model", d_model},
-                                 {"n_heads", heads},         {"pre_ln", norm == Norm::PreLN},
+                                 {"n_heads", heads},         {"pre_ln", placement == LnPlacement::PreLN},
                                  {"src_vocab", SRC_VOCAB},   {"tgt_vocab", TGT_VOCAB}};
         serialize::Named tensors = model.named_parameters();
         std::vector<float> lv(losses.begin(), losses.end());
@@ -448,4 +385,77 @@ int main(int argc, char** argv) {
         }
     }
     return 0;
+}
+
+// ---- the figure ----------------------------------------------------------------------------------
+static void draw_figure(const std::vector<double>& losses, const EncoderDecoder& model,
+                        int64_t example, const std::string& path) {
+    plot::Figure fig(losses.empty() ? 6 : 12, 4.5, 150);
+    const int cols = losses.empty() ? 1 : 2;
+    if (!losses.empty()) {
+        plot::Axes& ax = fig.subplot(1, cols, 0);
+        std::vector<double> steps(losses.size());
+        std::iota(steps.begin(), steps.end(), 1.0);
+        ax.plot(steps, losses, {.fmt = "-", .lw = 1, .label = "배치 손실", .alpha = 0.35});
+        // A running mean over 25 steps shows the trend under the batch-to-batch noise.
+        std::vector<double> smooth;
+        double acc = 0;
+        for (size_t i = 0; i < losses.size(); i++) {
+            acc += losses[i];
+            if (i >= 25) acc -= losses[i - 25];
+            smooth.push_back(acc / double(std::min<size_t>(i + 1, 25)));
+        }
+        ax.plot(steps, smooth, {.fmt = "-", .lw = 2, .label = "이동 평균 (25스텝)"});
+        ax.set_yscale("log");
+        ax.use_plain_log_labels('y', {1.0, 2.0, 5.0});
+        ax.set_xlabel("학습 스텝");
+        ax.set_ylabel("교차 엔트로피 (로그 축)");
+        ax.set_title("학습 손실 (teacher forcing)");
+        ax.grid(0.3);
+        ax.legend();
+    }
+    // Generate, then read the last decoder layer's encoder-decoder attention, averaged over heads.
+    std::vector<int64_t> pred = greedy_decode_batch(model, {example})[0];
+    std::vector<int64_t> tgt_in{BOS};
+    for (int64_t t : pred)
+        if (t != EOS && t != TGT_PAD) tgt_in.push_back(t);
+    {
+        NoGradGuard no_grad;
+        Batch b = make_batch({example}, false);
+        Tensor memory = model.encode(b.src, {1, b.S}, b.src_mask);
+        // Causal: row k here is exactly the attention the generation step k used.
+        model.decode(tgt_in, {1, int64_t(tgt_in.size())}, memory, b.src_mask);
+    }
+    const Tensor& A = model.decoder.back()->cross_attn.last_attn;  // (1, h, T, S)
+    const int64_t h = A.size(1), T = A.size(2), S = A.size(3);
+    std::vector<double> avg(size_t(T * S), 0.0);
+    for (int64_t k = 0; k < h; k++)
+        for (int64_t i = 0; i < T * S; i++) avg[i] += A.data()[k * T * S + i] / double(h);
+    plot::Axes& ax = fig.subplot(1, cols, cols - 1);
+    plot::Image& im = ax.imshow(avg, int(T), int(S), {.cmap = "Blues", .vmin = 0, .vmax = 1});
+    fig.colorbar(im, ax);
+    std::vector<std::string> syl = kn::syllables(kn::to_words(example)), out_labels;
+    std::vector<double> xt, yt;
+    for (int64_t j = 0; j < S; j++) xt.push_back(double(j));
+    for (int64_t i = 0; i < T; i++) {
+        yt.push_back(double(i));
+        out_labels.push_back(i + 1 < T ? target_text({tgt_in[i + 1]}) : "<끝>");
+    }
+    ax.set_xticks(xt, syl);
+    ax.set_yticks(yt, out_labels);
+    for (int64_t i = 0; i < T; i++)
+        for (int64_t j = 0; j < S; j++) {
+            double v = avg[i * S + j];
+            char buf[16];
+            std::snprintf(buf, sizeof buf, "%.2f", v);
+            ax.text(double(j), double(i), buf,
+                    {.ha = plot::center, .va = plot::center,
+                     .color = v > 0.5 ? plot::white : plot::black, .size = 8});
+        }
+    ax.set_xlabel("입력 음절 (인코더)");
+    ax.set_ylabel("출력 숫자 (디코더)");
+    ax.set_title(kn::to_words(example) + " → " + target_text(pred) +
+                 ": 인코더-디코더 어텐션 (마지막 층, 헤드 평균)");
+    fig.tight_layout();
+    fig.save_png(path);
 }

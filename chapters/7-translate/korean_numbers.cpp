@@ -1,4 +1,4 @@
-#include "common/korean_numbers.h"
+#include "chapters/7-translate/korean_numbers.h"
 
 #include <stdexcept>
 

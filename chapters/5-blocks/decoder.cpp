@@ -1,0 +1,182 @@
+// Section 5's decoder (see decoder.h for what each piece computes of the article's prose).
+#include "chapters/5-blocks/decoder.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "chapters/1-self-attention/attention.h"
+#include "chapters/4-positional-encoding/positional_encoding.h"
+
+// ---- encoder-decoder attention -----------------------------------------------------------------
+CrossAttention::CrossAttention(int d_model, int n_heads)
+    : h(MultiHeadAttention::check_heads(d_model, n_heads)),
+      d_head(d_model / n_heads),
+      q(d_model, d_model, false),
+      kv(d_model, 2 * d_model, false),
+      proj(d_model, d_model, false) {}
+
+Tensor CrossAttention::operator()(const Tensor& x, const Tensor& memory,
+                                  const Tensor& memory_mask) const {
+    const int64_t B = x.size(0), T = x.size(1), D = x.size(2), S = memory.size(1);
+    Tensor Q = permute(reshape(q(x), {B, T, h, d_head}), {0, 2, 1, 3});           // (B, h, T, dh)
+    Tensor kv5 = permute(reshape(kv(memory), {B, S, 2, h, d_head}), {2, 0, 3, 1, 4});
+    Tensor K = select(kv5, 0), V = select(kv5, 1);                                 // (B, h, S, dh)
+    auto [o, a] = scaled_dot_product_attention(Q, K, V, memory_mask);
+    last_attn = a.detach();
+    return proj(reshape(transpose(o, 1, 2), {B, T, D}));
+}
+
+void CrossAttention::collect_parameters(const std::string& prefix, NamedTensors& out) const {
+    q.collect_parameters(join_name(prefix, "q"), out);
+    kv.collect_parameters(join_name(prefix, "kv"), out);
+    proj.collect_parameters(join_name(prefix, "proj"), out);
+}
+
+// ---- the decoder block -------------------------------------------------------------------------
+DecoderBlock::DecoderBlock(int d, int h, LnPlacement p)
+    : placement(p), self_attn(d, h), cross_attn(d, h), ff(d), ln1(d), ln2(d), ln3(d) {}
+
+Tensor DecoderBlock::operator()(const Tensor& x_in, const Tensor& memory, const Tensor& self_mask,
+                                const Tensor& memory_mask) const {
+    Tensor x = x_in;
+    if (placement == LnPlacement::PreLN) {
+        x = x + self_attn(ln1(x), self_mask);
+        x = x + cross_attn(ln2(x), memory, memory_mask);
+        x = x + ff(ln3(x));
+    } else {
+        x = ln1(x + self_attn(x, self_mask));
+        x = ln2(x + cross_attn(x, memory, memory_mask));
+        x = ln3(x + ff(x));
+    }
+    return x;
+}
+
+void DecoderBlock::collect_parameters(const std::string& prefix, NamedTensors& out) const {
+    self_attn.collect_parameters(join_name(prefix, "self_attn"), out);
+    cross_attn.collect_parameters(join_name(prefix, "cross_attn"), out);
+    ff.collect_parameters(join_name(prefix, "ff"), out);
+    ln1.collect_parameters(join_name(prefix, "ln1"), out);
+    ln2.collect_parameters(join_name(prefix, "ln2"), out);
+    ln3.collect_parameters(join_name(prefix, "ln3"), out);
+}
+
+// ---- the encoder-decoder -----------------------------------------------------------------------
+EncoderDecoder::EncoderDecoder(int src_vocab, int tgt_vocab, int d, int h, int layers,
+                               LnPlacement p)
+    : d_model(d),
+      n_heads(h),
+      placement(p),
+      src_embed(src_vocab, d),
+      tgt_embed(tgt_vocab, d),
+      encoder(make_blocks(layers, d, h, p)),
+      head(d, tgt_vocab) {
+    for (int i = 0; i < layers; i++) decoder.push_back(std::make_unique<DecoderBlock>(d, h, p));
+    if (p == LnPlacement::PreLN) {
+        enc_norm = std::make_unique<LayerNorm>(d);
+        dec_norm = std::make_unique<LayerNorm>(d);
+    }
+}
+
+// Token vectors scaled by sqrt(d_model) plus the position's sinusoid: (B, T, d).
+static Tensor embed(const Embedding& e, const std::vector<int64_t>& ids, const Shape& shape,
+                    int d_model) {
+    Tensor x = e(ids, shape) * std::sqrt(float(d_model));
+    return x + positional_encoding(shape[1], d_model);
+}
+
+Tensor EncoderDecoder::encode(const std::vector<int64_t>& src, const Shape& src_shape,
+                              const Tensor& src_pad_mask) const {
+    encoder_calls++;
+    Tensor x = embed(src_embed, src, src_shape, d_model);
+    for (const auto& b : encoder) x = (*b)(x, src_pad_mask);
+    return enc_norm ? (*enc_norm)(x) : x;  // the encoder's top output, shared by every layer
+}
+
+Tensor EncoderDecoder::decode(const std::vector<int64_t>& tgt, const Shape& tgt_shape,
+                              const Tensor& memory, const Tensor& src_pad_mask) const {
+    decoder_calls++;
+    Tensor x = embed(tgt_embed, tgt, tgt_shape, d_model);
+    Tensor mask = causal_mask(tgt_shape[1]);  // section 1's mask: position t sees targets 0..t
+    for (const auto& b : decoder) x = (*b)(x, memory, mask, src_pad_mask);
+    return head(dec_norm ? (*dec_norm)(x) : x);
+}
+
+// ---- generation: one token per decoder run ---------------------------------------------------
+std::vector<int64_t> EncoderDecoder::greedy_decode(const std::vector<int64_t>& src, int64_t start,
+                                                   int64_t end, int max_len) const {
+    NoGradGuard no_grad;
+    Tensor memory = encode(src, {1, int64_t(src.size())});  // once per sentence
+    std::vector<int64_t> tokens{start};
+    while (int(tokens.size()) <= max_len) {
+        // Feed everything generated so far; only the last position's prediction is new.
+        Tensor logits = decode(tokens, {1, int64_t(tokens.size())}, memory);
+        const int64_t V = logits.size(-1);
+        const float* last = logits.data() + (int64_t(tokens.size()) - 1) * V;
+        int64_t best = 0;
+        for (int64_t j = 1; j < V; j++)
+            if (last[j] > last[best]) best = j;
+        tokens.push_back(best);
+        if (best == end) break;
+    }
+    return {tokens.begin() + 1, tokens.end()};
+}
+
+std::vector<std::vector<int64_t>> EncoderDecoder::greedy_decode_batch(
+    const std::vector<int64_t>& src, const Shape& src_shape, const Tensor& src_pad_mask,
+    int64_t start, int64_t end, int max_len, int64_t pad) const {
+    NoGradGuard no_grad;
+    const int64_t B = src_shape.at(0);
+    Tensor memory = encode(src, src_shape, src_pad_mask);  // (B, S, d), once per batch
+    std::vector<int64_t> tokens(size_t(B), start);          // (B, t) row-major, t = 1 so far
+    std::vector<std::vector<int64_t>> out(static_cast<size_t>(B));
+    std::vector<bool> done(size_t(B), false);
+    int64_t remaining = B;
+    for (int64_t t = 1; t <= max_len && remaining > 0; t++) {
+        Tensor logits = decode(tokens, {B, t}, memory, src_pad_mask);  // (B, t, V)
+        const int64_t V = logits.size(-1);
+        std::vector<int64_t> next(size_t(B), pad);
+        for (int64_t b = 0; b < B; b++) {
+            if (done[b]) continue;
+            const float* last = logits.data() + (b * t + t - 1) * V;  // the newest position
+            int64_t best = 0;
+            for (int64_t j = 1; j < V; j++)
+                if (last[j] > last[best]) best = j;
+            next[b] = best;
+            out[b].push_back(best);
+            if (best == end) {
+                done[b] = true;
+                remaining--;
+            }
+        }
+        // Append the new column: (B, t) -> (B, t + 1).
+        std::vector<int64_t> grown;
+        grown.reserve(size_t(B * (t + 1)));
+        for (int64_t b = 0; b < B; b++) {
+            grown.insert(grown.end(), tokens.begin() + b * t, tokens.begin() + (b + 1) * t);
+            grown.push_back(next[b]);
+        }
+        tokens.swap(grown);
+    }
+    return out;
+}
+
+Tensor padding_mask(const std::vector<int64_t>& ids, const Shape& shape, int64_t pad) {
+    if (shape.size() != 2 || numel_of(shape) != int64_t(ids.size()))
+        throw std::invalid_argument("padding_mask: " + std::to_string(ids.size()) +
+                                    " ids do not fill a (B, S) shape " + shape_str(shape));
+    Tensor m = Tensor::zeros({shape[0], 1, 1, shape[1]});
+    for (size_t i = 0; i < ids.size(); i++) m.data()[i] = ids[i] == pad ? 1.0f : 0.0f;
+    return m;
+}
+
+void EncoderDecoder::collect_parameters(const std::string& prefix, NamedTensors& out) const {
+    src_embed.collect_parameters(join_name(prefix, "src_embed"), out);
+    tgt_embed.collect_parameters(join_name(prefix, "tgt_embed"), out);
+    for (size_t i = 0; i < encoder.size(); i++)
+        encoder[i]->collect_parameters(join_name(prefix, "encoder." + std::to_string(i)), out);
+    for (size_t i = 0; i < decoder.size(); i++)
+        decoder[i]->collect_parameters(join_name(prefix, "decoder." + std::to_string(i)), out);
+    if (enc_norm) enc_norm->collect_parameters(join_name(prefix, "enc_norm"), out);
+    if (dec_norm) dec_norm->collect_parameters(join_name(prefix, "dec_norm"), out);
+    head.collect_parameters(join_name(prefix, "head"), out);
+}
