@@ -14,7 +14,7 @@
 #include "common/cli.h"
 #include "common/format.h"
 #include "common/nn.h"
-#include "common/plot.h"
+#include "common/plot/plot.h"
 
 // The article's widget as a picture: the weights without and with the causal mask.
 static void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path) {

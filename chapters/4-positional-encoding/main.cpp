@@ -18,7 +18,7 @@
 #include "common/cli.h"
 #include "common/format.h"
 #include "common/nn.h"
-#include "common/plot.h"
+#include "common/plot/plot.h"
 #include "common/random.h"
 
 // torch.tensor(g.standard_normal((rows, cols)) / scale, dtype=torch.float32): the division is in

@@ -22,7 +22,7 @@
 #include "common/cli.h"
 #include "common/format.h"
 #include "common/nn.h"
-#include "common/plot.h"
+#include "common/plot/plot.h"
 #include "common/random.h"
 
 static Norm placements[] = {Norm::PostLN, Norm::PreLN};

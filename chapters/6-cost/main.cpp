@@ -16,7 +16,7 @@
 #include "common/lstm.h"
 #include "common/memory.h"
 #include "common/random.h"
-#include "common/plot.h"
+#include "common/plot/plot.h"
 #include "common/terminal.h"
 
 #include <algorithm>

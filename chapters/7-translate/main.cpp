@@ -40,7 +40,7 @@
 #include "common/korean_numbers.h"
 #include "common/nn.h"
 #include "common/optim.h"
-#include "common/plot.h"
+#include "common/plot/plot.h"
 #include "common/random.h"
 #include "common/serialize.h"
 

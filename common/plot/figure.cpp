@@ -17,7 +17,7 @@
 #include <tuple>
 #include <unistd.h>
 
-#include "common/plot.h"
+#include "common/plot/plot.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -41,7 +41,7 @@
 
 namespace plot {
 
-std::vector<double> nice_ticks_impl(double lo, double hi, int nbins, bool integer);  // plot_ticks.cpp
+std::vector<double> nice_ticks_impl(double lo, double hi, int nbins, bool integer);  // ticks.cpp
 
 namespace {
 

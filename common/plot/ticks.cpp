@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "common/plot.h"
+#include "common/plot/plot.h"
 
 namespace plot {
 
