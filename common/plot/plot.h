@@ -16,6 +16,10 @@
 // that names the problem and the fix; a program's main should catch it, print e.what(), exit 1.
 //
 // Text may contain "^{...}" for a superscript (the log-axis labels 10^{3}, 2^{7} use it).
+//
+// This is the only header callers include. The code is beside it in common/plot/: internal.h
+// (shared internals), then canvas.cpp, text.cpp, axes.cpp, layout.cpp, render.cpp, figure.cpp;
+// ticks.cpp holds the tick locators, the formatters and the colormaps.
 #pragma once
 #include <cstdint>
 #include <initializer_list>

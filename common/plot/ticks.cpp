@@ -1,11 +1,13 @@
 // Tick locators, tick formatters and colormaps: the numeric half of the plotting library,
 // written after matplotlib's MaxNLocator, ScalarFormatter and colormap lookup tables.
+// Read common/plot/plot.h before it; internal.h declares nice_ticks_impl for the layout.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <stdexcept>
 
-#include "common/plot/plot.h"
+#include "common/plot/internal.h"
 
 namespace plot {
 
