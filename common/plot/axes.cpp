@@ -159,8 +159,9 @@ void compute_ticks(AxisState& a, bool is_x, bool integer, double len_px, double 
         if (!a.fixed && !a.plain && decades <= 1) {
             int b = int(std::round(a.base)), n = b / 2 + 1;
             for (int i = 0; i < (decades > 0.4 ? n : b); ++i)
-                sublabels.push_back(decades > 0.4 ? std::round(std::pow(a.base, double(i) / (n - 1)))
-                                                  : double(i + 1));
+                sublabels.push_back(decades > 0.4
+                                        ? std::round(std::pow(a.base, double(i) / (n - 1)))
+                                        : double(i + 1));
         }
         for (double t : log_ticks(vmin, vmax, a.base, {}, true, numticks)) {
             if (!inside(t)) continue;

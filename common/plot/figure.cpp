@@ -36,7 +36,8 @@ namespace plot {
 // Figure
 // ============================================================================================
 
-Figure::Figure(double width_in, double height_in, double dpi) : impl_(std::make_unique<FigureImpl>()) {
+Figure::Figure(double width_in, double height_in, double dpi)
+    : impl_(std::make_unique<FigureImpl>()) {
     if (!(width_in > 0 && height_in > 0 && dpi > 0) || width_in * dpi > 20000 ||
         height_in * dpi > 20000)
         throw std::runtime_error("plot: figure size " + format_g(width_in) + " x " +
@@ -59,7 +60,8 @@ Axes& Figure::subplot(int rows, int cols, int index) {
     if (F.rows == 0) F.rows = rows, F.cols = cols, F.axes.resize(size_t(rows) * cols);
     if (F.rows != rows || F.cols != cols)
         throw std::runtime_error("plot: this figure's grid is " + std::to_string(F.rows) + " x " +
-                                 std::to_string(F.cols) + " -- use the same grid for every subplot");
+                                 std::to_string(F.cols) +
+                                 " -- use the same grid for every subplot");
     if (!F.axes[index]) F.axes[index] = std::make_unique<Axes>(this, index / cols, index % cols);
     F.laid_out = false;
     return *F.axes[index];
@@ -85,8 +87,10 @@ std::vector<uint8_t> Figure::png_bytes(bool bbox_tight) {
         for (int y = 0; y < p.height; ++y)
             for (int x = 0; x < p.width; ++x) {
                 const uint8_t* c = p.at(x, y);
-                if (c[0] != 255 || c[1] != 255 || c[2] != 255)
-                    mx0 = std::min(mx0, x), mx1 = std::max(mx1, x), my0 = std::min(my0, y), my1 = std::max(my1, y);
+                if (c[0] != 255 || c[1] != 255 || c[2] != 255) {
+                    mx0 = std::min(mx0, x), mx1 = std::max(mx1, x);
+                    my0 = std::min(my0, y), my1 = std::max(my1, y);
+                }
             }
         if (mx1 >= 0) {
             int pad = (int)std::lround(0.1 * impl_->dpi);

@@ -31,7 +31,7 @@ constexpr double kMargin = 0.05;         // axes.xmargin / ymargin
 const Color kGridColor{0xb0 / 255.0, 0xb0 / 255.0, 0xb0 / 255.0};
 const Color kLegendEdge{0.8, 0.8, 0.8};
 
-// ---- canvas.cpp: RGB floats in 0..1, composited with "over" at a coverage in 0..1 ----------
+// ---- canvas.cpp: RGB floats in 0..1, composited with "over" at a coverage in 0..1 ---------
 
 struct Clip {
     int x0, y0, x1, y1;  // pixel index range [x0, x1) x [y0, y1)
@@ -94,7 +94,7 @@ void draw_marker(Canvas& cv, char m, double cx, double cy, double ms_px, double 
 // Signed distance to a rounded rectangle (negative inside).
 double rounded_rect_sd(double x, double y, double x0, double y0, double x1, double y1, double r);
 
-// ---- text.cpp: stb_truetype glyphs, one line of text laid out, drawn or measured -----------
+// ---- text.cpp: stb_truetype glyphs, one line of text laid out, drawn or measured ----------
 
 // One glyph placed on a line: pen x, baseline shift (y down), size in pixels.
 struct Placed {
@@ -123,7 +123,7 @@ Rect draw_text(Canvas* cv, const std::string& s, double x, double y, double size
                const Color& color, HAlign ha, VAlign va, bool rotated = false);
 Rect unite(const Rect& a, const Rect& b);
 
-// ---- axes.cpp: what an Axes and a Figure hold; limits and ticks ----------------------------
+// ---- axes.cpp: what an Axes and a Figure hold; limits and ticks ---------------------------
 
 struct LineArtist {
     std::vector<double> x, y;
@@ -205,7 +205,7 @@ std::pair<double, double> auto_limits(const AxesImpl& A, bool is_x);
 // Ticks of one axis for the view [lo, hi] drawn over len_px pixels.
 void compute_ticks(AxisState& a, bool is_x, bool integer, double len_px, double dpi);
 
-// ---- layout.cpp: the boxes of every label ----------------------------------------------------
+// ---- layout.cpp: the boxes of every label -------------------------------------------------
 
 // Marks the figure's layout stale; the next use lays it out again.
 void invalidate(FigureImpl* F);
@@ -220,7 +220,7 @@ struct Decor {
 // With cv it draws them as well.
 Decor decorate(const AxesImpl& A, double dpi, Canvas* cv);
 
-// ---- ticks.cpp -------------------------------------------------------------------------------
+// ---- ticks.cpp ----------------------------------------------------------------------------
 
 // MaxNLocator's ticks for [lo, hi]; integer: whole steps only (an image's axes).
 std::vector<double> nice_ticks_impl(double lo, double hi, int nbins, bool integer);

@@ -42,15 +42,15 @@ Decor decorate(const AxesImpl& A, double dpi, Canvas* cv) {
     double below = b.y1, leftmost = b.x0;
     for (const auto& t : A.xa.ticks) {
         if (t.label.empty()) continue;
-        Rect r = draw_text(cv, t.label, snap(tx(t.v), pt(kMajorTickWidth)), xlab_top, kFontSize, dpi, black,
-                           ha_center, va_top);
+        Rect r = draw_text(cv, t.label, snap(tx(t.v), pt(kMajorTickWidth)), xlab_top, kFontSize,
+                           dpi, black, ha_center, va_top);
         d.xtick_boxes.push_back(r), d.ink = unite(d.ink, r), below = std::max(below, r.y1);
     }
     if (d.xtick_boxes.empty()) below = xlab_top - pt(kTickPad);
     for (const auto& t : A.ya.ticks) {
         if (t.label.empty()) continue;
-        Rect r = draw_text(cv, t.label, ylab_right, snap(ty(t.v), pt(kMajorTickWidth)), kFontSize, dpi,
-                           black, ha_right, va_center_baseline);
+        Rect r = draw_text(cv, t.label, ylab_right, snap(ty(t.v), pt(kMajorTickWidth)), kFontSize,
+                           dpi, black, ha_right, va_center_baseline);
         d.ytick_boxes.push_back(r), d.ink = unite(d.ink, r), leftmost = std::min(leftmost, r.x0);
     }
     if (d.ytick_boxes.empty()) leftmost = ylab_right + pt(kTickPad);
@@ -104,7 +104,8 @@ void Figure::layout() {
         double left, right, top, bottom, gap_w, gap_h;
         if (!tight) {  // matplotlib's default subplot parameters
             left = 0.125 * W, right = 0.1 * W, bottom = 0.11 * H, top = 0.12 * H;
-            double cw = (W - left - right) / (C + 0.2 * (C - 1)), ch = (H - top - bottom) / (R + 0.2 * (R - 1));
+            double cw = (W - left - right) / (C + 0.2 * (C - 1));
+            double ch = (H - top - bottom) / (R + 0.2 * (R - 1));
             gap_w = 0.2 * cw, gap_h = 0.2 * ch;
         } else {  // tight_layout: margins and gaps are the largest overhangs plus a pad
             double pad = F.pt(kTightPad * kFontSize);
@@ -112,18 +113,21 @@ void Figure::layout() {
             gap_w = gap_h = 0;
             for (int r = 0; r < R; ++r) {
                 left = std::max(left, dl[r * C]), right = std::max(right, dr[r * C + C - 1]);
-                for (int c = 0; c + 1 < C; ++c) gap_w = std::max(gap_w, dr[r * C + c] + dl[r * C + c + 1]);
+                for (int c = 0; c + 1 < C; ++c)
+                    gap_w = std::max(gap_w, dr[r * C + c] + dl[r * C + c + 1]);
             }
             for (int c = 0; c < C; ++c) {
                 top = std::max(top, dt[c]), bottom = std::max(bottom, db[(R - 1) * C + c]);
-                for (int r = 0; r + 1 < R; ++r) gap_h = std::max(gap_h, db[r * C + c] + dt[(r + 1) * C + c]);
+                for (int r = 0; r + 1 < R; ++r)
+                    gap_h = std::max(gap_h, db[r * C + c] + dt[(r + 1) * C + c]);
             }
             left += pad, right += pad, top += pad, bottom += pad, gap_w += pad, gap_h += pad;
         }
         double cw = (W - left - right - gap_w * (C - 1)) / C;
         double ch = (H - top - bottom - gap_h * (R - 1)) / R;
         if (cw < 10 || ch < 10)
-            throw std::runtime_error("plot: the figure is too small for its labels -- make it larger");
+            throw std::runtime_error(
+                "plot: the figure is too small for its labels -- make it larger");
         for (auto& ax : F.axes) {
             if (!ax) continue;
             AxesImpl& A = *ax->impl_;
@@ -139,10 +143,12 @@ void Figure::layout() {
                 double cx0 = sx0 + 0.85 * cw;
                 A.cbar_box = {snap_box(cx0), A.box.y0, snap_box(cx0 + w), A.box.y1};
                 A.cbar_ticks.clear();
-                double lo = std::min(A.cbar->vmin, A.cbar->vmax), hi = std::max(A.cbar->vmin, A.cbar->vmax);
+                double lo = std::min(A.cbar->vmin, A.cbar->vmax);
+                double hi = std::max(A.cbar->vmin, A.cbar->vmax);
                 int space = (int)std::floor(h * 72 / dpi / (kFontSize * 2));
                 for (double t : nice_ticks_impl(lo, hi, std::clamp(space, 1, 9), false))
-                    if (t >= lo - 1e-9 * (hi - lo) && t <= hi + 1e-9 * (hi - lo)) A.cbar_ticks.push_back(t);
+                    if (t >= lo - 1e-9 * (hi - lo) && t <= hi + 1e-9 * (hi - lo))
+                        A.cbar_ticks.push_back(t);
                 A.cbar_labels = format_ticks(A.cbar_ticks);
             }
             bool image = !A.images.empty();

@@ -63,25 +63,29 @@ void draw_legend(Canvas& cv, const AxesImpl& A, double dpi) {
     // Data in pixels, for 'best'.
     std::vector<std::vector<std::pair<double, double>>> paths;
     auto tx = [&](double v) {
-        return b.x0 + (A.xa.fwd(v) - A.xa.fwd(A.xa.lo)) / (A.xa.fwd(A.xa.hi) - A.xa.fwd(A.xa.lo)) * (b.x1 - b.x0);
+        return b.x0 + (A.xa.fwd(v) - A.xa.fwd(A.xa.lo)) / (A.xa.fwd(A.xa.hi) - A.xa.fwd(A.xa.lo)) *
+                          (b.x1 - b.x0);
     };
     auto ty = [&](double v) {
-        return b.y1 - (A.ya.fwd(v) - A.ya.fwd(A.ya.lo)) / (A.ya.fwd(A.ya.hi) - A.ya.fwd(A.ya.lo)) * (b.y1 - b.y0);
+        return b.y1 - (A.ya.fwd(v) - A.ya.fwd(A.ya.lo)) / (A.ya.fwd(A.ya.hi) - A.ya.fwd(A.ya.lo)) *
+                          (b.y1 - b.y0);
     };
     for (const LineArtist& l : A.lines) {
         std::vector<std::pair<double, double>> p;
         if (l.hline) p = {{b.x0, ty(l.y[0])}, {b.x1, ty(l.y[0])}};
         else
             for (size_t i = 0; i < l.x.size(); ++i)
-                if (usable(A.xa, l.x[i]) && usable(A.ya, l.y[i])) p.push_back({tx(l.x[i]), ty(l.y[i])});
+                if (usable(A.xa, l.x[i]) && usable(A.ya, l.y[i]))
+                    p.push_back({tx(l.x[i]), ty(l.y[i])});
         paths.push_back(std::move(p));
     }
     std::pair<double, double> pos;
     if (A.legend_style.loc == "best") {
         // matplotlib's choice: the first place, in this order, that covers the fewest data
         // points plus lines crossing it.
-        const char* order[] = {"upper right", "upper left", "lower left", "lower right", "right",
-                               "center left", "center right", "lower center", "upper center", "center"};
+        const char* order[] = {"upper right",  "upper left",  "lower left",   "lower right",
+                               "right",        "center left", "center right", "lower center",
+                               "upper center", "center"};
         int best = -1;
         for (const char* loc : order) {
             auto [x0, y0] = at(loc);
@@ -173,12 +177,14 @@ void draw_axes(Canvas& cv, const AxesImpl& A, double dpi) {
         for (const auto& t : A.xa.ticks) {
             if (!t.major) continue;
             double x = snap(tx(t.v), pt(kGridWidth));
-            draw_polyline(cv, {{x, b.y0}, {x, b.y1}}, pt(kGridWidth), false, kGridColor, A.grid_alpha, clip);
+            draw_polyline(cv, {{x, b.y0}, {x, b.y1}}, pt(kGridWidth), false, kGridColor,
+                          A.grid_alpha, clip);
         }
         for (const auto& t : A.ya.ticks) {
             if (!t.major) continue;
             double y = snap(ty(t.v), pt(kGridWidth));
-            draw_polyline(cv, {{b.x0, y}, {b.x1, y}}, pt(kGridWidth), false, kGridColor, A.grid_alpha, clip);
+            draw_polyline(cv, {{b.x0, y}, {b.x1, y}}, pt(kGridWidth), false, kGridColor,
+                          A.grid_alpha, clip);
         }
     }
     // Lines, then their markers; points a log axis cannot show break the line.
@@ -186,17 +192,20 @@ void draw_axes(Canvas& cv, const AxesImpl& A, double dpi) {
         if (l.hline) {
             if (!usable(A.ya, l.y[0])) continue;
             double y = ty(l.y[0]);
-            draw_polyline(cv, {{b.x0, y}, {b.x1, y}}, pt(l.lw), l.linestyle == 2, l.color, l.alpha, clip);
+            draw_polyline(cv, {{b.x0, y}, {b.x1, y}}, pt(l.lw), l.linestyle == 2, l.color, l.alpha,
+                          clip);
             continue;
         }
         if (l.linestyle) {
             std::vector<std::pair<double, double>> run;
             auto flush = [&] {
-                if (run.size() > 1) draw_polyline(cv, run, pt(l.lw), l.linestyle == 2, l.color, l.alpha, clip);
+                if (run.size() > 1)
+                    draw_polyline(cv, run, pt(l.lw), l.linestyle == 2, l.color, l.alpha, clip);
                 run.clear();
             };
             for (size_t i = 0; i < l.x.size(); ++i) {
-                if (usable(A.xa, l.x[i]) && usable(A.ya, l.y[i])) run.push_back({tx(l.x[i]), ty(l.y[i])});
+                if (usable(A.xa, l.x[i]) && usable(A.ya, l.y[i]))
+                    run.push_back({tx(l.x[i]), ty(l.y[i])});
                 else flush();
             }
             flush();
@@ -224,14 +233,14 @@ void draw_axes(Canvas& cv, const AxesImpl& A, double dpi) {
     for (const auto& t : A.xa.ticks) {
         double x = snap(tx(t.v), pt(t.major ? kMajorTickWidth : kMinorTickWidth));
         double len = pt(t.major ? kMajorTickLen : kMinorTickLen);
-        stroke(cv, {{x, b.y1, x, b.y1 + len}}, pt(t.major ? kMajorTickWidth : kMinorTickWidth), true,
-               black, 1, cv.full());
+        stroke(cv, {{x, b.y1, x, b.y1 + len}}, pt(t.major ? kMajorTickWidth : kMinorTickWidth),
+               true, black, 1, cv.full());
     }
     for (const auto& t : A.ya.ticks) {
         double y = snap(ty(t.v), pt(t.major ? kMajorTickWidth : kMinorTickWidth));
         double len = pt(t.major ? kMajorTickLen : kMinorTickLen);
-        stroke(cv, {{b.x0, y, b.x0 - len, y}}, pt(t.major ? kMajorTickWidth : kMinorTickWidth), true,
-               black, 1, cv.full());
+        stroke(cv, {{b.x0, y, b.x0 - len, y}}, pt(t.major ? kMajorTickWidth : kMinorTickWidth),
+               true, black, 1, cv.full());
     }
     // Colorbar: the colormap from vmin (bottom) to vmax (top), ticks on the right.
     if (A.cbar) {
@@ -248,8 +257,8 @@ void draw_axes(Canvas& cv, const AxesImpl& A, double dpi) {
         for (double t : A.cbar_ticks) {
             double f = (t - A.cbar->vmin) / (A.cbar->vmax - A.cbar->vmin);
             double y = snap(c.y1 - f * (c.y1 - c.y0), pt(kMajorTickWidth));
-            stroke(cv, {{c.x1, y, c.x1 + pt(kMajorTickLen), y}}, pt(kMajorTickWidth), true, black, 1,
-                   cv.full());
+            stroke(cv, {{c.x1, y, c.x1 + pt(kMajorTickLen), y}}, pt(kMajorTickWidth), true, black,
+                   1, cv.full());
         }
     }
     decorate(A, dpi, &cv);

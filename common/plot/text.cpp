@@ -65,7 +65,8 @@ const Font& get_font() {
     if (f) {
         font->bytes.resize((size_t)std::max<std::streamoff>(0, f.tellg()));
         f.seekg(0);
-        if (!f.read((char*)font->bytes.data(), (std::streamsize)font->bytes.size())) font->bytes.clear();
+        if (!f.read((char*)font->bytes.data(), (std::streamsize)font->bytes.size()))
+            font->bytes.clear();
     }
     int offset = font->bytes.empty() ? -1 : stbtt_GetFontOffsetForIndex(font->bytes.data(), 0);
     if (offset < 0 || !stbtt_InitFont(&font->info, font->bytes.data(), offset))
