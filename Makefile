@@ -91,7 +91,6 @@ $(BUILD)/obj/%.o: %.cpp | deps
 # The random generators must not let the compiler fuse a*b+c: numpy and torch round twice.
 $(BUILD)/obj/common/random.o: CXXFLAGS += -ffp-contract=off
 # Figures are compared byte for byte: keep pixel arithmetic the same on FMA and non-FMA CPUs.
-$(BUILD)/obj/common/plot.o $(BUILD)/obj/common/plot_ticks.o: CXXFLAGS += -ffp-contract=off
 $(BUILD)/obj/common/plot/%.o: CXXFLAGS += -ffp-contract=off
 
 $(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -DPROJECT_ROOT='"$(CURDIR)"'

@@ -1,6 +1,6 @@
 // common/plot: the data -> pixel transform, ticks and labels, colormaps, a rendered figure read
 // back from its PNG, determinism, and the one-line errors for a bad path or a missing font.
-#include "common/plot.h"
+#include "common/plot/plot.h"
 #include "tests/util.h"
 
 #include <cmath>

@@ -18,7 +18,7 @@
 #include "chapters/1-self-attention/attention.h"
 #include "common/cli.h"
 #include "common/format.h"
-#include "common/plot.h"
+#include "common/plot/plot.h"
 
 // The article's widget as a picture (drawn at the end of this file).
 static void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path);

@@ -30,7 +30,7 @@
 #include <omp.h>
 
 #include "common/cli.h"
-#include "common/plot.h"
+#include "common/plot/plot.h"
 #include "common/random.h"
 
 // ---- numpy's arithmetic, where the printed digits could depend on it ------------------------

@@ -23,7 +23,7 @@
 #include "common/format.h"
 #include "chapters/1-self-attention/attention.h"
 #include "chapters/4-positional-encoding/positional_encoding.h"
-#include "common/plot.h"
+#include "common/plot/plot.h"
 #include "common/random.h"
 
 // torch.tensor(g.standard_normal((rows, cols)) / scale, dtype=torch.float32): the division is in

@@ -28,7 +28,7 @@
 #include "chapters/5-blocks/decoder.h"
 #include "common/cli.h"
 #include "common/format.h"
-#include "common/plot.h"
+#include "common/plot/plot.h"
 #include "common/random.h"
 
 constexpr LnPlacement kPlacements[] = {LnPlacement::PostLN, LnPlacement::PreLN};

@@ -23,7 +23,7 @@
 #include "common/cli.h"
 #include "common/memory.h"
 #include "common/random.h"
-#include "common/plot.h"
+#include "common/plot/plot.h"
 #include "common/terminal.h"
 
 #include <algorithm>

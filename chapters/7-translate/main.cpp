@@ -46,7 +46,7 @@
 #include "chapters/7-translate/korean_numbers.h"
 #include "common/cli.h"
 #include "common/optim.h"
-#include "common/plot.h"
+#include "common/plot/plot.h"
 #include "common/random.h"
 #include "common/serialize.h"
 

@@ -2,7 +2,7 @@
 //
 //   plot::Figure fig(11, 4, 150);                  // inches, dpi (the article: 11 x 4 in, 150 dpi)
 //   plot::Axes& ax = fig.subplot(1, 2, 0);         // rows, cols, index (0-based, row-major)
-//   ax.plot(dks, pmax, "o-", "스케일링 없음");       // fmt: marker o s ^ (or none) + line - -- (or none)
+//   ax.plot(dks, pmax, "o-", "스케일링 없음");     // fmt: marker o s ^, line - --, each optional
 //   ax.axhline(0.125, {.fmt = "--", .color = plot::gray, .lw = 1, .label = "균등분포 1/8"});
 //   ax.set_xscale("log"); ax.use_plain_log_labels('x');
 //   ax.set_xlabel("d_k"); ax.grid(0.3); ax.legend();
@@ -16,6 +16,10 @@
 // that names the problem and the fix; a program's main should catch it, print e.what(), exit 1.
 //
 // Text may contain "^{...}" for a superscript (the log-axis labels 10^{3}, 2^{7} use it).
+//
+// This is the only header callers include. The code is beside it in common/plot/: internal.h
+// (shared internals), then canvas.cpp, text.cpp, axes.cpp, layout.cpp, render.cpp, figure.cpp;
+// ticks.cpp holds the tick locators, the formatters and the colormaps.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -125,7 +129,8 @@ class Axes {
 public:
     // Lines and markers; fmt as matplotlib: "o-", "s-", "^--", "--", "o" (markers only).
     // (fmt is a C string so that a braced Style, {.fmt = "--", .lw = 1}, picks the overload below.)
-    void plot(const Values& x, const Values& y, const char* fmt = "-", const std::string& label = "");
+    void plot(const Values& x, const Values& y, const char* fmt = "-",
+              const std::string& label = "");
     void plot(const Values& x, const Values& y, const Style& style);
     // A horizontal line across the whole axes at data y (matplotlib axhline).
     void axhline(double y, const Style& style = {});
