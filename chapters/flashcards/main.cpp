@@ -2,9 +2,9 @@
 //
 // This file is only the loop: read a key, apply it to the session, save after a rating, draw.
 // The deck, the progress file, the Leitner schedule and the screen layout live in
-// common/flashcards.h; text width, key decoding and raw mode in common/terminal.h.
+// chapters/flashcards/flashcards.h; text width, key decoding and raw mode in common/terminal.h.
 #include "common/cli.h"
-#include "common/flashcards.h"
+#include "chapters/flashcards/flashcards.h"
 #include "common/terminal.h"
 
 #include <algorithm>

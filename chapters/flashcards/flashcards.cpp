@@ -1,4 +1,4 @@
-#include "common/flashcards.h"
+#include "chapters/flashcards/flashcards.h"
 
 #include "common/terminal.h"
 
