@@ -1,6 +1,10 @@
-// chapters/flashcards and its logic in common/flashcards + common/terminal: the deck, the
+// chapters/flashcards (the program and its logic) and common/terminal: the deck, the
 // Leitner schedule, the progress file, the screen layout, and a scripted session through a pipe.
-#include "common/flashcards.h"
+#include "chapters/flashcards/deck.h"
+#include "chapters/flashcards/progress.h"
+#include "chapters/flashcards/schedule.h"
+#include "chapters/flashcards/screen.h"
+#include "chapters/flashcards/session.h"
 #include "common/terminal.h"
 #include "tests/util.h"
 

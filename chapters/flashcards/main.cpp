@@ -1,10 +1,28 @@
 // The 20-card review deck (chapters/flashcards/deck.md) in the terminal: `make cards`.
 //
 // This file is only the loop: read a key, apply it to the session, save after a rating, draw.
-// The deck, the progress file, the Leitner schedule and the screen layout live in
-// common/flashcards.h; text width, key decoding and raw mode in common/terminal.h.
+// The folder, in reading order:
+//   main.cpp          this loop, the flags and the --help text
+//   deck.md           the 20 cards
+//   deck.{h,cpp}      deck.md parsed into cards: question, answer, the make target to run
+//   schedule.{h,cpp}  the ratings 쉬움 / 보통 / 어려움 and the Leitner rule (boxes 1 to 5)
+//   progress.{h,cpp}  the progress file: its text format, the lock, the merge, the atomic save
+//   session.{h,cpp}   a session: the order of the cards, what each key does, the --stats counts
+//   screen.{h,cpp}    the layout in display columns, mouse hit areas, the full-screen key map
+//   text.{h,cpp}      what they share: cards::Error and a few text and file helpers
+// Text width, key decoding and raw mode are in common/terminal.h (chapter 6 uses it too).
+//
+// The calls this loop makes, in short:
+//   cards::Deck deck = cards::load_deck("chapters/flashcards/deck.md");   // throws cards::Error
+//   cards::Progress p = cards::load_progress(path);                       // missing file: empty
+//   cards::Session s(deck, p);          s.apply(cards::Action::Flip);      s.apply(Rate3);
+//   cards::save_progress(path, s.progress);                               // temp + fsync + rename
+//   cards::Frame f = cards::render(s, 80, 24, /*unicode=*/true);          // 24 lines, 80 columns
+#include "chapters/flashcards/deck.h"
+#include "chapters/flashcards/progress.h"
+#include "chapters/flashcards/screen.h"
+#include "chapters/flashcards/session.h"
 #include "common/cli.h"
-#include "common/flashcards.h"
 #include "common/terminal.h"
 
 #include <algorithm>
