@@ -95,15 +95,19 @@ $(BUILD)/obj/common/plot/%.o: CXXFLAGS += -ffp-contract=off
 
 $(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -DPROJECT_ROOT='"$(CURDIR)"'
 
-$(LIB): $(COMMON_OBJ)
+# Each archive also depends on a file naming its members, rewritten only when the list changes,
+# so a source that is deleted or moved does not leave its old object inside the archive.
+members = $(shell mkdir -p $(BUILD); f=$(BUILD)/$(1).members; \
+            [ "$$(cat $$f 2>/dev/null)" = "$(2)" ] || echo "$(2)" > $$f; echo $$f)
+$(LIB): $(COMMON_OBJ) $(call members,libcommon,$(COMMON_OBJ))
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(filter %.o,$^)
 
-$(CHAPTER_LIB): $(CHAPTER_OBJ)
+$(CHAPTER_LIB): $(CHAPTER_OBJ) $(call members,libchapters,$(CHAPTER_OBJ))
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(filter %.o,$^)
 
 # One program per chapter folder: chapters/<name>/main.cpp -> $(BUILD)/bin/<name>, linked with
 # the chapters' own code (its folder's other .cpp files, and earlier chapters' it includes).
