@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
     int repeat = 5;
     cli::Parser cli("bench-gemm", "sgemm GFLOP/s, ours beside OpenBLAS (best of --repeat runs)");
     cli.option("--sizes", sizes, "square sizes M = N = K");
-    cli.option("--repeat", repeat, "timed blocks of calls per size and library (the best is reported)");
+    cli.option("--repeat", repeat,
+               "timed blocks of calls per size and library (the best is reported)");
     cli.parse(argc, argv);
     if (repeat < 1) cli.fail("--repeat must be at least 1");
     for (int s : sizes)

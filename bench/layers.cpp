@@ -74,8 +74,9 @@ int main(int argc, char** argv) {
                          5, 0);
         return 2.0 * rate_M * rate_N * rate_K / (c.ms * 1e-3) * 1e-9;
     };
-    std::printf("batch = %d, d_model = %d, heads = %d; forward+backward, mean of %d after 1 warm-up\n",
-                batch, d_model, heads, repeat);
+    std::printf(
+        "batch = %d, d_model = %d, heads = %d; forward+backward, mean of %d after 1 warm-up\n",
+        batch, d_model, heads, repeat);
     std::printf("FLOP ms: the cell's FLOPs at the sgemm rate measured just before it "
                 "(M=%d N=%d K=%d)\n", rate_M, rate_N, rate_K);
     std::printf("%6s | %-8s | %9s | %9s %9s | %7s %9s %6s\n", "n", "layer", "ms", "peak MB",
@@ -95,12 +96,16 @@ int main(int argc, char** argv) {
                 AttentionLayer layer(d_model, heads, fused);
                 const float bound = 1.0f / std::sqrt((float)d_model);  // nn.Linear's init range
                 fill_uniform(layer.W_qkv, bound, rng), fill_uniform(layer.W_o, bound, rng);
-                c = measure([&] { { mem::Buffer<float> y = layer.forward(x.data(), batch, n); }
-                                  mem::Buffer<float> dx = layer.backward(dy.data()); },
-                            repeat, AttentionLayer::predicted_peak_bytes(fused, batch, n, d_model, heads));
+                c = measure(
+                    [&] {
+                        { mem::Buffer<float> y = layer.forward(x.data(), batch, n); }
+                        mem::Buffer<float> dx = layer.backward(dy.data());
+                    },
+                    repeat, AttentionLayer::predicted_peak_bytes(fused, batch, n, d_model, heads));
                 // projections 8 B n D^2 forward, twice that backward; attention 4 B n^2 D forward,
                 // twice that backward
-                flops = 24.0 * batch * n * d_model * d_model + 12.0 * batch * (double)n * n * d_model;
+                flops =
+                    24.0 * batch * n * d_model * d_model + 12.0 * batch * (double)n * n * d_model;
             } else {
                 LstmLayer layer(d_model);
                 const float bound = 1.0f / std::sqrt((float)d_model);
@@ -109,7 +114,7 @@ int main(int argc, char** argv) {
                 c = measure([&] { layer.forward(x.data(), n, batch);
                                   mem::Buffer<float> dx = layer.backward(dy.data()); },
                             repeat, LstmLayer::predicted_peak_bytes(batch, n, d_model));
-                // input projection, recurrent product, and their backward: 3 x (2 GEMMs of 8 n B d^2)
+                // input and recurrent products and their backward: 3 x 2 GEMMs of 8 n B d^2
                 flops = 3.0 * 2 * 8.0 * n * batch * (double)d_model * d_model;
             }
             const double flop_ms = flops / (gemm_gflops * 1e9) * 1e3;

@@ -62,7 +62,8 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
         // S = Q K^T / sqrt(d_k)
         sgemm(false, true, n, n, d_k, scale, Q_, d_k, K_, d_k, 0.0f, S_, n);
         if (causal)  // masked_fill(mask, -inf): query i sees keys j <= i
-            for (int i = 0; i < n; i++) std::fill(S_ + (long)i * n + i + 1, S_ + (long)(i + 1) * n, NEG_INF);
+            for (int i = 0; i < n; i++)
+                std::fill(S_ + (long)i * n + i + 1, S_ + (long)(i + 1) * n, NEG_INF);
 
         // P = softmax(S) along each row, subtracting the row max so exp never overflows.
         for (int i = 0; i < n; i++) {
@@ -354,7 +355,8 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                         for (int c = 0; c < cols; c++) ds[c] = p[c] * (ds[c] - Di);
                     }
                     // dQ_i += dS K_j / sqrt(d_k),  dK_j += dS^T Q_i / sqrt(d_k)
-                    sgemm_packed_b(false, rows, d_k, cols, scale, dS, Bc, K_j, ndr, 1.0f, dQ_i, d_k);
+                    sgemm_packed_b(false, rows, d_k, cols, scale, dS, Bc, K_j, ndr, 1.0f, dQ_i,
+                                   d_k);
                     sgemm_packed_b(true, cols, d_k, rows, scale, dS, Bc, Qp + (long)r0 * NR, ndr,
                                    1.0f, dK_j, d_k);
                 }

@@ -17,11 +17,11 @@
 // Every ISA runs the same templated kernel; only the handful of vector operations differ.
 //
 // Threads: OpenMP splits the rows (or, for short and wide products, the columns) of C between
-// the threads; each packs what it needs itself, so they never wait for each other. A call made inside a parallel region runs on one thread.
-// Small-M products with a row-major B read B in place instead of packing it, since each element
-// of B is used only M times. Callers that multiply by the same B many times (FlashAttention's
-// K and V tiles, the LSTM's W_hh at every step) pack it once with sgemm_pack_b and call
-// sgemm_packed_b.
+// the threads; each packs what it needs itself, so they never wait for each other. A call made
+// inside a parallel region runs on one thread. Small-M products with a row-major B read B in place
+// instead of packing it, since each element of B is used only M times. Callers that multiply by the
+// same B many times (FlashAttention's K and V tiles, the LSTM's W_hh at every step) pack it once
+// with sgemm_pack_b and call sgemm_packed_b.
 #include "common/gemm.h"
 
 #include "common/memory.h"
@@ -340,7 +340,8 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
                          Ap.data() + (long)row_panels * MR * pc + (long)ir * kc * MR);
     }
     nt = std::min(nt, col_panels);
-    mem::Buffer<float> edge((size_t)nt * kc_max * NR, mem::uninit);  // a packed copy of the ragged edge
+    // A packed copy of the ragged edge, one per thread.
+    mem::Buffer<float> edge((size_t)nt * kc_max * NR, mem::uninit);
 
 #pragma omp parallel num_threads(nt)
     {

@@ -146,7 +146,8 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
                    const float* c, const float* gates, const float* dh_out, int n, int B, int d,
                    float* dx, float* dW_ih, float* dW_hh, float* db) {
     const long Bd = (long)B * d, B4d = 4L * B * d;
-    mem::Buffer<float> dgates((size_t)n * B4d, mem::uninit);  // (n, B, 4d) gradient of the pre-activations
+    // (n, B, 4d): the gradient of the gates' pre-activations
+    mem::Buffer<float> dgates((size_t)n * B4d, mem::uninit);
     mem::Buffer<float> dh_next(Bd);              // (B, d) gradient reaching h_t from step t+1
     mem::Buffer<float> dc_next(Bd);              // (B, d) gradient reaching c_t from step t+1
 

@@ -740,7 +740,8 @@ Tensor index_select(const Tensor& x, const std::vector<int64_t>& index) {
 }
 
 Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids, const Shape& ids_shape) {
-    if (weight.dim() != 2) fail("embedding", "weight must be (V, D), got " + shape_str(weight.shape()));
+    if (weight.dim() != 2)
+        fail("embedding", "weight must be (V, D), got " + shape_str(weight.shape()));
     if (numel_of(ids_shape) != int64_t(ids.size()))
         fail("embedding", std::to_string(ids.size()) + " ids do not fill " + shape_str(ids_shape));
     Shape s = ids_shape;
@@ -763,7 +764,8 @@ Tensor slice(const Tensor& x, int dim, int64_t start, int64_t end, int64_t step)
     for (int64_t o = 0; o < outer; o++)
         for (int64_t k = 0; k < len; k++)
             std::memcpy(out.data() + (o * len + k) * inner,
-                        x.data() + (o * S + start + k * step) * inner, size_t(inner) * sizeof(float));
+                        x.data() + (o * S + start + k * step) * inner,
+                        size_t(inner) * sizeof(float));
     return record(out, "slice", {x}, [x, outer, S, inner, len, start, step](TensorImpl& self) {
         const float* g = self.grad->data();
         float* gx = grad_of(x);
@@ -803,7 +805,8 @@ Tensor concat(const std::vector<Tensor>& xs, int dim) {
     s[d] = 0;
     for (const Tensor& t : xs) {
         Shape a = t.shape(), b = xs[0].shape();
-        if (a.size() != b.size()) fail("concat", "shapes " + two_shapes(xs[0], t) + " differ in rank");
+        if (a.size() != b.size())
+            fail("concat", "shapes " + two_shapes(xs[0], t) + " differ in rank");
         a[d] = b[d] = 0;
         if (a != b) fail("concat", "shapes " + two_shapes(xs[0], t) + " differ outside dim " +
                                        std::to_string(dim));

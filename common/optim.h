@@ -1,5 +1,6 @@
 // The optimiser of "Attention Is All You Need" (section 5.3): Adam with beta1 = 0.9,
-// beta2 = 0.98, eps = 1e-9, and a learning rate that warms up linearly, then decays as 1/sqrt(step):
+// beta2 = 0.98, eps = 1e-9, and a learning rate that warms up linearly, then decays as
+// 1/sqrt(step):
 //   lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
 //
 //   optim::Adam adam(model.parameters());

@@ -94,7 +94,8 @@ void save(const std::string& path, const HParams& hparams, const Named& tensors)
     const std::string tmp = path + ".tmp";
     {
         std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        if (!f) throw std::runtime_error(path + ": cannot open for writing (does the folder exist?)");
+        if (!f)
+            throw std::runtime_error(path + ": cannot open for writing (does the folder exist?)");
         f.write(reinterpret_cast<const char*>(w.bytes.data()), std::streamsize(w.bytes.size()));
         f.close();
         if (!f) {
@@ -110,12 +111,16 @@ void save(const std::string& path, const HParams& hparams, const Named& tensors)
 
 Checkpoint load(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error(path + ": cannot open (no such file? train with --save " + path + ")");
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (!f)
+        throw std::runtime_error(path + ": cannot open (no such file? train with --save " + path +
+                                 ")");
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)),
+                               std::istreambuf_iterator<char>());
     Reader r{bytes, 0, bytes.size(), path};
     if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
         r.fail("not a weights file (bad magic; expected one written by --save)");
-    if (bytes.size() < 8 + 4 + 8) r.fail("truncated file (" + std::to_string(bytes.size()) + " bytes)");
+    if (bytes.size() < 8 + 4 + 8)
+        r.fail("truncated file (" + std::to_string(bytes.size()) + " bytes)");
     r.pos = 8;
     r.end = bytes.size() - 8;  // the checksum trails the body
     uint32_t version = r.get<uint32_t>("the version");
@@ -133,12 +138,14 @@ Checkpoint load(const std::string& path) {
     for (uint32_t i = 0; i < nt; i++) {
         std::string name = r.get_name("a tensor name");
         uint32_t nd = r.get<uint32_t>("a tensor's rank");
-        if (nd > 8) r.fail("tensor \"" + name + "\" claims " + std::to_string(nd) + " dims (corrupt file)");
+        if (nd > 8)
+            r.fail("tensor \"" + name + "\" claims " + std::to_string(nd) + " dims (corrupt file)");
         Shape shape;
         int64_t numel = 1;
         for (uint32_t d = 0; d < nd; d++) {
             int64_t n = r.get<int64_t>("a tensor's shape");
-            if (n < 0 || n > (int64_t(1) << 31)) r.fail("tensor \"" + name + "\" has a bad dimension");
+            if (n < 0 || n > (int64_t(1) << 31))
+                r.fail("tensor \"" + name + "\" has a bad dimension");
             shape.push_back(n);
             numel *= n;
         }
@@ -149,7 +156,8 @@ Checkpoint load(const std::string& path) {
         ck.tensors.push_back({name, t});
     }
     if (r.pos != r.end)
-        r.fail("truncated or corrupt file (" + std::to_string(r.end - r.pos) + " unexplained bytes before the checksum)");
+        r.fail("truncated or corrupt file (" + std::to_string(r.end - r.pos) +
+               " unexplained bytes before the checksum)");
     uint64_t stored;
     std::memcpy(&stored, bytes.data() + r.end, 8);
     if (stored != fnv1a(bytes.data(), r.end))

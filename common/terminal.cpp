@@ -379,7 +379,11 @@ size_t parse_key(std::string_view buf, Key& out) {
         return 1;
     }
     // A UTF-8 character; it may be split across two reads.
-    int len = b0 < 0x80 ? 1 : (b0 & 0xE0) == 0xC0 ? 2 : (b0 & 0xF0) == 0xE0 ? 3 : (b0 & 0xF8) == 0xF0 ? 4 : 1;
+    int len = b0 < 0x80             ? 1
+              : (b0 & 0xE0) == 0xC0 ? 2
+              : (b0 & 0xF0) == 0xE0 ? 3
+              : (b0 & 0xF8) == 0xF0 ? 4
+                                    : 1;
     if (size_t(len) > buf.size()) {
         bool continuation = true;
         for (size_t k = 1; k < buf.size(); k++)

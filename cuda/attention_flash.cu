@@ -127,7 +127,8 @@ __device__ __forceinline__ void fa_load_tile(float* tile, const float* X, int ro
         const float* x = X + (long)(row0 + r0) * D + d;
         float4 v[64 / STEP];
         FA_UNROLL
-        for (int k = 0; k < 64 / STEP; k++) v[k] = *reinterpret_cast<const float4*>(x + (long)k * STEP * D);
+        for (int k = 0; k < 64 / STEP; k++)
+            v[k] = *reinterpret_cast<const float4*>(x + (long)k * STEP * D);
         FA_UNROLL
         for (int k = 0; k < 64 / STEP; k++)
             *reinterpret_cast<float4*>(tile + (r0 + k * STEP) * FA_LD<D> + d) = v[k];

@@ -22,7 +22,9 @@ __global__ void fill_kernel(float* p, long count, float scale, unsigned seed) {
 }
 gpu::Buffer<float> random_buffer(size_t count, float scale, unsigned seed) {
     gpu::Buffer<float> b(count);
-    if (count) launch_kernel(fill_kernel, dim3(ceil_div(long(count), 256)), dim3(256), 0, b.data(), long(count), scale, seed);
+    if (count)
+        launch_kernel(fill_kernel, dim3(ceil_div(long(count), 256)), dim3(256), 0, b.data(),
+                      long(count), scale, seed);
     return b;
 }
 
@@ -46,23 +48,39 @@ struct AttentionLayer {
         const size_t bhnd = size_t(B) * n * d;
         gpu::Buffer<float> qkv(3 * bhnd), Q(bhnd), K(bhnd), V(bhnd), O(bhnd), o(bhnd), out(bhnd);
         gpu::Buffer<float> saved(fused ? size_t(B) * h * n : size_t(B) * h * n * n);  // L or P
-        sgemm_cuda(false, true, rows, 3 * d, d, 1.0f, x.data(), d, W_qkv.data(), d, 0.0f, qkv.data(), 3 * d);
+        sgemm_cuda(false, true, rows, 3 * d, d, 1.0f, x.data(), d, W_qkv.data(), d, 0.0f,
+                   qkv.data(), 3 * d);
         split_qkv_cuda(qkv.data(), Q.data(), K.data(), V.data(), B, n, h, d_k);
-        if (fused) attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O.data(), saved.data(), B, h, n, d_k, false);
-        else attention_naive_forward_cuda(Q.data(), K.data(), V.data(), O.data(), saved.data(), B, h, n, d_k, false);
+        if (fused)
+            attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O.data(), saved.data(), B, h,
+                                         n, d_k, false);
+        else
+            attention_naive_forward_cuda(Q.data(), K.data(), V.data(), O.data(), saved.data(), B, h,
+                                         n, d_k, false);
         merge_heads_cuda(O.data(), o.data(), B, n, h, d_k);
-        sgemm_cuda(false, true, rows, d, d, 1.0f, o.data(), d, W_proj.data(), d, 0.0f, out.data(), d);
+        sgemm_cuda(false, true, rows, d, d, 1.0f, o.data(), d, W_proj.data(), d, 0.0f, out.data(),
+                   d);
         // backward
-        gpu::Buffer<float> dW_proj(size_t(d) * d), do_(bhnd), dO(bhnd), dQ(bhnd), dK(bhnd), dV(bhnd);
-        sgemm_cuda(true, false, d, d, rows, 1.0f, dout.data(), d, o.data(), d, 0.0f, dW_proj.data(), d);
-        sgemm_cuda(false, false, rows, d, d, 1.0f, dout.data(), d, W_proj.data(), d, 0.0f, do_.data(), d);
+        gpu::Buffer<float> dW_proj(size_t(d) * d), do_(bhnd), dO(bhnd), dQ(bhnd), dK(bhnd),
+            dV(bhnd);
+        sgemm_cuda(true, false, d, d, rows, 1.0f, dout.data(), d, o.data(), d, 0.0f, dW_proj.data(),
+                   d);
+        sgemm_cuda(false, false, rows, d, d, 1.0f, dout.data(), d, W_proj.data(), d, 0.0f,
+                   do_.data(), d);
         split_heads_cuda(do_.data(), dO.data(), B, n, h, d_k);
-        if (fused) attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O.data(), saved.data(), dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n, d_k, false);
-        else attention_naive_backward_cuda(Q.data(), K.data(), V.data(), saved.data(), dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n, d_k, false);
+        if (fused)
+            attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O.data(), saved.data(),
+                                          dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n, d_k,
+                                          false);
+        else
+            attention_naive_backward_cuda(Q.data(), K.data(), V.data(), saved.data(), dO.data(),
+                                          dQ.data(), dK.data(), dV.data(), B, h, n, d_k, false);
         gpu::Buffer<float> dqkv(3 * bhnd), dW_qkv(size_t(3) * d * d), dx(bhnd);
         merge_qkv_cuda(dQ.data(), dK.data(), dV.data(), dqkv.data(), B, n, h, d_k);
-        sgemm_cuda(true, false, 3 * d, d, rows, 1.0f, dqkv.data(), 3 * d, x.data(), d, 0.0f, dW_qkv.data(), d);
-        sgemm_cuda(false, false, rows, d, 3 * d, 1.0f, dqkv.data(), 3 * d, W_qkv.data(), d, 0.0f, dx.data(), d);
+        sgemm_cuda(true, false, 3 * d, d, rows, 1.0f, dqkv.data(), 3 * d, x.data(), d, 0.0f,
+                   dW_qkv.data(), d);
+        sgemm_cuda(false, false, rows, d, 3 * d, 1.0f, dqkv.data(), 3 * d, W_qkv.data(), d, 0.0f,
+                   dx.data(), d);
     }
 };
 
@@ -70,10 +88,15 @@ struct LstmLayer {
     int B, n, d;
     gpu::Buffer<float> x, W_ih, W_hh, b, dh_out;
     void step() {
-        gpu::Buffer<float> h(size_t(n + 1) * B * d), c(size_t(n + 1) * B * d), gates(size_t(n) * B * 4 * d);
-        lstm_forward_cuda(x.data(), W_ih.data(), W_hh.data(), b.data(), n, B, d, h.data(), c.data(), gates.data());
-        gpu::Buffer<float> dx(size_t(n) * B * d), dW_ih(size_t(4) * d * d), dW_hh(size_t(4) * d * d), db(size_t(4) * d);
-        lstm_backward_cuda(x.data(), W_ih.data(), W_hh.data(), h.data(), c.data(), gates.data(), dh_out.data(), n, B, d, dx.data(), dW_ih.data(), dW_hh.data(), db.data());
+        gpu::Buffer<float> h(size_t(n + 1) * B * d), c(size_t(n + 1) * B * d),
+            gates(size_t(n) * B * 4 * d);
+        lstm_forward_cuda(x.data(), W_ih.data(), W_hh.data(), b.data(), n, B, d, h.data(), c.data(),
+                          gates.data());
+        gpu::Buffer<float> dx(size_t(n) * B * d), dW_ih(size_t(4) * d * d),
+            dW_hh(size_t(4) * d * d), db(size_t(4) * d);
+        lstm_backward_cuda(x.data(), W_ih.data(), W_hh.data(), h.data(), c.data(), gates.data(),
+                           dh_out.data(), n, B, d, dx.data(), dW_ih.data(), dW_hh.data(),
+                           db.data());
     }
 };
 
@@ -116,21 +139,35 @@ CudaCostTable run_cost_table_cuda(const std::vector<int>& seq_lens, int batch, i
         CudaCostRow row;
         row.n = n;
         for (Method m : {Method::naive, Method::fused, Method::lstm}) {
-            CudaCostCell& cell = m == Method::naive ? row.naive : m == Method::fused ? row.fused : row.lstm;
+            CudaCostCell& cell = m == Method::naive   ? row.naive
+                                 : m == Method::fused ? row.fused
+                                                      : row.lstm;
             gpu::empty_cache();  // blocks the last cell cached count as free for this one
             size_t free_bytes = 0, total = 0;
             CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
             if (estimate_bytes(m, B, n, d, h) > 0.9 * double(free_bytes)) continue;  // skipped
             try {
                 if (m == Method::lstm) {
-                    LstmLayer layer{B, n, d, random_buffer(size_t(n) * B * d, 1, 1),
-                                    random_buffer(size_t(4) * d * d, 0.04f, 2), random_buffer(size_t(4) * d * d, 0.04f, 3),
-                                    random_buffer(size_t(4) * d, 0.04f, 4), random_buffer(size_t(n) * B * d, 1, 5)};
+                    LstmLayer layer{B,
+                                    n,
+                                    d,
+                                    random_buffer(size_t(n) * B * d, 1, 1),
+                                    random_buffer(size_t(4) * d * d, 0.04f, 2),
+                                    random_buffer(size_t(4) * d * d, 0.04f, 3),
+                                    random_buffer(size_t(4) * d, 0.04f, 4),
+                                    random_buffer(size_t(n) * B * d, 1, 5)};
                     cell = measure(layer, warmups, repeats);
                 } else {
-                    AttentionLayer layer{B, n, d, h, d_k, m == Method::fused,
-                                         random_buffer(size_t(B) * n * d, 1, 6), random_buffer(size_t(3) * d * d, 0.04f, 7),
-                                         random_buffer(size_t(d) * d, 0.04f, 8), random_buffer(size_t(B) * n * d, 1, 9)};
+                    AttentionLayer layer{B,
+                                         n,
+                                         d,
+                                         h,
+                                         d_k,
+                                         m == Method::fused,
+                                         random_buffer(size_t(B) * n * d, 1, 6),
+                                         random_buffer(size_t(3) * d * d, 0.04f, 7),
+                                         random_buffer(size_t(d) * d, 0.04f, 8),
+                                         random_buffer(size_t(B) * n * d, 1, 9)};
                     cell = measure(layer, warmups, repeats);
                 }
             } catch (const std::bad_alloc&) {

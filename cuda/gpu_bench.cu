@@ -94,7 +94,8 @@ int main(int argc, char** argv) try {
         };
         cublasHandle_t handle;
         cublas_check(cublasCreate(&handle), "cublasCreate");
-        cublas_check(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");  // fp32, no TF32
+        cublas_check(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH),
+                     "cublasSetMathMode");  // fp32, no TF32
         const float one = 1, zero = 0;
         // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets B first.
         auto cublas_run = [&](bool ta, bool tb, float* out) {
@@ -170,8 +171,11 @@ int main(int argc, char** argv) try {
             gpu::reset_peak();
             size_t base = gpu::current_bytes();
             float fused = time_ms([&] {
-                attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), B, h, n, d_k, false);
-                attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n, d_k, false);
+                attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), B, h,
+                                             n, d_k, false);
+                attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(),
+                                              dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n,
+                                              d_k, false);
             });
             double fused_peak = double(gpu::peak_bytes());
             double flops = 4.0 * B * h * double(n) * n * d_k * 3.5;
@@ -186,8 +190,11 @@ int main(int argc, char** argv) try {
                 gpu::reset_peak();
                 gpu::Buffer<float> P(size_t(B) * h * n * n);
                 naive = time_ms([&] {
-                    attention_naive_forward_cuda(Q.data(), K.data(), V.data(), O.data(), P.data(), B, h, n, d_k, false);
-                    attention_naive_backward_cuda(Q.data(), K.data(), V.data(), P.data(), dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n, d_k, false);
+                    attention_naive_forward_cuda(Q.data(), K.data(), V.data(), O.data(), P.data(),
+                                                 B, h, n, d_k, false);
+                    attention_naive_backward_cuda(Q.data(), K.data(), V.data(), P.data(), dO.data(),
+                                                  dQ.data(), dK.data(), dV.data(), B, h, n, d_k,
+                                                  false);
                 });
                 naive_peak = double(gpu::peak_bytes());
             } catch (const std::bad_alloc&) {
@@ -205,26 +212,31 @@ int main(int argc, char** argv) try {
                 }
                 std::printf("\n");
             }
-            std::printf("attention fwd+bwd n=%d: fused %.2f ms (%.1f TFLOP/s, target >= 20), naive "
-                        "%.2f ms: speed-up %.2fx (target >= 1.5x at 4096), peak %.0f MB vs %.0f MB: "
-                        "%.1fx less (target >= 8x)  [inputs %.0f MB]\n",
-                        n, fused, flops / fused / 1e9, naive, naive / fused, fused_peak / 1048576,
-                        naive_peak / 1048576, naive_peak / fused_peak, double(base) / 1048576);
+            std::printf(
+                "attention fwd+bwd n=%d: fused %.2f ms (%.1f TFLOP/s, target >= 20), naive "
+                "%.2f ms: speed-up %.2fx (target >= 1.5x at 4096), peak %.0f MB vs %.0f MB: "
+                "%.1fx less (target >= 8x)  [inputs %.0f MB]\n",
+                n, fused, flops / fused / 1e9, naive, naive / fused, fused_peak / 1048576,
+                naive_peak / 1048576, naive_peak / fused_peak, double(base) / 1048576);
             const std::string at = " at n=" + std::to_string(n);
             target("fused attention fwd+bwd TFLOP/s" + at, flops / fused / 1e9, 20);
             if (naive >= 0) {
                 target("fused attention peak memory, naive / fused" + at,
                        naive_peak / fused_peak, 8);
-                if (n == ns.back()) target("fused attention speed-up over naive" + at, naive / fused, 1.5);
+                if (n == ns.back())
+                    target("fused attention speed-up over naive" + at, naive / fused, 1.5);
             }
             // Where the time goes, for tuning: each kernel alone (the backward reuses the
             // forward's O and L), and the naive path's products alone, without the softmax
             // and the memory traffic of P.
             float fwd = time_ms([&] {
-                attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), B, h, n, d_k, false);
+                attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), B, h,
+                                             n, d_k, false);
             });
             float bwd = time_ms([&] {
-                attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n, d_k, false);
+                attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(),
+                                              dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n,
+                                              d_k, false);
             });
             std::printf("  fused forward %.2f ms (%.1f TFLOP/s), backward %.2f ms (%.1f TFLOP/s)",
                         fwd, flops / 3.5 / fwd / 1e9, bwd, flops * 2.5 / 3.5 / bwd / 1e9);
@@ -233,12 +245,18 @@ int main(int argc, char** argv) try {
                 const long qkv = long(n) * d_k, pp = long(n) * n;
                 // The six products of the naive forward and backward (S, P V; dV, dP, dQ, dK).
                 float products = time_ms([&] {
-                    sgemm_cuda(false, true, n, n, d_k, 1.0f, Q.data(), d_k, K.data(), d_k, 0.0f, P.data(), n, B * h, qkv, qkv, pp);
-                    sgemm_cuda(false, false, n, d_k, n, 1.0f, P.data(), n, V.data(), d_k, 0.0f, O.data(), d_k, B * h, pp, qkv, qkv);
-                    sgemm_cuda(true, false, n, d_k, n, 1.0f, P.data(), n, dO.data(), d_k, 0.0f, dV.data(), d_k, B * h, pp, qkv, qkv);
-                    sgemm_cuda(false, true, n, n, d_k, 1.0f, dO.data(), d_k, V.data(), d_k, 0.0f, P.data(), n, B * h, qkv, qkv, pp);
-                    sgemm_cuda(false, false, n, d_k, n, 1.0f, P.data(), n, K.data(), d_k, 0.0f, dQ.data(), d_k, B * h, pp, qkv, qkv);
-                    sgemm_cuda(true, false, n, d_k, n, 1.0f, P.data(), n, Q.data(), d_k, 0.0f, dK.data(), d_k, B * h, pp, qkv, qkv);
+                    sgemm_cuda(false, true, n, n, d_k, 1.0f, Q.data(), d_k, K.data(), d_k, 0.0f,
+                               P.data(), n, B * h, qkv, qkv, pp);
+                    sgemm_cuda(false, false, n, d_k, n, 1.0f, P.data(), n, V.data(), d_k, 0.0f,
+                               O.data(), d_k, B * h, pp, qkv, qkv);
+                    sgemm_cuda(true, false, n, d_k, n, 1.0f, P.data(), n, dO.data(), d_k, 0.0f,
+                               dV.data(), d_k, B * h, pp, qkv, qkv);
+                    sgemm_cuda(false, true, n, n, d_k, 1.0f, dO.data(), d_k, V.data(), d_k, 0.0f,
+                               P.data(), n, B * h, qkv, qkv, pp);
+                    sgemm_cuda(false, false, n, d_k, n, 1.0f, P.data(), n, K.data(), d_k, 0.0f,
+                               dQ.data(), d_k, B * h, pp, qkv, qkv);
+                    sgemm_cuda(true, false, n, d_k, n, 1.0f, P.data(), n, Q.data(), d_k, 0.0f,
+                               dK.data(), d_k, B * h, pp, qkv, qkv);
                 });
                 std::printf("; naive's 6 products alone %.2f ms (%.1f TFLOP/s)", products,
                             flops * 3.0 / 3.5 / products / 1e9);
@@ -251,13 +269,22 @@ int main(int argc, char** argv) try {
         const int n = quick ? 5 : 256, B = quick ? 2 : 8, d = quick ? 24 : 512;
         auto x = filled(size_t(n) * B * d, 1), Wi = filled(size_t(4) * d * d, 0.04f),
              Wh = filled(size_t(4) * d * d, 0.04f), b = filled(size_t(4) * d, 0.04f);
-        gpu::Buffer<float> hb(size_t(n + 1) * B * d), cb(size_t(n + 1) * B * d), g(size_t(n) * B * 4 * d);
-        float fused = time_ms([&] { lstm_forward_cuda(x.data(), Wi.data(), Wh.data(), b.data(), n, B, d, hb.data(), cb.data(), g.data(), true); });
+        gpu::Buffer<float> hb(size_t(n + 1) * B * d), cb(size_t(n + 1) * B * d),
+            g(size_t(n) * B * 4 * d);
+        float fused = time_ms([&] {
+            lstm_forward_cuda(x.data(), Wi.data(), Wh.data(), b.data(), n, B, d, hb.data(),
+                              cb.data(), g.data(), true);
+        });
         gpu::Buffer<float> h_fused(size_t(n + 1) * B * d);
-        CUDA_CHECK(cudaMemcpy(h_fused.data(), hb.data(), h_fused.size() * 4, cudaMemcpyDeviceToDevice));
-        float unfused = time_ms([&] { lstm_forward_cuda(x.data(), Wi.data(), Wh.data(), b.data(), n, B, d, hb.data(), cb.data(), g.data(), false); });
+        CUDA_CHECK(
+            cudaMemcpy(h_fused.data(), hb.data(), h_fused.size() * 4, cudaMemcpyDeviceToDevice));
+        float unfused = time_ms([&] {
+            lstm_forward_cuda(x.data(), Wi.data(), Wh.data(), b.data(), n, B, d, hb.data(),
+                              cb.data(), g.data(), false);
+        });
         double worst, scale;
-        compare(h_fused.data() + size_t(B) * d, hb.data() + size_t(B) * d, size_t(n) * B * d, worst, scale);
+        compare(h_fused.data() + size_t(B) * d, hb.data() + size_t(B) * d, size_t(n) * B * d, worst,
+                scale);
         std::printf("LSTM fused vs unfused gates: max |h diff| = %.2g (max |h| = %.3g)%s\n", worst,
                     scale, worst <= 1e-5 * scale ? "" : " MISMATCH");
         // The same forward without the gates (only its GEMMs), so the gates' own time is the

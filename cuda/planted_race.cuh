@@ -29,7 +29,8 @@ __global__ void planted_tiled_matmul_kernel(const float* A, const float* B, floa
 
 inline void planted_tiled_matmul(const float* A, const float* B, float* C, int M, int N, int K,
                                  bool with_first_barrier) {
-    launch_kernel(planted_tiled_matmul_kernel,
-                  dim3((N + PLANTED_TILE - 1) / PLANTED_TILE, (M + PLANTED_TILE - 1) / PLANTED_TILE),
-                  dim3(PLANTED_TILE, PLANTED_TILE), 0, A, B, C, M, N, K, with_first_barrier);
+    launch_kernel(
+        planted_tiled_matmul_kernel,
+        dim3((N + PLANTED_TILE - 1) / PLANTED_TILE, (M + PLANTED_TILE - 1) / PLANTED_TILE),
+        dim3(PLANTED_TILE, PLANTED_TILE), 0, A, B, C, M, N, K, with_first_barrier);
 }

@@ -46,7 +46,8 @@ __global__ void sgemm_naive_kernel(bool trans_a, bool trans_b, int M, int N, int
     C += blockIdx.z * stride_c;
     if (i >= M || j >= N) return;
     float acc = 0.0f;
-    for (int k = 0; k < K; k++) acc += load_a(A, lda, trans_a, i, k) * load_b(B, ldb, trans_b, k, j);
+    for (int k = 0; k < K; k++)
+        acc += load_a(A, lda, trans_a, i, k) * load_b(B, ldb, trans_b, k, j);
     float& c = C[(long)i * ldc + j];
     c = alpha * acc + (beta == 0.0f ? 0.0f : beta * c);
 }
@@ -236,7 +237,8 @@ struct WtLoader {
     __device__ __forceinline__ void load(float4 (&v)[LOADS], int rows, int K) const {
         WT_UNROLL
         for (int p = 0; p < LOADS; p++) {
-            const bool whole = K_CONTIG ? (r[p] < rows && k[p] + 3 < K) : (k[p] < K && r[p] + 3 < rows);
+            const bool whole =
+                K_CONTIG ? (r[p] < rows && k[p] + 3 < K) : (k[p] < K && r[p] + 3 < rows);
             if (!GUARD || (VEC && whole)) {
                 v[p] = *reinterpret_cast<const float4*>(at[p]);
             } else {

@@ -27,7 +27,9 @@ void reference(const Vec& Q, const Vec& K, const Vec& V, const Vec& dO, int BH, 
     const double scale = 1.0 / std::sqrt((double)d_k);
     std::vector<double> P((size_t)n * n), dS((size_t)n * n);
     for (int bh = 0; bh < BH; bh++) {
-        auto at = [&](const Vec& X, int i, int c) { return (double)X[((size_t)bh * n + i) * d_k + c]; };
+        auto at = [&](const Vec& X, int i, int c) {
+            return (double)X[((size_t)bh * n + i) * d_k + c];
+        };
         for (int i = 0; i < n; i++) {
             double m = -1e300;
             for (int j = 0; j < n; j++) {
@@ -37,7 +39,9 @@ void reference(const Vec& Q, const Vec& K, const Vec& V, const Vec& dO, int BH, 
                 m = std::max(m, P[(size_t)i * n + j]);
             }
             double l = 0;
-            for (int j = 0; j < n; j++) l += P[(size_t)i * n + j] = (causal && j > i) ? 0 : std::exp(P[(size_t)i * n + j] - m);
+            for (int j = 0; j < n; j++)
+                l += P[(size_t)i * n + j] =
+                    (causal && j > i) ? 0 : std::exp(P[(size_t)i * n + j] - m);
             for (int j = 0; j < n; j++) P[(size_t)i * n + j] /= l;
         }
         for (int i = 0; i < n; i++)
@@ -195,7 +199,8 @@ TEST_CASE("attention: the fused kernel's extra memory does not grow with n*n") {
             dQ(size), dK(size), dV(size);
         const size_t before = mem::current_bytes();
         mem::reset_peak();
-        attention_fused_forward(Q.data(), K.data(), V.data(), O.data(), L.data(), B, h, n, d_k, false);
+        attention_fused_forward(Q.data(), K.data(), V.data(), O.data(), L.data(), B, h, n, d_k,
+                                false);
         attention_fused_backward(Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(),
                                  dQ.data(), dK.data(), dV.data(), B, h, n, d_k, false);
         extra[k] = mem::peak_bytes() - before;

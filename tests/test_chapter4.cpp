@@ -55,7 +55,8 @@ TEST_CASE("chapter 4: the identity permutation changes nothing, with or without 
 }
 
 TEST_CASE("chapter 4: other sizes and seeds keep the pattern") {
-    auto r = testutil::run("4-positional-encoding", "--seed 3 --n 8 --d 32 --perm 7,6,5,4,3,2,1,0 --no-figures");
+    auto r = testutil::run("4-positional-encoding",
+                           "--seed 3 --n 8 --d 32 --perm 7,6,5,4,3,2,1,0 --no-figures");
     CHECK(r.exit_code == 0);
     CHECK(value_after(r.out, LINE1) < 1e-6);
     CHECK(value_after(r.out, LINE2) > 1e-2);
@@ -82,7 +83,8 @@ TEST_CASE("positional encoding: bounded, |PE(pos)|^2 = d/2, symmetric dot-produc
     };
     for (int i = 0; i < n * d; i++) REQUIRE((pe[i] >= -1.0f && pe[i] <= 1.0f));
     // Each (sin, cos) pair has squared length 1, so every position has squared norm d/2.
-    for (int pos = 0; pos < n; pos++) CHECK(dot(pos, pos) == doctest::Approx(d / 2.0).epsilon(1e-5));
+    for (int pos = 0; pos < n; pos++)
+        CHECK(dot(pos, pos) == doctest::Approx(d / 2.0).epsilon(1e-5));
     // PE(p).PE(p+o) = sum_i cos(w_i o): it depends on the distance only, the same on both sides,
     // and is largest at distance 0 (the article's right panel: 64 at o = 0).
     for (int o = 1; o <= 31; o++) {

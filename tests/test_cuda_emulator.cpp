@@ -197,10 +197,10 @@ TEST_CASE("cuda emulator: gpu-bench --quick runs every section and every cross-c
     REQUIRE(r.exit_code == 0);
     CHECK(r.err.find("gpu-bench:") == std::string::npos);  // (sanitizer builds add warnings)
     CHECK(r.out.find("MISMATCH") == std::string::npos);
-    for (const char* line : {"sgemm 136^3: warp-tiled", "256x128, 16x8", "attention n=72 fused vs naive",
-                             "attention fwd+bwd n=72", "naive's 6 products alone",
-                             "LSTM fused vs unfused gates", "LSTM forward n=5",
-                             "target LSTM gates, unfused / fused time"})
+    for (const char* line :
+         {"sgemm 136^3: warp-tiled", "256x128, 16x8", "attention n=72 fused vs naive",
+          "attention fwd+bwd n=72", "naive's 6 products alone", "LSTM fused vs unfused gates",
+          "LSTM forward n=5", "target LSTM gates, unfused / fused time"})
         CHECK_MESSAGE(r.out.find(line) != std::string::npos, line);
     // Every tile shape reports all four transposes.
     const std::regex tt(R"( TT [0-9.]+x )");

@@ -55,7 +55,8 @@ std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0f, floa
 gpu::Buffer<float> upload(const std::vector<float>& v) {
     gpu::Buffer<float> d(v.size());
     if (!v.empty())
-        CUDA_CHECK(cudaMemcpy(d.data(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+        CUDA_CHECK(
+            cudaMemcpy(d.data(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
     return d;
 }
 std::vector<float> download(const float* p, size_t n) {
@@ -177,7 +178,9 @@ void sgemm_case() {
                     }
                 }
 }
-CUDA_TEST("sgemm naive, tiled, register-tiled and warp-tiled (every tile shape), batched, all transposes", sgemm_case)
+CUDA_TEST(
+    "sgemm naive, tiled, register-tiled and warp-tiled (every tile shape), batched, all transposes",
+    sgemm_case)
 
 // ---- tracked device memory ------------------------------------------------------------------
 void device_memory_case() {
@@ -204,7 +207,8 @@ void device_memory_case() {
     CHECK(gpu::peak_bytes() == base);
     gpu::empty_cache();
 }
-CUDA_TEST("tracked device memory: counts, peak, and the cache hands freed blocks back", device_memory_case)
+CUDA_TEST("tracked device memory: counts, peak, and the cache hands freed blocks back",
+          device_memory_case)
 
 // ---- softmax -------------------------------------------------------------------------------
 void softmax_case() {
@@ -322,7 +326,8 @@ AttentionRef attention_reference(const std::vector<float>& Q, const std::vector<
     const double scale = 1.0 / std::sqrt(double(d_k));
     std::vector<double> P(size_t(n) * n), dS(size_t(n) * n);
     for (int bh = 0; bh < B * h; bh++) {
-        auto q = &Q[size_t(bh) * n * d_k], k = &K[size_t(bh) * n * d_k], v = &V[size_t(bh) * n * d_k];
+        auto q = &Q[size_t(bh) * n * d_k], k = &K[size_t(bh) * n * d_k],
+             v = &V[size_t(bh) * n * d_k];
         auto dout = &dO[size_t(bh) * n * d_k];
         for (int i = 0; i < n; i++) {
             int visible = causal ? i + 1 : n;
@@ -382,7 +387,11 @@ void attention_case(bool fused) {
                       std::end(kFusedAttentionShapes));
     for (auto [B, h, n, d_k] : shapes)
         for (bool causal : {false, true}) {
-            INFO("B=" << B << " " << "h=" << h << " " << "n=" << n << " " << "d_k=" << d_k << " " << "causal=" << causal << " ");
+            INFO("B=" << B << " "
+                      << "h=" << h << " "
+                      << "n=" << n << " "
+                      << "d_k=" << d_k << " "
+                      << "causal=" << causal << " ");
             size_t sz = size_t(B) * h * n * d_k;
             auto Q = random_vector(sz, 50 + n, -2, 2), K = random_vector(sz, 51 + n, -2, 2);
             auto V = random_vector(sz, 52 + n), dO = random_vector(sz, 53 + n);
@@ -572,7 +581,8 @@ LstmRef lstm_reference(const std::vector<float>& x, const std::vector<float>& W_
 void lstm_case() {
     for (auto [n, B, d] : {std::tuple{1, 1, 24}, {17, 3, 40}, {33, 2, 17}}) {
         INFO("n=" << n << " " << "B=" << B << " " << "d=" << d << " ");
-        auto x = random_vector(size_t(n) * B * d, 60), W_ih = random_vector(size_t(4) * d * d, 61, -0.3f, 0.3f);
+        auto x = random_vector(size_t(n) * B * d, 60),
+             W_ih = random_vector(size_t(4) * d * d, 61, -0.3f, 0.3f);
         auto W_hh = random_vector(size_t(4) * d * d, 62, -0.3f, 0.3f), b = random_vector(4 * d, 63);
         auto dh_out = random_vector(size_t(n) * B * d, 64);
         LstmRef ref = lstm_reference(x, W_ih, W_hh, b, dh_out, n, B, d);

@@ -21,7 +21,8 @@ TEST_CASE("figures: committed PNGs of the deterministic chapters are up to date"
         std::string name = std::string(c.program) + ".png";
         std::string fresh = testutil::read_file_abs(dir + "/" + name);
         std::string committed = testutil::read_file("figures/" + name);
-        CHECK_MESSAGE(fresh == committed, "figures/" << name << " is stale: run `make` and commit it");
+        CHECK_MESSAGE(fresh == committed,
+                      "figures/" << name << " is stale: run `make` and commit it");
     }
     std::filesystem::remove_all(dir);
 }

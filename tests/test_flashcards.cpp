@@ -70,7 +70,8 @@ std::string run_args(const std::string& progress) {
 
 }  // namespace
 
-TEST_CASE("flashcards: the deck parses to 20 cards, each with a question, an answer and a make target") {
+TEST_CASE(
+    "flashcards: the deck parses to 20 cards, each with a question, an answer and a make target") {
     cards::Deck deck = cards::load_deck(kDeck);
     REQUIRE(deck.cards.size() == 20);
     for (size_t i = 0; i < deck.cards.size(); i++) {
@@ -98,7 +99,8 @@ TEST_CASE("flashcards: the deck parses to 20 cards, each with a question, an ans
         CHECK_MESSAGE(all.find(topic) != std::string::npos, "the deck never mentions " << topic);
 }
 
-TEST_CASE("flashcards: every number a card's 실습 line says a chapter prints, that chapter prints") {
+TEST_CASE(
+    "flashcards: every number a card's 실습 line says a chapter prints, that chapter prints") {
     // "`make ch4` (... 1.1920928955078125e-07과 0.5570540428161621을 출력)": the numbers in the
     // text after `make chN` (up to the next `make`) must appear in chapter N's output, so the deck
     // cannot drift from what the programs print.
@@ -124,7 +126,8 @@ TEST_CASE("flashcards: every number a card's 실습 line says a chapter prints, 
         for (size_t k = c.demo.find("make ch"); k != std::string::npos;) {
             char n = c.demo[k + 7];
             size_t next = c.demo.find("make ", k + 7);
-            std::string said = c.demo.substr(k + 8, next == std::string::npos ? next : next - k - 8);
+            std::string said =
+                c.demo.substr(k + 8, next == std::string::npos ? next : next - k - 8);
             if (n == '6' || n == '7') said.clear();  // timings and training: no fixed numbers
             for (std::sregex_iterator it(said.begin(), said.end(), number), end; it != end; ++it) {
                 std::string value = it->str();
@@ -168,7 +171,8 @@ TEST_CASE("flashcards: a malformed deck fails with one line naming the file and 
         CHECK(e.size() > c.starts.size() + 10);  // and says what is wrong
     }
     // Windows line endings and tabs are fine.
-    cards::Deck d = cards::parse_deck("## 1. 질문\r\n> 이어서\r\n답\t끝\r\n실습: `make ch2`\r\n", "d.md");
+    cards::Deck d =
+        cards::parse_deck("## 1. 질문\r\n> 이어서\r\n답\t끝\r\n실습: `make ch2`\r\n", "d.md");
     REQUIRE(d.cards.size() == 1);
     CHECK(d.cards[0].question == "질문\n이어서");
     CHECK(d.cards[0].answer == "답    끝");
@@ -179,10 +183,12 @@ TEST_CASE("flashcards: a malformed deck fails with one line naming the file and 
     // The binary reports a broken deck the same way and exits non-zero.
     std::string dir = temp_dir("deck");
     write(dir + "/bad.md", "## 1. 질문\n답\n");
-    testutil::Run r = testutil::run("flashcards", "--deck " + dir + "/bad.md --progress " + dir + "/p.tsv", "q\n");
+    testutil::Run r = testutil::run(
+        "flashcards", "--deck " + dir + "/bad.md --progress " + dir + "/p.tsv", "q\n");
     CHECK(r.exit_code == 1);
-    CHECK(r.err == "flashcards: " + dir + "/bad.md:2: card 1 must end with a line '실습: `make chN` "
-                   "...' saying where the project shows it\n");
+    CHECK(r.err == "flashcards: " + dir +
+                       "/bad.md:2: card 1 must end with a line '실습: `make chN` "
+                       "...' saying where the project shows it\n");
     CHECK_FALSE(fs::exists(dir + "/p.tsv"));
     fs::remove_all(dir);
 }
@@ -215,14 +221,16 @@ TEST_CASE("flashcards: Leitner rule: 어려움 -> box 1, 보통 -> box 2, 쉬움
     CHECK(p.cards[1].reviews == 1);
 
     cards::Deck deck = small_deck(6);  // cards 4 and 6 are new
-    // Session 2: only card 2 is due; then the new cards in deck order; then the rest, soonest due first.
+    // Session 2: only card 2 is due; then the new cards in deck order; then the rest, soonest due
+    // first.
     cards::Plan plan = cards::plan_session(deck, p, 2);
     CHECK(plan.today == 3);
     CHECK(plan.order == std::vector<int>{1, 3, 5, 2, 4, 0});  // indices: cards 2, 4, 6 | 3, 5, 1
     // Session 3: cards 5 (box 1) before 3 (box 2) although 3 is the older rating; 2 is overdue.
     plan = cards::plan_session(deck, p, 3);
     CHECK(plan.today == 5);
-    CHECK(plan.order == std::vector<int>{1, 4, 2, 3, 5, 0});  // 2, 5 (box 1), 3 (box 2) | new 4, 6 | 1
+    CHECK(plan.order ==
+          std::vector<int>{1, 4, 2, 3, 5, 0});  // 2, 5 (box 1), 3 (box 2) | new 4, 6 | 1
     // Deterministic: the same input gives the same order.
     CHECK(cards::plan_session(deck, p, 3).order == plan.order);
     // Session 5: everything rated is due, lowest box first.
@@ -239,7 +247,9 @@ TEST_CASE("flashcards: Leitner rule: 어려움 -> box 1, 보통 -> box 2, 쉬움
     CHECK(c.due == 3);
 }
 
-TEST_CASE("flashcards: a session rates, advances, and a second rating in one session replaces the first") {
+TEST_CASE(
+    "flashcards: a session rates, advances, and a second rating in one session replaces the "
+    "first") {
     cards::Deck deck = small_deck(3);
     cards::Session s(deck, cards::Progress{});
     CHECK(s.session == 1);
@@ -301,7 +311,9 @@ TEST_CASE("flashcards: progress round trip through the text format and an atomic
     fs::remove_all(dir);
 }
 
-TEST_CASE("flashcards: saving keeps what others saved, the file's mode, a symlink, and a read-only file") {
+TEST_CASE(
+    "flashcards: saving keeps what others saved, the file's mode, a symlink, and a read-only "
+    "file") {
     std::string dir = temp_dir("save"), path = dir + "/p.tsv";
     // Two runs at once: both read an empty file; A rates card 1, then B rates card 2.
     cards::Progress a, b;
@@ -379,7 +391,8 @@ TEST_CASE("flashcards: skipped cards come back, and previews do not count as tod
 }
 
 TEST_CASE("flashcards: a corrupt progress file is reported as file:line and left byte-identical") {
-    const std::string head = "# transformer-cards progress v1\nsession\t2\ncard\tbox\trating\tsession\treviews\n";
+    const std::string head =
+        "# transformer-cards progress v1\nsession\t2\ncard\tbox\trating\tsession\treviews\n";
     struct Case {
         std::string text;
         int line;
@@ -438,13 +451,15 @@ TEST_CASE("flashcards: a corrupt progress file is reported as file:line and left
     write(dir + "/plainfile", "x");
     r = testutil::run("flashcards", run_args(dir + "/plainfile/progress.tsv"), "space\n1\n");
     CHECK(r.exit_code == 1);
-    CHECK(r.err.rfind("flashcards: " + dir + "/plainfile/progress.tsv: cannot save progress", 0) == 0);
+    CHECK(r.err.rfind("flashcards: " + dir + "/plainfile/progress.tsv: cannot save progress", 0) ==
+          0);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     CHECK(r.out.empty());  // said up front, not after the student answered a card
     fs::remove_all(dir);
 }
 
-TEST_CASE("flashcards: a scripted session through a pipe rates cards and the progress file says so") {
+TEST_CASE(
+    "flashcards: a scripted session through a pipe rates cards and the progress file says so") {
     std::string dir = temp_dir("pipe");
     std::string path = dir + "/progress.tsv";
     // Card 1: 쉬움. Card 2: 어려움. Skip card 3 with the right arrow. Card 4: 보통 after a
@@ -458,7 +473,8 @@ TEST_CASE("flashcards: a scripted session through a pipe rates cards and the pro
     CHECK(r.out.find("먼저 답을 확인하세요") != std::string::npos);
     CHECK(r.out.find("1번 카드: 쉬움, 상자 3 (4세션 뒤에 다시)") != std::string::npos);
     CHECK(r.out.find("2번 카드: 어려움, 상자 1 (다음 세션에 다시)") != std::string::npos);
-    CHECK(r.out.find("이번 세션(1)에 3장을 평가했어요: 쉬움 1, 보통 1, 어려움 1") != std::string::npos);
+    CHECK(r.out.find("이번 세션(1)에 3장을 평가했어요: 쉬움 1, 보통 1, 어려움 1") !=
+          std::string::npos);
     const std::string expected =
         "# transformer-cards progress v1\n"
         "# Leitner boxes: 어려움 -> box 1, 보통 -> box 2, 쉬움 -> one box up (3 to 5).\n"
@@ -524,7 +540,9 @@ TEST_CASE("flashcards: display width of mixed Hangul and ASCII, and wrapping by 
     CHECK(term::codepoint_width(0x1b) == -1);
 
     // Wrapping: each line at most the width, no text lost, list items hang.
-    std::string text = "- 병렬화: h_t를 계산하려면 h_(t-1)이 먼저 있어야 하므로 문장 길이만큼 차례로 기다려야 합니다.";
+    std::string text =
+        "- 병렬화: h_t를 계산하려면 h_(t-1)이 먼저 있어야 하므로 문장 길이만큼 차례로 기다려야 "
+        "합니다.";
     for (int width : {10, 17, 24, 40, 76}) {
         std::vector<std::string> lines = term::wrap(text, width);
         std::string joined;
@@ -568,7 +586,9 @@ TEST_CASE("flashcards: every card fits an 80x24 screen with Hangul aligned, flip
                 for (int r = 3; r < 21; r++) {
                     const std::string& line = f.lines[size_t(r)];
                     CHECK(line.substr(line.size() - (unicode ? 3 : 1)) ==
-                          (r == 3 ? (unicode ? "╮" : "+") : r == 20 ? (unicode ? "╯" : "+") : (unicode ? "│" : "|")));
+                          (r == 3    ? (unicode ? "╮" : "+")
+                           : r == 20 ? (unicode ? "╯" : "+")
+                                     : (unicode ? "│" : "|")));
                 }
                 // Scrolling reaches the end of a long answer: the last row shows the 실습 line.
                 if (flipped && f.max_scroll > 0) {
@@ -596,7 +616,8 @@ TEST_CASE("flashcards: every card fits an 80x24 screen with Hangul aligned, flip
         CHECK(term::display_width(f.lines[0]) == w);
         CHECK(f.lines[0].find("q") != std::string::npos);
     }
-    CHECK(cards::render(s, 30, 10, true).lines[0].find("창이 작아요, q 끝내기") != std::string::npos);
+    CHECK(cards::render(s, 30, 10, true).lines[0].find("창이 작아요, q 끝내기") !=
+          std::string::npos);
     CHECK(cards::render(s, 80, 11, true).lines[0].find("창이 작아요") != std::string::npos);
 
     // Narrower and wider screens: every line exactly the width, and the key help always ends
@@ -606,7 +627,8 @@ TEST_CASE("flashcards: every card fits an 80x24 screen with Hangul aligned, flip
             cards::Session t(deck, cards::Progress{});
             for (int flip = 0; flip < 2; flip++) {
                 f = cards::render(t, w, 16, unicode);
-                INFO("width " << w << (unicode ? " unicode" : " ascii") << (flip ? " flipped" : ""));
+                INFO("width " << w << (unicode ? " unicode" : " ascii")
+                              << (flip ? " flipped" : ""));
                 REQUIRE(f.lines.size() == 16);
                 for (const std::string& line : f.lines) CHECK(term::display_width(line) == w);
                 CHECK(f.lines.back().find("q 끝내기") != std::string::npos);

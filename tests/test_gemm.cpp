@@ -176,8 +176,8 @@ TEST_CASE("gemm: B packed once, then sub-blocks of it multiplied (the FlashAtten
                         for (auto& v : A) v = U(rng);
                         for (auto& v : C) v = U(rng);
                         std::vector<float> ref = C;
-                        const float* Bblock =
-                            tb ? Bfull.data() + (size_t)j0 * ldb + k0 : Bfull.data() + (size_t)k0 * ldb + j0;
+                        const float* Bblock = tb ? Bfull.data() + (size_t)j0 * ldb + k0
+                                                 : Bfull.data() + (size_t)k0 * ldb + j0;
                         sgemm_reference(ta != 0, tb != 0, M, N, K, 0.5f, A.data(), lda, Bblock, ldb,
                                         beta, ref.data(), N);
                         sgemm_packed_b(ta != 0, M, N, K, 0.5f, A.data(), lda,

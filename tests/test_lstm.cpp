@@ -62,16 +62,19 @@ TEST_CASE("lstm: forward matches torch's equations in double") {
                         const int row = q * d + k;  // torch's gate order i, f, g, o
                         double s = net.b[row];
                         for (int e = 0; e < d; e++)
-                            s += (double)net.W_ih[(size_t)row * d + e] * net.x[((size_t)t * B + r) * d + e] +
+                            s += (double)net.W_ih[(size_t)row * d + e] *
+                                     net.x[((size_t)t * B + r) * d + e] +
                                  (double)net.W_hh[(size_t)row * d + e] * hp[(size_t)r * d + e];
                         z[q] = s;
                     }
-                    const double cc = sig(z[1]) * cp[(size_t)r * d + k] + sig(z[0]) * std::tanh(z[2]);
+                    const double cc =
+                        sig(z[1]) * cp[(size_t)r * d + k] + sig(z[0]) * std::tanh(z[2]);
                     cn[(size_t)r * d + k] = cc;
                     hn[(size_t)r * d + k] = sig(z[3]) * std::tanh(cc);
                 }
             hp = hn, cp = cn;
-            for (size_t k = 0; k < hp.size(); k++) h_ref[(size_t)(t + 1) * B * d + k] = (float)hp[k];
+            for (size_t k = 0; k < hp.size(); k++)
+                h_ref[(size_t)(t + 1) * B * d + k] = (float)hp[k];
         }
         CHECK(testutil::allclose(h, h_ref, 2e-5, 1e-4, "h"));
     }

@@ -133,7 +133,8 @@ TEST_CASE("decoder (a): with the causal mask a later target token cannot change 
     const int64_t V = 12;
     for (int64_t i = 0; i < 4 * V; i++) CHECK(a.data()[i] == b.data()[i]);  // exactly equal
     double later = 0;
-    for (int64_t i = 4 * V; i < 6 * V; i++) later = std::max(later, double(std::fabs(a.data()[i] - b.data()[i])));
+    for (int64_t i = 4 * V; i < 6 * V; i++)
+        later = std::max(later, double(std::fabs(a.data()[i] - b.data()[i])));
     CHECK(later > 1e-3);  // while the changed position itself (and after) does change
 }
 
@@ -170,7 +171,8 @@ TEST_CASE("chapter 3: default output starts with the article's block") {
     CHECK(r.exit_code == 0);
     std::string expected = testutil::read_file("tests/expected/3-multi-head.txt");
     CHECK(r.out.substr(0, expected.size()) == expected);
-    CHECK(r.out.find("  16 |        1,048,576 ( 4d²) |           16,777,216 ( 64d²)") != std::string::npos);
+    CHECK(r.out.find("  16 |        1,048,576 ( 4d²) |           16,777,216 ( 64d²)") !=
+          std::string::npos);
     CHECK(testutil::run("3-multi-head", "--d-model 100 --heads 3").exit_code == 2);
 }
 
@@ -185,6 +187,7 @@ TEST_CASE("chapter 5: default output starts with the article's three lines, digi
     // More digits: torch 1.13 gives 1.831772, 3.768312 and 1.459911 (float32 sums in a
     // different order move the 7th digit, so 5 decimals are compared).
     auto more = testutil::run("5-blocks", "--no-figures --no-decoder --digits 5 --depths 6,24");
-    CHECK(more.out == "L= 6 | Post-LN 마지막/첫 블록 = 1.83177배 | Pre-LN  마지막/첫 블록 = 1.53328배\n"
-                      "L=24 | Post-LN 마지막/첫 블록 = 3.76831배 | Pre-LN  마지막/첫 블록 = 1.45991배\n");
+    CHECK(more.out ==
+          "L= 6 | Post-LN 마지막/첫 블록 = 1.83177배 | Pre-LN  마지막/첫 블록 = 1.53328배\n"
+          "L=24 | Post-LN 마지막/첫 블록 = 3.76831배 | Pre-LN  마지막/첫 블록 = 1.45991배\n");
 }

@@ -99,7 +99,8 @@ TEST_CASE("plot: log axes map decades evenly, base 10 and base 2") {
     b.set_xlim(128, 4096);  // 2^7 .. 2^12
     auto bb = b.box();
     CHECK(b.data_to_pixel(1024, 1).first == doctest::Approx(bb.x0 + (bb.x1 - bb.x0) * 3 / 5));
-    CHECK(b.data_to_pixel(std::sqrt(128.0 * 4096), 1).first == doctest::Approx((bb.x0 + bb.x1) / 2));
+    CHECK(b.data_to_pixel(std::sqrt(128.0 * 4096), 1).first ==
+          doctest::Approx((bb.x0 + bb.x1) / 2));
     // Autoscaled log limits: 5% margins in decades (figure 1: d_k 4..1024 -> 3.03..1352).
     plot::Figure f2(6, 3, 100);
     plot::Axes& c = f2.subplot(1, 1, 0);
@@ -120,8 +121,10 @@ TEST_CASE("plot: nice ticks and their labels match matplotlib's locator and form
     near(plot::nice_ticks(-1, 1, 9), {-1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 1});
     near(plot::nice_ticks(34.6, 65.4, 9), {30, 35, 40, 45, 50, 55, 60, 65, 70});
     near(plot::nice_ticks(0, 7, 3), {0, 2.5, 5, 7.5});
-    CHECK(plot::format_ticks({0, 0.2, 0.4, 1.0}) == std::vector<std::string>{"0.0", "0.2", "0.4", "1.0"});
-    CHECK(plot::format_ticks({-1, -0.75, 0, 1}) == std::vector<std::string>{"-1.00", "-0.75", "0.00", "1.00"});
+    CHECK(plot::format_ticks({0, 0.2, 0.4, 1.0}) ==
+          std::vector<std::string>{"0.0", "0.2", "0.4", "1.0"});
+    CHECK(plot::format_ticks({-1, -0.75, 0, 1}) ==
+          std::vector<std::string>{"-1.00", "-0.75", "0.00", "1.00"});
     CHECK(plot::format_ticks({-30, 0, 30}) == std::vector<std::string>{"-30", "0", "30"});
     CHECK(plot::format_g(0.05) == "0.05");
     CHECK(plot::format_g(1000) == "1000");
@@ -149,7 +152,8 @@ TEST_CASE("plot: the article's axes get the article's ticks") {
         return out;
     };
     CHECK(majors(a0.xticks()) == std::vector<std::string>{"10", "100", "1000"});
-    CHECK(majors(a0.yticks()) == std::vector<std::string>{"0.0", "0.2", "0.4", "0.6", "0.8", "1.0"});
+    CHECK(majors(a0.yticks()) ==
+          std::vector<std::string>{"0.0", "0.2", "0.4", "0.6", "0.8", "1.0"});
     CHECK(majors(a1.yticks()) == std::vector<std::string>{"0.05", "0.1", "0.2", "0.5"});
     // Minor ticks: 2..9 per decade, unlabelled, none on a major.
     int minors = 0;
@@ -247,7 +251,8 @@ TEST_CASE("plot: a rendered figure has its line, marker and text where they must
     int dark_in = 0, dark_out = 0;
     for (int y = (int)(ty - th); y <= (int)(ty + th); ++y)
         for (int x = (int)(tx - tw); x <= (int)(tx + tw); ++x) {
-            bool inside = std::abs(x + 0.5 - tx) < tw / 2 + 1 && std::abs(y + 0.5 - ty) < th / 2 + 1;
+            bool inside =
+                std::abs(x + 0.5 - tx) < tw / 2 + 1 && std::abs(y + 0.5 - ty) < th / 2 + 1;
             bool dark = img.at(x, y)[0] < 128;
             (inside ? dark_in : dark_out) += dark;
         }
@@ -291,7 +296,8 @@ TEST_CASE("plot: the same figure renders to the same PNG bytes") {
         for (int i = 0; i < 16; ++i) z[i] = std::sin(i * 0.7);
         plot::Image& im = b.imshow(z, 4, 4, {.cmap = "RdBu_r", .vmin = -1, .vmax = 1});
         fig.colorbar(im, b);
-        b.text(1, 2, "0.72", {.ha = plot::center, .va = plot::center, .color = plot::white, .size = 9});
+        b.text(1, 2, "0.72",
+               {.ha = plot::center, .va = plot::center, .color = plot::white, .size = 9});
         fig.tight_layout();
         fig.save_png(path);
         return fig.png_bytes();
@@ -358,8 +364,10 @@ TEST_CASE("plot: bad arguments are refused with a message") {
     plot::Axes& ax = fig.subplot(1, 2, 0);
     CHECK_THROWS_WITH_AS(ax.plot({1, 2}, {1}), doctest::Contains("pass equally long series"),
                          std::runtime_error);
-    CHECK_THROWS_WITH_AS(ax.plot({1}, {1}, "x-"), doctest::Contains("format 'x-'"), std::runtime_error);
-    CHECK_THROWS_WITH_AS(ax.imshow({1, 2, 3}, 2, 2), doctest::Contains("rows * cols"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(ax.plot({1}, {1}, "x-"), doctest::Contains("format 'x-'"),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(ax.imshow({1, 2, 3}, 2, 2), doctest::Contains("rows * cols"),
+                         std::runtime_error);
     CHECK_THROWS_AS(fig.subplot(2, 2, 0), std::runtime_error);
     CHECK_THROWS_AS(fig.subplot(1, 2, 2), std::runtime_error);
     CHECK_THROWS_AS(ax.set_xscale("symlog"), std::runtime_error);

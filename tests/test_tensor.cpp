@@ -125,7 +125,8 @@ TEST_CASE("tensor: wrong shapes throw a message naming the op and both shapes") 
 }
 
 TEST_CASE("autograd: elementwise ops with broadcasting") {
-    Tensor a = random_tensor({2, 3, 4}, 1), b = random_tensor({3, 4}, 2), c = random_tensor({2, 1, 4}, 3);
+    Tensor a = random_tensor({2, 3, 4}, 1), b = random_tensor({3, 4}, 2),
+           c = random_tensor({2, 1, 4}, 3);
     Tensor pos = random_tensor({2, 3}, 4, 0.5f, 2.0f), away = random_tensor({3, 4}, 5, 0.2f, 1.0f);
     gradcheck({a, b}, [](auto& v) { return v[0] + v[1]; }, "add");
     gradcheck({a, c}, [](auto& v) { return v[0] - v[1]; }, "sub");
@@ -149,7 +150,8 @@ TEST_CASE("autograd: matmul, linear and shape ops") {
     gradcheck({A3, B}, [](auto& v) { return matmul(v[0], v[1]); }, "matmul batch @ 2d");
     gradcheck({A3, B3}, [](auto& v) { return matmul(v[0], v[1]); }, "matmul batched");
     gradcheck({A3, Bb}, [](auto& v) { return matmul(v[0], v[1]); }, "matmul broadcast batch");
-    Tensor x = random_tensor({2, 3, 5}, 16), W = random_tensor({4, 5}, 17), b = random_tensor({4}, 18);
+    Tensor x = random_tensor({2, 3, 5}, 16), W = random_tensor({4, 5}, 17),
+           b = random_tensor({4}, 18);
     gradcheck({x, W, b}, [](auto& v) { return linear(v[0], v[1], v[2]); }, "linear");
     gradcheck({x, W}, [](auto& v) { return linear(v[0], v[1]); }, "linear without bias");
     gradcheck({x}, [](auto& v) { return reshape(v[0], {5, -1}); }, "reshape");
@@ -157,7 +159,12 @@ TEST_CASE("autograd: matmul, linear and shape ops") {
     gradcheck({x}, [](auto& v) { return permute(v[0], {2, 0, 1}); }, "permute");
     gradcheck({x}, [](auto& v) { return unsqueeze(v[0], 1); }, "unsqueeze");
     gradcheck({x}, [](auto& v) { return index_select(v[0], {1, 0, 1}); }, "index_select");
-    gradcheck({W}, [](auto& v) { return embedding(v[0], {3, 1, 3, 0, 2, 3}, {2, 3}); }, "embedding");
+    gradcheck(
+        {W},
+        [](auto& v) {
+            return embedding(v[0], {3, 1, 3, 0, 2, 3}, {2, 3});
+        },
+        "embedding");
     gradcheck({x}, [](auto& v) { return slice(v[0], -1, 1, -1, 2); }, "slice");
     gradcheck({A, A3}, [](auto& v) { return concat({unsqueeze(v[0], 0), v[1]}, 0); }, "concat");
 }
@@ -166,9 +173,11 @@ TEST_CASE("autograd: softmax, masking, reductions, layer_norm, cross_entropy") {
     Tensor s = random_tensor({2, 4, 4}, 21, -2, 2);
     gradcheck({s}, [](auto& v) { return softmax(v[0], -1); }, "softmax");
     gradcheck({s}, [](auto& v) { return log_softmax(v[0], -1); }, "log_softmax");
-    gradcheck({s}, [](auto& v) { return softmax(masked_fill(v[0], causal_mask(4), -INFINITY), -1); },
-              "masked softmax");
-    gradcheck({s}, [](auto& v) { return sum(v[0], 1, true) + mean(v[0], -1, true); }, "sum/mean dim");
+    gradcheck(
+        {s}, [](auto& v) { return softmax(masked_fill(v[0], causal_mask(4), -INFINITY), -1); },
+        "masked softmax");
+    gradcheck(
+        {s}, [](auto& v) { return sum(v[0], 1, true) + mean(v[0], -1, true); }, "sum/mean dim");
     gradcheck({s}, [](auto& v) { return sum(v[0]) * mean(v[0]); }, "sum/mean all");
     gradcheck({s}, [](auto& v) { return max(v[0]) + norm(v[0]); }, "max, norm");
     Tensor x = random_tensor({3, 6}, 22, -2, 2), g = random_tensor({6}, 23, 0.5f, 1.5f),

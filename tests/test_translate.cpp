@@ -71,7 +71,8 @@ TEST_CASE("translate: the paper's learning-rate schedule") {
     CHECK(optim::noam_lr(4000, 512, 4000) == doctest::Approx(std::pow(d * w, -0.5)));
     CHECK(optim::noam_lr(16000, 512, 4000) ==
           doctest::Approx(std::pow(d, -0.5) * std::pow(16000.0, -0.5)));
-    CHECK(optim::noam_lr(2000, 512, 4000) == doctest::Approx(0.5 * optim::noam_lr(4000, 512, 4000)));
+    CHECK(optim::noam_lr(2000, 512, 4000) ==
+          doctest::Approx(0.5 * optim::noam_lr(4000, 512, 4000)));
     CHECK(optim::noam_lr(100, 64, 10, 2.0) == doctest::Approx(2.0 * optim::noam_lr(100, 64, 10)));
     CHECK_THROWS(optim::noam_lr(0, 512, 4000));
 }
@@ -101,7 +102,7 @@ TEST_CASE("translate: Adam matches torch.optim.Adam on two steps") {
     CHECK(adam.steps() == 2);
 }
 
-// ---- a tiny encoder-decoder on the task itself ---------------------------------------------------
+// ---- a tiny encoder-decoder on the task itself ---------------------------------------------
 namespace {
 
 // Source ids 1..13 for the syllables (0 = padding); target 1 = start, 2 = end, 3.. = digits.
@@ -126,7 +127,9 @@ TinyBatch tiny_batch(const std::vector<int64_t>& numbers) {
                                 : 0);
         std::string digits = std::to_string(n);
         for (int64_t j = 0; j < b.T; j++) {
-            b.tgt_in.push_back(j == 0 ? 1 : j <= int64_t(digits.size()) ? 3 + digits[j - 1] - '0' : 0);
+            b.tgt_in.push_back(j == 0                        ? 1
+                               : j <= int64_t(digits.size()) ? 3 + digits[j - 1] - '0'
+                                                             : 0);
             b.tgt_out.push_back(j < int64_t(digits.size()) ? 3 + digits[j] - '0'
                                 : j == int64_t(digits.size()) ? 2 : -100);
         }
@@ -170,8 +173,8 @@ TEST_CASE("translate: padding in the source changes nothing for the real tokens"
     NoGradGuard no_grad;
     TinyBatch alone = tiny_batch({15000});                 // S = 3, no padding
     TinyBatch padded = tiny_batch({15000, 99999});         // S = 9: 15000 gets 6 pads
-    Tensor la = model.decode(alone.tgt_in, {1, alone.T}, model.encode(alone.src, {1, 3}, alone.mask),
-                             alone.mask);
+    Tensor la = model.decode(alone.tgt_in, {1, alone.T},
+                             model.encode(alone.src, {1, 3}, alone.mask), alone.mask);
     Tensor lp = model.decode(padded.tgt_in, {2, padded.T},
                              model.encode(padded.src, {2, 9}, padded.mask), padded.mask);
     // 15000's 6 target positions are the first 6 of 2 x 6 rows.
@@ -186,7 +189,8 @@ TEST_CASE("translate: padding in the source changes nothing for the real tokens"
 //   5 -> 6 -> 7 -> <end>.
 static void hand_set(EncoderDecoder& m) {
     for (auto& [name, t] : m.named_parameters()) {
-        bool ln_weight = name.find("ln") != std::string::npos || name.find("norm") != std::string::npos;
+        bool ln_weight =
+            name.find("ln") != std::string::npos || name.find("norm") != std::string::npos;
         float v = ln_weight && name.size() >= 6 && name.substr(name.size() - 6) == "weight" ? 1 : 0;
         Tensor p = t;
         for (int64_t i = 0; i < p.numel(); i++) p.data()[i] = v;
@@ -195,7 +199,8 @@ static void hand_set(EncoderDecoder& m) {
     for (int t = 0; t < 8; t++) m.tgt_embed.weight.data()[t * d + t] = 100;
     m.src_embed.weight.data()[1 * d + 9] = 100;
     m.src_embed.weight.data()[2 * d + 10] = 100;
-    m.src_embed.weight.data()[0 * d + 10] = 100;  // padding looks like token 2: the mask must hide it
+    m.src_embed.weight.data()[0 * d + 10] =
+        100;  // padding looks like token 2: the mask must hide it
     CrossAttention& ca = m.decoder[0]->cross_attn;
     for (int i = 0; i < d; i++) {
         ca.kv.weight.data()[(d + i) * d + i] = 1;  // W_V = I (rows d..2d-1 of the stacked kv)
@@ -293,7 +298,8 @@ TEST_CASE("translate: weights save and load round trip, bad files refused") {
 
 TEST_CASE("translate: the chapter trains, saves, reloads the same answers, refuses a cut file") {
     const std::string w = tmp_path("ch7.bin");
-    const std::string tiny = "--layers 1 --d-model 16 --heads 2 --batch 16 --warmup 10 --no-figures";
+    const std::string tiny =
+        "--layers 1 --d-model 16 --heads 2 --batch 16 --warmup 10 --no-figures";
     auto trained = testutil::run("7-translate", tiny + " --steps 20 --save " + w);
     REQUIRE_MESSAGE(trained.exit_code == 0, trained.err);
     CHECK(trained.out.find("스텝    20/20") != std::string::npos);
@@ -349,10 +355,14 @@ TEST_CASE("translate: batched small matmul (attention sizes) equals sgemm bit fo
         c.backward(g);
         for (int64_t t = 0; t < Bt; t++) {
             std::vector<float> c_ref(size_t(M * N)), ga_ref(size_t(M * K)), gb_ref(size_t(K * N));
-            const float *A = a.data() + t * M * K, *B = b.data() + t * K * N, *G = g.data() + t * M * N;
-            sgemm(false, false, int(M), int(N), int(K), 1, A, int(K), B, int(N), 0, c_ref.data(), int(N));
-            sgemm(false, true, int(M), int(K), int(N), 1, G, int(N), B, int(N), 0, ga_ref.data(), int(K));
-            sgemm(true, false, int(K), int(N), int(M), 1, A, int(K), G, int(N), 0, gb_ref.data(), int(N));
+            const float *A = a.data() + t * M * K, *B = b.data() + t * K * N,
+                        *G = g.data() + t * M * N;
+            sgemm(false, false, int(M), int(N), int(K), 1, A, int(K), B, int(N), 0, c_ref.data(),
+                  int(N));
+            sgemm(false, true, int(M), int(K), int(N), 1, G, int(N), B, int(N), 0, ga_ref.data(),
+                  int(K));
+            sgemm(true, false, int(K), int(N), int(M), 1, A, int(K), G, int(N), 0, gb_ref.data(),
+                  int(N));
             CHECK(std::memcmp(c_ref.data(), c.data() + t * M * N, c_ref.size() * 4) == 0);
             CHECK(std::memcmp(ga_ref.data(), a.grad().data() + t * M * K, ga_ref.size() * 4) == 0);
             CHECK(std::memcmp(gb_ref.data(), b.grad().data() + t * K * N, gb_ref.size() * 4) == 0);

@@ -122,7 +122,8 @@ static void draw_figure(const Tensor& plain, const Tensor& causal, const std::st
     }
     for (int k = 0; k < 2; k++) {
         plot::Axes& ax = fig.subplot(1, 2, k);
-        plot::Image& im = ax.imshow(weights[k]->to_vector(), n, n, {.cmap = "Blues", .vmin = 0, .vmax = 1});
+        plot::Image& im =
+            ax.imshow(weights[k]->to_vector(), n, n, {.cmap = "Blues", .vmin = 0, .vmax = 1});
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++) {
                 float w = weights[k]->at({i, j});

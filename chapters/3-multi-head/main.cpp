@@ -1,7 +1,8 @@
 // Section 3, "멀티헤드: 같은 예산을 여러 관점으로 쪼개기".
 //
 // Instead of one attention over d_model dims, h heads each attend over d_model / h dims:
-//   MultiHead(X) = Concat(head_1, ..., head_h) W_O,   head_i = Attention(X W_Q^(i), X W_K^(i), X W_V^(i))
+//   MultiHead(X) = Concat(head_1, ..., head_h) W_O
+//   head_i = Attention(X W_Q^(i), X W_K^(i), X W_V^(i))
 // Q, K and V come out of one fused Linear and are split into heads by a reshape; W_O (proj)
 // mixes the concatenated heads. The printed shapes follow the tensor through the module.
 // Beyond the article: the parameter count for h = 1 ... 16 under the paper's dimension split
@@ -25,7 +26,8 @@ struct IndependentHeads : Module {
     std::vector<std::unique_ptr<Linear>> qkv;  // one (3 d_model, d_model) per head
     Linear proj;                               // (d_model, h * d_model)
     IndependentHeads(int d_model, int h) : proj(h * d_model, d_model, false) {
-        for (int i = 0; i < h; i++) qkv.push_back(std::make_unique<Linear>(d_model, 3 * d_model, false));
+        for (int i = 0; i < h; i++)
+            qkv.push_back(std::make_unique<Linear>(d_model, 3 * d_model, false));
     }
     void collect_parameters(const std::string& prefix, NamedTensors& out) const override {
         for (size_t i = 0; i < qkv.size(); i++)
@@ -51,8 +53,8 @@ int main(int argc, char** argv) {
     cli.flag("--no-table", no_table, "print only the article's block");
     cli.parse(argc, argv);
     if (d_model < 1 || heads < 1 || d_model % heads != 0)
-        cli.fail("--d-model " + std::to_string(d_model) + " must be a positive multiple of --heads " +
-                 std::to_string(heads));
+        cli.fail("--d-model " + std::to_string(d_model) +
+                 " must be a positive multiple of --heads " + std::to_string(heads));
     if (batch < 1 || n < 1) cli.fail("--batch and --n must be at least 1");
     // Held at once, in floats: the input and the layer's activations (about 11 (B, n, d)
     // tensors), the scores and the weights (2 (B, h, n, n)), the layer's 4 d^2 weights, and the
@@ -75,13 +77,15 @@ int main(int argc, char** argv) {
 
     // The same budget split h ways, against a full-size projection per head.
     std::printf("\n헤드 수에 따른 파라미터 수 (d_model = %d)\n", d_model);
-    std::printf("   h |        차원 분할 (논문) |      헤드별 독립 W_Q/W_K/W_V\n");  // Hangul: 2 columns
+    std::printf(
+        "   h |        차원 분할 (논문) |      헤드별 독립 W_Q/W_K/W_V\n");  // Hangul: 2 columns
     for (int h : {1, 2, 4, 8, 16}) {
         if (d_model % h != 0) continue;
         int64_t split = MultiHeadAttention(d_model, h).num_parameters();
         int64_t independent = IndependentHeads(d_model, h).num_parameters();
         std::printf("%4d | %16s (%2lldd²) | %20s (%3lldd²)\n", h, with_commas(split).c_str(),
-                    (long long)(split / (int64_t(d_model) * d_model)), with_commas(independent).c_str(),
+                    (long long)(split / (int64_t(d_model) * d_model)),
+                    with_commas(independent).c_str(),
                     (long long)(independent / (int64_t(d_model) * d_model)));
     }
     std::printf("차원 분할에서는 h와 무관하게 4·d_model² = %s개입니다.\n",

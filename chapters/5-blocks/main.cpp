@@ -41,7 +41,7 @@ static std::vector<double> qkv_grad_norms(int L, LnPlacement placement, int d, i
     torch_rng::manual_seed(data_seed);
     const int B = 8, N = 32;
     Tensor x = Tensor::from(torch_rng::randn(size_t(B) * N * d), {B, N, d});  // randn(8, 32, d)
-    std::vector<int64_t> y = torch_rng::randint(0, vocab, size_t(B) * N);     // randint(0, V, (8, 32))
+    std::vector<int64_t> y = torch_rng::randint(0, vocab, size_t(B) * N);  // randint(0, V, (8, 32))
     cross_entropy(reshape(net(x), {-1, vocab}), y).backward();
     std::vector<double> g;  // b.attn.qkv.weight.grad.norm().item(): a float32 norm
     for (const auto& b : net.blocks) g.push_back(norm(b->attn.qkv.weight.grad()).item());
@@ -79,8 +79,10 @@ static void decoder_demo() {
     changed[5] = 19;
     Tensor logits2 = model.decode(changed, {1, T}, memory);
     std::printf("(a) causal 마스크: 5번 위치의 토큰을 바꾸면\n");
-    std::printf("    0~4번 위치 출력의 최대 차이: %s\n", py_repr(max_abs_diff(logits, logits2, 0, 5)).c_str());
-    std::printf("    5~7번 위치 출력의 최대 차이: %s\n", fixed(max_abs_diff(logits, logits2, 5, T), 4).c_str());
+    std::printf("    0~4번 위치 출력의 최대 차이: %s\n",
+                py_repr(max_abs_diff(logits, logits2, 0, 5)).c_str());
+    std::printf("    5~7번 위치 출력의 최대 차이: %s\n",
+                fixed(max_abs_diff(logits, logits2, 5, T), 4).c_str());
 
     // (b) Teacher forcing: the whole target goes in at once, every position is predicted.
     std::printf("(b) Teacher Forcing: 정답 %d개 토큰을 한 번에 넣은 순전파 1회 -> 로짓 %s,\n", T,
@@ -98,7 +100,8 @@ static void decoder_demo() {
 }
 
 int main(int argc, char** argv) {
-    cli::Parser cli("5-blocks", "Section 5: Post-LN vs Pre-LN gradients at initialisation; the decoder");
+    cli::Parser cli("5-blocks",
+                    "Section 5: Post-LN vs Pre-LN gradients at initialisation; the decoder");
     std::vector<int> depths = {6, 12, 24};
     int init_seed = 0, data_seed = 1, d_model = 64, heads = 4, vocab = 50, digits = 1;
     std::string figure_dir = "figures";
@@ -115,10 +118,11 @@ int main(int argc, char** argv) {
     cli.flag("--no-decoder", no_decoder, "print only the table");
     cli.parse(argc, argv);
     for (int L : depths)
-        if (L < 1 || L > 256) cli.fail("--depths: " + std::to_string(L) + " blocks is not in 1..256");
+        if (L < 1 || L > 256)
+            cli.fail("--depths: " + std::to_string(L) + " blocks is not in 1..256");
     if (d_model < 1 || heads < 1 || d_model % heads != 0)
-        cli.fail("--d-model " + std::to_string(d_model) + " must be a positive multiple of --heads " +
-                 std::to_string(heads));
+        cli.fail("--d-model " + std::to_string(d_model) +
+                 " must be a positive multiple of --heads " + std::to_string(heads));
     if (vocab < 2) cli.fail("--vocab must be at least 2");
     if (digits < 0 || digits > 17) cli.fail("--digits must be in 0..17");
 

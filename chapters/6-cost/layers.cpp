@@ -172,7 +172,8 @@ size_t AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_mode
 LstmLayer::LstmLayer(int d_)
     : d(d_), W_ih((size_t)4 * d_ * d_), W_hh((size_t)4 * d_ * d_), b((size_t)4 * d_),
       dW_ih((size_t)4 * d_ * d_), dW_hh((size_t)4 * d_ * d_), db((size_t)4 * d_) {
-    if (d <= 0) throw std::invalid_argument("LSTM width d = " + std::to_string(d) + " must be positive");
+    if (d <= 0)
+        throw std::invalid_argument("LSTM width d = " + std::to_string(d) + " must be positive");
 }
 
 const float* LstmLayer::forward(const float* x, int n, int B) {

@@ -62,7 +62,8 @@ void print_complexity(int d_model) {
                               {"층당 연산량", "O(n·d²)", "O(n²·d)"},
                               {"순차적 연산 횟수", "O(n)", "O(1)"},
                               {"최장 의존 경로", "O(n)", "O(1)"}};
-    for (auto& r : rows) std::printf("%s%s%s\n", pad(r[0], 18).c_str(), pad(r[1], 10).c_str(), r[2]);
+    for (auto& r : rows)
+        std::printf("%s%s%s\n", pad(r[0], 18).c_str(), pad(r[1], 10).c_str(), r[2]);
     std::printf("\n");
 
     // Per-layer cost: RNN n*d^2, self-attention n^2*d. They are equal where n = d.
@@ -161,8 +162,9 @@ Cell run_cell(Method method, int n, const Config& cfg) {
         const int total = cfg.warmup + cfg.repeat;
         double seconds = 0, peak = 0;
         for (int r = 0; r < total; r++) {
-            std::fprintf(stderr, "%s  n = %d, %s: %s %d/%d%s", tty ? "\r\033[K" : "", n, method_name(method),
-                         r < cfg.warmup ? "워밍업" : "측정", r < cfg.warmup ? r + 1 : r - cfg.warmup + 1,
+            std::fprintf(stderr, "%s  n = %d, %s: %s %d/%d%s", tty ? "\r\033[K" : "", n,
+                         method_name(method), r < cfg.warmup ? "워밍업" : "측정",
+                         r < cfg.warmup ? r + 1 : r - cfg.warmup + 1,
                          r < cfg.warmup ? cfg.warmup : cfg.repeat, tty ? "" : "\n");
             std::fflush(stderr);
             mem::reset_peak();
@@ -186,7 +188,8 @@ Cell run_cell(Method method, int n, const Config& cfg) {
 std::string format_cell(const Cell& c) {
     char buf[64];
     if (c.skipped) {  // the GPU path reports no prediction, only that it did not fit
-        if (c.predicted_mb > 0) std::snprintf(buf, sizeof buf, "건너뜀(예상 %.0f MB)", c.predicted_mb);
+        if (c.predicted_mb > 0)
+            std::snprintf(buf, sizeof buf, "건너뜀(예상 %.0f MB)", c.predicted_mb);
         else std::snprintf(buf, sizeof buf, "건너뜀(메모리 부족)");
         return pad_left(buf, 24);
     }
@@ -208,9 +211,12 @@ int main(int argc, char** argv) {
     std::string figure_dir = "figures";
     bool no_figures = false;
 
-    cli::Parser cli("6-cost", "Section 6: the cost of attention (complexity table, benchmark, figure 3)");
-    cli.option("--device", device, "cpu, or cuda (in build/bin/6-cost-cuda, built when nvcc is present)");
-    cli.option("--seq-lens", seq_lens, "sequence lengths n (the article: 128,256,512,1024,2048,4096)");
+    cli::Parser cli("6-cost",
+                    "Section 6: the cost of attention (complexity table, benchmark, figure 3)");
+    cli.option("--device", device,
+               "cpu, or cuda (in build/bin/6-cost-cuda, built when nvcc is present)");
+    cli.option("--seq-lens", seq_lens,
+               "sequence lengths n (the article: 128,256,512,1024,2048,4096)");
     cli.option("--batch", cfg.batch, "batch size");
     cli.option("--d-model", cfg.d_model, "model width (the LSTM's input and hidden width too)");
     cli.option("--heads", cfg.heads, "attention heads");
@@ -233,11 +239,13 @@ int main(int argc, char** argv) {
     if (cfg.d_model < 1 || cfg.heads < 1 || cfg.d_model % cfg.heads != 0)
         cli.fail("--d-model must be a positive multiple of --heads");
     if (device == "cuda" && cfg.d_model / cfg.heads > 128)
-        cli.fail("--device cuda: the fused kernels take heads up to 128 wide, and d_model / heads = " +
-                 std::to_string(cfg.d_model / cfg.heads) + "; use more --heads");
+        cli.fail(
+            "--device cuda: the fused kernels take heads up to 128 wide, and d_model / heads = " +
+            std::to_string(cfg.d_model / cfg.heads) + "; use more --heads");
     if (cfg.warmup < 0) cli.fail("--warmup must be 0 or more");
     if (cfg.repeat < 1) cli.fail("--repeat must be at least 1");
-    if (mem_limit_mb < 0) cli.fail("--mem-limit must be 0 (physical memory) or a positive number of MB");
+    if (mem_limit_mb < 0)
+        cli.fail("--mem-limit must be 0 (physical memory) or a positive number of MB");
     cfg.limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * kMiB : mem::physical_bytes();
 
     print_complexity(cfg.d_model);
@@ -273,7 +281,8 @@ int main(int argc, char** argv) {
         const int n = seq_lens[k];
         std::vector<Cell> row;
         for (int m = 0; m < 3; m++) {
-            row.push_back(device == "cuda" ? cuda_cells[k][size_t(m)] : run_cell(kMethods[m], n, cfg));
+            row.push_back(device == "cuda" ? cuda_cells[k][size_t(m)]
+                                           : run_cell(kMethods[m], n, cfg));
             any_skipped |= row.back().skipped;
         }
         std::printf("%6d | %s | %s | %s\n", n, format_cell(row[0]).c_str(),
@@ -282,8 +291,9 @@ int main(int argc, char** argv) {
         cells.push_back(row);
     }
     if (any_skipped && device == "cpu")
-        std::printf("(건너뜀: 예상 최대 메모리가 한도 %.0f MB 또는 지금 쓸 수 있는 메모리를 넘는 항목)\n",
-                    cfg.limit_bytes / kMiB);
+        std::printf(
+            "(건너뜀: 예상 최대 메모리가 한도 %.0f MB 또는 지금 쓸 수 있는 메모리를 넘는 항목)\n",
+            cfg.limit_bytes / kMiB);
     if (any_skipped && device == "cuda")
         std::printf("(건너뜀: GPU 메모리 %.0f MB에 들어가지 않는 항목)\n", memory_mb);
 

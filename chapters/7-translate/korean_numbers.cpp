@@ -30,7 +30,11 @@ std::vector<std::string> syllables(const std::string& text) {
     std::vector<std::string> out;
     for (size_t i = 0; i < text.size();) {
         unsigned char c = static_cast<unsigned char>(text[i]);
-        size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+        size_t len = c < 0x80           ? 1
+                     : (c >> 5) == 0x6  ? 2
+                     : (c >> 4) == 0xE  ? 3
+                     : (c >> 3) == 0x1E ? 4
+                                        : 0;
         if (len == 0 || i + len > text.size())
             throw std::invalid_argument("syllables: malformed UTF-8 at byte " + std::to_string(i) +
                                         " of \"" + text + "\"");

@@ -134,10 +134,10 @@ static Tensor batch_loss(const EncoderDecoder& model, const Batch& b) {
     return cross_entropy(reshape(logits, {b.B * b.T, TGT_VOCAB}), b.tgt_out, IGNORE);
 }
 
-// ---- greedy decoding, many sentences at once -----------------------------------------------------
-// EncoderDecoder::greedy_decode_batch (chapters/5-blocks/decoder.cpp): the encoder runs once for the batch, then
-// each step feeds every sentence's prefix through the decoder together and appends each
-// sentence's most likely next token, from <시작> until <끝>.
+// ---- greedy decoding, many sentences at once --------------------------------------------------
+// EncoderDecoder::greedy_decode_batch (chapters/5-blocks/decoder.cpp): the encoder runs once for
+// the batch, then each step feeds every sentence's prefix through the decoder together and
+// appends each sentence's most likely next token, from <시작> until <끝>.
 static std::vector<std::vector<int64_t>> greedy_decode_batch(const EncoderDecoder& model,
                                                              const std::vector<int64_t>& numbers) {
     Batch b = make_batch(numbers, false);
@@ -176,8 +176,8 @@ int main(int argc, char** argv) {
     if (pre_ln && post_ln) cli.fail("--pre-ln and --post-ln exclude each other; give one");
     if (layers < 1 || layers > 24) cli.fail("--layers must be in 1..24");
     if (d_model < 1 || heads < 1 || d_model % heads != 0)
-        cli.fail("--d-model " + std::to_string(d_model) + " must be a positive multiple of --heads " +
-                 std::to_string(heads));
+        cli.fail("--d-model " + std::to_string(d_model) +
+                 " must be a positive multiple of --heads " + std::to_string(heads));
     if (steps < 0) cli.fail("--steps must be >= 0");
     if (batch < 1) cli.fail("--batch must be >= 1");
     if (warmup < 1) cli.fail("--warmup must be >= 1");
@@ -237,10 +237,12 @@ int main(int argc, char** argv) {
     // embedding and the positional encoding start at the same size.
     for (Tensor* E : {&model.src_embed.weight, &model.tgt_embed.weight})
         for (int64_t i = 0; i < E->numel(); i++) E->data()[i] /= std::sqrt(float(d_model));
-    std::printf("과제: 한자어 수사 -> 아라비아 숫자 (1 ~ %lld), 학습 %zu개, 평가 %zu개 (학습에 없음)\n",
-                (long long)kn::max_value, train.size(), heldout.size());
+    std::printf(
+        "과제: 한자어 수사 -> 아라비아 숫자 (1 ~ %lld), 학습 %zu개, 평가 %zu개 (학습에 없음)\n",
+        (long long)kn::max_value, train.size(), heldout.size());
     std::printf("모델: 인코더 %d층 + 디코더 %d층, d_model = %d, 헤드 %d개, %s, 파라미터 %lld개\n",
-                layers, layers, d_model, heads, placement_name(placement), (long long)model.num_parameters());
+                layers, layers, d_model, heads, placement_name(placement),
+                (long long)model.num_parameters());
 
     std::vector<double> losses;
     if (!load_path.empty()) {
@@ -260,8 +262,9 @@ int main(int argc, char** argv) {
         }
         std::printf("가중치를 %s에서 불러왔습니다 (학습 생략)\n", load_path.c_str());
     } else {
-        std::printf("학습: %d스텝, 배치 %d문장, Adam(0.9, 0.98, 1e-9), warm-up %d스텝, lr 배율 %g\n",
-                    steps, batch, warmup, lr);
+        std::printf(
+            "학습: %d스텝, 배치 %d문장, Adam(0.9, 0.98, 1e-9), warm-up %d스텝, lr 배율 %g\n", steps,
+            batch, warmup, lr);
         optim::Adam adam(model.parameters());
         torch_rng::Generator order_gen(uint64_t(seed) + 1);  // the training order
         shuffle(train, order_gen);
@@ -322,9 +325,10 @@ int main(int argc, char** argv) {
     }
 
     if (!save_path.empty()) {
-        serialize::HParams hp = {{"layers", layers},         {"d_model", d_model},
-                                 {"n_heads", heads},         {"pre_ln", placement == LnPlacement::PreLN},
-                                 {"src_vocab", SRC_VOCAB},   {"tgt_vocab", TGT_VOCAB}};
+        serialize::HParams hp = {
+            {"layers", layers},       {"d_model", d_model},
+            {"n_heads", heads},       {"pre_ln", placement == LnPlacement::PreLN},
+            {"src_vocab", SRC_VOCAB}, {"tgt_vocab", TGT_VOCAB}};
         serialize::Named tensors = model.named_parameters();
         std::vector<float> lv(losses.begin(), losses.end());
         tensors.push_back({"history.loss", Tensor::from(lv, {int64_t(lv.size())})});
@@ -387,7 +391,7 @@ int main(int argc, char** argv) {
     return 0;
 }
 
-// ---- the figure ----------------------------------------------------------------------------------
+// ---- the figure --------------------------------------------------------------------------------
 static void draw_figure(const std::vector<double>& losses, const EncoderDecoder& model,
                         int64_t example, const std::string& path) {
     plot::Figure fig(losses.empty() ? 6 : 12, 4.5, 150);
