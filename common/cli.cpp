@@ -45,13 +45,15 @@ bool parse_int_list(const std::string& s, std::vector<int>& out) {
     return true;
 }
 
-static std::string join(const std::vector<int>& v) {
+namespace {
+
+std::string join(const std::vector<int>& v) {
     std::string s;
     for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + std::to_string(v[i]);
     return s;
 }
 
-static std::string shortest(double v) {
+std::string shortest(double v) {
     char buf[64];
     for (int prec = 1; prec <= 17; prec++) {
         std::snprintf(buf, sizeof buf, "%.*g", prec, v);
@@ -59,8 +61,6 @@ static std::string shortest(double v) {
     }
     return buf;
 }
-
-namespace {
 
 char g_program[64] = "program";  // for the handler below, which may run when memory is gone
 

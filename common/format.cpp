@@ -89,8 +89,8 @@ struct Formatter {
     }
 };
 
-constexpr int kLinewidth = 80, kEdge = 3;
-constexpr int64_t kThreshold = 1000;
+constexpr int LINEWIDTH = 80, EDGE_ITEMS = 3;
+constexpr int64_t THRESHOLD = 1000;
 
 std::string tensor_str(const float* p, const Shape& shape, size_t d, int indent, bool summarize,
                        const Formatter& fmt) {
@@ -98,14 +98,14 @@ std::string tensor_str(const float* p, const Shape& shape, size_t d, int indent,
     int64_t stride = 1;
     for (size_t k = d + 1; k < shape.size(); k++) stride *= shape[k];
     std::vector<int64_t> rows;
-    bool gap = summarize && n > 2 * kEdge;
+    bool gap = summarize && n > 2 * EDGE_ITEMS;
     for (int64_t i = 0; i < n; i++)
-        if (!gap || i < kEdge || i >= n - kEdge) rows.push_back(i);
+        if (!gap || i < EDGE_ITEMS || i >= n - EDGE_ITEMS) rows.push_back(i);
     if (d + 1 == shape.size()) {  // a vector: wrap elements at the line width
-        size_t per_line = std::max<size_t>(1, (kLinewidth - indent) / (fmt.width + 2));
+        size_t per_line = std::max<size_t>(1, (LINEWIDTH - indent) / (fmt.width + 2));
         std::vector<std::string> items;
         for (int64_t i : rows) {
-            if (gap && i == n - kEdge) items.push_back(" ...");
+            if (gap && i == n - EDGE_ITEMS) items.push_back(" ...");
             items.push_back(fmt.format(p[i]));
         }
         std::string out = "[";
@@ -120,7 +120,7 @@ std::string tensor_str(const float* p, const Shape& shape, size_t d, int indent,
     bool first = true;
     for (int64_t i : rows) {
         if (!first) out += sep;
-        if (gap && i == n - kEdge) out += "..." + sep;
+        if (gap && i == n - EDGE_ITEMS) out += "..." + sep;
         out += tensor_str(p + i * stride, shape, d + 1, indent + 1, summarize, fmt);
         first = false;
     }
@@ -132,7 +132,7 @@ std::string tensor_str(const float* p, const Shape& shape, size_t d, int indent,
 std::string torch_str(const Tensor& t) {
     const std::string prefix = "tensor(";
     std::vector<float> v = t.to_vector();
-    bool summarize = t.numel() > kThreshold;
+    bool summarize = t.numel() > THRESHOLD;
     // Like torch, only the printed (edge) elements decide the format when summarising.
     std::vector<float> shown;
     if (summarize && t.dim() > 0) {
@@ -143,7 +143,7 @@ std::string torch_str(const Tensor& t) {
             for (int d = t.dim() - 1; d >= 0; d--) {
                 int64_t k = rest % t.shape()[d], n = t.shape()[d];
                 rest /= n;
-                if (n > 2 * kEdge && k >= kEdge && k < n - kEdge) edge = false;
+                if (n > 2 * EDGE_ITEMS && k >= EDGE_ITEMS && k < n - EDGE_ITEMS) edge = false;
             }
             if (edge) shown.push_back(v[i]);
         }

@@ -158,9 +158,9 @@ template <bool DirectA, int... I>
 constexpr auto make_kernels(std::integer_sequence<int, I...>) {
     return std::array<Kernel, sizeof...(I)>{&micro_kernel<I + 1, DirectA>...};
 }
-// kernels[m - 1] handles a tile of m rows of packed A; kernels_direct_a of A in place.
-constexpr auto kernels = make_kernels<false>(std::make_integer_sequence<int, MR>{});
-constexpr auto kernels_direct_a = make_kernels<true>(std::make_integer_sequence<int, MR>{});
+// KERNELS[m - 1] handles a tile of m rows of packed A; KERNELS_DIRECT_A of A in place.
+constexpr auto KERNELS = make_kernels<false>(std::make_integer_sequence<int, MR>{});
+constexpr auto KERNELS_DIRECT_A = make_kernels<true>(std::make_integer_sequence<int, MR>{});
 
 // Element (i, k) of op(A) and (k, j) of op(B).
 inline float at_a(const float* A, int lda, bool trans_a, int i, int k) {
@@ -308,12 +308,12 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
                             const int i = ir * MR;
                             const int m = std::min(MR, M - i);
                             if (direct_a)  // op(A)[i, pc] where it lies
-                                kernels_direct_a[m - 1](
+                                KERNELS_DIRECT_A[m - 1](
                                     kc, trans_a ? A + (long)pc * lda + i : A + (long)i * lda + pc,
                                     trans_a ? 1 : lda, trans_a ? lda : 1, b, NR,
                                     C + (long)i * ldc + j, ldc, n, scale);
                             else
-                                kernels[m - 1](kc, Ap + (long)(ir - ib) * kc * MR, 0, 0, b, NR,
+                                KERNELS[m - 1](kc, Ap + (long)(ir - ib) * kc * MR, 0, 0, b, NR,
                                                C + (long)i * ldc + j, ldc, n, scale);
                         }
                     }
@@ -365,7 +365,7 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
                 for (int ir = 0; ir < row_panels; ir++) {
                     const int i = ir * MR;
                     const int m = std::min(MR, M - i);
-                    kernels[m - 1](kc, Ap_k + (long)ir * kc * MR, 0, 0, b, b_stride,
+                    KERNELS[m - 1](kc, Ap_k + (long)ir * kc * MR, 0, 0, b, b_stride,
                                    C + (long)i * ldc + j, ldc, n, scale);
                 }
             }
@@ -416,7 +416,7 @@ void sgemm_packed_b(bool trans_a, int M, int N, int K, float alpha, const float*
             const int m = std::min(MR, M - i);
             const float* a = trans_a ? A + (long)pc * lda + i : A + (long)i * lda + pc;
             for (int j = 0; j < N; j += NR)
-                kernels_direct_a[m - 1](kc, a, trans_a ? 1 : lda, trans_a ? lda : 1,
+                KERNELS_DIRECT_A[m - 1](kc, a, trans_a ? 1 : lda, trans_a ? lda : 1,
                                         Bp + (j / NR) * panel_stride + (long)pc * NR, NR,
                                         C + (long)i * ldc + j, ldc, std::min(NR, N - j), scale);
         }

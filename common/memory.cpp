@@ -11,7 +11,11 @@
 
 namespace mem {
 
-static std::atomic<size_t> g_current{0}, g_peak{0};
+namespace {
+
+std::atomic<size_t> g_current{0}, g_peak{0};
+
+}  // namespace
 
 size_t current_bytes() { return g_current.load(); }
 size_t peak_bytes() { return g_peak.load(); }
@@ -31,10 +35,14 @@ struct Cache {
     size_t limit = 0;  // at most this many bytes are kept: 1/8 of physical memory, <= 4 GiB
     Cache() { limit = (size_t)std::min(physical_bytes() / 8, 4.0 * (1 << 30)); }
 };
-static Cache& cache() {
+namespace {
+
+Cache& cache() {
     static Cache* c = new Cache;  // never destroyed: buffers may be released during exit
     return *c;
 }
+
+}  // namespace
 
 void empty_cache() {
     Cache& c = cache();

@@ -34,7 +34,7 @@ float* grad_of(const Tensor& t) {
     return t.defined() && t.impl->requires_grad ? t.impl->grad_data() : nullptr;
 }
 
-constexpr int64_t kParallel = 1 << 15;  // elementwise loops below this size stay serial
+constexpr int64_t PARALLEL = 1 << 15;  // elementwise loops below this size stay serial
 
 // ---- broadcasting ----------------------------------------------------------------------------
 // For an output element i, input a's element is ia and b's is ib. Common cases get fast paths.
@@ -128,7 +128,7 @@ Tensor binary(const Tensor& a, const Tensor& b, const char* op, F f, DA dfa, DB 
     const float *x = a.data(), *y = b.data();
     float* o = out.data();
     if (bc.kind == Broadcast::same) {
-        #pragma omp parallel for if (bc.n > kParallel)
+#pragma omp parallel for if (bc.n > PARALLEL)
         for (int64_t i = 0; i < bc.n; i++) o[i] = f(x[i], y[i]);
     } else {
         for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) { o[i] = f(x[ia], y[ib]); });
@@ -150,7 +150,7 @@ Tensor unary(const Tensor& x, const char* op, F f, DF df) {
     const float* in = x.data();
     float* o = out.data();
     const int64_t n = x.numel();
-    #pragma omp parallel for if (n > kParallel)
+#pragma omp parallel for if (n > PARALLEL)
     for (int64_t i = 0; i < n; i++) o[i] = f(in[i]);
     return record(out, op, {x}, [x, df](TensorImpl& self) {
         const float *in = x.data(), *o = self.data->data(), *g = self.grad->data();
@@ -206,8 +206,8 @@ void permute_copy(const float* src, const Shape& in_shape, const std::vector<int
             }
         }
     };
-    if (n > kParallel && !omp_in_parallel()) {
-        #pragma omp parallel
+    if (n > PARALLEL && !omp_in_parallel()) {
+#pragma omp parallel
         {
             const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
             rows(outer * t / T, outer * (t + 1) / T);
@@ -222,10 +222,10 @@ void permute_copy(const float* src, const Shape& in_shape, const std::vector<int
 // and sgemm's parallel region cost more than the arithmetic. Each element is computed exactly
 // as sgemm's micro-kernel does (fma over k in order from 0, then C + acc), so the results are
 // bit-identical to sgemm's.
-constexpr int64_t kSmall = 64;  // M, N, K up to this take the direct loop
+constexpr int64_t SMALL_DIM = 64;  // M, N, K up to this take the direct loop
 void small_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A,
                   const float* B, float* C, bool accumulate) {
-    float acc[kSmall], Bt[kSmall * kSmall];
+    float acc[SMALL_DIM], Bt[SMALL_DIM * SMALL_DIM];
     if (tb) {  // B (N, K) -> (K, N), so the loop below runs along contiguous rows of B
         for (int64_t k = 0; k < K; k++)
             for (int64_t j = 0; j < N; j++) Bt[k * N + j] = B[j * K + k];
@@ -344,8 +344,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) { jobs.push_back({i, ia, ib}); });
         const float *A = a.data(), *B = b.data();
         float* C = out.data();
-        const bool small = M <= kSmall && N <= kSmall && K <= kSmall;
-        #pragma omp parallel for if (jobs.size() > 1 && M * N * K < (1 << 21) && !small)
+        const bool small = M <= SMALL_DIM && N <= SMALL_DIM && K <= SMALL_DIM;
+#pragma omp parallel for if (jobs.size() > 1 && M * N * K < (1 << 21) && !small)
         for (size_t j = 0; j < jobs.size(); j++) {
             auto [i, ia, ib] = jobs[j];
             if (small)
@@ -367,7 +367,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                           1.0f, gB, int(N));
             return;
         }
-        const bool small = M <= kSmall && N <= kSmall && K <= kSmall;
+        const bool small = M <= SMALL_DIM && N <= SMALL_DIM && K <= SMALL_DIM;
         for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) {
             if (small) {
                 if (gA) small_matmul(false, true, M, K, N, G + i * M * N, B + ib * K * N,
@@ -488,11 +488,15 @@ Tensor transpose(const Tensor& x, int d0, int d1) {
 }
 
 // ---- softmax and masking -----------------------------------------------------------------------
-static void check_last(const Tensor& x, int dim, const char* op) {
+namespace {
+
+void check_last(const Tensor& x, int dim, const char* op) {
     if (x.dim() == 0 || normalize_dim(dim, x.dim(), op) != x.dim() - 1)
         fail(op, "only the last dim is supported, got dim " + std::to_string(dim) +
                      " for shape " + shape_str(x.shape()));
 }
+
+}  // namespace
 
 Tensor softmax(const Tensor& x, int dim) {
     check_last(x, dim, "softmax");
@@ -500,7 +504,7 @@ Tensor softmax(const Tensor& x, int dim) {
     Tensor out = Tensor::empty(x.shape());
     const float* in = x.data();
     float* p = out.data();
-    #pragma omp parallel for if (x.numel() > kParallel)
+#pragma omp parallel for if (x.numel() > PARALLEL)
     for (int64_t r = 0; r < R; r++) {
         const float* row = in + r * C;
         float* pr = p + r * C;
@@ -515,7 +519,7 @@ Tensor softmax(const Tensor& x, int dim) {
         // dx = p * (g - sum_j g_j p_j): the Jacobian diag(p) - p p^T applied to g.
         const float *p = self.data->data(), *g = self.grad->data();
         float* gx = grad_of(x);
-        #pragma omp parallel for if (R * C > kParallel)
+#pragma omp parallel for if (R * C > PARALLEL)
         for (int64_t r = 0; r < R; r++) {
             double dot = 0;
             for (int64_t j = 0; j < C; j++) dot += double(g[r * C + j]) * p[r * C + j];
@@ -639,7 +643,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
     auto mean_rstd = std::make_shared<std::vector<float>>(2 * R);  // per row: mean, 1/std
     const float* in = x.data();
     float* o = out.data();
-    #pragma omp parallel for if (x.numel() > kParallel)
+#pragma omp parallel for if (x.numel() > PARALLEL)
     for (int64_t r = 0; r < R; r++) {
         const float* row = in + r * D;
         double m = 0, v = 0;

@@ -11,8 +11,8 @@ namespace serialize {
 
 namespace {
 
-constexpr char kMagic[8] = {'X', 'F', 'M', 'R', 'W', 'T', 'S', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr char MAGIC[8] = {'X', 'F', 'M', 'R', 'W', 'T', 'S', '\0'};
+constexpr uint32_t FORMAT_VERSION = 1;
 
 uint64_t fnv1a(const uint8_t* p, size_t n) {
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -74,8 +74,8 @@ int64_t Checkpoint::get(const std::string& name) const {
 
 void save(const std::string& path, const HParams& hparams, const Named& tensors) {
     Writer w;
-    w.bytes.insert(w.bytes.end(), kMagic, kMagic + 8);
-    w.put<uint32_t>(kVersion);
+    w.bytes.insert(w.bytes.end(), MAGIC, MAGIC + 8);
+    w.put<uint32_t>(FORMAT_VERSION);
     w.put<uint32_t>(uint32_t(hparams.size()));
     for (const auto& [name, value] : hparams) {
         w.put_name(name);
@@ -117,16 +117,16 @@ Checkpoint load(const std::string& path) {
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)),
                                std::istreambuf_iterator<char>());
     Reader r{bytes, 0, bytes.size(), path};
-    if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    if (bytes.size() < 8 || std::memcmp(bytes.data(), MAGIC, 8) != 0)
         r.fail("not a weights file (bad magic; expected one written by --save)");
     if (bytes.size() < 8 + 4 + 8)
         r.fail("truncated file (" + std::to_string(bytes.size()) + " bytes)");
     r.pos = 8;
     r.end = bytes.size() - 8;  // the checksum trails the body
     uint32_t version = r.get<uint32_t>("the version");
-    if (version != kVersion)
+    if (version != FORMAT_VERSION)
         r.fail("version " + std::to_string(version) + ", this program reads version " +
-               std::to_string(kVersion));
+               std::to_string(FORMAT_VERSION));
 
     Checkpoint ck;
     uint32_t nh = r.get<uint32_t>("the hyper-parameter count");

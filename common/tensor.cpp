@@ -64,10 +64,14 @@ Tensor Tensor::arange(int64_t n) {
 }
 
 // ---- inspection ----------------------------------------------------------------------------
-static TensorImpl& checked(const std::shared_ptr<TensorImpl>& p) {
+namespace {
+
+TensorImpl& checked(const std::shared_ptr<TensorImpl>& p) {
     if (!p) throw std::invalid_argument("use of an undefined tensor");
     return *p;
 }
+
+}  // namespace
 
 const Shape& Tensor::shape() const { return checked(impl).shape; }
 int64_t Tensor::numel() const { return checked(impl).numel; }
@@ -138,7 +142,12 @@ Tensor Tensor::detach() const {
     return t;
 }
 
-static thread_local bool g_grad_enabled = true;
+namespace {
+
+thread_local bool g_grad_enabled = true;
+
+}  // namespace
+
 bool grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }

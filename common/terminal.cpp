@@ -22,17 +22,17 @@ struct Range {
 
 // Zero-width: combining marks, Hangul conjoining vowels and finals (they merge into the
 // preceding initial consonant), zero-width spaces and joiners, variation selectors.
-constexpr Range kZero[] = {
-    {0x0300, 0x036F}, {0x0483, 0x0489}, {0x0591, 0x05BD}, {0x0610, 0x061A}, {0x064B, 0x065F},
-    {0x0E31, 0x0E31}, {0x0E34, 0x0E3A}, {0x1160, 0x11FF}, {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF},
-    {0x200B, 0x200F}, {0x2028, 0x202E}, {0x2060, 0x2064}, {0x20D0, 0x20FF}, {0x302A, 0x302D},
-    {0x3099, 0x309A}, {0xD7B0, 0xD7FF}, {0xFE00, 0xFE0F}, {0xFE20, 0xFE2F}, {0xFEFF, 0xFEFF},
+constexpr Range ZERO_WIDTH[] = {
+    {0x0300, 0x036F},   {0x0483, 0x0489}, {0x0591, 0x05BD}, {0x0610, 0x061A}, {0x064B, 0x065F},
+    {0x0E31, 0x0E31},   {0x0E34, 0x0E3A}, {0x1160, 0x11FF}, {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF},
+    {0x200B, 0x200F},   {0x2028, 0x202E}, {0x2060, 0x2064}, {0x20D0, 0x20FF}, {0x302A, 0x302D},
+    {0x3099, 0x309A},   {0xD7B0, 0xD7FF}, {0xFE00, 0xFE0F}, {0xFE20, 0xFE2F}, {0xFEFF, 0xFEFF},
     {0xE0100, 0xE01EF},
 };
 
 // Two columns: Hangul (jamo initials, compatibility jamo, syllables), CJK ideographs, kana,
 // fullwidth forms and the emoji blocks terminals draw wide.
-constexpr Range kWide[] = {
+constexpr Range DOUBLE_WIDTH[] = {
     {0x1100, 0x115F},   {0x231A, 0x231B},   {0x2329, 0x232A},   {0x23E9, 0x23EC},
     {0x23F0, 0x23F0},   {0x23F3, 0x23F3},   {0x25FD, 0x25FE},   {0x2614, 0x2615},
     {0x2648, 0x2653},   {0x267F, 0x267F},   {0x2693, 0x2693},   {0x26A1, 0x26A1},
@@ -79,8 +79,8 @@ int codepoint_width(char32_t c) {
     if (c == 0) return 0;
     if (c < 0x20 || (c >= 0x7F && c < 0xA0)) return -1;
     if (c < 0x300) return 1;  // the common case: ASCII and Latin-1
-    if (in(kZero, c)) return 0;
-    if (in(kWide, c)) return 2;
+    if (in(ZERO_WIDTH, c)) return 0;
+    if (in(DOUBLE_WIDTH, c)) return 2;
     return 1;
 }
 
@@ -425,7 +425,7 @@ char g_enter_seq[64];
 size_t g_enter_len = 0;
 
 // Leave mouse reporting, show the cursor, leave the alternate screen.
-constexpr char kLeaveSeq[] = "\x1b[?1006l\x1b[?1000l\x1b[0m\x1b[?25h\x1b[?1049l";
+constexpr char LEAVE_SEQ[] = "\x1b[?1006l\x1b[?1000l\x1b[0m\x1b[?25h\x1b[?1049l";
 
 void write_all(const char* p, size_t n) {
     while (n > 0) {
@@ -443,7 +443,7 @@ void write_all(const char* p, size_t n) {
 void restore_now() {
     if (!g_active) return;
     g_active = 0;
-    write_all(kLeaveSeq, sizeof kLeaveSeq - 1);
+    write_all(LEAVE_SEQ, sizeof LEAVE_SEQ - 1);
     ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &g_saved);
 }
 

@@ -441,9 +441,11 @@ attention_fused_backward_kernel(const float* Q, const float* K, const float* V, 
 }
 
 // ---- host ----------------------------------------------------------------------------------
+namespace {
+
 // float4 global accesses are safe when every row starts 16-byte aligned: aligned base
 // pointers (cudaMalloc gives 256 bytes; a caller's offset view may not) and d_k % 4 == 0.
-static bool fa_vectorisable(int d_k, std::initializer_list<const void*> ptrs) {
+bool fa_vectorisable(int d_k, std::initializer_list<const void*> ptrs) {
     if (d_k % 4 != 0) return false;
     for (const void* p : ptrs)
         if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
@@ -451,8 +453,8 @@ static bool fa_vectorisable(int d_k, std::initializer_list<const void*> ptrs) {
 }
 
 template <int D>
-static void fused_forward_launch(const float* Q, const float* K, const float* V, float* O,
-                                 float* L, int B, int h, int n, int d_k, bool causal) {
+void fused_forward_launch(const float* Q, const float* K, const float* V, float* O, float* L, int B,
+                          int h, int n, int d_k, bool causal) {
     const size_t smem = fused_forward_smem<D>();
     CUDA_CHECK(cudaFuncSetAttribute(attention_fused_forward_kernel<D>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -462,10 +464,9 @@ static void fused_forward_launch(const float* Q, const float* K, const float* V,
 }
 
 template <int D>
-static void fused_backward_launch(const float* Q, const float* K, const float* V,
-                                  const float* dO, const float* L, const float* Dvec, float* dQ,
-                                  float* dK, float* dV, int B, int h, int n, int d_k,
-                                  bool causal) {
+void fused_backward_launch(const float* Q, const float* K, const float* V, const float* dO,
+                           const float* L, const float* Dvec, float* dQ, float* dK, float* dV,
+                           int B, int h, int n, int d_k, bool causal) {
     const size_t smem = fused_backward_smem<D>();
     CUDA_CHECK(cudaFuncSetAttribute(attention_fused_backward_kernel<D>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -475,11 +476,13 @@ static void fused_backward_launch(const float* Q, const float* K, const float* V
                   fa_vectorisable(d_k, {Q, K, V, dO, dQ, dK, dV}));
 }
 
-static void check_head_dim(int d_k) {
+void check_head_dim(int d_k) {
     if (d_k < 1 || d_k > 128)
         throw std::invalid_argument("fused attention: d_k = " + std::to_string(d_k) +
                                     " is outside 1..128; use the naive path for wider heads");
 }
+
+}  // namespace
 
 void attention_fused_forward_cuda(const float* Q, const float* K, const float* V, float* O,
                                   float* L, int B, int h, int n, int d_k, bool causal) {

@@ -16,13 +16,17 @@
 #include <cstring>
 #include <vector>
 
-static gpu::Buffer<float> filled(size_t n, float scale) {
+namespace {
+
+gpu::Buffer<float> filled(size_t n, float scale) {
     std::vector<float> v(n);
     for (size_t i = 0; i < n; i++) v[i] = scale * float(int(i * 37 % 17) - 8) / 8;
     gpu::Buffer<float> d(n);
     CUDA_CHECK(cudaMemcpy(d.data(), v.data(), n * sizeof(float), cudaMemcpyHostToDevice));
     return d;
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
     const char* mode = argc > 1 ? argv[1] : "";

@@ -629,7 +629,7 @@ inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
 // refuse fails here too: at most 48 KB of dynamic shared memory unless the kernel opted in
 // with cudaFuncSetAttribute (up to sm_90's 227 KB), and the grid and block limits.
 namespace emu {
-constexpr size_t kDefaultDynamicShared = 48 * 1024, kMaxDynamicShared = 227 * 1024;
+constexpr size_t DEFAULT_DYNAMIC_SHARED = 48 * 1024, MAX_DYNAMIC_SHARED = 227 * 1024;
 inline std::mutex& attribute_mutex() {
     static std::mutex m;
     return m;
@@ -642,12 +642,12 @@ inline size_t dynamic_shared_limit(const void* kernel) {
     std::lock_guard<std::mutex> lock(attribute_mutex());
     for (const auto& [k, bytes] : dynamic_shared_optin())
         if (k == kernel) return bytes;
-    return kDefaultDynamicShared;
+    return DEFAULT_DYNAMIC_SHARED;
 }
 }  // namespace emu
 template <class... Args>
 inline cudaError_t cudaFuncSetAttribute(void (*kernel)(Args...), cudaFuncAttribute, int value) {
-    if (value < 0 || size_t(value) > ::emu::kMaxDynamicShared) return cudaErrorInvalidValue;
+    if (value < 0 || size_t(value) > ::emu::MAX_DYNAMIC_SHARED) return cudaErrorInvalidValue;
     std::lock_guard<std::mutex> lock(::emu::attribute_mutex());
     const void* k = reinterpret_cast<const void*>(kernel);
     for (auto& [kk, bytes] : ::emu::dynamic_shared_optin())

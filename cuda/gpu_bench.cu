@@ -24,7 +24,9 @@
 #include <string>
 #include <vector>
 
-static float time_ms(const std::function<void()>& f, int warmups = 2, int repeats = 5) {
+namespace {
+
+float time_ms(const std::function<void()>& f, int warmups = 2, int repeats = 5) {
     for (int i = 0; i < warmups; i++) f();
     cudaEvent_t a, b;
     CUDA_CHECK(cudaEventCreate(&a));
@@ -40,19 +42,24 @@ static float time_ms(const std::function<void()>& f, int warmups = 2, int repeat
     return ms / repeats;
 }
 
+}  // namespace
+
 __global__ void fill(float* p, long n, float s) {
     long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
     if (i < n) p[i] = s * float((i * 2654435761u) % 2001 - 1000) / 1000.0f;
 }
-static gpu::Buffer<float> filled(size_t n, float s) {
+namespace {
+
+gpu::Buffer<float> filled(size_t n, float s) {
     gpu::Buffer<float> b(n);
     launch_kernel(fill, dim3(ceil_div(long(n), 256)), dim3(256), 0, b.data(), long(n), s);
     return b;
 }
 
 // The issue's targets, one line each, printed together at the end (gpu-check's summary).
-static std::vector<std::string> g_targets;
-static void target(const std::string& what, double value, double at_least) {
+std::vector<std::string> g_targets;
+
+void target(const std::string& what, double value, double at_least) {
     char line[256];
     std::snprintf(line, sizeof line, "target %s: %.2f, at least %.3g: %s", what.c_str(), value,
                   at_least, value >= at_least ? "met" : "NOT MET");
@@ -60,7 +67,7 @@ static void target(const std::string& what, double value, double at_least) {
 }
 
 // max |a - b| over two device arrays of n floats, and max |b|.
-static void compare(const float* a, const float* b, size_t n, double& worst, double& scale) {
+void compare(const float* a, const float* b, size_t n, double& worst, double& scale) {
     std::vector<float> x(n), y(n);
     CUDA_CHECK(cudaMemcpy(x.data(), a, n * 4, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(y.data(), b, n * 4, cudaMemcpyDeviceToHost));
@@ -70,6 +77,8 @@ static void compare(const float* a, const float* b, size_t n, double& worst, dou
         scale = std::fmax(scale, std::fabs(double(y[i])));
     }
 }
+
+}  // namespace
 
 // --quick: every section at small sizes, for the emulator build the tests run (it checks this
 // program's shapes, strides and comparisons; its times mean nothing there).

@@ -70,8 +70,10 @@ __global__ void tanh_kernel(const float* a, float* out, int count) {
     if (idx < count) out[idx] = tanhf(a[idx]);
 }
 
-static void lstm_gates_unfused(const float* G, const float* b, const float* c_prev, float* gates,
-                               float* h_t, float* c_t, float* tmp, int B, int d) {
+namespace {
+
+void lstm_gates_unfused(const float* G, const float* b, const float* c_prev, float* gates,
+                        float* h_t, float* c_t, float* tmp, int B, int d) {
     const int rows = B, n4 = B * 4 * d, nd = B * d;
     const dim3 block(LSTM_THREADS);
     launch_kernel(add_bias_kernel, dim3(ceil_div(n4, LSTM_THREADS)), block, 0, G, b, gates, rows,
@@ -90,6 +92,8 @@ static void lstm_gates_unfused(const float* G, const float* b, const float* c_pr
     launch_kernel(tanh_kernel, grid, block, 0, c_t, tmp, nd);
     launch_kernel(mul_kernel, grid, block, 0, gates + 3 * d, 4 * d, tmp, d, h_t, rows, d);  // h
 }
+
+}  // namespace
 
 // dh = dh_out[t] + dh_rec (B, d); dc_next (B, d) in, dc_prev out (may alias);
 // gates_t (B, 4d), c_t, c_prev (B, d) -> dG (B, 4d) pre-activation gradients.

@@ -55,7 +55,11 @@ __global__ void permute_qkv_kernel(float* qkv, float* Q, float* K, float* V, int
     }
 }
 
-static dim3 permute_grid(long total) { return dim3(ceil_div(total, PERMUTE_THREADS)); }
+namespace {
+
+dim3 permute_grid(long total) { return dim3(ceil_div(total, PERMUTE_THREADS)); }
+
+}  // namespace
 
 void split_heads_cuda(const float* x, float* y, int B, int n, int h, int d_k) {
     long total = (long)B * n * h * d_k;

@@ -78,9 +78,11 @@ void column_sum_cuda(const float* x, float* out, int rows, int cols) {
                   0, x, out, rows, cols);
 }
 
-static int reduce_blocks(long n) {
-    return int(std::min<long>(1024, std::max(1L, (n + 1023) / 1024)));
-}
+namespace {
+
+int reduce_blocks(long n) { return int(std::min<long>(1024, std::max(1L, (n + 1023) / 1024))); }
+
+}  // namespace
 
 void sum_cuda(const float* x, float* out, long n) {
     CUDA_CHECK(cudaMemset(out, 0, sizeof(float)));

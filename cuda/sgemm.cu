@@ -393,22 +393,24 @@ sgemm_warp_tiled_kernel(int M, int N, int K, float alpha, const float* A, int ld
             }
 }
 
+namespace {
+
 // One instantiation per tile shape, transpose pair and alignment; the grid covers C in tiles.
 template <class T, bool TRANS_A, bool TRANS_B>
-static void launch_warp_tiled(bool vec, int M, int N, int K, float alpha, const float* A,
-                              int lda, long stride_a, const float* B, int ldb, long stride_b,
-                              float beta, float* C, int ldc, long stride_c, int batch) {
+void launch_warp_tiled(bool vec, int M, int N, int K, float alpha, const float* A, int lda,
+                       long stride_a, const float* B, int ldb, long stride_b, float beta, float* C,
+                       int ldc, long stride_c, int batch) {
     const dim3 grid(ceil_div(N, T::BN), ceil_div(M, T::BM), batch);
     auto kernel = vec ? sgemm_warp_tiled_kernel<T, TRANS_A, TRANS_B, true>
                       : sgemm_warp_tiled_kernel<T, TRANS_A, TRANS_B, false>;
     launch_kernel(kernel, grid, dim3(T::THREADS), 0, M, N, K, alpha, A, lda, stride_a, B, ldb,
                   stride_b, beta, C, ldc, stride_c);
 }
+
 template <class T>
-static void launch_warp_tiled(bool trans_a, bool trans_b, bool vec, int M, int N, int K,
-                              float alpha, const float* A, int lda, long stride_a,
-                              const float* B, int ldb, long stride_b, float beta, float* C,
-                              int ldc, long stride_c, int batch) {
+void launch_warp_tiled(bool trans_a, bool trans_b, bool vec, int M, int N, int K, float alpha,
+                       const float* A, int lda, long stride_a, const float* B, int ldb,
+                       long stride_b, float beta, float* C, int ldc, long stride_c, int batch) {
     auto launch = trans_a ? (trans_b ? launch_warp_tiled<T, true, true>
                                      : launch_warp_tiled<T, true, false>)
                           : (trans_b ? launch_warp_tiled<T, false, true>
@@ -416,6 +418,8 @@ static void launch_warp_tiled(bool trans_a, bool trans_b, bool vec, int M, int N
     launch(vec, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c,
            batch);
 }
+
+}  // namespace
 
 // ---- few rows: the LSTM's recurrent step ------------------------------------------------------
 // C with M <= 16 rows (one LSTM step: the batch rows times W_hh) is too thin for the tiles
@@ -491,11 +495,15 @@ sgemm_few_rows_nn_kernel(int M, int N, int K, float alpha, const float* A, int l
     }
 }
 
+namespace {
+
 // float4 accesses need 16-byte alignment at every row start of every batch element.
-static bool float4_aligned(const void* p, int ld, long stride, int batch) {
+bool float4_aligned(const void* p, int ld, long stride, int batch) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0 && ld % 4 == 0 &&
            (batch == 1 || stride % 4 == 0);
 }
+
+}  // namespace
 
 void sgemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                 int lda, const float* B, int ldb, float beta, float* C, int ldc, int batch,

@@ -68,7 +68,7 @@ double predicted_exact(Method m, int B, int n, int D, int h) {
     return (double)(p - sgemm_workspace_bytes_max());
 }
 
-constexpr Method kMethods[3] = {Method::naive, Method::fused, Method::lstm};
+constexpr Method METHODS[3] = {Method::naive, Method::fused, Method::lstm};
 
 }  // namespace
 
@@ -141,7 +141,7 @@ TEST_CASE("chapter6: the memory prediction matches measured runs") {
         int B, n, D, h;
     };
     for (Shape s : {Shape{2, 128, 512, 8}, Shape{2, 100, 64, 4}, Shape{3, 64, 96, 3}})
-        for (Method m : kMethods) {
+        for (Method m : METHODS) {
             CAPTURE(method_name(m));
             CAPTURE(s.B);
             CAPTURE(s.n);
@@ -160,7 +160,7 @@ TEST_CASE("chapter6: naive memory grows like n^2, fused and LSTM like n (measure
     std::vector<double> peak[3];
     for (int n : {256, 512, 1024})
         for (int k = 0; k < 3; k++)
-            peak[k].push_back((double)measured_peak(kMethods[k], B, n, D, h));
+            peak[k].push_back((double)measured_peak(METHODS[k], B, n, D, h));
     for (size_t k = 1; k < 3; k++) {
         CAPTURE(k);
         if (k >= 2) CHECK(peak[0][k] / peak[0][k - 1] >= 3.3);  // n >= 512 -> 2n
@@ -174,7 +174,7 @@ TEST_CASE(
     // From the validated prediction (the test above), without the workspace margin; running
     // these for real takes seconds and gigabytes.
     const int B = 8, D = 512, h = 8;
-    auto at = [&](int k, int n) { return predicted_exact(kMethods[k], B, n, D, h); };
+    auto at = [&](int k, int n) { return predicted_exact(METHODS[k], B, n, D, h); };
     // naive: x3.3 or more per doubling from n = 512 (the article: x3.4, x3.7)
     CHECK(at(0, 1024) / at(0, 512) >= 3.3);
     CHECK(at(0, 2048) / at(0, 1024) >= 3.3);

@@ -27,20 +27,20 @@
 namespace {
 
 #if defined(CUDA_DEVICE_BUILD)
-constexpr bool kEmulator = false;
+constexpr bool EMULATOR = false;
 bool gpu_visible() {
     int count = 0;
     return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 #else
-constexpr bool kEmulator = true;
+constexpr bool EMULATOR = true;
 bool gpu_visible() { return false; }
 #endif
 
 // Registers the same body twice: once for the emulator, once for a real device.
-#define CUDA_TEST(name, body)                                                          \
-    TEST_CASE("cuda emulator: " name * doctest::skip(!kEmulator)) { body(); }        \
-    TEST_CASE("cuda device: " name * doctest::skip(!gpu_visible())) { body(); }
+#define CUDA_TEST(name, body)                                               \
+    TEST_CASE("cuda emulator: " name* doctest::skip(!EMULATOR)) { body(); } \
+    TEST_CASE("cuda device: " name* doctest::skip(!gpu_visible())) { body(); }
 
 std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
     std::vector<float> v(n);
@@ -200,7 +200,7 @@ void device_memory_case() {
         gpu::Buffer<float> c(1000);  // the same rounded size: the cached block comes back
         CHECK(c.data() == first);
         CHECK(gpu::current_bytes() == base + 4000);
-        if (kEmulator)  // and reads as garbage (NaN) again, not as the zeros written before
+        if (EMULATOR)  // and reads as garbage (NaN) again, not as the zeros written before
             CHECK(std::isnan(download(c)[0]));
     }
     gpu::reset_peak();
@@ -374,17 +374,17 @@ AttentionRef attention_reference(const std::vector<float>& Q, const std::vector<
 }
 
 struct AttentionShape { int B, h, n, d_k; };
-const AttentionShape kAttentionShapes[] = {
+const AttentionShape ATTENTION_SHAPES[] = {
     {1, 1, 1, 24}, {2, 2, 17, 40}, {1, 2, 33, 64}, {2, 1, 100, 24}, {1, 1, 70, 100}};
 // Fused only: n = 130 crosses two 64-row tiles into a ragged third; d_k = 128 fills the widest
 // template; d_k = 37 (not a multiple of 4) takes the guarded scalar path instead of float4.
-const AttentionShape kFusedAttentionShapes[] = {{1, 1, 130, 128}, {1, 2, 130, 37}};
+const AttentionShape FUSED_ATTENTION_SHAPES[] = {{1, 1, 130, 128}, {1, 2, 130, 37}};
 
 void attention_case(bool fused) {
-    std::vector<AttentionShape> shapes(std::begin(kAttentionShapes), std::end(kAttentionShapes));
+    std::vector<AttentionShape> shapes(std::begin(ATTENTION_SHAPES), std::end(ATTENTION_SHAPES));
     if (fused)
-        shapes.insert(shapes.end(), std::begin(kFusedAttentionShapes),
-                      std::end(kFusedAttentionShapes));
+        shapes.insert(shapes.end(), std::begin(FUSED_ATTENTION_SHAPES),
+                      std::end(FUSED_ATTENTION_SHAPES));
     for (auto [B, h, n, d_k] : shapes)
         for (bool causal : {false, true}) {
             INFO("B=" << B << " "

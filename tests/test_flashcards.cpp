@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kDeck = std::string(PROJECT_ROOT) + "/chapters/flashcards/deck.md";
+const std::string DECK = std::string(PROJECT_ROOT) + "/chapters/flashcards/deck.md";
 
 // A fresh folder under /tmp for one test case.
 std::string temp_dir(const std::string& name) {
@@ -65,14 +65,14 @@ cards::Deck small_deck(int n) {
 }
 
 std::string run_args(const std::string& progress) {
-    return "--deck " + kDeck + " --progress " + progress;
+    return "--deck " + DECK + " --progress " + progress;
 }
 
 }  // namespace
 
 TEST_CASE(
     "flashcards: the deck parses to 20 cards, each with a question, an answer and a make target") {
-    cards::Deck deck = cards::load_deck(kDeck);
+    cards::Deck deck = cards::load_deck(DECK);
     REQUIRE(deck.cards.size() == 20);
     for (size_t i = 0; i < deck.cards.size(); i++) {
         const cards::Card& c = deck.cards[i];
@@ -104,7 +104,7 @@ TEST_CASE(
     // "`make ch4` (... 1.1920928955078125e-07과 0.5570540428161621을 출력)": the numbers in the
     // text after `make chN` (up to the next `make`) must appear in chapter N's output, so the deck
     // cannot drift from what the programs print.
-    cards::Deck deck = cards::load_deck(kDeck);
+    cards::Deck deck = cards::load_deck(DECK);
     const std::regex number(R"([0-9]+\.[0-9]+(e[-+][0-9]+)?|[0-9]{5,})");
     std::map<char, std::string> output;  // chapter digit -> its stdout
     auto chapter_output = [&](char n) -> const std::string& {
@@ -569,7 +569,7 @@ TEST_CASE("flashcards: display width of mixed Hangul and ASCII, and wrapping by 
 }
 
 TEST_CASE("flashcards: every card fits an 80x24 screen with Hangul aligned, flipped or not") {
-    cards::Deck deck = cards::load_deck(kDeck);
+    cards::Deck deck = cards::load_deck(DECK);
     for (bool unicode : {true, false}) {
         cards::Session s(deck, cards::Progress{});
         for (size_t k = 0; k < deck.cards.size(); k++) {
@@ -694,7 +694,7 @@ TEST_CASE("flashcards: keys, mouse reports and clicks") {
     CHECK_FALSE(cards::parse_line_key("spacebar", a));
 
     // A click anywhere on the card flips it; the buttons rate and browse.
-    cards::Deck deck = cards::load_deck(kDeck);
+    cards::Deck deck = cards::load_deck(DECK);
     cards::Session s(deck, cards::Progress{});
     cards::Frame f = cards::render(s, 80, 24, true);
     CHECK(cards::hit_test(f, 40, 10) == cards::Action::Flip);   // inside the box

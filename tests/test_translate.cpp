@@ -45,13 +45,13 @@ TEST_CASE("translate: Sino-Korean number words follow the reading rules") {
 TEST_CASE("translate: every number in 1..99999 reads back, no two share their words") {
     std::set<std::string> seen;
     size_t longest = 0;
-    for (int64_t n = 1; n <= kn::max_value; n++) {
+    for (int64_t n = 1; n <= kn::MAX_VALUE; n++) {
         std::string w = kn::to_words(n);
         REQUIRE(kn::from_words(w) == n);
         seen.insert(w);
         longest = std::max(longest, kn::syllables(w).size());
     }
-    CHECK(seen.size() == size_t(kn::max_value));
+    CHECK(seen.size() == size_t(kn::MAX_VALUE));
     CHECK(longest == 9);  // 구만구천구백구십구
 }
 
@@ -181,13 +181,15 @@ TEST_CASE("translate: padding in the source changes nothing for the real tokens"
     CHECK(testutil::allclose(lp.data(), la.data(), size_t(la.numel()), 1e-5, 1e-4, "logits"));
 }
 
+namespace {
+
 // A model whose answer is known: every sublayer silenced except the encoder-decoder attention,
 // which (with W_Q = 0) averages the source's unpadded positions. Target token t lives in dim t,
 // source token s in dim 8 + s, both large enough that the positional encoding is noise. The head
 // then reads "current token" and "source token" and picks
 //   from <start>: 3 if the source is token 1, 5 if it is token 2;  3 -> 4 -> <end>,
 //   5 -> 6 -> 7 -> <end>.
-static void hand_set(EncoderDecoder& m) {
+void hand_set(EncoderDecoder& m) {
     for (auto& [name, t] : m.named_parameters()) {
         bool ln_weight =
             name.find("ln") != std::string::npos || name.find("norm") != std::string::npos;
@@ -212,6 +214,8 @@ static void hand_set(EncoderDecoder& m) {
     W[3 * d + 9] = 0.5f;   // source token 1 favours 3 (a tie-break for <start>)
     W[5 * d + 10] = 0.5f;  // source token 2 favours 5
 }
+
+}  // namespace
 
 TEST_CASE("translate: greedy decoding with a hand-set model gives the known tokens") {
     torch_rng::manual_seed(0);
@@ -238,9 +242,13 @@ TEST_CASE("translate: greedy decoding with a hand-set model gives the known toke
 }
 
 // ---- the weights file -------------------------------------------------------------------------
-static std::string tmp_path(const char* name) {
+namespace {
+
+std::string tmp_path(const char* name) {
     return "/tmp/translate-test-" + std::to_string(::getpid()) + "-" + name;
 }
+
+}  // namespace
 
 TEST_CASE("translate: weights save and load round trip, bad files refused") {
     torch_rng::manual_seed(1);

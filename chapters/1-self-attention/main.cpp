@@ -20,8 +20,12 @@
 #include "common/format.h"
 #include "common/plot/plot.h"
 
+namespace {
+
 // The article's widget as a picture (drawn at the end of this file).
-static void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path);
+void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path);
+
+}  // namespace
 
 int main(int argc, char** argv) {
     cli::Parser cli("1-self-attention", "Section 1: self-attention on the article's 4 tokens");
@@ -108,8 +112,10 @@ int main(int argc, char** argv) {
 
 // ---- the figure ------------------------------------------------------------------------------
 
+namespace {
+
 // The article's widget as a picture: the weights without and with the causal mask.
-static void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path) {
+void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path) {
     plot::Figure fig(11, 4.5, 150);
     const Tensor* weights[] = {&plain, &causal};
     const char* titles[] = {"어텐션 가중치 (마스크 없음)", "어텐션 가중치 (causal 마스크)"};
@@ -140,3 +146,5 @@ static void draw_figure(const Tensor& plain, const Tensor& causal, const std::st
     fig.tight_layout();
     fig.save_png(path);
 }
+
+}  // namespace

@@ -26,9 +26,11 @@
 #include "common/plot/plot.h"
 #include "common/random.h"
 
+namespace {
+
 // torch.tensor(g.standard_normal((rows, cols)) / scale, dtype=torch.float32): the division is in
 // float64, then each value rounds to float32.
-static Tensor normal_matrix(numpy::Generator& g, int64_t rows, int64_t cols, double scale) {
+Tensor normal_matrix(numpy::Generator& g, int64_t rows, int64_t cols, double scale) {
     std::vector<double> z = g.standard_normal(size_t(rows * cols));  // C order: row by row
     std::vector<float> v(z.size());
     for (size_t i = 0; i < z.size(); i++) v[i] = float(scale == 1.0 ? z[i] : z[i] / scale);
@@ -36,7 +38,9 @@ static Tensor normal_matrix(numpy::Generator& g, int64_t rows, int64_t cols, dou
 }
 
 // Figure 2, as the article's figure script draws it (at the end of this file).
-static void draw_figure(const std::string& path);
+void draw_figure(const std::string& path);
+
+}  // namespace
 
 int main(int argc, char** argv) {
     long seed = 7;
@@ -103,8 +107,10 @@ int main(int argc, char** argv) {
 
 // ---- the figure ------------------------------------------------------------------------------
 
+namespace {
+
 // Figure 2, as the article's figure script draws it.
-static void draw_figure(const std::string& path) {
+void draw_figure(const std::string& path) {
     const int n = 64, d = 128;
     Tensor PE = positional_encoding(n, d);  // (64, 128)
     const float* pe = PE.data();
@@ -140,3 +146,5 @@ static void draw_figure(const std::string& path) {
     fig.tight_layout();
     fig.save_png(path);
 }
+
+}  // namespace

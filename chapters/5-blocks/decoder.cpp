@@ -77,12 +77,15 @@ EncoderDecoder::EncoderDecoder(int src_vocab, int tgt_vocab, int d, int h, int l
     }
 }
 
+namespace {
+
 // Token vectors scaled by sqrt(d_model) plus the position's sinusoid: (B, T, d).
-static Tensor embed(const Embedding& e, const std::vector<int64_t>& ids, const Shape& shape,
-                    int d_model) {
+Tensor embed(const Embedding& e, const std::vector<int64_t>& ids, const Shape& shape, int d_model) {
     Tensor x = e(ids, shape) * std::sqrt(float(d_model));
     return x + positional_encoding(shape[1], d_model);
 }
+
+}  // namespace
 
 Tensor EncoderDecoder::encode(const std::vector<int64_t>& src, const Shape& src_shape,
                               const Tensor& src_pad_mask) const {

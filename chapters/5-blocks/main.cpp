@@ -31,11 +31,13 @@
 #include "common/plot/plot.h"
 #include "common/random.h"
 
-constexpr LnPlacement kPlacements[] = {LnPlacement::PostLN, LnPlacement::PreLN};
+namespace {
+
+constexpr LnPlacement PLACEMENTS[] = {LnPlacement::PostLN, LnPlacement::PreLN};
 
 // One backward pass at initialisation; returns the qkv weight-gradient norm of every block.
-static std::vector<double> qkv_grad_norms(int L, LnPlacement placement, int d, int h, int vocab,
-                                          int init_seed, int data_seed) {
+std::vector<double> qkv_grad_norms(int L, LnPlacement placement, int d, int h, int vocab,
+                                   int init_seed, int data_seed) {
     torch_rng::manual_seed(init_seed);
     Stack net(L, d, h, placement, vocab);
     torch_rng::manual_seed(data_seed);
@@ -49,11 +51,11 @@ static std::vector<double> qkv_grad_norms(int L, LnPlacement placement, int d, i
 }
 
 // The L = 24 gradients per block, Post-LN against Pre-LN (drawn at the end of this file).
-static void draw_figure(const std::vector<double>& post, const std::vector<double>& pre,
-                        const std::string& path);
+void draw_figure(const std::vector<double>& post, const std::vector<double>& pre,
+                 const std::string& path);
 
 // ---- the decoder, claim by claim ---------------------------------------------------------------
-static double max_abs_diff(const Tensor& a, const Tensor& b, int64_t from_t, int64_t to_t) {
+double max_abs_diff(const Tensor& a, const Tensor& b, int64_t from_t, int64_t to_t) {
     // Over target positions [from_t, to_t) of two (1, T, V) logit tensors.
     const int64_t V = a.size(-1);
     double m = 0;
@@ -62,7 +64,7 @@ static double max_abs_diff(const Tensor& a, const Tensor& b, int64_t from_t, int
     return m;
 }
 
-static void decoder_demo() {
+void decoder_demo() {
     std::printf("\n디코더 블록 (d_model = 64, 헤드 4개, 2층, 초기화 직후)\n");
     torch_rng::manual_seed(0);
     const int V = 20, T = 8;
@@ -99,6 +101,8 @@ static void decoder_demo() {
                 model.decoder_calls);
 }
 
+}  // namespace
+
 int main(int argc, char** argv) {
     cli::Parser cli("5-blocks",
                     "Section 5: Post-LN vs Pre-LN gradients at initialisation; the decoder");
@@ -129,7 +133,7 @@ int main(int argc, char** argv) {
     std::vector<double> fig_post, fig_pre;
     for (int L : depths) {
         std::string line = "L=" + std::string(L < 10 ? " " : "") + std::to_string(L);
-        for (LnPlacement p : kPlacements) {
+        for (LnPlacement p : PLACEMENTS) {
             std::vector<double> g =
                 qkv_grad_norms(L, p, d_model, heads, vocab, init_seed, data_seed);
             line += std::string(" | ") + (p == LnPlacement::PreLN ? "Pre-LN " : "Post-LN") +
@@ -160,8 +164,10 @@ int main(int argc, char** argv) {
 
 // ---- the figure ------------------------------------------------------------------------------
 
-static void draw_figure(const std::vector<double>& post, const std::vector<double>& pre,
-                        const std::string& path) {
+namespace {
+
+void draw_figure(const std::vector<double>& post, const std::vector<double>& pre,
+                 const std::string& path) {
     std::vector<double> idx;
     for (size_t i = 0; i < post.size(); i++) idx.push_back(double(i + 1));
     plot::Figure fig(7, 4, 150);
@@ -178,3 +184,5 @@ static void draw_figure(const std::vector<double>& post, const std::vector<doubl
     fig.tight_layout();
     fig.save_png(path);
 }
+
+}  // namespace

@@ -14,7 +14,7 @@
 namespace {
 
 // Below this many floats a parallel copy costs more than it saves.
-constexpr double kParallelMinWork = 1 << 18;
+constexpr double PARALLEL_MIN_WORK = 1 << 18;
 
 }  // namespace
 
@@ -53,7 +53,7 @@ mem::Buffer<float> AttentionLayer::forward(const float* x, int B, int n) {
         mem::Buffer<float> qkv((size_t)3 * u, mem::uninit);  // (B, n, 3, h, d_k)
         sgemm(false, true, B * n, 3 * D, D, 1.0f, x, D, W_qkv.data(), D, 0.0f, qkv.data(), 3 * D);
         QKV_ = mem::Buffer<float>((size_t)3 * u, mem::uninit);  // (3, B, h, n, d_k)
-#pragma omp parallel for collapse(2) schedule(static) if (u > kParallelMinWork)
+#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
         for (int b = 0; b < B; b++)
             for (int i = 0; i < n; i++)
                 for (int s = 0; s < 3; s++)
@@ -78,7 +78,7 @@ mem::Buffer<float> AttentionLayer::forward(const float* x, int B, int n) {
 
     // o = o.transpose(1, 2).reshape(B, N, D): the concat
     concat_ = mem::Buffer<float>(u, mem::uninit);  // (B, n, D)
-#pragma omp parallel for collapse(2) schedule(static) if (u > kParallelMinWork)
+#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
     for (int b = 0; b < B; b++)
         for (int i = 0; i < n; i++)
             for (int hh = 0; hh < h; hh++)
@@ -104,7 +104,7 @@ mem::Buffer<float> AttentionLayer::backward(const float* dy) {
         mem::Buffer<float> dconcat(u, mem::uninit);  // (B, n, D)
         sgemm(false, false, B * n, D, D, 1.0f, dy, D, W_o.data(), D, 0.0f, dconcat.data(), D);
         concat_ = {};
-#pragma omp parallel for collapse(2) schedule(static) if (u > kParallelMinWork)
+#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
         for (int b = 0; b < B; b++)
             for (int hh = 0; hh < h; hh++)
                 for (int i = 0; i < n; i++)
@@ -124,7 +124,7 @@ mem::Buffer<float> AttentionLayer::backward(const float* dy) {
 
     // back to (B, n, 3, h, d_k), then qkv = x W_qkv^T:  dW_qkv = dqkv^T x,  dx = dqkv W_qkv
     mem::Buffer<float> dqkv((size_t)3 * u, mem::uninit);  // (B, n, 3D)
-#pragma omp parallel for collapse(2) schedule(static) if (u > kParallelMinWork)
+#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
     for (int b = 0; b < B; b++)
         for (int i = 0; i < n; i++)
             for (int s = 0; s < 3; s++)

@@ -44,8 +44,8 @@
 
 namespace {
 
-constexpr Method kMethods[3] = {Method::naive, Method::fused, Method::lstm};
-constexpr double kMiB = 1024.0 * 1024.0;  // the article's MB: torch's bytes / 1024**2
+constexpr Method METHODS[3] = {Method::naive, Method::fused, Method::lstm};
+constexpr double MIB = 1024.0 * 1024.0;  // the article's MB: torch's bytes / 1024**2
 
 // ---- part 1: the complexity table --------------------------------------------------------
 
@@ -124,7 +124,7 @@ Cell run_cell(Method method, int n, const Config& cfg) {
     const size_t predicted = method == Method::lstm
                                  ? LstmLayer::predicted_peak_bytes(B, n, D)
                                  : AttentionLayer::predicted_peak_bytes(fused, B, n, D, cfg.heads);
-    cell.predicted_mb = predicted / kMiB;
+    cell.predicted_mb = predicted / MIB;
     if ((double)predicted > cfg.limit_bytes || (double)predicted > available_bytes()) {
         cell.skipped = true;
         return cell;
@@ -177,7 +177,7 @@ Cell run_cell(Method method, int n, const Config& cfg) {
             }
         }
         cell.ms = seconds / cfg.repeat * 1e3;
-        cell.mb = peak / kMiB;
+        cell.mb = peak / MIB;
     } catch (const std::bad_alloc&) {  // the prediction fit but the allocator said no
         cell.skipped = true;
     }
@@ -246,13 +246,13 @@ int main(int argc, char** argv) {
     if (cfg.repeat < 1) cli.fail("--repeat must be at least 1");
     if (mem_limit_mb < 0)
         cli.fail("--mem-limit must be 0 (physical memory) or a positive number of MB");
-    cfg.limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * kMiB : mem::physical_bytes();
+    cfg.limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * MIB : mem::physical_bytes();
 
     print_complexity(cfg.d_model);
 
     std::printf("device = %s, batch = %d, d_model = %d\n", device.c_str(), cfg.batch, cfg.d_model);
     std::fflush(stdout);
-    double memory_mb = mem::physical_bytes() / kMiB;
+    double memory_mb = mem::physical_bytes() / MIB;
     std::vector<std::vector<Cell>> cuda_cells;  // the GPU measures the whole table in one go
 #ifdef WITH_CUDA
     if (device == "cuda") {
@@ -282,7 +282,7 @@ int main(int argc, char** argv) {
         std::vector<Cell> row;
         for (int m = 0; m < 3; m++) {
             row.push_back(device == "cuda" ? cuda_cells[k][size_t(m)]
-                                           : run_cell(kMethods[m], n, cfg));
+                                           : run_cell(METHODS[m], n, cfg));
             any_skipped |= row.back().skipped;
         }
         std::printf("%6d | %s | %s | %s\n", n, format_cell(row[0]).c_str(),
@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
     if (any_skipped && device == "cpu")
         std::printf(
             "(건너뜀: 예상 최대 메모리가 한도 %.0f MB 또는 지금 쓸 수 있는 메모리를 넘는 항목)\n",
-            cfg.limit_bytes / kMiB);
+            cfg.limit_bytes / MIB);
     if (any_skipped && device == "cuda")
         std::printf("(건너뜀: GPU 메모리 %.0f MB에 들어가지 않는 항목)\n", memory_mb);
 
@@ -329,8 +329,8 @@ void draw_figure(const std::vector<int>& seq_lens, const std::vector<std::vector
                 ms.push_back(cells[k][m].ms);
                 mb.push_back(cells[k][m].mb);
             }
-        left.plot(n, ms, fmts[m], method_name(kMethods[m]));
-        right.plot(n, mb, fmts[m], method_name(kMethods[m]));
+        left.plot(n, ms, fmts[m], method_name(METHODS[m]));
+        right.plot(n, mb, fmts[m], method_name(METHODS[m]));
     }
     char label[64];
     std::snprintf(label, sizeof label, "%s 물리 메모리 (%.0f GB)", memory_name, memory_mb / 1024.0);

@@ -10,9 +10,9 @@
 
 namespace korean_numbers {
 
-constexpr int64_t max_value = 99999;
+constexpr int64_t MAX_VALUE = 99999;
 
-// The words for n in 1 ... max_value; throws std::out_of_range naming n otherwise.
+// The words for n in 1 ... MAX_VALUE; throws std::out_of_range naming n otherwise.
 std::string to_words(int64_t n);
 
 // The inverse of to_words: "만오천" -> 15000. Throws std::invalid_argument naming the text if it

@@ -62,7 +62,9 @@ constexpr int MAX_DIGITS = 5;           // 99999
 constexpr int HELDOUT = 1000;           // numbers kept out of training
 constexpr uint64_t HELDOUT_SEED = 2017; // fixed, so every run is scored on the same numbers
 
-static std::vector<int64_t> source_ids(int64_t n) {
+namespace {
+
+std::vector<int64_t> source_ids(int64_t n) {
     std::vector<int64_t> ids;
     const auto& set = kn::syllable_set();
     for (const std::string& s : kn::syllables(kn::to_words(n)))
@@ -70,13 +72,13 @@ static std::vector<int64_t> source_ids(int64_t n) {
     return ids;
 }
 
-static std::vector<int64_t> target_ids(int64_t n) {
+std::vector<int64_t> target_ids(int64_t n) {
     std::vector<int64_t> ids;
     for (char c : std::to_string(n)) ids.push_back(DIGIT0 + (c - '0'));
     return ids;
 }
 
-static std::string target_text(const std::vector<int64_t>& ids) {  // stops at <끝>
+std::string target_text(const std::vector<int64_t>& ids) {  // stops at <끝>
     std::string s;
     for (int64_t t : ids) {
         if (t == EOS) break;
@@ -84,6 +86,8 @@ static std::string target_text(const std::vector<int64_t>& ids) {  // stops at <
     }
     return s;
 }
+
+}  // namespace
 
 // ---- batches -----------------------------------------------------------------------------------
 // B sentences padded to the longest: src (B, S), its padding mask (B, 1, 1, S) that hides padded
@@ -95,7 +99,9 @@ struct Batch {
     int64_t tokens = 0; // real (non-padding) source and target tokens, for tokens/s
 };
 
-static Batch make_batch(const std::vector<int64_t>& numbers, bool with_targets = true) {
+namespace {
+
+Batch make_batch(const std::vector<int64_t>& numbers, bool with_targets = true) {
     Batch b;
     b.B = int64_t(numbers.size());
     std::vector<std::vector<int64_t>> srcs, tgts;
@@ -128,7 +134,7 @@ static Batch make_batch(const std::vector<int64_t>& numbers, bool with_targets =
 }
 
 // Teacher forcing: the whole target in one pass; the mean cross-entropy over real tokens.
-static Tensor batch_loss(const EncoderDecoder& model, const Batch& b) {
+Tensor batch_loss(const EncoderDecoder& model, const Batch& b) {
     Tensor memory = model.encode(b.src, {b.B, b.S}, b.src_mask);                // (B, S, d)
     Tensor logits = model.decode(b.tgt_in, {b.B, b.T}, memory, b.src_mask);     // (B, T, V)
     return cross_entropy(reshape(logits, {b.B * b.T, TGT_VOCAB}), b.tgt_out, IGNORE);
@@ -138,16 +144,18 @@ static Tensor batch_loss(const EncoderDecoder& model, const Batch& b) {
 // EncoderDecoder::greedy_decode_batch (chapters/5-blocks/decoder.cpp): the encoder runs once for
 // the batch, then each step feeds every sentence's prefix through the decoder together and
 // appends each sentence's most likely next token, from <시작> until <끝>.
-static std::vector<std::vector<int64_t>> greedy_decode_batch(const EncoderDecoder& model,
-                                                             const std::vector<int64_t>& numbers) {
+std::vector<std::vector<int64_t>> greedy_decode_batch(const EncoderDecoder& model,
+                                                      const std::vector<int64_t>& numbers) {
     Batch b = make_batch(numbers, false);
     return model.greedy_decode_batch(b.src, {b.B, b.S}, b.src_mask, BOS, EOS, MAX_DIGITS + 1,
                                      TGT_PAD);
 }
 
 // The loss curve and one example's encoder-decoder attention (drawn at the end of this file).
-static void draw_figure(const std::vector<double>& losses, const EncoderDecoder& model,
-                        int64_t example, const std::string& path);
+void draw_figure(const std::vector<double>& losses, const EncoderDecoder& model, int64_t example,
+                 const std::string& path);
+
+}  // namespace
 
 int main(int argc, char** argv) {
     cli::Parser cli("7-translate",
@@ -196,7 +204,7 @@ int main(int argc, char** argv) {
 
     // The fixed held-out set: a shuffle of 1..99999 under a constant seed; the first 1000 are
     // never trained on, whatever --seed says.
-    std::vector<int64_t> numbers(kn::max_value);
+    std::vector<int64_t> numbers(kn::MAX_VALUE);
     std::iota(numbers.begin(), numbers.end(), 1);
     auto shuffle = [](std::vector<int64_t>& v, torch_rng::Generator& g) {  // Fisher-Yates
         for (size_t i = v.size(); i-- > 1;) std::swap(v[i], v[g.random64() % (i + 1)]);
@@ -239,7 +247,7 @@ int main(int argc, char** argv) {
         for (int64_t i = 0; i < E->numel(); i++) E->data()[i] /= std::sqrt(float(d_model));
     std::printf(
         "과제: 한자어 수사 -> 아라비아 숫자 (1 ~ %lld), 학습 %zu개, 평가 %zu개 (학습에 없음)\n",
-        (long long)kn::max_value, train.size(), heldout.size());
+        (long long)kn::MAX_VALUE, train.size(), heldout.size());
     std::printf("모델: 인코더 %d층 + 디코더 %d층, d_model = %d, 헤드 %d개, %s, 파라미터 %lld개\n",
                 layers, layers, d_model, heads, placement_name(placement),
                 (long long)model.num_parameters());
@@ -274,7 +282,7 @@ int main(int argc, char** argv) {
         int64_t tokens_since = 0;
         double loss_since = 0;
         int n_since = 0;
-        std::vector<bool> is_heldout(size_t(kn::max_value) + 1, false);
+        std::vector<bool> is_heldout(size_t(kn::MAX_VALUE) + 1, false);
         for (int64_t n : heldout) is_heldout[size_t(n)] = true;
         // Seven in eight training numbers come from the shuffled training set in turn (a new
         // shuffle each epoch). The eighth picks its digit count 1..5 first, then a number of that
@@ -392,8 +400,10 @@ int main(int argc, char** argv) {
 }
 
 // ---- the figure --------------------------------------------------------------------------------
-static void draw_figure(const std::vector<double>& losses, const EncoderDecoder& model,
-                        int64_t example, const std::string& path) {
+namespace {
+
+void draw_figure(const std::vector<double>& losses, const EncoderDecoder& model, int64_t example,
+                 const std::string& path) {
     plot::Figure fig(losses.empty() ? 6 : 12, 4.5, 150);
     const int cols = losses.empty() ? 1 : 2;
     if (!losses.empty()) {
@@ -463,3 +473,5 @@ static void draw_figure(const std::vector<double>& losses, const EncoderDecoder&
     fig.tight_layout();
     fig.save_png(path);
 }
+
+}  // namespace

@@ -39,7 +39,7 @@
 
 namespace {
 
-const char* kAbout =
+const char* ABOUT =
     "The 20-card Transformer review deck (트랜스포머 마스터 카드) in the terminal.\n"
     "\n"
     "Keys in a terminal: Space or Enter (or a click on the card) flips it; once the answer\n"
@@ -256,7 +256,7 @@ int main(int argc, char** argv) {
     }
     bool reset = false, stats = false, plain = false, ascii = false, no_mouse = false;
 
-    cli::Parser cli("flashcards", kAbout);
+    cli::Parser cli("flashcards", ABOUT);
     cli.option("--deck", deck_path, "the Markdown deck to review");
     cli.option("--progress", progress_path, "the progress file (created on the first rating)");
     cli.flag("--reset", reset, "start over: replace the progress file with an empty one");

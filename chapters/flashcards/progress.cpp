@@ -16,19 +16,18 @@
 namespace cards {
 
 namespace {
-constexpr std::string_view kMagic = "# transformer-cards progress v1";
-constexpr std::string_view kHeader = "card\tbox\trating\tsession\treviews";
+constexpr std::string_view MAGIC = "# transformer-cards progress v1";
+constexpr std::string_view HEADER = "card\tbox\trating\tsession\treviews";
 }  // namespace
 
 Progress parse_progress(std::string_view text, const std::string& path) {
     const std::string fix = "; fix the line or start over with --reset";
     Progress p;
     std::vector<std::string_view> lines = split_lines(text);
-    if (lines.empty() || lines[0] != kMagic)
-        throw Error(at(path, 1) +
-                    "not a transformer-cards progress file (the first line should be '" +
-                    std::string(kMagic) +
-                    "'); choose another --progress file, or --reset to overwrite it");
+    if (lines.empty() || lines[0] != MAGIC)
+        throw Error(
+            at(path, 1) + "not a transformer-cards progress file (the first line should be '" +
+            std::string(MAGIC) + "'); choose another --progress file, or --reset to overwrite it");
     bool have_session = false, have_header = false;
     for (size_t k = 1; k < lines.size(); k++) {
         int ln = int(k) + 1;
@@ -50,7 +49,7 @@ Progress parse_progress(std::string_view text, const std::string& path) {
             continue;
         }
         if (!have_header) {
-            if (line != kHeader)
+            if (line != HEADER)
                 throw Error(at(path, ln) + "expected the column line 'card box rating session "
                             "reviews' (tab-separated)" + fix);
             have_header = true;
@@ -63,9 +62,9 @@ Progress parse_progress(std::string_view text, const std::string& path) {
         Rating r;
         if (!parse_nonneg(f[0], card) || card < 1)
             throw Error(at(path, ln) + "bad card number '" + std::string(f[0]) + "'" + fix);
-        if (!parse_nonneg(f[1], box) || box < 1 || box > kBoxes)
+        if (!parse_nonneg(f[1], box) || box < 1 || box > BOXES)
             throw Error(at(path, ln) + "bad box '" + std::string(f[1]) + "' (boxes are 1 to " +
-                        std::to_string(kBoxes) + ")" + fix);
+                        std::to_string(BOXES) + ")" + fix);
         if (!parse_rating_name(f[2], r))
             throw Error(at(path, ln) + "bad rating '" + std::string(f[2]) +
                         "' (쉬움, 보통 or 어려움)" + fix);
@@ -90,11 +89,11 @@ Progress parse_progress(std::string_view text, const std::string& path) {
 }
 
 std::string format_progress(const Progress& p) {
-    std::string s(kMagic);
+    std::string s(MAGIC);
     s += "\n# Leitner boxes: 어려움 -> box 1, 보통 -> box 2, 쉬움 -> one box up (3 to 5).\n";
     s += "# A card in box b is due 2^(b-1) sessions after the session it was rated in.\n";
     s += "session\t" + std::to_string(p.session) + "\n";
-    s += std::string(kHeader) + "\n";
+    s += std::string(HEADER) + "\n";
     for (const auto& [card, st] : p.cards)
         s += std::to_string(card) + "\t" + std::to_string(st.box) + "\t" + rating_name(st.last) +
              "\t" + std::to_string(st.rated_in) + "\t" + std::to_string(st.reviews) + "\n";

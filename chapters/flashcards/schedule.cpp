@@ -27,12 +27,13 @@ int next_box(int box, Rating r) {
     switch (r) {
         case Rating::Hard: return 1;
         case Rating::Medium: return 2;
-        case Rating::Easy: return std::clamp(box + 1, 3, kBoxes);
+        case Rating::Easy:
+            return std::clamp(box + 1, 3, BOXES);
     }
     return 1;
 }
 
-int interval(int box) { return 1 << (std::clamp(box, 1, kBoxes) - 1); }
+int interval(int box) { return 1 << (std::clamp(box, 1, BOXES) - 1); }
 
 void rate(Progress& p, int card, Rating r, int session) {
     CardState& s = p.cards[card];

@@ -13,12 +13,12 @@ bool parse_rating_name(std::string_view s, Rating& out);
 // Leitner boxes 1..5. 어려움 puts a card in box 1, 보통 in box 2, 쉬움 moves it one box up
 // (at least to box 3, at most box 5). A card in box b comes back 2^(b-1) sessions after the
 // session it was rated in: box 1 the next session, then 2, 4, 8, 16 sessions later.
-constexpr int kBoxes = 5;
+constexpr int BOXES = 5;
 int next_box(int box, Rating r);  // box 0: never rated
 int interval(int box);            // sessions until a card in `box` is due again
 
 struct CardState {
-    int box = 0;                 // 1..kBoxes once rated
+    int box = 0;                 // 1..BOXES once rated
     Rating last = Rating::Hard;  // the latest rating
     int rated_in = 0;            // the session of the latest rating (1, 2, ...)
     int reviews = 0;             // how many times it was rated

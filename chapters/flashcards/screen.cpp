@@ -13,13 +13,26 @@ struct Glyphs {
     const char *tl, *tr, *bl, *br, *h, *v, *full, *empty;
     const char* keys[3];  // the key help, widest first: the first that fits the screen is shown
 };
-constexpr Glyphs kUnicode{
-    "╭", "╮", "╰", "╯", "─", "│", "█", "░",
+constexpr Glyphs UNICODE_GLYPHS{
+    "╭",
+    "╮",
+    "╰",
+    "╯",
+    "─",
+    "│",
+    "█",
+    "░",
     {" Space/Enter/클릭 뒤집기  1 2 3 평가  ←/→ 이동  ↑/↓ 스크롤  q 끝내기",
-     " Space 뒤집기  1 2 3 평가  ←/→ 이동  q 끝내기",
-     " Space 뒤집기  1 2 3 평가  q 끝내기"}};
-constexpr Glyphs kAscii{
-    "+", "+", "+", "+", "-", "|", "#", "-",
+     " Space 뒤집기  1 2 3 평가  ←/→ 이동  q 끝내기", " Space 뒤집기  1 2 3 평가  q 끝내기"}};
+constexpr Glyphs ASCII_GLYPHS{
+    "+",
+    "+",
+    "+",
+    "+",
+    "-",
+    "|",
+    "#",
+    "-",
     {" Space/Enter/클릭 뒤집기  1 2 3 평가  Left/Right 이동  Up/Down 스크롤  q 끝내기",
      " Space 뒤집기  1 2 3 평가  Left/Right 이동  q 끝내기",
      " Space 뒤집기  1 2 3 평가  q 끝내기"}};
@@ -48,7 +61,7 @@ std::string spread(const std::string& left, const std::string& right, int width)
 }  // namespace
 
 Frame render(Session& s, int W, int H, bool unicode) {
-    const Glyphs& g = unicode ? kUnicode : kAscii;
+    const Glyphs& g = unicode ? UNICODE_GLYPHS : ASCII_GLYPHS;
     Frame f;
     if (H > 0 && (W < 40 || H < 12)) {
         W = std::max(W, 1);

@@ -66,7 +66,7 @@ std::string stats_text(const Deck& deck, const Progress& p, const std::string& p
          std::to_string(c.easy) + ", 보통 " + std::to_string(c.medium) + ", 어려움 " +
          std::to_string(c.hard) + "\n";
     s += "새 카드: " + std::to_string(c.box[0]) + "장\n";
-    for (int b = 1; b <= kBoxes; b++) {
+    for (int b = 1; b <= BOXES; b++) {
         std::string every = b == 1 ? "매 세션" : std::to_string(interval(b)) + "세션마다";
         s += "상자 " + std::to_string(b) + " (" + every + "): " + std::to_string(c.box[size_t(b)]) +
              "장\n";

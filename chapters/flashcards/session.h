@@ -26,7 +26,7 @@ Plan plan_session(const Deck& deck, const Progress& p, int session);
 struct Counts {
     int seen = 0;                      // deck cards rated at least once
     int easy = 0, medium = 0, hard = 0;  // by latest rating
-    std::array<int, kBoxes + 1> box{};   // box[b]: deck cards in box b (box[0]: new)
+    std::array<int, BOXES + 1> box{};    // box[b]: deck cards in box b (box[0]: new)
     int due = 0;                       // rated deck cards due in `session`
 };
 Counts count(const Deck& deck, const Progress& p, int session);

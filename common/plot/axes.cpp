@@ -52,7 +52,7 @@ std::pair<double, double> auto_limits(const AxesImpl& A, bool is_x) {
         double e = tlo == 0 ? 0.05 : 0.05 * std::abs(tlo);
         tlo -= e, thi += e;
     }
-    double d = (thi - tlo) * kMargin;
+    double d = (thi - tlo) * MARGIN;
     tlo -= d, thi += d;
     if (a.log) return {std::pow(a.base, tlo), std::pow(a.base, thi)};
     return {tlo, thi};
@@ -112,7 +112,7 @@ void compute_ticks(AxisState& a, bool is_x, bool integer, double len_px, double 
     // How many labels fit (matplotlib's get_tick_space: labels about 3 (x) or 2 (y) font
     // sizes apart).
     double len_pt = len_px * 72 / dpi;
-    int space = (int)std::floor(len_pt / (kFontSize * (is_x ? 3 : 2)));
+    int space = (int)std::floor(len_pt / (FONT_SIZE * (is_x ? 3 : 2)));
 
     std::vector<double> major;
     std::vector<std::string> labels;

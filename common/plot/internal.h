@@ -16,20 +16,20 @@
 namespace plot {
 
 // ---- matplotlib's defaults (points unless noted) ------------------------------------------
-constexpr double kFontSize = 10;         // font.size; tick labels, axis labels, legend
-constexpr double kTitleSize = 12;        // axes.titlesize 'large'
-constexpr double kMajorTickLen = 3.5, kMajorTickWidth = 0.8;
-constexpr double kMinorTickLen = 2.0, kMinorTickWidth = 0.6;
-constexpr double kTickPad = 3.5;         // gap between a tick and its label
-constexpr double kSpineWidth = 0.8;      // axes.linewidth
-constexpr double kLabelPad = 4;          // axes.labelpad
-constexpr double kTitlePad = 6;          // axes.titlepad
-constexpr double kGridWidth = 0.8;       // grid.linewidth, colour #b0b0b0
-constexpr double kMarkerEdge = 1.0;      // lines.markeredgewidth
-constexpr double kTightPad = 1.08;       // tight_layout pad, in font sizes
-constexpr double kMargin = 0.05;         // axes.xmargin / ymargin
-const Color kGridColor{0xb0 / 255.0, 0xb0 / 255.0, 0xb0 / 255.0};
-const Color kLegendEdge{0.8, 0.8, 0.8};
+constexpr double FONT_SIZE = 10;   // font.size; tick labels, axis labels, legend
+constexpr double TITLE_SIZE = 12;  // axes.titlesize 'large'
+constexpr double MAJOR_TICK_LEN = 3.5, MAJOR_TICK_WIDTH = 0.8;
+constexpr double MINOR_TICK_LEN = 2.0, MINOR_TICK_WIDTH = 0.6;
+constexpr double TICK_PAD = 3.5;     // gap between a tick and its label
+constexpr double SPINE_WIDTH = 0.8;  // axes.linewidth
+constexpr double LABEL_PAD = 4;      // axes.labelpad
+constexpr double TITLE_PAD = 6;      // axes.titlepad
+constexpr double GRID_WIDTH = 0.8;   // grid.linewidth, colour #b0b0b0
+constexpr double MARKER_EDGE = 1.0;  // lines.markeredgewidth
+constexpr double TIGHT_PAD = 1.08;   // tight_layout pad, in font sizes
+constexpr double MARGIN = 0.05;      // axes.xmargin / ymargin
+const Color GRID_COLOR{0xb0 / 255.0, 0xb0 / 255.0, 0xb0 / 255.0};
+const Color LEGEND_EDGE{0.8, 0.8, 0.8};
 
 // ---- canvas.cpp: RGB floats in 0..1, composited with "over" at a coverage in 0..1 ---------
 

@@ -37,46 +37,46 @@ Decor decorate(const AxesImpl& A, double dpi, Canvas* cv) {
     for (const auto& t : A.ya.ticks) any_y_major |= t.major;
     // x tick labels hang below the ticks, centred; y tick labels sit left, centred on the
     // part above the baseline (matplotlib's center_baseline).
-    double xlab_top = b.y1 + (any_x_major ? pt(kMajorTickLen) : 0) + pt(kTickPad);
-    double ylab_right = b.x0 - (any_y_major ? pt(kMajorTickLen) : 0) - pt(kTickPad);
+    double xlab_top = b.y1 + (any_x_major ? pt(MAJOR_TICK_LEN) : 0) + pt(TICK_PAD);
+    double ylab_right = b.x0 - (any_y_major ? pt(MAJOR_TICK_LEN) : 0) - pt(TICK_PAD);
     double below = b.y1, leftmost = b.x0;
     for (const auto& t : A.xa.ticks) {
         if (t.label.empty()) continue;
-        Rect r = draw_text(cv, t.label, snap(tx(t.v), pt(kMajorTickWidth)), xlab_top, kFontSize,
+        Rect r = draw_text(cv, t.label, snap(tx(t.v), pt(MAJOR_TICK_WIDTH)), xlab_top, FONT_SIZE,
                            dpi, black, ha_center, va_top);
         d.xtick_boxes.push_back(r), d.ink = unite(d.ink, r), below = std::max(below, r.y1);
     }
-    if (d.xtick_boxes.empty()) below = xlab_top - pt(kTickPad);
+    if (d.xtick_boxes.empty()) below = xlab_top - pt(TICK_PAD);
     for (const auto& t : A.ya.ticks) {
         if (t.label.empty()) continue;
-        Rect r = draw_text(cv, t.label, ylab_right, snap(ty(t.v), pt(kMajorTickWidth)), kFontSize,
+        Rect r = draw_text(cv, t.label, ylab_right, snap(ty(t.v), pt(MAJOR_TICK_WIDTH)), FONT_SIZE,
                            dpi, black, ha_right, va_center_baseline);
         d.ytick_boxes.push_back(r), d.ink = unite(d.ink, r), leftmost = std::min(leftmost, r.x0);
     }
-    if (d.ytick_boxes.empty()) leftmost = ylab_right + pt(kTickPad);
+    if (d.ytick_boxes.empty()) leftmost = ylab_right + pt(TICK_PAD);
     if (!A.xlabel.empty()) {
-        d.xlabel = draw_text(cv, A.xlabel, (b.x0 + b.x1) / 2, below + pt(kLabelPad), kFontSize,
-                             dpi, black, ha_center, va_top);
+        d.xlabel = draw_text(cv, A.xlabel, (b.x0 + b.x1) / 2, below + pt(LABEL_PAD), FONT_SIZE, dpi,
+                             black, ha_center, va_top);
         d.ink = unite(d.ink, d.xlabel);
     }
     if (!A.ylabel.empty()) {
-        d.ylabel = draw_text(cv, A.ylabel, leftmost - pt(kLabelPad), (b.y0 + b.y1) / 2, kFontSize,
+        d.ylabel = draw_text(cv, A.ylabel, leftmost - pt(LABEL_PAD), (b.y0 + b.y1) / 2, FONT_SIZE,
                              dpi, black, ha_center, va_bottom, true);
         d.ink = unite(d.ink, d.ylabel);
     }
     if (!A.title.empty()) {
-        d.title = draw_text(cv, A.title, (b.x0 + b.x1) / 2, b.y0 - pt(kTitlePad), kTitleSize, dpi,
+        d.title = draw_text(cv, A.title, (b.x0 + b.x1) / 2, b.y0 - pt(TITLE_PAD), TITLE_SIZE, dpi,
                             black, ha_center, va_baseline);
         d.ink = unite(d.ink, d.title);
     }
     if (A.cbar) {
         const Axes::Box& c = A.cbar_box;
         d.ink = unite(d.ink, {c.x0, c.y0, c.x1, c.y1});
-        double left = c.x1 + pt(kMajorTickLen) + pt(kTickPad);
+        double left = c.x1 + pt(MAJOR_TICK_LEN) + pt(TICK_PAD);
         for (size_t i = 0; i < A.cbar_ticks.size(); ++i) {
             double f = (A.cbar_ticks[i] - A.cbar->vmin) / (A.cbar->vmax - A.cbar->vmin);
-            double y = snap(c.y1 - f * (c.y1 - c.y0), pt(kMajorTickWidth));
-            Rect r = draw_text(cv, A.cbar_labels[i], left, y, kFontSize, dpi, black, ha_left,
+            double y = snap(c.y1 - f * (c.y1 - c.y0), pt(MAJOR_TICK_WIDTH));
+            Rect r = draw_text(cv, A.cbar_labels[i], left, y, FONT_SIZE, dpi, black, ha_left,
                                va_center_baseline);
             d.cbar_boxes.push_back(r), d.ink = unite(d.ink, r);
         }
@@ -108,7 +108,7 @@ void Figure::layout() {
             double ch = (H - top - bottom) / (R + 0.2 * (R - 1));
             gap_w = 0.2 * cw, gap_h = 0.2 * ch;
         } else {  // tight_layout: margins and gaps are the largest overhangs plus a pad
-            double pad = F.pt(kTightPad * kFontSize);
+            double pad = F.pt(TIGHT_PAD * FONT_SIZE);
             left = right = top = bottom = 0;
             gap_w = gap_h = 0;
             for (int r = 0; r < R; ++r) {
@@ -134,7 +134,7 @@ void Figure::layout() {
             double sx0 = left + A.col * (cw + gap_w), sy0 = top + A.row * (ch + gap_h);
             double sx1 = sx0 + cw, sy1 = sy0 + ch;
             // Spines on pixel centres keep them crisp.
-            auto snap_box = [&](double v) { return snap(v, F.pt(kSpineWidth)); };
+            auto snap_box = [&](double v) { return snap(v, F.pt(SPINE_WIDTH)); };
             double main_x1 = A.cbar ? sx0 + 0.80 * cw : sx1;
             A.box = {snap_box(sx0), snap_box(sy0), snap_box(main_x1), snap_box(sy1)};
             if (A.cbar) {  // colorbar: pad .05, slot .15 of the cell, 20 times taller than wide
@@ -145,7 +145,7 @@ void Figure::layout() {
                 A.cbar_ticks.clear();
                 double lo = std::min(A.cbar->vmin, A.cbar->vmax);
                 double hi = std::max(A.cbar->vmin, A.cbar->vmax);
-                int space = (int)std::floor(h * 72 / dpi / (kFontSize * 2));
+                int space = (int)std::floor(h * 72 / dpi / (FONT_SIZE * 2));
                 for (double t : nice_ticks_impl(lo, hi, std::clamp(space, 1, 9), false))
                     if (t >= lo - 1e-9 * (hi - lo) && t <= hi + 1e-9 * (hi - lo))
                         A.cbar_ticks.push_back(t);

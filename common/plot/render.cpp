@@ -119,7 +119,7 @@ void draw_legend(Canvas& cv, const AxesImpl& A, double dpi) {
     paint(cv, cv.full(), x0 - 2, y0 - 2, x1 + 2, y1 + 2, white, 0.8, [&](double x, double y) {
         return clamp01(0.5 - rounded_rect_sd(x, y, x0, y0, x1, y1, r));
     });
-    paint(cv, cv.full(), x0 - 2, y0 - 2, x1 + 2, y1 + 2, kLegendEdge, 0.8, [&](double x, double y) {
+    paint(cv, cv.full(), x0 - 2, y0 - 2, x1 + 2, y1 + 2, LEGEND_EDGE, 0.8, [&](double x, double y) {
         return clamp01(edge + 0.5 - std::abs(rounded_rect_sd(x, y, x0, y0, x1, y1, r)));
     });
     double y = y0 + pad;
@@ -132,7 +132,7 @@ void draw_legend(Canvas& cv, const AxesImpl& A, double dpi) {
             draw_polyline(cv, {{hx0, hy}, {hx1, hy}}, l.lw * dpi / 72, l.linestyle == 2, l.color,
                           l.alpha, cv.full());
         if (l.marker)
-            draw_marker(cv, l.marker, (hx0 + hx1) / 2, hy, l.ms * dpi / 72, kMarkerEdge * dpi / 72,
+            draw_marker(cv, l.marker, (hx0 + hx1) / 2, hy, l.ms * dpi / 72, MARKER_EDGE * dpi / 72,
                         l.color, l.alpha, cv.full());
         draw_text(&cv, l.label, hx1 + gap, baseline, A.legend_style.fontsize, dpi, black, ha_left,
                   va_baseline);
@@ -176,14 +176,14 @@ void draw_axes(Canvas& cv, const AxesImpl& A, double dpi) {
     if (A.grid_alpha >= 0) {
         for (const auto& t : A.xa.ticks) {
             if (!t.major) continue;
-            double x = snap(tx(t.v), pt(kGridWidth));
-            draw_polyline(cv, {{x, b.y0}, {x, b.y1}}, pt(kGridWidth), false, kGridColor,
+            double x = snap(tx(t.v), pt(GRID_WIDTH));
+            draw_polyline(cv, {{x, b.y0}, {x, b.y1}}, pt(GRID_WIDTH), false, GRID_COLOR,
                           A.grid_alpha, clip);
         }
         for (const auto& t : A.ya.ticks) {
             if (!t.major) continue;
-            double y = snap(ty(t.v), pt(kGridWidth));
-            draw_polyline(cv, {{b.x0, y}, {b.x1, y}}, pt(kGridWidth), false, kGridColor,
+            double y = snap(ty(t.v), pt(GRID_WIDTH));
+            draw_polyline(cv, {{b.x0, y}, {b.x1, y}}, pt(GRID_WIDTH), false, GRID_COLOR,
                           A.grid_alpha, clip);
         }
     }
@@ -213,7 +213,7 @@ void draw_axes(Canvas& cv, const AxesImpl& A, double dpi) {
         if (l.marker)
             for (size_t i = 0; i < l.x.size(); ++i)
                 if (usable(A.xa, l.x[i]) && usable(A.ya, l.y[i]))
-                    draw_marker(cv, l.marker, tx(l.x[i]), ty(l.y[i]), pt(l.ms), pt(kMarkerEdge),
+                    draw_marker(cv, l.marker, tx(l.x[i]), ty(l.y[i]), pt(l.ms), pt(MARKER_EDGE),
                                 l.color, l.alpha, clip);
     }
     // Text annotations at data coordinates.
@@ -226,20 +226,20 @@ void draw_axes(Canvas& cv, const AxesImpl& A, double dpi) {
         draw_text(&cv, t.s, tx(t.x), ty(t.y), t.style.size, dpi, t.style.color, ha, va);
     }
     // Spines and outward ticks.
-    double sw = pt(kSpineWidth);
+    double sw = pt(SPINE_WIDTH);
     std::vector<Seg> spines = {{b.x0, b.y0, b.x1, b.y0}, {b.x1, b.y0, b.x1, b.y1},
                                {b.x1, b.y1, b.x0, b.y1}, {b.x0, b.y1, b.x0, b.y0}};
     stroke(cv, spines, sw, false, black, 1, cv.full());
     for (const auto& t : A.xa.ticks) {
-        double x = snap(tx(t.v), pt(t.major ? kMajorTickWidth : kMinorTickWidth));
-        double len = pt(t.major ? kMajorTickLen : kMinorTickLen);
-        stroke(cv, {{x, b.y1, x, b.y1 + len}}, pt(t.major ? kMajorTickWidth : kMinorTickWidth),
+        double x = snap(tx(t.v), pt(t.major ? MAJOR_TICK_WIDTH : MINOR_TICK_WIDTH));
+        double len = pt(t.major ? MAJOR_TICK_LEN : MINOR_TICK_LEN);
+        stroke(cv, {{x, b.y1, x, b.y1 + len}}, pt(t.major ? MAJOR_TICK_WIDTH : MINOR_TICK_WIDTH),
                true, black, 1, cv.full());
     }
     for (const auto& t : A.ya.ticks) {
-        double y = snap(ty(t.v), pt(t.major ? kMajorTickWidth : kMinorTickWidth));
-        double len = pt(t.major ? kMajorTickLen : kMinorTickLen);
-        stroke(cv, {{b.x0, y, b.x0 - len, y}}, pt(t.major ? kMajorTickWidth : kMinorTickWidth),
+        double y = snap(ty(t.v), pt(t.major ? MAJOR_TICK_WIDTH : MINOR_TICK_WIDTH));
+        double len = pt(t.major ? MAJOR_TICK_LEN : MINOR_TICK_LEN);
+        stroke(cv, {{b.x0, y, b.x0 - len, y}}, pt(t.major ? MAJOR_TICK_WIDTH : MINOR_TICK_WIDTH),
                true, black, 1, cv.full());
     }
     // Colorbar: the colormap from vmin (bottom) to vmax (top), ticks on the right.
@@ -256,8 +256,8 @@ void draw_axes(Canvas& cv, const AxesImpl& A, double dpi) {
         stroke(cv, outline, sw, false, black, 1, cv.full());
         for (double t : A.cbar_ticks) {
             double f = (t - A.cbar->vmin) / (A.cbar->vmax - A.cbar->vmin);
-            double y = snap(c.y1 - f * (c.y1 - c.y0), pt(kMajorTickWidth));
-            stroke(cv, {{c.x1, y, c.x1 + pt(kMajorTickLen), y}}, pt(kMajorTickWidth), true, black,
+            double y = snap(c.y1 - f * (c.y1 - c.y0), pt(MAJOR_TICK_WIDTH));
+            stroke(cv, {{c.x1, y, c.x1 + pt(MAJOR_TICK_LEN), y}}, pt(MAJOR_TICK_WIDTH), true, black,
                    1, cv.full());
         }
     }

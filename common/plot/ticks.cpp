@@ -131,13 +131,13 @@ std::string format_g(double v) {
 namespace {
 
 // ColorBrewer anchors (8-bit values, as in matplotlib's _cm.py), spaced evenly over [0, 1].
-const char* const RdBu_anchors[] = {"67001f", "b2182b", "d6604d", "f4a582", "fddbc7", "f7f7f7",
+const char* const RDBU_ANCHORS[] = {"67001f", "b2182b", "d6604d", "f4a582", "fddbc7", "f7f7f7",
                                     "d1e5f0", "92c5de", "4393c3", "2166ac", "053061"};
-const char* const Blues_anchors[] = {"f7fbff", "deebf7", "c6dbef", "9ecae1", "6baed6",
+const char* const BLUES_ANCHORS[] = {"f7fbff", "deebf7", "c6dbef", "9ecae1", "6baed6",
                                      "4292c6", "2171b5", "08519c", "08306b"};
-const char* const Reds_anchors[] = {"fff5f0", "fee0d2", "fcbba1", "fc9272", "fb6a4a",
+const char* const REDS_ANCHORS[] = {"fff5f0", "fee0d2", "fcbba1", "fc9272", "fb6a4a",
                                     "ef3b2c", "cb181d", "a50f15", "67000d"};
-const char* const Greys_anchors[] = {"ffffff", "f0f0f0", "d9d9d9", "bdbdbd", "969696",
+const char* const GREYS_ANCHORS[] = {"ffffff", "f0f0f0", "d9d9d9", "bdbdbd", "969696",
                                      "737373", "525252", "252525", "000000"};
 
 // viridis, matplotlib's 256-entry table as the bytes matplotlib paints (value * 255 truncated),
@@ -187,10 +187,14 @@ Colormap::Colormap(const std::string& name) : name_(name) {
     auto take = [&](const char* const* a, size_t n) {
         for (size_t i = 0; i < n; ++i) anchors.push_back(hex(a[i]));
     };
-    if (base == "RdBu") take(RdBu_anchors, std::size(RdBu_anchors));
-    else if (base == "Blues") take(Blues_anchors, std::size(Blues_anchors));
-    else if (base == "Reds") take(Reds_anchors, std::size(Reds_anchors));
-    else if (base == "Greys") take(Greys_anchors, std::size(Greys_anchors));
+    if (base == "RdBu")
+        take(RDBU_ANCHORS, std::size(RDBU_ANCHORS));
+    else if (base == "Blues")
+        take(BLUES_ANCHORS, std::size(BLUES_ANCHORS));
+    else if (base == "Reds")
+        take(REDS_ANCHORS, std::size(REDS_ANCHORS));
+    else if (base == "Greys")
+        take(GREYS_ANCHORS, std::size(GREYS_ANCHORS));
     else if (base == "viridis") {
         for (int i = 0; i < 256; ++i) {
             char six[7] = {};
