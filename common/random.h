@@ -6,8 +6,6 @@
 //   double z = g.standard_normal();      // g.standard_normal()
 //   g.standard_normal(out, n);           // g.standard_normal(n) / ((rows, cols)): C order
 //   double u = g.random();               // g.random()  (53-bit uniform in [0, 1))
-//   g.standard_normal_parallel(out, n);  // the same n draws as g.standard_normal(out, n), on
-//                                        // several threads (spliced from pieces, see below)
 //   g.advance(k);                        // g.bit_generator.advance(k): skip k raw outputs
 //
 // torch (sections 3 and 5): a CPU generator like torch 1.13's default generator.
@@ -57,25 +55,6 @@ public:
 
     // bit_generator.advance(delta): as if delta raw outputs had been drawn, in O(log delta).
     void advance(uint64_t delta);
-
-    // The same n draws as standard_normal(out, n), and the same state afterwards, drawn by up to
-    // `threads` threads (0: OpenMP's default). Results never depend on the thread count.
-    //
-    // How: a normal takes one raw output ~99% of the time, more on the ziggurat's rare paths, so
-    // where draw i starts in the raw stream is only known by parsing all before it. Each thread
-    // jumps (advance) to an even share of the raw stream and parses from there as if a draw
-    // started at its first raw. The previous thread, whose parse is the true one, keeps going
-    // past its share until it reaches a raw where the next thread's parse also starts a draw:
-    // from there both parses are the same forever, so the pieces splice together exactly. (If
-    // they have not met within `window` draws, the rest is drawn one thread after the splice.)
-    // Raws run out about 1% before n draws; the few draws left are drawn at the end.
-    void standard_normal_parallel(double* out, size_t n, int threads = 0);
-
-    // standard_normal_parallel with the raw stream cut at the given places (raw offsets from
-    // here, strictly increasing, the first 0, all below n), one piece per task: tests choose
-    // awkward cuts. Returns how many splices failed to meet (their pieces were redrawn).
-    int standard_normal_pieces(double* out, size_t n, const std::vector<uint64_t>& cuts,
-                               int threads = 0, int window = 32);
 
 private:
     unsigned __int128 state_, inc_;
