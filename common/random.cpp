@@ -106,7 +106,10 @@ uint64_t Generator::random_raw() {
 
 double Generator::random() { return (double)(random_raw() >> 11) * (1.0 / 9007199254740992.0); }
 
-// ---- ziggurat tables, recomputed (docs/rng-spec.md 1.6) ------------------------------------
+// ---- ziggurat tables ------------------------------------------------------------------------
+// numpy compiles in its 256-layer tables (ziggurat_constants.h); we recompute them from R and
+// the layer area v, ulp for ulp. ziggurat_table_hash() below lets tests/test_random.cpp compare
+// the result with numpy 1.24's tables.
 namespace {
 constexpr double ZIG_R = 3.6541528853610087963519472518;
 constexpr double ZIG_INV_R = 0.27366123732975827203338247596;
@@ -310,7 +313,8 @@ struct Lanes {
         high = _mm256_add_epi64(high, _mm256_add_epi64(cross, c_hi));
         // + C8, carrying out of the low word when the sum wraps (unsigned compare via sign flip)
         low = _mm256_add_epi64(low, c_lo);
-        __m256i flipped = _mm256_xor_si256(low, _mm256_set1_epi64x((long long)0x8000000000000000ULL));
+        __m256i flipped =
+            _mm256_xor_si256(low, _mm256_set1_epi64x((long long)0x8000000000000000ULL));
         high = _mm256_sub_epi64(high, _mm256_cmpgt_epi64(c_lo_flipped, flipped));
         lo[h] = low;
         hi[h] = high;
@@ -387,7 +391,9 @@ public:
             if (outside) {
                 // The draws before the first outside raw are done; that one takes the slow path.
                 int k = 0;
-                while (((cur_[p + k] >> 9) & 0x000FFFFFFFFFFFFFULL) < z.ki_signed[cur_[p + k] & 0x1FF]) k++;
+                while (((cur_[p + k] >> 9) & 0x000FFFFFFFFFFFFFULL) <
+                       z.ki_signed[cur_[p + k] & 0x1FF])
+                    k++;
                 c += k;
                 p_ = p + k + 1;
                 out[c++] = slow(cur_[p + k]);

@@ -1,5 +1,6 @@
 // Random numbers that match numpy and torch bit for bit, so the article's Monte Carlo means and
-// single-seed measurements come out with the same digits (spec: docs/rng-spec.md of the project).
+// single-seed measurements come out with the same digits. tests/test_random.cpp holds the
+// reference values, recorded with numpy 1.24.2 and torch 1.13.1.
 //
 // numpy (sections 2 and 4 of the article):
 //   numpy::Generator g(20260830);        // np.random.default_rng(20260830)
@@ -33,7 +34,7 @@ namespace numpy {
 class SeedSequence {
 public:
     explicit SeedSequence(uint64_t seed);                   // an int seed
-    explicit SeedSequence(std::vector<uint32_t> entropy);   // its uint32 words, least significant first
+    explicit SeedSequence(std::vector<uint32_t> entropy);   // its uint32 words, low word first
     std::vector<uint32_t> generate_state32(size_t n) const;  // generate_state(n, np.uint32)
     std::vector<uint64_t> generate_state64(size_t n) const;  // generate_state(n, np.uint64)
 
@@ -68,7 +69,7 @@ uint64_t ziggurat_table_hash();
 
 namespace torch_rng {
 
-// torch's default_rng_seed_val (torch.Generator().initial_seed()); our default generator starts here.
+// torch's default_rng_seed_val (torch.Generator().initial_seed()): our default generator's seed.
 constexpr uint64_t default_seed = 67280421310721ULL;
 
 // torch 1.13's CPUGeneratorImpl: mt19937 plus torch's float transforms.
@@ -88,8 +89,10 @@ public:
     std::vector<float> rand(size_t n);                         // torch.rand(n)
     void uniform_(float* x, size_t n, double from, double to); // x.uniform_(from, to)
     std::vector<float> randn(size_t n);                        // torch.randn(n): path chosen by n
-    void randn(float* x, size_t n);                            // (>= 16: normal_fill, < 16: Box-Muller)
-    std::vector<int64_t> randint(int64_t low, int64_t high, size_t n);  // torch.randint(low, high, (n,))
+    // randn into x: n >= 16 goes through normal_fill, n < 16 through Box-Muller in double.
+    void randn(float* x, size_t n);
+    // torch.randint(low, high, (n,))
+    std::vector<int64_t> randint(int64_t low, int64_t high, size_t n);
 
     // nn.Linear(in, out, bias) construction: weight (out, in) row-major from kaiming_uniform_
     // (a = sqrt(5)), then bias (out) from U(-1/sqrt(in), 1/sqrt(in)). bias may be nullptr.
@@ -116,7 +119,3 @@ std::vector<float> randn(size_t n);
 std::vector<int64_t> randint(int64_t low, int64_t high, size_t n);
 
 }  // namespace torch_rng
-
-// The names of docs/design.md.
-using NumpyGenerator = numpy::Generator;
-using TorchGenerator = torch_rng::Generator;

@@ -159,7 +159,8 @@ TEST_CASE("random: numpy advance(n) is n raw draws") {
 TEST_CASE("random: numpy bulk standard_normal(out, n) equals one draw at a time") {
     // Sizes below, at and above the bulk drawer's threshold (1024) and its 512-raw blocks, in
     // a chain of calls that must continue each other exactly.
-    const std::vector<size_t> sizes = {1, 7, 8, 9, 1023, 1024, 1025, 511, 512, 513, 4096, 100003, 1};
+    const std::vector<size_t> sizes = {1, 7, 8, 9, 1023, 1024, 1025,
+                                       511, 512, 513, 4096, 100003, 1};
     size_t total = 0;
     for (size_t n : sizes) total += n;
     for (uint64_t seed : {20260830ULL, 42ULL, 0ULL}) {
@@ -265,7 +266,8 @@ TEST_CASE("random: torch randn(8, 32, 64) then randint") {
                "x[-8:]");
     std::vector<int64_t> k = gen.randint(0, 50, 8 * 32);
     std::vector<int64_t> first16(k.begin(), k.begin() + 16);
-    CHECK(first16 == std::vector<int64_t>{6, 31, 43, 30, 33, 45, 48, 13, 36, 24, 37, 7, 11, 36, 28, 6});
+    CHECK(first16 ==
+          std::vector<int64_t>{6, 31, 43, 30, 33, 45, 48, 13, 36, 24, 37, 7, 11, 36, 28, 6});
 
     torch_rng::Generator g9(9);  // range >= 2^32: 64-bit draws
     CHECK(g9.randint(-7, 1LL << 33, 6) ==
