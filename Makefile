@@ -92,6 +92,8 @@ $(BUILD)/obj/%.o: %.cpp | deps
 $(BUILD)/obj/common/random.o: CXXFLAGS += -ffp-contract=off
 # Figures are compared byte for byte: keep pixel arithmetic the same on FMA and non-FMA CPUs.
 $(BUILD)/obj/common/plot/%.o: CXXFLAGS += -ffp-contract=off
+# Chapter 2 keeps one rounding for its sums: no fused a*b+c (chapters/2-scaling/numpy_math.h).
+$(BUILD)/obj/chapters/2-scaling/%.o: CXXFLAGS += -ffp-contract=off
 
 $(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -DPROJECT_ROOT='"$(CURDIR)"'
 

@@ -1,16 +1,15 @@
 // numpy default_rng (SeedSequence -> PCG64 -> ziggurat) and torch 1.13's CPU generator (mt19937
 // -> torch's transforms), bit for bit. Long runs of numpy normals go through a bulk drawer (8
 // interleaved PCG64 lanes, AVX2 where the CPU has it, and the ziggurat's common case 8 draws at
-// a time) and can be spread over threads; tests compare both with one draw at a time. Compiled with -ffp-contract=off: every a*b+c below rounds
-// twice unless it is written std::fma, which is exactly where torch's AVX2 build fused it.
+// a time); tests/test_random.cpp compares it with one draw at a time. Compiled with
+// -ffp-contract=off: every a*b+c below rounds twice unless it is written std::fma, which is
+// exactly where torch's AVX2 build fused it.
 #include "common/random.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <stdexcept>
+#include <utility>
 
-#include <omp.h>
 #ifdef __AVX2__
 #include <immintrin.h>
 #endif
@@ -107,7 +106,10 @@ uint64_t Generator::random_raw() {
 
 double Generator::random() { return (double)(random_raw() >> 11) * (1.0 / 9007199254740992.0); }
 
-// ---- ziggurat tables, recomputed (docs/rng-spec.md 1.6) ------------------------------------
+// ---- ziggurat tables ------------------------------------------------------------------------
+// numpy compiles in its 256-layer tables (ziggurat_constants.h); we recompute them from R and
+// the layer area v, ulp for ulp. ziggurat_table_hash() below lets tests/test_random.cpp compare
+// the result with numpy 1.24's tables.
 namespace {
 constexpr double ZIG_R = 3.6541528853610087963519472518;
 constexpr double ZIG_INV_R = 0.27366123732975827203338247596;
@@ -311,7 +313,8 @@ struct Lanes {
         high = _mm256_add_epi64(high, _mm256_add_epi64(cross, c_hi));
         // + C8, carrying out of the low word when the sum wraps (unsigned compare via sign flip)
         low = _mm256_add_epi64(low, c_lo);
-        __m256i flipped = _mm256_xor_si256(low, _mm256_set1_epi64x((long long)0x8000000000000000ULL));
+        __m256i flipped =
+            _mm256_xor_si256(low, _mm256_set1_epi64x((long long)0x8000000000000000ULL));
         high = _mm256_sub_epi64(high, _mm256_cmpgt_epi64(c_lo_flipped, flipped));
         lo[h] = low;
         hi[h] = high;
@@ -345,33 +348,28 @@ struct Lanes {
 };
 #endif
 
-// Standard normals from raw position `pos` of a PCG64 stream on: numpy's draws if a draw starts
-// there. Raws come in blocks of B; the next block is made 8 raws at a time while the current
-// one is turned into normals 8 at a time (the two kinds of work overlap in the CPU).
+// numpy's standard normals from a PCG64 state on. Raws come in blocks of B; the next block is
+// made 8 raws at a time while the current one is turned into normals 8 at a time (the two kinds
+// of work overlap in the CPU).
 class NormalDrawer {
 public:
-    // state: the generator's state after `pos` raws.
-    NormalDrawer(u128 state, u128 inc, uint64_t pos)
-        : lanes_(state * PCG_MULT + inc, inc), base_(pos) {
+    NormalDrawer(u128 state, u128 inc) : lanes_(state * PCG_MULT + inc, inc) {
         for (size_t g = 0; g < B; g += LANES) lanes_.next8(cur_ + g);
     }
 
     uint64_t position() const { return base_ + p_; }  // raws consumed
 
-    // Draws into out until n are drawn or the next draw would start at raw `stop` or later.
-    // Returns how many it drew.
-    size_t fill(double* out, size_t n, uint64_t stop = UINT64_MAX) {
+    // n draws into out, in order.
+    void fill(double* out, size_t n) {
         const Ziggurat& z = zig();
         size_t c = 0;
         while (c < n) {
             if (p_ == B) next_block();
-            if (base_ + p_ >= stop) break;
             // Fast path: 8 raws at a time while all 8 are inside their rectangles.
-            const size_t p_end = std::min<uint64_t>(B, stop - base_);
             size_t p = p_, g = g_;
             Lanes lanes = lanes_;
             bool outside = false;  // some raw of the group needs the slow path
-            while (p + 8 <= p_end && c + 8 <= n) {
+            while (p + 8 <= B && c + 8 <= n) {
                 if (g < B) {
                     lanes.next8(nxt_ + g);
                     g += LANES;
@@ -393,20 +391,21 @@ public:
             if (outside) {
                 // The draws before the first outside raw are done; that one takes the slow path.
                 int k = 0;
-                while (((cur_[p + k] >> 9) & 0x000FFFFFFFFFFFFFULL) < z.ki_signed[cur_[p + k] & 0x1FF]) k++;
+                while (((cur_[p + k] >> 9) & 0x000FFFFFFFFFFFFFULL) <
+                       z.ki_signed[cur_[p + k] & 0x1FF])
+                    k++;
                 c += k;
                 p_ = p + k + 1;
                 out[c++] = slow(cur_[p + k]);
                 continue;
             }
             p_ = p;
-            // Near the end of the block, of n or of stop: one draw the general way.
-            if (c < n && p_ < B && base_ + p_ < stop) {
+            // Near the end of the block or of n: one draw the general way.
+            if (c < n && p_ < B) {
                 uint64_t r = cur_[p_++];
                 out[c++] = slow(r);
             }
         }
-        return c;
     }
 
 private:
@@ -432,7 +431,7 @@ private:
     uint64_t* cur_ = blocks_[0];        // raws base_ .. base_ + B - 1
     uint64_t* nxt_ = blocks_[1];        // the next B raws, filled up to g_
     size_t p_ = 0, g_ = 0;              // next raw of cur_ to read; raws of nxt_ made so far
-    uint64_t base_;
+    uint64_t base_ = 0;                 // raws before cur_'s first
 };
 }  // namespace
 
@@ -444,7 +443,7 @@ void Generator::advance(uint64_t delta) { state_ = pcg_advanced(state_, inc_, de
 
 void Generator::standard_normal(double* out, size_t n) {
     if (n >= 1024) {  // the bulk drawer makes 1024 raws ahead: worth it for longer runs only
-        NormalDrawer d(state_, inc_, 0);
+        NormalDrawer d(state_, inc_);
         d.fill(out, n);
         advance(d.position());
         return;
@@ -457,149 +456,6 @@ std::vector<double> Generator::standard_normal(size_t n) {
     std::vector<double> out(n);
     standard_normal(out.data(), n);
     return out;
-}
-
-// ---- parallel draws ------------------------------------------------------------------------
-namespace {
-// One piece of the raw stream [start, stop) and what its task found there.
-struct Piece {
-    uint64_t start = 0, stop = 0;
-    double* draws = nullptr;          // draws starting in [start, stop), as if one started at start
-    size_t count = 0;
-    std::vector<uint64_t> next_heads; // where the next piece's first `window` draws start
-    std::vector<double> extra;        // true draws past stop, up to where the next piece joins
-    size_t join = SIZE_MAX;           // index into next_heads where they met (SIZE_MAX: never)
-    uint64_t end = 0;                 // raws consumed after the extra draws
-};
-
-// Raw offsets at which the first `window` draws of a parse from `start` begin (before stop).
-std::vector<uint64_t> heads(u128 state0, u128 inc, uint64_t start, uint64_t stop, int window) {
-    std::vector<uint64_t> at;
-    NormalDrawer d(pcg_advanced(state0, inc, start), inc, start);
-    double x;
-    for (int i = 0; i < window && d.position() < stop; i++) {
-        at.push_back(d.position());
-        d.fill(&x, 1);
-    }
-    return at;
-}
-
-// Draws of the pieces after piece 0 go to scratch first (where they land is known only after
-// every piece is parsed): the i-th piece a thread takes uses its i-th buffer. The buffers are
-// kept across calls, so chunked callers do not page-fault on fresh memory every time.
-double* scratch(size_t i, size_t size) {
-    static thread_local std::vector<std::vector<double>> pool;
-    if (pool.size() <= i) pool.resize(i + 1);
-    if (pool[i].size() < size) pool[i].resize(size);
-    return pool[i].data();
-}
-}  // namespace
-
-int Generator::standard_normal_pieces(double* out, size_t n, const std::vector<uint64_t>& cuts,
-                                      int threads, int window) {
-    if (n == 0) return 0;
-    if (cuts.empty() || cuts[0] != 0)
-        throw std::invalid_argument("standard_normal_pieces: cuts must start at 0");
-    for (size_t k = 1; k < cuts.size(); k++)
-        if (cuts[k] <= cuts[k - 1] || cuts[k] >= n)
-            throw std::invalid_argument("standard_normal_pieces: cuts must increase and stay below n");
-    const size_t T = cuts.size();
-    std::vector<Piece> pieces(T);
-    for (size_t k = 0; k < T; k++) {
-        pieces[k].start = cuts[k];
-        pieces[k].stop = k + 1 < T ? cuts[k + 1] : n;
-    }
-    const u128 state0 = state_, inc = inc_;
-    if (threads <= 0) threads = omp_get_max_threads();
-    threads = (int)std::min<size_t>(threads, T);
-
-    // The pieces' own parses, then the true parse of each running on into the next piece
-    // until the two meet. Every draw kept starts at a distinct raw below n: at most n in all.
-    auto parse = [&](size_t k, double* draws) {
-        Piece& pc = pieces[k];
-        pc.draws = draws;
-        NormalDrawer d(pcg_advanced(state0, inc, pc.start), inc, pc.start);
-        pc.count = d.fill(pc.draws, SIZE_MAX, pc.stop);
-        if (k + 1 < T) {
-            const Piece& next = pieces[k + 1];
-            pc.next_heads = heads(state0, inc, next.start, next.stop, window);
-            size_t h = 0;
-            for (;;) {
-                const uint64_t at = d.position();
-                while (h < pc.next_heads.size() && pc.next_heads[h] < at) h++;
-                if (h == pc.next_heads.size()) break;  // passed them all: no join
-                if (pc.next_heads[h] == at) {
-                    pc.join = h;
-                    break;
-                }
-                double x;
-                d.fill(&x, 1);
-                pc.extra.push_back(x);
-            }
-        }
-        pc.end = d.position();
-    };
-    // The splice: piece 0 is in place; piece k continues with its own draw number join(k-1).
-    struct Copy {
-        const double* from;
-        size_t count;
-        size_t to;
-    };
-    std::vector<Copy> slices;
-    int failed = 0;
-    size_t total = 0;
-    uint64_t end = 0;
-    auto splice = [&] {
-        std::vector<Copy> copies;
-        for (size_t k = 0; k < T; k++) {
-            const Piece& pc = pieces[k];
-            const size_t first = k == 0 ? 0 : pieces[k - 1].join;
-            if (k > 0) copies.push_back({pc.draws + first, pc.count - first, total});
-            total += pc.count - first;
-            copies.push_back({pc.extra.data(), pc.extra.size(), total});
-            total += pc.extra.size();
-            end = pc.end;
-            if (k + 1 < T && pc.join == SIZE_MAX) {
-                failed = 1;  // the rest is redrawn below, from where this piece's true parse stopped
-                break;
-            }
-        }
-        const size_t slice = 1 << 14;  // copy in slices of about equal size, shared by the threads
-        for (const Copy& cp : copies)
-            for (size_t i = 0; i < cp.count; i += slice)
-                slices.push_back({cp.from + i, std::min(slice, cp.count - i), cp.to + i});
-    };
-#pragma omp parallel num_threads(threads)
-    {
-        // However many threads OpenMP gives us, thread t takes pieces t, t + team, ...
-        const size_t team = omp_get_num_threads(), me = omp_get_thread_num();
-        for (size_t k = me, i = 0; k < T; k += team, i++)
-            parse(k, k == 0 ? out : scratch(i, pieces[k].stop - pieces[k].start));
-#pragma omp barrier
-#pragma omp single
-        splice();
-#pragma omp for schedule(static)
-        for (size_t s = 0; s < slices.size(); s++)
-            std::memcpy(out + slices[s].to, slices[s].from, slices[s].count * sizeof(double));
-    }
-
-    // The raws ran out a little before n draws: the rest in order from where they stopped.
-    state_ = pcg_advanced(state0, inc, end);
-    standard_normal(out + total, n - total);
-    return failed;
-}
-
-void Generator::standard_normal_parallel(double* out, size_t n, int threads) {
-    if (threads <= 0) threads = omp_get_max_threads();
-    const size_t min_piece = 1 << 15;  // smaller pieces are not worth a thread
-    const size_t T = std::min<size_t>(threads, n / min_piece);
-    if (T <= 1) {
-        standard_normal(out, n);
-        return;
-    }
-    std::vector<uint64_t> cuts(T);
-    for (size_t k = 0; k < T; k++) cuts[k] = (uint64_t)(n * k / T);
-    standard_normal_pieces(out, n, cuts, (int)T);
 }
 
 }  // namespace numpy

@@ -1,13 +1,12 @@
 // Random numbers that match numpy and torch bit for bit, so the article's Monte Carlo means and
-// single-seed measurements come out with the same digits (spec: docs/rng-spec.md of the project).
+// single-seed measurements come out with the same digits. tests/test_random.cpp holds the
+// reference values, recorded with numpy 1.24.2 and torch 1.13.1.
 //
 // numpy (sections 2 and 4 of the article):
 //   numpy::Generator g(20260830);        // np.random.default_rng(20260830)
 //   double z = g.standard_normal();      // g.standard_normal()
 //   g.standard_normal(out, n);           // g.standard_normal(n) / ((rows, cols)): C order
 //   double u = g.random();               // g.random()  (53-bit uniform in [0, 1))
-//   g.standard_normal_parallel(out, n);  // the same n draws as g.standard_normal(out, n), on
-//                                        // several threads (spliced from pieces, see below)
 //   g.advance(k);                        // g.bit_generator.advance(k): skip k raw outputs
 //
 // torch (sections 3 and 5): a CPU generator like torch 1.13's default generator.
@@ -35,7 +34,7 @@ namespace numpy {
 class SeedSequence {
 public:
     explicit SeedSequence(uint64_t seed);                   // an int seed
-    explicit SeedSequence(std::vector<uint32_t> entropy);   // its uint32 words, least significant first
+    explicit SeedSequence(std::vector<uint32_t> entropy);   // its uint32 words, low word first
     std::vector<uint32_t> generate_state32(size_t n) const;  // generate_state(n, np.uint32)
     std::vector<uint64_t> generate_state64(size_t n) const;  // generate_state(n, np.uint64)
 
@@ -58,25 +57,6 @@ public:
     // bit_generator.advance(delta): as if delta raw outputs had been drawn, in O(log delta).
     void advance(uint64_t delta);
 
-    // The same n draws as standard_normal(out, n), and the same state afterwards, drawn by up to
-    // `threads` threads (0: OpenMP's default). Results never depend on the thread count.
-    //
-    // How: a normal takes one raw output ~99% of the time, more on the ziggurat's rare paths, so
-    // where draw i starts in the raw stream is only known by parsing all before it. Each thread
-    // jumps (advance) to an even share of the raw stream and parses from there as if a draw
-    // started at its first raw. The previous thread, whose parse is the true one, keeps going
-    // past its share until it reaches a raw where the next thread's parse also starts a draw:
-    // from there both parses are the same forever, so the pieces splice together exactly. (If
-    // they have not met within `window` draws, the rest is drawn one thread after the splice.)
-    // Raws run out about 1% before n draws; the few draws left are drawn at the end.
-    void standard_normal_parallel(double* out, size_t n, int threads = 0);
-
-    // standard_normal_parallel with the raw stream cut at the given places (raw offsets from
-    // here, strictly increasing, the first 0, all below n), one piece per task: tests choose
-    // awkward cuts. Returns how many splices failed to meet (their pieces were redrawn).
-    int standard_normal_pieces(double* out, size_t n, const std::vector<uint64_t>& cuts,
-                               int threads = 0, int window = 32);
-
 private:
     unsigned __int128 state_, inc_;
 };
@@ -89,7 +69,7 @@ uint64_t ziggurat_table_hash();
 
 namespace torch_rng {
 
-// torch's default_rng_seed_val (torch.Generator().initial_seed()); our default generator starts here.
+// torch's default_rng_seed_val (torch.Generator().initial_seed()): our default generator's seed.
 constexpr uint64_t default_seed = 67280421310721ULL;
 
 // torch 1.13's CPUGeneratorImpl: mt19937 plus torch's float transforms.
@@ -109,8 +89,10 @@ public:
     std::vector<float> rand(size_t n);                         // torch.rand(n)
     void uniform_(float* x, size_t n, double from, double to); // x.uniform_(from, to)
     std::vector<float> randn(size_t n);                        // torch.randn(n): path chosen by n
-    void randn(float* x, size_t n);                            // (>= 16: normal_fill, < 16: Box-Muller)
-    std::vector<int64_t> randint(int64_t low, int64_t high, size_t n);  // torch.randint(low, high, (n,))
+    // randn into x: n >= 16 goes through normal_fill, n < 16 through Box-Muller in double.
+    void randn(float* x, size_t n);
+    // torch.randint(low, high, (n,))
+    std::vector<int64_t> randint(int64_t low, int64_t high, size_t n);
 
     // nn.Linear(in, out, bias) construction: weight (out, in) row-major from kaiming_uniform_
     // (a = sqrt(5)), then bias (out) from U(-1/sqrt(in), 1/sqrt(in)). bias may be nullptr.
@@ -137,7 +119,3 @@ std::vector<float> randn(size_t n);
 std::vector<int64_t> randint(int64_t low, int64_t high, size_t n);
 
 }  // namespace torch_rng
-
-// The names of docs/design.md.
-using NumpyGenerator = numpy::Generator;
-using TorchGenerator = torch_rng::Generator;

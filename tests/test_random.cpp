@@ -4,7 +4,6 @@
 // values by their IEEE bit pattern.
 #include <cmath>
 #include <cstring>
-#include <stdexcept>
 
 #include "common/random.h"
 #include "tests/util.h"
@@ -129,7 +128,7 @@ TEST_CASE("random: numpy standard_normal over 10^6 draws (tail and wedge paths)"
     }
 }
 
-// ---- bulk and parallel numpy draws: the same stream as one draw at a time -------------------
+// ---- bulk numpy draws: the same stream as one draw at a time --------------------------------
 namespace {
 std::vector<double> one_at_a_time(uint64_t seed, size_t n, uint64_t* next_raw = nullptr) {
     numpy::Generator g(seed);
@@ -160,7 +159,8 @@ TEST_CASE("random: numpy advance(n) is n raw draws") {
 TEST_CASE("random: numpy bulk standard_normal(out, n) equals one draw at a time") {
     // Sizes below, at and above the bulk drawer's threshold (1024) and its 512-raw blocks, in
     // a chain of calls that must continue each other exactly.
-    const std::vector<size_t> sizes = {1, 7, 8, 9, 1023, 1024, 1025, 511, 512, 513, 4096, 100003, 1};
+    const std::vector<size_t> sizes = {1, 7, 8, 9, 1023, 1024, 1025,
+                                       511, 512, 513, 4096, 100003, 1};
     size_t total = 0;
     for (size_t n : sizes) total += n;
     for (uint64_t seed : {20260830ULL, 42ULL, 0ULL}) {
@@ -179,81 +179,59 @@ TEST_CASE("random: numpy bulk standard_normal(out, n) equals one draw at a time"
     }
 }
 
-TEST_CASE("random: numpy parallel standard_normal over 10^7 draws, any thread count") {
+TEST_CASE("random: numpy bulk standard_normal over 10^7 draws, in one call and in uneven calls") {
     const size_t n = 10000000;
     for (uint64_t seed : {20260830ULL, 42ULL, 7ULL}) {
         INFO("seed " << seed);
         uint64_t ref_next;
         std::vector<double> ref = one_at_a_time(seed, n, &ref_next);
-        for (int threads : {1, 2, 3, 8}) {
-            INFO("threads " << threads);
-            numpy::Generator g(seed);
-            std::vector<double> got(n);
-            g.standard_normal_parallel(got.data(), n, threads);
-            CHECK(got == ref);
-            CHECK(g.random_raw() == ref_next);
-        }
-        // In uneven calls (not multiples of anything), continuing each other.
         numpy::Generator g(seed);
         std::vector<double> got(n);
-        size_t at = 0;
-        for (size_t len : {65537UL, 3UL, 1000003UL, 131071UL, 4999999UL}) {
-            g.standard_normal_parallel(got.data() + at, len, 3);
-            at += len;
-        }
-        g.standard_normal_parallel(got.data() + at, n - at, 2);
+        g.standard_normal(got.data(), n);
         CHECK(got == ref);
         CHECK(g.random_raw() == ref_next);
+        // In uneven calls (not multiples of anything, one below the bulk threshold), continuing
+        // each other.
+        numpy::Generator h(seed);
+        std::vector<double> again(n);
+        size_t at = 0;
+        for (size_t len : {65537UL, 3UL, 1000003UL, 1023UL, 131071UL, 4999999UL}) {
+            h.standard_normal(again.data() + at, len);
+            at += len;
+        }
+        h.standard_normal(again.data() + at, n - at);
+        CHECK(again == ref);
+        CHECK(h.random_raw() == ref_next);
     }
 }
 
-TEST_CASE("random: numpy parallel pieces cut anywhere, through tail and wedge draws") {
+TEST_CASE("random: numpy bulk calls that end on tail or wedge draws continue the stream") {
     // Seed 20260830's draw 9836 is a tail draw (-4.63: beyond R, the idx 0 branch: at least three
-    // raws); wedge draws (two raws or more) come about once in a hundred. Cutting the raw stream
-    // at every position from 9700 to 10299 puts a cut inside each multi-raw draw there: the piece
-    // after the cut starts on a raw that is no draw's first, and must still splice exactly.
+    // raws); wedge draws (two raws or more) come about once in a hundred. Splitting 12000 draws
+    // into two bulk calls at every draw from 9700 to 10299 ends the first call on each of the
+    // multi-raw draws there: the second must start on the raw after the last one it took.
     const uint64_t seed = 20260830;
     const size_t n = 12000;
     uint64_t ref_next;
     const std::vector<double> ref = one_at_a_time(seed, n, &ref_next);
     REQUIRE(ref[9836] == -4.6289571616482394);
-    int failed_window1 = 0;
-    for (uint64_t cut = 9700; cut < 10300; cut++) {
-        INFO("cut " << cut);
+    for (size_t split = 9700; split < 10300; split++) {
+        INFO("split " << split);
         numpy::Generator g(seed);
         std::vector<double> got(n);
-        CHECK(g.standard_normal_pieces(got.data(), n, {0, cut}, 2) == 0);
+        g.standard_normal(got.data(), split);
+        g.standard_normal(got.data() + split, n - split);
         CHECK(got == ref);
         CHECK(g.random_raw() == ref_next);
-        // With a window of one draw the splice fails when the cut is inside a draw; the rest is
-        // then redrawn in order, which must give the same stream too.
+        // The same with a few one-at-a-time draws (below the bulk threshold) between the two.
         numpy::Generator h(seed);
         std::vector<double> again(n);
-        failed_window1 += h.standard_normal_pieces(again.data(), n, {0, cut}, 2, 1);
+        h.standard_normal(again.data(), split - 5);
+        h.standard_normal(again.data() + split - 5, 5);
+        h.standard_normal(again.data() + split, n - split);
         CHECK(again == ref);
         CHECK(h.random_raw() == ref_next);
     }
-    CHECK(failed_window1 > 0);  // the fallback was taken at least once
-
-    // Many small pieces (more than threads), pieces of one raw, the last piece tiny.
-    const std::vector<std::vector<uint64_t>> cut_sets = {
-        {0, 1, 2, 3, 4},      {0, 9835, 9836, 9837, 9838, 9839, 9840},
-        {0, 5000, 11999},     {0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 9999},
-        {0, 9930, 9931, 9932, 9933, 9934, 9935, 9936, 9937, 9938, 9939, 9940, 9941}};
-    for (const auto& cuts : cut_sets) {
-        for (int threads : {1, 2, 5}) {
-            numpy::Generator g(seed);
-            std::vector<double> got(n);
-            g.standard_normal_pieces(got.data(), n, cuts, threads);
-            CHECK(got == ref);
-            CHECK(g.random_raw() == ref_next);
-        }
-    }
-    numpy::Generator g(seed);
-    std::vector<double> got(n);
-    CHECK_THROWS_AS(g.standard_normal_pieces(got.data(), n, {1, 5}), std::invalid_argument);
-    CHECK_THROWS_AS(g.standard_normal_pieces(got.data(), n, {0, 5, 5}), std::invalid_argument);
-    CHECK_THROWS_AS(g.standard_normal_pieces(got.data(), n, {0, n}), std::invalid_argument);
 }
 
 TEST_CASE("random: torch rand after manual_seed") {
@@ -288,7 +266,8 @@ TEST_CASE("random: torch randn(8, 32, 64) then randint") {
                "x[-8:]");
     std::vector<int64_t> k = gen.randint(0, 50, 8 * 32);
     std::vector<int64_t> first16(k.begin(), k.begin() + 16);
-    CHECK(first16 == std::vector<int64_t>{6, 31, 43, 30, 33, 45, 48, 13, 36, 24, 37, 7, 11, 36, 28, 6});
+    CHECK(first16 ==
+          std::vector<int64_t>{6, 31, 43, 30, 33, 45, 48, 13, 36, 24, 37, 7, 11, 36, 28, 6});
 
     torch_rng::Generator g9(9);  // range >= 2^32: 64-bit draws
     CHECK(g9.randint(-7, 1LL << 33, 6) ==
