@@ -591,10 +591,9 @@ void avx2_sincosf(float a, float& sin_out, float& cos_out) {
     sin_out = sn;
     cos_out = cs;
 }
-}  // namespace
 
 // Box-Muller on 16 uniforms: d[j] and d[j+8] become a pair of normals (torch's normal_fill_16).
-static void transform16(float* d, bool avx2) {
+void transform16(float* d, bool avx2) {
     const float TWO_PI = (float)(2.0 * M_PI);
     for (int j = 0; j < 8; j++) {
         const float u1 = 1.0f - d[j];
@@ -613,6 +612,8 @@ static void transform16(float* d, bool avx2) {
         }
     }
 }
+
+}  // namespace
 
 void Generator::normal_fill(float* x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = uniform_float();  // n uniforms first
@@ -677,7 +678,7 @@ void Generator::linear_init(float* weight, int out, int in, float* bias) {
 
 // ---- the default generator ------------------------------------------------------------------
 Generator& default_generator() {
-    static Generator gen(default_seed);
+    static Generator gen(DEFAULT_SEED);
     return gen;
 }
 void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }

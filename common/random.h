@@ -70,12 +70,12 @@ uint64_t ziggurat_table_hash();
 namespace torch_rng {
 
 // torch's default_rng_seed_val (torch.Generator().initial_seed()): our default generator's seed.
-constexpr uint64_t default_seed = 67280421310721ULL;
+constexpr uint64_t DEFAULT_SEED = 67280421310721ULL;
 
 // torch 1.13's CPUGeneratorImpl: mt19937 plus torch's float transforms.
 class Generator {
 public:
-    explicit Generator(uint64_t seed = default_seed);
+    explicit Generator(uint64_t seed = DEFAULT_SEED);
     void manual_seed(uint64_t seed);   // low 32 bits seed mt19937; clears the cached normal
     uint64_t initial_seed() const { return seed_; }
 

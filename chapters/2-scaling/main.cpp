@@ -25,8 +25,10 @@
 #include "common/plot/plot.h"
 #include "common/random.h"
 
+namespace {
+
 // def softmax_np(z):
-static std::vector<double> softmax_np(std::vector<double> z) {
+std::vector<double> softmax_np(std::vector<double> z) {
     const double zmax = *std::max_element(z.begin(), z.end());
     for (double& x : z) x = x - zmax;  // z = z - z.max()
     std::vector<double> e(z.size());
@@ -44,8 +46,7 @@ struct Means {
 };
 
 // The article's loop, from rng = np.random.default_rng(seed) on: one row of means per d_k.
-static std::vector<Means> experiment(long seed, const std::vector<int>& dims, int trials,
-                                     int n_keys) {
+std::vector<Means> experiment(long seed, const std::vector<int>& dims, int trials, int n_keys) {
     numpy::Generator rng(seed);
     std::vector<Means> rows;
     for (int d : dims) {
@@ -74,8 +75,10 @@ static std::vector<Means> experiment(long seed, const std::vector<int>& dims, in
 }
 
 // Figure 1 from the article's figure script's loop (below main).
-static void draw_figure(const std::vector<int>& dks, const std::vector<Means>& rows, int n_keys,
-                        const std::string& path);
+void draw_figure(const std::vector<int>& dks, const std::vector<Means>& rows, int n_keys,
+                 const std::string& path);
+
+}  // namespace
 
 int main(int argc, char** argv) {
     long seed = 20260830;
@@ -124,10 +127,12 @@ int main(int argc, char** argv) {
     return 0;
 }
 
+namespace {
+
 // Figure 1, as the article's figure script draws it: the largest probability and the gradient
 // indicator against d_k, without and with the division.
-static void draw_figure(const std::vector<int>& dks, const std::vector<Means>& rows, int n_keys,
-                        const std::string& path) {
+void draw_figure(const std::vector<int>& dks, const std::vector<Means>& rows, int n_keys,
+                 const std::string& path) {
     std::vector<double> pmax_r, pmax_s, grad_r, grad_s;
     for (const Means& m : rows) {
         pmax_r.push_back(m.pmax_raw);
@@ -162,3 +167,5 @@ static void draw_figure(const std::vector<int>& dks, const std::vector<Means>& r
     fig.tight_layout();
     fig.save_png(path);
 }
+
+}  // namespace
