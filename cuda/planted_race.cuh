@@ -1,7 +1,7 @@
 // A test-only kernel with a planted bug: the shared-memory tiled matmul of cuda/sgemm.cu with
 // the __syncthreads between "load the tiles" and "use the tiles" left out (when
 // with_first_barrier is false). Threads then read tile entries their neighbours have not
-// written yet. tests/test_cuda_race.cpp shows the emulator's schedule check catches it and
+// written yet. tests/test_cuda_emulator.cpp shows the emulator's schedule check catches it and
 // `make emu-tsan` shows ThreadSanitizer reports it as a data race.
 //
 //   A: (M, K)   B: (K, N)   C: (M, N)   row-major, no transposes
