@@ -1,5 +1,12 @@
 #include "common/serialize.h"
 
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -64,12 +71,85 @@ struct Reader {
     }
 };
 
+
+// The file a save replaces: the path itself, or what it links to (a link stays a link).
+std::string save_target(const std::string& path) {
+    if (path.empty()) throw std::runtime_error("an empty file name: give a path to save to");
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+        std::string link(size_t(st.st_size) + 1, '\0');
+        const ssize_t n = readlink(path.c_str(), link.data(), link.size());
+        if (n < 0)
+            throw std::runtime_error(path + ": cannot read the link: " + std::strerror(errno));
+        link.resize(size_t(n));
+        const size_t slash = path.rfind('/');
+        if (link[0] != '/' && slash != std::string::npos) link = path.substr(0, slash + 1) + link;
+        return save_target(link);  // a chain of links ends at a file, or at a name to create
+    }
+    if (stat(path.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            throw std::runtime_error(path + ": is a folder; give a file name inside it");
+        if (!S_ISREG(st.st_mode))
+            throw std::runtime_error(path + ": is not a regular file; give another name");
+    }
+    return path;
+}
+
+std::string folder_of(const std::string& path) {
+    const size_t slash = path.rfind('/');
+    return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// "<target>.tmp.<pid>": two processes saving to one name never share a temporary file.
+std::string temp_name(const std::string& target) {
+    return target + ".tmp." + std::to_string(::getpid());
+}
+
+// A save killed before its rename leaves "<target>.tmp.<pid>"; remove those whose process is
+// gone, so they do not pile up next to the file.
+void remove_stale_temps(const std::string& target) {
+    const std::string folder = folder_of(target);
+    const size_t slash = target.rfind('/');
+    const std::string prefix =
+        (slash == std::string::npos ? target : target.substr(slash + 1)) + ".tmp.";
+    DIR* dir = opendir(folder.c_str());
+    if (!dir) return;
+    while (dirent* e = readdir(dir)) {
+        const std::string name = e->d_name;
+        if (name.compare(0, prefix.size(), prefix) != 0 || name.size() == prefix.size()) continue;
+        const std::string digits = name.substr(prefix.size());
+        if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9)
+            continue;
+        const long pid = std::stol(digits);
+        if (pid > 0 && pid != ::getpid() && kill(pid_t(pid), 0) != 0 && errno == ESRCH)
+            std::remove((folder + "/" + name).c_str());
+    }
+    closedir(dir);
+}
+
 }  // namespace
+
+void check_writable(const std::string& path) {
+    const std::string target = save_target(path);
+    const std::string tmp = temp_name(target);
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) {
+        const int e = errno;
+        struct stat st;
+        if (stat(folder_of(target).c_str(), &st) != 0)
+            throw std::runtime_error(path + ": the folder " + folder_of(target) +
+                                     " does not exist; create it or save elsewhere");
+        throw std::runtime_error(path + ": cannot write here: " + std::strerror(e));
+    }
+    std::fclose(f);
+    std::remove(tmp.c_str());
+}
 
 int64_t Checkpoint::get(const std::string& name) const {
     for (const auto& [k, v] : hparams)
         if (k == name) return v;
-    throw std::runtime_error("checkpoint has no hyper-parameter \"" + name + "\"");
+    throw std::runtime_error(path + ": has no hyper-parameter \"" + name +
+                             "\" (not a file this program saved?)");
 }
 
 void save(const std::string& path, const HParams& hparams, const Named& tensors) {
@@ -91,29 +171,35 @@ void save(const std::string& path, const HParams& hparams, const Named& tensors)
     }
     w.put<uint64_t>(fnv1a(w.bytes.data(), w.bytes.size()));
 
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        if (!f)
-            throw std::runtime_error(path + ": cannot open for writing (does the folder exist?)");
-        f.write(reinterpret_cast<const char*>(w.bytes.data()), std::streamsize(w.bytes.size()));
-        f.close();
-        if (!f) {
-            std::remove(tmp.c_str());
-            throw std::runtime_error(path + ": write failed (disk full?)");
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string target = save_target(path);
+    const std::string tmp = temp_name(target);
+    remove_stale_temps(target);
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw std::runtime_error(path + ": cannot write here: " + std::strerror(errno));
+    const bool written = std::fwrite(w.bytes.data(), 1, w.bytes.size(), f) == w.bytes.size();
+    const int write_errno = errno;
+    if (std::fclose(f) != 0 || !written) {
         std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot rename " + tmp + " into place");
+        throw std::runtime_error(path + ": write failed: " +
+                                 std::strerror(written ? errno : write_errno));
+    }
+    if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+        const int e = errno;
+        std::remove(tmp.c_str());
+        throw std::runtime_error(path + ": cannot put the file in place: " + std::strerror(e));
     }
 }
 
 Checkpoint load(const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0)
+        throw std::runtime_error(path + ": cannot open: " + std::strerror(errno) +
+                                 " (train with --save " + path + " first)");
+    if (S_ISDIR(st.st_mode)) throw std::runtime_error(path + ": is a folder, not a weights file");
+    if (!S_ISREG(st.st_mode))
+        throw std::runtime_error(path + ": is not a regular file (a device or a pipe?)");
     std::ifstream f(path, std::ios::binary);
-    if (!f)
-        throw std::runtime_error(path + ": cannot open (no such file? train with --save " + path +
-                                 ")");
+    if (!f) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)),
                                std::istreambuf_iterator<char>());
     Reader r{bytes, 0, bytes.size(), path};
@@ -129,6 +215,7 @@ Checkpoint load(const std::string& path) {
                std::to_string(FORMAT_VERSION));
 
     Checkpoint ck;
+    ck.path = path;
     uint32_t nh = r.get<uint32_t>("the hyper-parameter count");
     for (uint32_t i = 0; i < nh; i++) {
         std::string name = r.get_name("a hyper-parameter name");
@@ -153,6 +240,10 @@ Checkpoint load(const std::string& path) {
         Tensor t = Tensor::empty(shape);
         std::memcpy(t.data(), bytes.data() + r.pos, size_t(numel) * sizeof(float));
         r.pos += size_t(numel) * sizeof(float);
+        for (int64_t k = 0; k < numel; k++)
+            if (!std::isfinite(t.data()[k]))
+                r.fail("tensor \"" + name + "\" holds NaN or infinite values (saved from a " +
+                       "diverged run?)");
         ck.tensors.push_back({name, t});
     }
     if (r.pos != r.end)

@@ -7,9 +7,12 @@
 //   tensors u32 count, then per tensor: u16 name length, name bytes, u32 ndim, i64 dims[ndim],
 //                    float32 data (row-major, numel values)
 //   check   u64      FNV-1a-64 of every byte before it
-// All integers little-endian. Writing goes to "<path>.tmp" and is renamed at the end, so a
-// crash never leaves a half-written file under the real name. Reading checks everything and
-// throws std::runtime_error with one line "<path>: <what is wrong>".
+// All integers little-endian. Writing goes to "<path>.tmp.<pid>" and is renamed at the end, so
+// a crash never leaves a half-written file under the real name and two processes saving to one
+// name never share a temporary file (a killed save's leftover is removed by the next save into
+// that folder). A path that is a symbolic link is written through: the link stays. Reading
+// checks everything (including that every value is finite) and throws std::runtime_error with
+// one line "<path>: <what is wrong>".
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,11 +27,15 @@ using HParams = std::vector<std::pair<std::string, int64_t>>;
 using Named = std::vector<std::pair<std::string, Tensor>>;  // nn's NamedTensors
 
 struct Checkpoint {
+    std::string path;  // where it was read from, for messages
     HParams hparams;
     Named tensors;
     int64_t get(const std::string& name) const;  // a hyper-parameter; throws if absent
 };
 
+// Throws "<path>: <reason>" (a folder, a missing folder, no permission, a read-only file
+// system, ...) unless save(path, ...) could create its file: call it before hours of work.
+void check_writable(const std::string& path);
 void save(const std::string& path, const HParams& hparams, const Named& tensors);
 Checkpoint load(const std::string& path);
 

@@ -14,9 +14,16 @@
 #include <string>
 #include <vector>
 
-#include "common/gemm.h"
-#include "chapters/7-translate/korean_numbers.h"
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "chapters/5-blocks/decoder.h"
+#include "chapters/7-translate/checkpoint.h"
+#include "chapters/7-translate/korean_numbers.h"
+#include "chapters/7-translate/train.h"
+#include "common/gemm.h"
 #include "common/optim.h"
 #include "common/random.h"
 #include "common/serialize.h"
@@ -349,6 +356,167 @@ TEST_CASE("translate: the chapter trains, saves, reloads the same answers, refus
     CHECK(bad_flag.err.find("--heads") != std::string::npos);
     std::remove(w.c_str());
     std::remove(cut.c_str());
+}
+
+TEST_CASE("translate: a save that cannot happen is refused before training, with its reason") {
+    const std::string tiny =
+        "--layers 1 --d-model 16 --heads 2 --batch 16 --warmup 10 --steps 3 --no-figures";
+    // A missing folder: named, and no training step ran (no 스텝 line, nothing on stdout).
+    auto missing = testutil::run("7-translate", tiny + " --save /no/such/dir/x.bin");
+    CHECK(missing.exit_code == 1);
+    CHECK(missing.out.empty());
+    CHECK_MESSAGE(missing.err == "7-translate: error: /no/such/dir/x.bin: the folder /no/such/dir "
+                                 "does not exist; create it or save elsewhere\n",
+                  missing.err);
+    // A folder given as the file.
+    const std::string dir = tmp_path("a-folder");
+    ::mkdir(dir.c_str(), 0755);
+    auto folder = testutil::run("7-translate", tiny + " --save " + dir);
+    CHECK(folder.exit_code == 1);
+    CHECK(folder.out.empty());
+    CHECK(folder.err.find(dir + ": is a folder") != std::string::npos);
+    // --load of a folder names the file and what it is.
+    auto load_dir = testutil::run("7-translate", "--load " + dir);
+    CHECK(load_dir.exit_code == 1);
+    CHECK(load_dir.err == "7-translate: error: " + dir + ": is a folder, not a weights file\n");
+    ::rmdir(dir.c_str());
+    auto same = testutil::run("7-translate", "--load x.bin --save x.bin");
+    CHECK(same.exit_code == 2);
+}
+
+TEST_CASE("translate: a diverged run says so, exits 1 and saves nothing; NaN weights are refused") {
+    const std::string w = tmp_path("diverged.bin");
+    std::remove(w.c_str());
+    auto r = testutil::run("7-translate",
+                           "--layers 1 --d-model 16 --heads 2 --batch 16 "
+                           "--steps 50 --lr 1e6 --warmup 1 --no-figures --save " +
+                               w);
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(r.err.find("training diverged at step") != std::string::npos, r.err);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.find("평가 (그리디") == std::string::npos);  // no evaluation of a broken model
+    CHECK(::access(w.c_str(), F_OK) != 0);                   // and no file
+    CHECK(testutil::run("7-translate", "--lr inf").exit_code == 2);
+    CHECK(testutil::run("7-translate", "--lr nan").exit_code == 2);
+    // A checksum-valid file whose weights are not numbers is refused by name.
+    torch_rng::manual_seed(1);
+    EncoderDecoder m(14, 13, 16, 2, 1, LnPlacement::PreLN);
+    m.head.bias.data()[3] = std::nanf("");
+    serialize::save(w, {{"layers", 1}}, m.named_parameters());
+    CHECK_THROWS_WITH_AS(serialize::load(w), doctest::Contains("\"head.bias\" holds NaN"),
+                         std::runtime_error);
+    std::remove(w.c_str());
+}
+
+TEST_CASE("translate: --load checks a file's declared shape before building a model") {
+    using translate::ModelConfig;
+    const std::string w = tmp_path("declared.bin");
+    auto refused = [&](serialize::HParams hp, const std::string& why) {
+        torch_rng::manual_seed(1);
+        EncoderDecoder m(14, 13, 16, 2, 1, LnPlacement::PreLN);
+        serialize::save(w, hp, m.named_parameters());
+        auto r = testutil::run("7-translate", "--load " + w + " --no-figures");
+        CHECK(r.exit_code == 1);
+        CHECK(r.out.empty());
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK_MESSAGE(r.err.find("7-translate: error: " + w + ": " + why) == 0, r.err);
+    };
+    const serialize::HParams ok = {{"layers", 1}, {"d_model", 16},   {"n_heads", 2},
+                                   {"pre_ln", 1}, {"src_vocab", 14}, {"tgt_vocab", 13}};
+    auto with = [&](const char* name, int64_t v) {
+        serialize::HParams hp = ok;
+        for (auto& [k, x] : hp)
+            if (k == name) x = v;
+        return hp;
+    };
+    // 24 layers at d_model 4096 would be a 40 GB model: refused from the file's 8205 values.
+    serialize::HParams big = with("layers", 24);
+    for (auto& [k, x] : big)
+        if (k == "d_model") x = 4096;
+    refused(big, "declares 24 layers at d_model 4096");
+    refused(with("layers", (int64_t(1) << 32) + 2), "layers = 4294967298 is outside 1..24");
+    refused({{"d_model", 16}}, "has no hyper-parameter \"layers\"");
+    refused(with("tgt_vocab", 12), "its vocabulary sizes differ");
+    // The count the check uses is the model's own.
+    for (LnPlacement p : {LnPlacement::PostLN, LnPlacement::PreLN})
+        for (Positions pos : {Positions::sinusoidal, Positions::learned}) {
+            ModelConfig c;
+            c.layers = 2, c.d_model = 24, c.heads = 3, c.placement = p, c.positions = pos;
+            CHECK(translate::parameter_count(c) == translate::make_model(c)->num_parameters());
+        }
+    std::remove(w.c_str());
+}
+
+TEST_CASE("translate: saving writes through a link, and never leaves or shares a temporary file") {
+    torch_rng::manual_seed(1);
+    EncoderDecoder m(14, 13, 16, 2, 1, LnPlacement::PreLN);
+    const std::string dir = tmp_path("links");
+    ::mkdir(dir.c_str(), 0755);
+    const std::string target = dir + "/real.bin", link = dir + "/link.bin";
+    REQUIRE(::symlink("real.bin", link.c_str()) == 0);  // dangling until the first save
+    serialize::save(link, {{"layers", 1}}, m.named_parameters());
+    struct stat st;
+    REQUIRE(::lstat(link.c_str(), &st) == 0);
+    CHECK(S_ISLNK(st.st_mode));  // still a link
+    CHECK(serialize::load(target).get("layers") == 1);
+    // A killed save's leftover (a process that no longer exists) goes at the next save; a live
+    // process's temporary file is not touched.
+    pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    ::waitpid(child, nullptr, 0);
+    const std::string stale = target + ".tmp." + std::to_string(child);
+    const std::string live = target + ".tmp." + std::to_string(::getppid());
+    std::ofstream(stale) << "half";
+    std::ofstream(live) << "busy";
+    serialize::save(link, {{"layers", 2}}, m.named_parameters());
+    CHECK(::access(stale.c_str(), F_OK) != 0);
+    CHECK(::access(live.c_str(), F_OK) == 0);
+    CHECK(serialize::load(target).get("layers") == 2);
+    // Only the file, the link and the live one remain: the save's own temporary was renamed.
+    int entries = 0;
+    if (DIR* d = ::opendir(dir.c_str())) {
+        while (dirent* e = ::readdir(d)) entries += e->d_name[0] != '.';
+        ::closedir(d);
+    }
+    CHECK(entries == 3);
+    std::remove(live.c_str());
+    std::remove(link.c_str());
+    std::remove(target.c_str());
+    ::rmdir(dir.c_str());
+}
+
+TEST_CASE("translate: two processes saving to one name each write whole files of their own") {
+    // Before, both used "<path>.tmp": one process's rename could put the other's bytes in place
+    // (or fail), while it reported success. Now each writes "<path>.tmp.<pid>".
+    const std::string w = tmp_path("race.bin");
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        kids[k] = ::fork();
+        if (kids[k] == 0) {
+            torch_rng::manual_seed(uint64_t(k));
+            EncoderDecoder m(14, 13, 16, 2, 1 + k, LnPlacement::PreLN);
+            try {
+                for (int i = 0; i < 40; i++) serialize::save(w, {{"layers", 1 + k}},
+                                                             m.named_parameters());
+            } catch (...) {
+                ::_exit(1);
+            }
+            ::_exit(0);
+        }
+    }
+    for (pid_t kid : kids) {
+        int status = 0;
+        ::waitpid(kid, &status, 0);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+    }
+    serialize::Checkpoint ck = serialize::load(w);  // whole and checksum-valid
+    const int64_t layers = ck.get("layers");
+    CHECK((layers == 1 || layers == 2));
+    torch_rng::manual_seed(uint64_t(layers - 1));
+    EncoderDecoder same(14, 13, 16, 2, int(layers), LnPlacement::PreLN);
+    CHECK_NOTHROW(serialize::copy_into(ck, same.named_parameters(), w));  // its own tensors
+    std::remove(w.c_str());
 }
 
 TEST_CASE("translate: batched small matmul (attention sizes) equals sgemm bit for bit") {

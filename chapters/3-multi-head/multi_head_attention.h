@@ -10,6 +10,7 @@
 // Section 5 reuses it unchanged ("3절의 MultiHeadAttention과 같은 코드이며 print문만
 // 주석 처리했습니다"): there print_shapes stays false, the article's commented-out prints.
 #pragma once
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,11 @@ struct MultiHeadAttention : Module {
     Linear proj;  // W_O: (d_model, d_model)
     bool print_shapes = false;  // the listing's three print lines (section 3 turns them on)
     mutable Tensor last_attn;   // (B, h, N, N) of the last call, for figures and experiments
+    // Beyond the listing, for chapter 8's ablations: scale_scores = false leaves out the
+    // 1/sqrt(d_k) of section 2; head_mask (h), when set, multiplies each head's output by its
+    // entry before the concat (0 removes the head: Michel et al. 2019's head mask).
+    bool scale_scores = true;
+    Tensor head_mask;
 
     // self.h = n_heads; self.d_head = d_model // n_heads
     // self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
@@ -40,7 +46,9 @@ struct MultiHeadAttention : Module {
         qkv5 = permute(qkv5, {2, 0, 3, 1, 4});                       // (3, B, h, N, d_head)
         Tensor q = select(qkv5, 0), k = select(qkv5, 1), v = select(qkv5, 2);  // (B, h, N, d_head)
         if (print_shapes) std::printf("  헤드 분할 후 q: %s\n", shape_str(q.shape()).c_str());
+        if (!scale_scores) q = q * std::sqrt(float(d_head));  // the division, undone
         auto [o, a] = scaled_dot_product_attention(q, k, v, mask);  // (B, h, N, d_head)
+        if (head_mask.defined()) o = o * reshape(head_mask, {1, h, 1, 1});
         if (print_shapes) std::printf("  어텐션 행렬 : %s\n", shape_str(a.shape()).c_str());
         last_attn = a.detach();
         o = reshape(transpose(o, 1, 2), {B, N, D});  // concat: head i's d_head dims side by side

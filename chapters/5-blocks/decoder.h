@@ -29,6 +29,8 @@ struct CrossAttention : Module {
     int h, d_head;
     Linear q, kv, proj;         // W_Q (d, d); W_K and W_V stacked (2d, d); W_O (d, d)
     mutable Tensor last_attn;   // (B, h, T, S) of the last call
+    bool scale_scores = true;   // as in MultiHeadAttention: chapter 8's ablations
+    Tensor head_mask;           // (h) or undefined, as in MultiHeadAttention
     CrossAttention(int d_model, int n_heads);
     // x (B, T, D) from the decoder, memory (B, S, D) from the encoder; memory_mask hides padding
     // keys (broadcast to (B, h, T, S)) and may be undefined. Returns (B, T, D).
@@ -57,21 +59,34 @@ struct DecoderBlock : Module {
 // it broadcasts over heads and queries and no query attends to a padding position.
 Tensor padding_mask(const std::vector<int64_t>& ids, const Shape& shape, int64_t pad);
 
+// Where a token's position comes from: section 4's sinusoids (the paper's choice), or a learned
+// table of vectors, one per position, which the paper also tried ("성능이 거의 같았고").
+enum class Positions { sinusoidal, learned };
+constexpr int LEARNED_POSITIONS = 16;  // rows of a learned table: the longest sentence it takes
+
 // The whole encoder-decoder: token embeddings (scaled by sqrt(d_model), as in the paper) plus
-// section 4's sinusoidal encoding, N encoder blocks, N decoder blocks, and the output head.
+// the positions, N encoder blocks, N decoder blocks, and the output head.
 struct EncoderDecoder : Module {
     int d_model, n_heads;
     LnPlacement placement;
+    Positions positions;
     Embedding src_embed, tgt_embed;
     std::vector<std::unique_ptr<Block>> encoder;
     std::vector<std::unique_ptr<DecoderBlock>> decoder;
     std::unique_ptr<LayerNorm> enc_norm, dec_norm;  // Pre-LN only
     Linear head;
+    // Positions::learned only: (LEARNED_POSITIONS, d) each, drawn last so that a sinusoidal
+    // model's weights do not depend on whether the option exists.
+    std::unique_ptr<Embedding> src_pos, tgt_pos;
     mutable int encoder_calls = 0;  // how often encode() ran (generation runs it once)
     mutable int decoder_calls = 0;  // how often decode() ran (generation: once per token)
 
     EncoderDecoder(int src_vocab, int tgt_vocab, int d_model, int n_heads, int layers,
-                   LnPlacement p);
+                   LnPlacement p, Positions positions = Positions::sinusoidal);
+    // Token vectors scaled by sqrt(d_model) plus each position's vector: ids (B, T) -> (B, T, d).
+    // A learned table has no vector for a position past its last row: std::out_of_range.
+    Tensor embed(const Embedding& tokens, const Embedding* table, const std::vector<int64_t>& ids,
+                 const Shape& shape) const;
     // src ids (B, S) -> memory (B, S, d). src_pad_mask (B, 1, 1, S) hides padding keys.
     Tensor encode(const std::vector<int64_t>& src, const Shape& src_shape,
                   const Tensor& src_pad_mask = Tensor()) const;

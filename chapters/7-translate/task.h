@@ -1,0 +1,61 @@
+// Chapter 7's task as data: Sino-Korean number words in, digits out. The vocabularies, a
+// batch of sentences padded to the longest, the teacher-forced loss, greedy decoding of many
+// numbers at once, the fixed held-out set and the exact-match score. Chapter 8 runs its
+// experiments on the same task by including this header.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chapters/5-blocks/decoder.h"
+#include "common/tensor.h"
+
+namespace translate {
+
+// Source: 0 = padding, 1..13 = the syllables 일 이 삼 사 오 육 칠 팔 구 십 백 천 만.
+// Target: 0 = padding, 1 = <시작>, 2 = <끝>, 3..12 = the digits 0..9.
+constexpr int64_t SRC_PAD = 0, TGT_PAD = 0, BOS = 1, EOS = 2, DIGIT0 = 3;
+constexpr int SRC_VOCAB = 14, TGT_VOCAB = 13;
+constexpr int64_t IGNORE = -100;  // cross_entropy's ignore_index: padded targets
+constexpr int MAX_DIGITS = 5;     // 99999
+constexpr int HELDOUT = 1000;     // numbers kept out of training
+
+std::vector<int64_t> source_ids(int64_t n);          // 삼천이백일 -> syllable ids
+std::vector<int64_t> target_ids(int64_t n);          // 3201 -> digit ids (no <시작>, no <끝>)
+std::string target_text(const std::vector<int64_t>& ids);  // digit ids -> "3201", stops at <끝>
+
+// B sentences padded to the longest: src (B, S), its padding mask (B, 1, 1, S) that hides padded
+// keys from every query of every head, decoder input (B, T) = <시작> d1..dk, targets d1..dk <끝>.
+struct Batch {
+    int64_t B = 0, S = 0, T = 0;
+    std::vector<int64_t> src, tgt_in, tgt_out;  // (B, S), (B, T), (B, T)
+    Tensor src_mask;                            // (B, 1, 1, S): 1 where the key is padding
+    int64_t tokens = 0;  // real (non-padding) source and target tokens, for tokens/s
+};
+Batch make_batch(const std::vector<int64_t>& numbers, bool with_targets = true);
+
+// Teacher forcing: the whole target in one pass; the mean cross-entropy over real tokens.
+Tensor batch_loss(const EncoderDecoder& model, const Batch& b);
+
+// Greedy generation for every number at once (EncoderDecoder::greedy_decode_batch): each
+// sentence's tokens after <시작>, through <끝> (at most MAX_DIGITS + 1).
+std::vector<std::vector<int64_t>> greedy_decode_batch(const EncoderDecoder& model,
+                                                      const std::vector<int64_t>& numbers);
+
+// The fixed split: a shuffle of 1..99999 under a constant seed; the first HELDOUT numbers are
+// never trained on, whatever the training seed says.
+struct Split {
+    std::vector<int64_t> heldout, train;
+};
+Split split_numbers();
+
+// Exact match: every digit, then <끝> (a missing end token is wrong too).
+bool exact(int64_t n, const std::vector<int64_t>& predicted);
+struct Score {
+    int correct = 0;
+    std::vector<size_t> wrong;  // indices into the numbers scored
+    double percent(size_t total) const { return total ? 100.0 * correct / double(total) : 0; }
+};
+Score score(const std::vector<int64_t>& numbers, const std::vector<std::vector<int64_t>>& preds);
+
+}  // namespace translate

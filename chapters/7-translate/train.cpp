@@ -1,0 +1,97 @@
+// Chapter 7's trainer (see train.h).
+#include "chapters/7-translate/train.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "chapters/7-translate/korean_numbers.h"
+#include "common/optim.h"
+#include "common/random.h"
+
+namespace translate {
+
+std::unique_ptr<EncoderDecoder> make_model(const ModelConfig& c) {
+    torch_rng::manual_seed(uint64_t(c.seed));
+    auto model = std::make_unique<EncoderDecoder>(SRC_VOCAB, TGT_VOCAB, c.d_model, c.heads,
+                                                  c.layers, c.placement, c.positions);
+    // nn.Embedding draws N(0, 1), and the paper multiplies by sqrt(d_model): each token vector
+    // would be ~8x longer than its positional encoding (entries in [-1, 1]), and this task is all
+    // about positions (which digit goes where). Drawn N(0, 1/d_model) instead, the scaled
+    // embedding and the positional encoding start at the same size.
+    for (Tensor* E : {&model->src_embed.weight, &model->tgt_embed.weight})
+        for (int64_t i = 0; i < E->numel(); i++) E->data()[i] /= std::sqrt(float(c.d_model));
+    return model;
+}
+
+TrainResult train(EncoderDecoder& model, std::vector<int64_t> numbers,
+                  const std::vector<int64_t>& heldout, const TrainConfig& c) {
+    using clock = std::chrono::steady_clock;
+    auto lr_at = [&](int step) {
+        return c.schedule ? c.schedule(step) : optim::noam_lr(step, model.d_model, c.warmup, c.lr);
+    };
+    auto shuffle = [](std::vector<int64_t>& v, torch_rng::Generator& g) {  // Fisher-Yates
+        for (size_t i = v.size(); i-- > 1;) std::swap(v[i], v[g.random64() % (i + 1)]);
+    };
+    optim::Adam adam(model.parameters());
+    torch_rng::Generator order_gen(uint64_t(c.seed) + 1);  // the training order
+    shuffle(numbers, order_gen);
+    std::vector<bool> is_heldout(size_t(korean_numbers::MAX_VALUE) + 1, false);
+    for (int64_t n : heldout) is_heldout[size_t(n)] = true;
+    size_t cursor = 0;
+    // The eighth sentence picks its digit count first: numbers below 1000 are 1% of the range,
+    // and without this the model meets 삼십일 too rarely to learn it.
+    auto draw = [&]() -> int64_t {
+        if (order_gen.random64() % 8 == 0) {
+            for (;;) {
+                const int64_t digits = 1 + int64_t(order_gen.random64() % uint64_t(c.max_digits));
+                const int64_t lo = int64_t(std::pow(10, digits - 1)), hi = 10 * lo - 1;
+                const int64_t n = lo + int64_t(order_gen.random64() % uint64_t(hi - lo + 1));
+                if (!is_heldout[size_t(n)]) return n;
+            }
+        }
+        if (cursor == numbers.size()) {
+            shuffle(numbers, order_gen);
+            cursor = 0;
+        }
+        return numbers[cursor++];
+    };
+
+    TrainResult r;
+    const auto t0 = clock::now();
+    auto t_last = t0;
+    int64_t tokens_since = 0;
+    double loss_since = 0;
+    int n_since = 0;
+    for (int step = 1; step <= c.steps; step++) {
+        std::vector<int64_t> ns;
+        while (int(ns.size()) < c.batch) ns.push_back(draw());
+        Batch b = make_batch(ns);
+        Tensor loss = batch_loss(model, b);
+        const double value = loss.item();
+        r.losses.push_back(value);
+        if (!std::isfinite(value)) {  // a diverged run: its weights are no longer numbers
+            r.diverged_at = step;
+            break;
+        }
+        loss.backward();
+        adam.step(lr_at(step));
+        adam.zero_grad();
+        tokens_since += b.tokens;
+        loss_since += value;
+        n_since++;
+        if (c.report && c.report_every > 0 && (step % c.report_every == 0 || step == c.steps)) {
+            const auto now = clock::now();
+            const double dt = std::chrono::duration<double>(now - t_last).count();
+            c.report(step, loss_since / n_since, lr_at(step),
+                     double(tokens_since) / std::max(dt, 1e-9));
+            t_last = now;
+            tokens_since = 0;
+            loss_since = 0;
+            n_since = 0;
+        }
+    }
+    r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    return r;
+}
+
+}  // namespace translate
