@@ -155,3 +155,13 @@ std::string torch_str(const Tensor& t) {
     if (t.numel() == 0) return prefix + "[])";
     return prefix + tensor_str(v.data(), t.shape(), 0, int(prefix.size()), summarize, fmt) + ")";
 }
+
+std::string with_commas(int64_t v) {
+    const std::string digits = std::to_string(v < 0 ? -v : v);
+    std::string out;
+    for (size_t i = 0; i < digits.size(); i++) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return v < 0 ? "-" + out : out;
+}

@@ -15,3 +15,6 @@ std::string py_repr(double v);
 
 // Python's f"{v:.{digits}f}" (round half to even on the exact binary value, like printf).
 std::string fixed(double v, int digits);
+
+// Python's f"{v:,}": 1048576 -> "1,048,576".
+std::string with_commas(int64_t v);

@@ -1,6 +1,7 @@
 // Chapter 6 (cost): the layers agree, the memory they hold follows n^2 (naive) or n (fused,
 // LSTM), the memory prediction used to skip cells matches a real measured run, and the program
 // prints the article's tables, skips what does not fit and rejects bad flags. No timing here.
+#include "chapters/6-cost/claims.h"
 #include "chapters/6-cost/layers.h"
 #include "common/gemm.h"
 #include "common/memory.h"
@@ -285,4 +286,60 @@ TEST_CASE("chapter6: --device cuda on the emulator fills the table and draws the
     CHECK(wide.exit_code != 0);
     CHECK(wide.err.find("--heads") != std::string::npos);
     CHECK(wide.out.empty());
+}
+
+TEST_CASE("chapter6: the memory crossover follows d_model / h, not n = d_model") {
+    // The article: naive attention's memory passes the LSTM's near n = 512 = d_model "exactly".
+    // From the memory model (validated against measured peaks above): at batch 8, d_model 512,
+    // 8 heads it falls between 128 and 256, where this machine's table shows it.
+    const int here = memory_crossover(8, 512, 8);
+    CHECK(here > 128);
+    CHECK(here <= 256);
+    CHECK(predicted_exact(Method::naive, 8, here, 512, 8) >
+          predicted_exact(Method::lstm, 8, here, 512, 8));
+    CHECK(predicted_exact(Method::naive, 8, here - 1, 512, 8) <=
+          predicted_exact(Method::lstm, 8, here - 1, 512, 8));
+    // At a fixed batch and head count the crossing is a fixed fraction of d_model (both sides
+    // scale with d), and that fraction is far from 1: it falls with the batch towards 4/(3h).
+    for (int batch : {1, 8, 32}) {
+        const double r128 = memory_crossover(batch, 128, 8) / 128.0;
+        const double r1024 = memory_crossover(batch, 1024, 8) / 1024.0;
+        CAPTURE(batch);
+        CHECK(std::fabs(r128 - r1024) < 0.03);
+        CHECK(r1024 < 0.9);
+        CHECK(r1024 > 4.0 / (3 * 8));
+    }
+    CHECK(memory_crossover(1, 512, 8) > memory_crossover(8, 512, 8));
+    CHECK(memory_crossover(8, 512, 8) > memory_crossover(32, 512, 8));
+}
+
+TEST_CASE("chapter6: the gradient's path: an LSTM's vanishes step by step, attention's as 1/n") {
+    const PathLengths p = path_lengths({8, 16, 32, 64}, 32, 4, 3);
+    REQUIRE(p.n.size() == 4);
+    for (size_t i = 0; i < 4; i++) {
+        CAPTURE(p.n[i]);
+        CHECK(p.attention[i] > 0);
+        CHECK(p.lstm[i] < p.attention[i]);
+    }
+    // Each doubling of n: the LSTM's gradient falls by more each time (a factor per step, so
+    // the ratio per doubling squares), attention's by about half (its weights spread over n).
+    for (size_t i = 1; i < 4; i++) {
+        CAPTURE(p.n[i]);
+        const double a = p.attention[i] / p.attention[i - 1];
+        CHECK(a > 0.35);
+        CHECK(a < 0.7);
+        if (p.lstm[i] > 0) CHECK(p.lstm[i] / p.lstm[i - 1] < a);
+    }
+    CHECK(p.lstm[3] / p.lstm[2] < p.lstm[2] / p.lstm[1]);
+    // The program prints it after the table, and --no-claims leaves it out.
+    auto r = testutil::run("6-cost", "--seq-lens 16 --batch 1 --d-model 32 --heads 4 --warmup 0 "
+                                     "--repeat 1 --no-figures --path-lens 8,16");
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("최장 의존 경로: 마지막 위치") != std::string::npos);
+    CHECK(r.out.find("메모리 교차점") != std::string::npos);
+    auto bare = testutil::run("6-cost", "--seq-lens 16 --batch 1 --d-model 32 --heads 4 "
+                                        "--warmup 0 --repeat 1 --no-figures --no-claims");
+    CHECK(bare.out.find("최장 의존 경로: 마지막 위치") == std::string::npos);
+    CHECK(bare.out.find("메모리 교차점") == std::string::npos);
+    CHECK(testutil::run("6-cost", "--path-lens 1").exit_code == 2);
 }

@@ -191,3 +191,43 @@ TEST_CASE("chapter 5: default output starts with the article's three lines, digi
           "L= 6 | Post-LN 마지막/첫 블록 = 1.83177배 | Pre-LN  마지막/첫 블록 = 1.53328배\n"
           "L=24 | Post-LN 마지막/첫 블록 = 3.76831배 | Pre-LN  마지막/첫 블록 = 1.45991배\n");
 }
+
+TEST_CASE("chapter 5: the feed-forward net holds two thirds of a block and mixes no positions") {
+    // The count: attention 4 d^2 (no biases), FFN 8 d^2 + 5 d (W_1 b_1 W_2 b_2), LayerNorm 2 d
+    // each; at the paper's d = 512 that is 66.7% in the FFN.
+    for (int d : {16, 64, 512}) {
+        Block b(d, 8, LnPlacement::PreLN);
+        const int64_t D = d;
+        CHECK(b.attn.num_parameters() == 4 * D * D);
+        CHECK(b.ff.num_parameters() == 8 * D * D + 5 * D);
+        CHECK(b.ln1.num_parameters() + b.ln2.num_parameters() == 4 * D);
+        CHECK(b.num_parameters() == 12 * D * D + 9 * D);
+    }
+    auto r = testutil::run("5-blocks", "--no-figures --depths 6");
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("  멀티헤드 어텐션 W_Q W_K W_V W_O  1,048,576  33.3%\n"
+                     "  피드포워드 W_1 b_1 W_2 b_2       2,099,712  66.7%\n"
+                     "  층 정규화 2개                        2,048   0.1%\n"
+                     "  합계                             3,150,336\n"
+                     "판정: 재현됨") != std::string::npos);
+    // Changing one position's input changes no other position's output, not by one bit.
+    CHECK(r.out.find("    다른 위치 출력의 최대 차이: 0.0\n") != std::string::npos);
+    CHECK(r.out.find("    3번 위치 출력의 최대 차이: 0.0000") == std::string::npos);
+    torch_rng::manual_seed(9);
+    FeedForward ff(24);
+    NoGradGuard no_grad;
+    Tensor x = Tensor::from(torch_rng::randn(5 * 24), {1, 5, 24});
+    Tensor y = ff(x);
+    for (int j = 0; j < 5; j++) {
+        Tensor x2 = Tensor::from(x.to_vector(), x.shape());
+        x2.data()[j * 24 + 7] += 0.5f;
+        Tensor y2 = ff(x2);
+        for (int i = 0; i < 5; i++) {
+            bool same = std::memcmp(y.data() + i * 24, y2.data() + i * 24, 24 * sizeof(float)) == 0;
+            CHECK_MESSAGE(same == (i != j), "changed " << j << ", row " << i);
+        }
+    }
+    // --table-only (and its former name --no-decoder) print the article's table alone.
+    auto t = testutil::run("5-blocks", "--no-figures --depths 6 --table-only");
+    CHECK(t.out == "L= 6 | Post-LN 마지막/첫 블록 = 1.8배 | Pre-LN  마지막/첫 블록 = 1.5배\n");
+}

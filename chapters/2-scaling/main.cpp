@@ -113,6 +113,26 @@ int main(int argc, char** argv) {
                     dims[i], m.logit_std, m.pmax_raw, m.pmax_scaled, m.grad_raw, m.grad_scaled);
     }
 
+    // Beyond the block, the prose after it: "오른쪽 그래프를 로그축으로 그리면 파란 곡선이 거의
+    // 직선으로 내려갑니다. 기울기 지표가 √d_k에 반비례한다는 뜻입니다." On a log-log plot,
+    // y ~ d_k^-1/2 is a line of slope -0.5: fit it.
+    if (dims.size() >= 2) {
+        std::vector<double> d, raw, scaled;
+        for (size_t i = 0; i < dims.size(); i++) {
+            d.push_back(dims[i]);
+            raw.push_back(table[i].grad_raw);
+            scaled.push_back(table[i].grad_scaled);
+        }
+        std::printf("\n기울기 지표의 로그-로그 기울기 (d_k = %d ~ %d, 최소제곱): 스케일링 없음 "
+                    "%.3f, √d_k로 나눔 %.3f\n",
+                    dims.front(), dims.back(), loglog_slope(d, raw), loglog_slope(d, scaled));
+        const double k = loglog_slope(d, raw);
+        std::printf("√d_k에 반비례한다면 -0.5, 일정하다면 0입니다.\n");
+        std::printf("판정: %s — 스케일링 없는 쪽의 기울기 %.3f, -0.5와의 차이 %.3f (기준 0.05)\n",
+                    std::fabs(k + 0.5) <= 0.05 ? "재현됨" : "이 범위에서는 재현되지 않음", k,
+                    std::fabs(k + 0.5));
+    }
+
     if (!no_figures) {
         // The figure script runs the same loop from a fresh np.random.default_rng(seed).
         const std::vector<int> dks = {4, 8, 16, 32, 64, 128, 256, 512, 1024};

@@ -41,6 +41,20 @@ double np_std(const std::vector<double>& z) {
     return std::sqrt(np_mean(sq));
 }
 
+double loglog_slope(const std::vector<double>& x, const std::vector<double>& y) {
+    const size_t n = x.size();
+    double mx = 0, my = 0;
+    for (size_t i = 0; i < n; i++)
+        mx += std::log(x[i]) / double(n), my += std::log(y[i]) / double(n);
+    double sxy = 0, sxx = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double dx = std::log(x[i]) - mx, dy = std::log(y[i]) - my;
+        sxy += dx * dy;
+        sxx += dx * dx;
+    }
+    return sxy / sxx;
+}
+
 std::vector<double> np_matmul(const std::vector<double>& K, const std::vector<double>& q) {
     const size_t d = q.size(), rows = d == 0 ? 0 : K.size() / d;
     if (rows * d != K.size()) throw std::invalid_argument("np_matmul: K is not (rows, len(q))");

@@ -29,3 +29,7 @@ double np_std(const std::vector<double>& z);
 // K @ q for K of shape (K.size() / q.size(), q.size()) in C order: z[j] = sum_i K[j, i] q[i],
 // summed left to right over i.
 std::vector<double> np_matmul(const std::vector<double>& K, const std::vector<double>& q);
+
+// np.polyfit(np.log(x), np.log(y), 1)[0]: the least-squares slope of log y against log x, the
+// exponent k of y ~ x^k (a straight line on a log-log plot has slope k). x, y > 0.
+double loglog_slope(const std::vector<double>& x, const std::vector<double>& y);

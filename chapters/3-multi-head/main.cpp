@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/cli.h"
+#include "common/format.h"
 #include "chapters/3-multi-head/multi_head_attention.h"
 #include "common/nn.h"
 #include "common/random.h"
@@ -36,15 +37,6 @@ struct IndependentHeads : Module {
     }
 };
 
-namespace {
-
-std::string with_commas(int64_t v) {
-    std::string s = std::to_string(v);
-    for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
-    return s;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     cli::Parser cli("3-multi-head", "Section 3: multi-head attention, shapes and parameter count");

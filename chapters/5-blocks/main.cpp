@@ -30,6 +30,7 @@
 #include "common/format.h"
 #include "common/plot/plot.h"
 #include "common/random.h"
+#include "common/terminal.h"
 
 namespace {
 
@@ -53,6 +54,59 @@ std::vector<double> qkv_grad_norms(int L, LnPlacement placement, int d, int h, i
 // The L = 24 gradients per block, Post-LN against Pre-LN (drawn at the end of this file).
 void draw_figure(const std::vector<double>& post, const std::vector<double>& pre,
                  const std::string& path);
+
+// ---- the feed-forward net, as the prose before the listing describes it ------------------------
+// "중간 차원이 4배로 넓어지므로 블록 파라미터의 약 3분의 2가 여기에 몰려 있습니다": counted on a
+// Block of the paper's size. "512차원 벡터 열 개가 들어오면 열 개가 각각 독립적으로 통과하며 서로
+// 아무 영향을 주지 않습니다": one position's input changed, every other position's output compared.
+void feed_forward_claims(int d_check) {
+    const int d = 512, h = 8;  // the paper's d_model and heads
+    Block block(d, h, LnPlacement::PostLN);
+    const int64_t attn = block.attn.num_parameters(), ff = block.ff.num_parameters();
+    const int64_t ln = block.ln1.num_parameters() + block.ln2.num_parameters();
+    const int64_t total = block.num_parameters();
+    auto row = [&](const std::string& what, int64_t n, bool share = true) {
+        const std::string label = what + std::string(size_t(32 - term::display_width(what)), ' ');
+        std::printf("  %s %9s", label.c_str(), with_commas(n).c_str());
+        if (share) std::printf("  %4.1f%%", 100.0 * double(n) / double(total));
+        std::printf("\n");
+    };
+    std::printf("\n블록 하나의 파라미터 (d_model = %d, 헤드 %d개, 피드포워드 %d -> %d -> %d)\n", d,
+                h, d, 4 * d, d);
+    row("멀티헤드 어텐션 W_Q W_K W_V W_O", attn);
+    row("피드포워드 W_1 b_1 W_2 b_2", ff);
+    row("층 정규화 2개", ln);
+    row("합계", total, false);
+    const double share = double(ff) / double(total);
+    std::printf("판정: %s — 피드포워드가 %.1f%%, 3분의 2는 66.7%% (어텐션 4·d², 피드포워드 "
+                "8·d² + 5·d)\n",
+                std::fabs(share - 2.0 / 3.0) < 0.02 ? "재현됨" : "재현되지 않음", 100 * share);
+
+    // Position-wise: positions 0..7 of one sentence, the input at position 3 changed.
+    torch_rng::manual_seed(3);
+    FeedForward ffn(d_check);
+    NoGradGuard no_grad;
+    const int N = 8, j = 3;
+    Tensor x = Tensor::from(torch_rng::randn(size_t(N) * d_check), {1, N, d_check});
+    Tensor x2 = Tensor::from(x.to_vector(), x.shape());
+    for (int c = 0; c < d_check; c++)
+        x2.data()[j * d_check + c] += 1.0f;
+    Tensor y = ffn(x), y2 = ffn(x2);  // (1, N, d)
+    double others = 0, same = 0;
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < d_check; c++) {
+            const double diff =
+                std::fabs(double(y.data()[i * d_check + c]) - y2.data()[i * d_check + c]);
+            (i == j ? same : others) = std::max(i == j ? same : others, diff);
+        }
+    std::printf("위치별 피드포워드 (d_model = %d): 위치 %d개 중 %d번 위치의 입력만 바꾸면\n",
+                d_check, N, j);
+    std::printf("    다른 위치 출력의 최대 차이: %s\n", py_repr(others).c_str());
+    std::printf("    %d번 위치 출력의 최대 차이: %s\n", j, fixed(same, 4).c_str());
+    std::printf("판정: %s — 다른 위치의 출력은 %s\n",
+                others == 0 && same > 0 ? "재현됨" : "재현되지 않음",
+                others == 0 ? "비트 하나 다르지 않음" : "달라짐");
+}
 
 // ---- the decoder, claim by claim ---------------------------------------------------------------
 double max_abs_diff(const Tensor& a, const Tensor& b, int64_t from_t, int64_t to_t) {
@@ -109,7 +163,7 @@ int main(int argc, char** argv) {
     std::vector<int> depths = {6, 12, 24};
     int init_seed = 0, data_seed = 1, d_model = 64, heads = 4, vocab = 50, digits = 1;
     std::string figure_dir = "figures";
-    bool no_figures = false, no_decoder = false;
+    bool no_figures = false, table_only = false, no_decoder = false;
     cli.option("--depths", depths, "numbers of blocks L");
     cli.option("--init-seed", init_seed, "torch.manual_seed before building the model");
     cli.option("--data-seed", data_seed, "torch.manual_seed before drawing x and y");
@@ -119,7 +173,8 @@ int main(int argc, char** argv) {
     cli.option("--digits", digits, "decimals of the printed ratios");
     cli.option("--figure-dir", figure_dir, "where to write 5-blocks.png");
     cli.flag("--no-figures", no_figures, "do not write the figure");
-    cli.flag("--no-decoder", no_decoder, "print only the table");
+    cli.flag("--table-only", table_only, "print only the article's table");
+    cli.flag("--no-decoder", no_decoder, "the same as --table-only (its former name)");
     cli.parse(argc, argv);
     for (int L : depths)
         if (L < 1 || L > 256)
@@ -158,7 +213,10 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
-    if (!no_decoder) decoder_demo();
+    if (!table_only && !no_decoder) {
+        feed_forward_claims(d_model);
+        decoder_demo();
+    }
     return 0;
 }
 

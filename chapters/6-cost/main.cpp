@@ -13,12 +13,15 @@
 //   main.cpp      part 1 (the complexity table), part 2 (one benchmark cell, the table), figure 3
 //   layers.h/cpp  the layers being timed: AttentionLayer, section 3's MultiHeadAttention with
 //                 an explicit backward, naive or fused; LstmLayer, torch's nn.LSTM(d, d)
+//   claims.h/cpp  the prose after the table, computed: the path length |dy_n/dx_1| and where
+//                 the memory crossover falls
 // and, shared with the tests and cuda/, the kernels the layers call:
 //   common/attention.cpp  attention_naive_forward / _backward (S and P in memory) and
 //                         attention_fused_forward / _backward (FlashAttention-2 tiles)
 //   common/lstm.cpp       lstm_forward / lstm_backward (the fused gates, the chain of n steps)
 //   common/gemm.cpp       sgemm, which every product above goes through
 // With --device cuda (build/bin/6-cost-cuda) the same table is measured by cuda/cost_bench.cu.
+#include "chapters/6-cost/claims.h"
 #include "chapters/6-cost/layers.h"
 #include "common/cli.h"
 #include "common/memory.h"
@@ -209,7 +212,8 @@ int main(int argc, char** argv) {
     Config cfg{8, 512, 8, 2, 5, 0};
     double mem_limit_mb = 0;
     std::string figure_dir = "figures";
-    bool no_figures = false;
+    bool no_figures = false, no_claims = false;
+    std::vector<int> path_lens = {16, 32, 64, 128, 256, 512, 1024};
 
     cli::Parser cli("6-cost",
                     "Section 6: the cost of attention (complexity table, benchmark, figure 3)");
@@ -225,6 +229,9 @@ int main(int argc, char** argv) {
     cli.option("--mem-limit", mem_limit_mb, "MB a cell may need (0: the physical memory)");
     cli.option("--figure-dir", figure_dir, "folder for 6-cost.png");
     cli.flag("--no-figures", no_figures, "skip figure 3");
+    cli.option("--path-lens", path_lens, "n for the path-length measurement after the table");
+    cli.flag("--no-claims", no_claims,
+             "print only the article's tables (no path length, crossover)");
     cli.parse(argc, argv);
 #ifndef WITH_CUDA
     if (device == "cuda")
@@ -235,6 +242,8 @@ int main(int argc, char** argv) {
     if (seq_lens.empty()) cli.fail("--seq-lens needs at least one length");
     for (int n : seq_lens)
         if (n < 1 || n > (1 << 20)) cli.fail("--seq-lens entries must be between 1 and 1048576");
+    for (int n : path_lens)
+        if (n < 2 || n > 8192) cli.fail("--path-lens entries must be between 2 and 8192");
     if (cfg.batch < 1) cli.fail("--batch must be at least 1");
     if (cfg.d_model < 1 || cfg.heads < 1 || cfg.d_model % cfg.heads != 0)
         cli.fail("--d-model must be a positive multiple of --heads");
@@ -297,8 +306,23 @@ int main(int argc, char** argv) {
     if (any_skipped && device == "cuda")
         std::printf("(건너뜀: GPU 메모리 %.0f MB에 들어가지 않는 항목)\n", memory_mb);
 
+    // The prose after the table (CPU only): the gradient's path, and the memory crossover.
+    PathLengths paths;
+    if (!no_claims && device == "cpu") {
+        std::vector<double> naive_mb, lstm_mb;
+        for (const std::vector<Cell>& row : cells) {
+            naive_mb.push_back(row[0].skipped ? -1 : row[0].mb);
+            lstm_mb.push_back(row[2].skipped ? -1 : row[2].mb);
+        }
+        print_memory_crossover(seq_lens, naive_mb, lstm_mb, cfg.batch, cfg.d_model, cfg.heads);
+        paths = path_lengths(path_lens, cfg.d_model, cfg.heads);
+        print_path_lengths(paths, cfg.d_model);
+    }
+
     if (!no_figures) {
         try {
+            if (!paths.n.empty())
+                draw_path_lengths(paths, cfg.d_model, figure_dir + "/6-path-length.png");
             draw_figure(seq_lens, cells, memory_mb, device == "cuda" ? "GPU" : "CPU",
                         figure_dir + (device == "cuda" ? "/6-cost-cuda.png" : "/6-cost.png"));
         } catch (const std::exception& e) {

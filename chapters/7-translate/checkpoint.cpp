@@ -25,9 +25,9 @@ int checked(const serialize::Checkpoint& ck, const char* name, int64_t lo, int64
 
 int64_t parameter_count(const ModelConfig& c) {
     const int64_t d = c.d_model, L = c.layers;
-    const int64_t ln = 2 * d, ff = 8 * d * d + 5 * d;               // LayerNorm; d -> 4d -> d
-    const int64_t encoder = 4 * d * d + ff + 2 * ln;                // self-attention, FFN, 2 LN
-    const int64_t decoder = 4 * d * d + 4 * d * d + ff + 3 * ln;    // self, cross, FFN, 3 LN
+    const int64_t ln = 2 * d, ff = 8 * d * d + 5 * d;             // LayerNorm; d -> 4d -> d
+    const int64_t encoder = 4 * d * d + ff + 2 * ln;              // self-attention, FFN, 2 LN
+    const int64_t decoder = 4 * d * d + 4 * d * d + ff + 3 * ln;  // self, cross, FFN, 3 LN
     const int64_t embeddings = (SRC_VOCAB + TGT_VOCAB) * d;
     const int64_t head = d * TGT_VOCAB + TGT_VOCAB;
     const int64_t final_norms = c.placement == LnPlacement::PreLN ? 2 * ln : 0;
@@ -67,8 +67,8 @@ Loaded load_model(const std::string& path) {
     c.positions = learned ? Positions::learned : Positions::sinusoidal;
     if (ck.get("src_vocab") != SRC_VOCAB || ck.get("tgt_vocab") != TGT_VOCAB)
         throw std::runtime_error(path + ": its vocabulary sizes differ from this task's (" +
-                                 std::to_string(SRC_VOCAB) + " and " +
-                                 std::to_string(TGT_VOCAB) + ")");
+                                 std::to_string(SRC_VOCAB) + " and " + std::to_string(TGT_VOCAB) +
+                                 ")");
     // The declared shape must account for exactly the values the file holds: a model is only
     // built once its size is known to be what was read.
     serialize::Named weights;
@@ -83,12 +83,11 @@ Loaded load_model(const std::string& path) {
     if (stored != parameter_count(c))
         throw std::runtime_error(path + ": declares " + std::to_string(c.layers) +
                                  " layers at d_model " + std::to_string(c.d_model) + " (" +
-                                 std::to_string(parameter_count(c)) +
-                                 " parameters) but holds " + std::to_string(stored) +
-                                 " values; the file is corrupt");
+                                 std::to_string(parameter_count(c)) + " parameters) but holds " +
+                                 std::to_string(stored) + " values; the file is corrupt");
     ck.tensors = weights;
-    out.model = std::make_unique<EncoderDecoder>(SRC_VOCAB, TGT_VOCAB, c.d_model, c.heads,
-                                                 c.layers, c.placement, c.positions);
+    out.model = std::make_unique<EncoderDecoder>(SRC_VOCAB, TGT_VOCAB, c.d_model, c.heads, c.layers,
+                                                 c.placement, c.positions);
     serialize::copy_into(ck, out.model->named_parameters(), path);
     return out;
 }

@@ -27,7 +27,8 @@ std::vector<int64_t> source_ids(int64_t n) {
 
 std::vector<int64_t> target_ids(int64_t n) {
     std::vector<int64_t> ids;
-    for (char c : std::to_string(n)) ids.push_back(DIGIT0 + (c - '0'));
+    for (char c : std::to_string(n))
+        ids.push_back(DIGIT0 + (c - '0'));
     return ids;
 }
 
@@ -105,8 +106,10 @@ bool exact(int64_t n, const std::vector<int64_t>& predicted) {
 Score score(const std::vector<int64_t>& numbers, const std::vector<std::vector<int64_t>>& preds) {
     Score s;
     for (size_t i = 0; i < numbers.size(); i++) {
-        if (exact(numbers[i], preds[i])) s.correct++;
-        else s.wrong.push_back(i);
+        if (exact(numbers[i], preds[i]))
+            s.correct++;
+        else
+            s.wrong.push_back(i);
     }
     return s;
 }

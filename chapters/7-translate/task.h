@@ -20,8 +20,8 @@ constexpr int64_t IGNORE = -100;  // cross_entropy's ignore_index: padded target
 constexpr int MAX_DIGITS = 5;     // 99999
 constexpr int HELDOUT = 1000;     // numbers kept out of training
 
-std::vector<int64_t> source_ids(int64_t n);          // 삼천이백일 -> syllable ids
-std::vector<int64_t> target_ids(int64_t n);          // 3201 -> digit ids (no <시작>, no <끝>)
+std::vector<int64_t> source_ids(int64_t n);  // 삼천이백일 -> syllable ids
+std::vector<int64_t> target_ids(int64_t n);  // 3201 -> digit ids (no <시작>, no <끝>)
 std::string target_text(const std::vector<int64_t>& ids);  // digit ids -> "3201", stops at <끝>
 
 // B sentences padded to the longest: src (B, S), its padding mask (B, 1, 1, S) that hides padded

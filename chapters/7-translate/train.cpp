@@ -19,7 +19,8 @@ std::unique_ptr<EncoderDecoder> make_model(const ModelConfig& c) {
     // about positions (which digit goes where). Drawn N(0, 1/d_model) instead, the scaled
     // embedding and the positional encoding start at the same size.
     for (Tensor* E : {&model->src_embed.weight, &model->tgt_embed.weight})
-        for (int64_t i = 0; i < E->numel(); i++) E->data()[i] /= std::sqrt(float(c.d_model));
+        for (int64_t i = 0; i < E->numel(); i++)
+            E->data()[i] /= std::sqrt(float(c.d_model));
     return model;
 }
 
@@ -30,13 +31,15 @@ TrainResult train(EncoderDecoder& model, std::vector<int64_t> numbers,
         return c.schedule ? c.schedule(step) : optim::noam_lr(step, model.d_model, c.warmup, c.lr);
     };
     auto shuffle = [](std::vector<int64_t>& v, torch_rng::Generator& g) {  // Fisher-Yates
-        for (size_t i = v.size(); i-- > 1;) std::swap(v[i], v[g.random64() % (i + 1)]);
+        for (size_t i = v.size(); i-- > 1;)
+            std::swap(v[i], v[g.random64() % (i + 1)]);
     };
     optim::Adam adam(model.parameters());
     torch_rng::Generator order_gen(uint64_t(c.seed) + 1);  // the training order
     shuffle(numbers, order_gen);
     std::vector<bool> is_heldout(size_t(korean_numbers::MAX_VALUE) + 1, false);
-    for (int64_t n : heldout) is_heldout[size_t(n)] = true;
+    for (int64_t n : heldout)
+        is_heldout[size_t(n)] = true;
     size_t cursor = 0;
     // The eighth sentence picks its digit count first: numbers below 1000 are 1% of the range,
     // and without this the model meets 삼십일 too rarely to learn it.
@@ -64,7 +67,8 @@ TrainResult train(EncoderDecoder& model, std::vector<int64_t> numbers,
     int n_since = 0;
     for (int step = 1; step <= c.steps; step++) {
         std::vector<int64_t> ns;
-        while (int(ns.size()) < c.batch) ns.push_back(draw());
+        while (int(ns.size()) < c.batch)
+            ns.push_back(draw());
         Batch b = make_batch(ns);
         Tensor loss = batch_loss(model, b);
         const double value = loss.item();

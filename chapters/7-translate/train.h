@@ -25,8 +25,8 @@ std::unique_ptr<EncoderDecoder> make_model(const ModelConfig& c);
 
 struct TrainConfig {
     int steps = 2000, batch = 64, warmup = 200;
-    double lr = 1.0;  // a factor on the paper's schedule
-    int seed = 0;     // the training order (seed + 1 seeds its generator)
+    double lr = 1.0;              // a factor on the paper's schedule
+    int seed = 0;                 // the training order (seed + 1 seeds its generator)
     int max_digits = MAX_DIGITS;  // the longest numbers training may draw
     // The learning rate of a step (from 1). Empty: optim::noam_lr(step, d_model, warmup, lr).
     std::function<double(int step)> schedule;

@@ -1,0 +1,208 @@
+// Chapter 8's job runner (see runner.h): fork, a pipe per child, poll.
+#include "chapters/8-ablations/runner.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+
+#include <omp.h>
+
+#include "common/terminal.h"
+
+namespace ablations {
+
+void Record::put(const std::string& name, std::vector<double> values) {
+    for (auto& [k, v] : items)
+        if (k == name) {
+            v = std::move(values);
+            return;
+        }
+    items.push_back({name, std::move(values)});
+}
+
+const std::vector<double>& Record::get(const std::string& name) const {
+    for (const auto& [k, v] : items)
+        if (k == name) return v;
+    throw std::runtime_error("a job's record has no \"" + name + "\"");
+}
+
+namespace {
+
+void write_all(int fd, const std::string& s) {
+    size_t done = 0;
+    while (done < s.size()) {
+        const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) ::_exit(3);  // the parent is gone: nobody wants the result
+        done += size_t(n);
+    }
+}
+
+// The child's side: run the job, send "R name count v1 v2 ..." lines, then "END".
+[[noreturn]] void run_child(const Job& job, int fd) {
+    omp_set_num_threads(1);  // one core per job: the jobs themselves run in parallel
+    Progress progress(fd);
+    try {
+        Record r = job.run(progress);
+        std::string out;
+        char buf[32];
+        for (const auto& [name, values] : r.items) {
+            out += "R " + name + " " + std::to_string(values.size());
+            for (double v : values) {
+                std::snprintf(buf, sizeof buf, " %.17g", v);
+                out += buf;
+            }
+            out += "\n";
+        }
+        write_all(fd, out + "END\n");
+        ::_exit(0);
+    } catch (const std::exception& e) {
+        write_all(fd, std::string("ERR ") + e.what() + "\n");
+        ::_exit(1);
+    }
+}
+
+struct Running {
+    size_t job;
+    pid_t pid;
+    int fd;
+    std::string buffer;  // bytes read, not yet a whole line
+    Record record;
+    std::string error;
+    bool ended = false;
+    int done = 0, total = 0;  // the last progress it reported
+};
+
+// One line of a child's output.
+void take_line(Running& r, const std::string& line) {
+    if (line.rfind("P ", 0) == 0) {
+        std::sscanf(line.c_str() + 2, "%d %d", &r.done, &r.total);
+    } else if (line.rfind("R ", 0) == 0) {
+        const char* p = line.c_str() + 2;
+        const char* space = std::strchr(p, ' ');
+        std::string name(p, space ? size_t(space - p) : 0);
+        char* end = nullptr;
+        const long n = std::strtol(space, &end, 10);
+        std::vector<double> values;
+        for (long i = 0; i < n; i++)
+            values.push_back(std::strtod(end, &end));
+        r.record.put(name, values);
+    } else if (line == "END") {
+        r.ended = true;
+    } else if (line.rfind("ERR ", 0) == 0) {
+        r.error = line.substr(4);
+    }
+}
+
+}  // namespace
+
+void Progress::operator()(int done, int total) {
+    if (fd_ < 0) return;
+    const int permille = total > 0 ? int(1000.0 * done / total) : 0;
+    if (permille == last_ && done != total) return;  // at most ~1000 lines per job
+    last_ = permille;
+    write_all(fd_, "P " + std::to_string(done) + " " + std::to_string(total) + "\n");
+}
+
+std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool show_progress) {
+    std::vector<size_t> order(jobs.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return jobs[a].cost > jobs[b].cost; });
+    std::vector<Record> records(jobs.size());
+    std::vector<std::string> failures;
+    std::vector<Running> running;
+    size_t next = 0, finished = 0;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    auto draw = [&] {
+        if (!show_progress) return;
+        std::string line = "  8-ablations: " + std::to_string(finished) + "/" +
+                           std::to_string(jobs.size()) + " 끝남";
+        for (const Running& r : running)
+            line += " · " + jobs[r.job].name + " " + std::to_string(r.done) + "/" +
+                    std::to_string(r.total);
+        int rows, cols;
+        term::window_size(rows, cols);
+        std::fprintf(stderr, "\r\033[K%s", term::fit(line, std::max(10, cols - 1)).c_str());
+        std::fflush(stderr);
+    };
+    while (next < order.size() || !running.empty()) {
+        while (next < order.size() && int(running.size()) < std::max(1, parallel)) {
+            int fds[2];
+            if (::pipe(fds) != 0) throw std::runtime_error("cannot create a pipe for a job");
+            const size_t j = order[next++];
+            const pid_t pid = ::fork();
+            if (pid < 0) throw std::runtime_error("cannot start a process for " + jobs[j].name);
+            if (pid == 0) {
+                ::close(fds[0]);
+                for (const Running& r : running)
+                    ::close(r.fd);
+                run_child(jobs[j], fds[1]);
+            }
+            ::close(fds[1]);
+            running.push_back({j, pid, fds[0], {}, {}, {}, false, 0, 0});
+        }
+        draw();
+        std::vector<pollfd> pfds;
+        for (const Running& r : running)
+            pfds.push_back({r.fd, POLLIN, 0});
+        if (::poll(pfds.data(), pfds.size(), 500) < 0 && errno != EINTR)
+            throw std::runtime_error("poll failed while waiting for the jobs");
+        for (size_t k = 0; k < running.size();) {
+            Running& r = running[k];
+            char buf[65536];
+            const ssize_t n =
+                (pfds[k].revents & (POLLIN | POLLHUP)) ? ::read(r.fd, buf, sizeof buf) : -2;
+            if (n > 0) {
+                r.buffer.append(buf, size_t(n));
+                size_t nl;
+                while ((nl = r.buffer.find('\n')) != std::string::npos) {
+                    take_line(r, r.buffer.substr(0, nl));
+                    r.buffer.erase(0, nl + 1);
+                }
+            }
+            if (n == 0 || (n == -1 && errno != EINTR)) {  // the child closed its end
+                ::close(r.fd);
+                int status = 0;
+                ::waitpid(r.pid, &status, 0);
+                const std::string& name = jobs[r.job].name;
+                if (r.ended && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+                    records[r.job] = std::move(r.record);
+                } else if (!r.error.empty()) {
+                    failures.push_back(name + ": " + r.error);
+                } else if (WIFSIGNALED(status)) {
+                    failures.push_back(name + ": killed by signal " +
+                                       std::to_string(WTERMSIG(status)) +
+                                       (WTERMSIG(status) == SIGKILL ? " (out of memory?)" : ""));
+                } else {
+                    failures.push_back(name + ": exited without its results");
+                }
+                finished++;
+                running.erase(running.begin() + long(k));
+                pfds.erase(pfds.begin() + long(k));
+                continue;
+            }
+            k++;
+        }
+    }
+    if (show_progress) std::fprintf(stderr, "\r\033[K");
+    if (!failures.empty()) {
+        std::string all = "experiment failed: " + failures[0];
+        for (size_t i = 1; i < failures.size(); i++)
+            all += "; " + failures[i];
+        throw std::runtime_error(all);
+    }
+    return records;
+}
+
+}  // namespace ablations

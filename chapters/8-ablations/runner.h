@@ -1,0 +1,45 @@
+// Chapter 8's job runner: every training run is a job in its own forked process, a few at once,
+// so the experiments use both cores without sharing any state (the global torch generator, the
+// memory counters, OpenMP's thread pool). A job hands back named lists of numbers; a job's
+// numbers depend only on its own seeds, never on how many run at once or in which order.
+#pragma once
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ablations {
+
+// What a job returns: named lists of numbers (a loss curve, an accuracy, ...).
+struct Record {
+    std::vector<std::pair<std::string, std::vector<double>>> items;
+    void put(const std::string& name, std::vector<double> values);
+    void put(const std::string& name, double value) { put(name, std::vector<double>{value}); }
+    const std::vector<double>& get(const std::string& name) const;  // throws naming a miss
+    double value(const std::string& name) const { return get(name).at(0); }
+};
+
+// Passed to a job: how far it has got (a step of a total), for the progress line.
+class Progress {
+public:
+    explicit Progress(int fd = -1) : fd_(fd) {}
+    void operator()(int done, int total);
+
+private:
+    int fd_;
+    int last_ = -1;
+};
+
+struct Job {
+    std::string name;  // shown on the progress line and in errors
+    double cost;       // a rough CPU-seconds estimate: the longest jobs start first
+    std::function<Record(Progress&)> run;
+};
+
+// Runs each job in a child process with one OpenMP thread, at most `parallel` at once, and
+// returns the records in the jobs' order. Progress is one updating line on stderr when it is a
+// terminal (and nothing otherwise). A job that fails (an exception, a crash) is reported by
+// name: std::runtime_error after the others have finished.
+std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool show_progress);
+
+}  // namespace ablations
