@@ -108,37 +108,41 @@ int main(int argc, char** argv) {
     }
 
     if (explain == 0) return status;
-    // One row of the computation by hand: the same numbers, one step at a time.
-    const int i = explain - 1;
+    // One row of the computation by hand, one step at a time: the dot products and scores as
+    // the widget takes them from the listing's expressions (live.h), then the printed block's
+    // weights and output.
+    const live::Model steps(X, Q, K, V);
+    const int i = explain - 1, c = mask.defined() ? 1 : 0;
     const int d_k = int(Q.size(1));
     auto row = [](const Tensor& t, int r) {  // Q, K and V hold integers here; `out` does not
         std::string s = "[";
-        for (int j = 0; j < t.size(1); j++) s += (j ? ", " : "") + py_repr(t.at({r, j}));
+        for (int j = 0; j < t.size(1); j++)
+            s += (j ? ", " : "") + py_repr(t.at({r, j}));
         return s + "]";
     };
     std::printf("\n%d번 토큰의 쿼리 q_%d = %s\n", explain, explain, row(Q, i).c_str());
     std::printf("1) 키와의 내적 q·k_j:\n");
-    std::vector<double> s(n);
-    for (int j = 0; j < n; j++) {
-        double dot = 0;
-        for (int c = 0; c < d_k; c++) dot += double(Q.at({i, c})) * K.at({j, c});
-        s[j] = dot / std::sqrt(double(d_k));
+    for (int j = 0; j < n; j++)
         std::printf("   k_%d = %s  ->  q·k_%d = %s\n", j + 1, row(K, j).c_str(), j + 1,
-                    fixed(dot, 4).c_str());
-    }
+                    fixed(steps.QKt.at({i, j}), 4).c_str());
     std::printf("2) √d_k(= %s)로 나눔:", fixed(std::sqrt(double(d_k)), 4).c_str());
     for (int j = 0; j < n; j++) {
-        bool hidden = mask.defined() && mask.at({i, j}) != 0;
-        std::printf(" %s", hidden ? "-inf" : fixed(s[j], 4).c_str());
+        float score = steps.scores[c].at({i, j});
+        std::printf(" %s", std::isinf(score) ? "-inf" : fixed(score, 4).c_str());
     }
-    std::printf("%s\n", mask.defined() ? "  (causal 마스크: j > i는 -inf)" : "");
+    std::printf("%s\n", c ? "  (causal 마스크: j > i는 -inf)" : "");
     std::printf("3) softmax 가중치:");
-    for (int j = 0; j < n; j++) std::printf(" %s", fixed(attn.at({i, j}), 4).c_str());
-    std::printf("  (합 = 1)\n4) V의 행을 가중합:\n   ");
+    for (int j = 0; j < n; j++)
+        std::printf(" %s", fixed(attn.at({i, j}), 4).c_str());
+    std::printf("  (합 = 1)\n4) V의 행을 가중합:\n");
+    for (int j = 0; j < n; j++)
+        std::printf("   V_%d = %s\n", j + 1, row(V, j).c_str());
+    std::printf("   ");
     for (int j = 0; j < n; j++)
         std::printf("%s%s × V_%d", j ? " + " : "", fixed(attn.at({i, j}), 4).c_str(), j + 1);
     std::string o = "[";
-    for (int c = 0; c < out.size(1); c++) o += (c ? ", " : "") + fixed(out.at({i, c}), 4);
+    for (int d = 0; d < out.size(1); d++)
+        o += (d ? ", " : "") + fixed(out.at({i, d}), 4);
     std::printf("\n   = %s]\n", o.c_str());
     return status;
 }
