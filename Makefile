@@ -64,6 +64,10 @@ format: ## reformat every C++ source with .clang-format
 cards: $(BUILD)/bin/flashcards ## review the 20-card deck in the terminal (CARDS_ARGS=--stats ...)
 	$(BUILD)/bin/flashcards $(CARDS_ARGS)
 
+.PHONY: widget
+widget: $(BUILD)/bin/1-self-attention ## section 1's widget in the terminal (WIDGET_ARGS=--plain)
+	$(BUILD)/bin/1-self-attention --live $(WIDGET_ARGS)
+
 bench: $(BENCHES:%=$(BUILD)/bin/%) ## speed benchmarks, side by side with the peers (not tests)
 	@for b in $(BENCHES); do $(BUILD)/bin/$$b || exit 1; done
 
