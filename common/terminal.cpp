@@ -643,12 +643,13 @@ KeyReader::Event KeyReader::next(Key& key) {
                 return Event::Key;
             }
             // Half a sequence: the rest normally follows within milliseconds; a lone ESC (the
-            // Esc key) does not.
+            // Esc key) does not. A sequence cut short is dropped as Unknown, never taken for
+            // Esc (which quits).
             pollfd p{STDIN_FILENO, POLLIN, 0};
             int ready = ::poll(&p, 1, 50);
             if (ready < 0 && errno == EINTR) continue;
             if (ready <= 0) {
-                key = Key{buf_[0] == '\x1b' ? KeyKind::Escape : KeyKind::Unknown};
+                key = Key{buf_ == "\x1b" ? KeyKind::Escape : KeyKind::Unknown};
                 buf_.clear();
                 return Event::Key;
             }
@@ -663,7 +664,7 @@ KeyReader::Event KeyReader::next(Key& key) {
         }
         if (n <= 0) {
             if (buf_.empty()) return Event::End;
-            key = Key{buf_[0] == '\x1b' ? KeyKind::Escape : KeyKind::Unknown};
+            key = Key{buf_ == "\x1b" ? KeyKind::Escape : KeyKind::Unknown};
             buf_.clear();  // the end of input inside a sequence: what came of it, then End
             return Event::Key;
         }

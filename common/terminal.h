@@ -139,7 +139,8 @@ public:
         End,      // stdin closed: the terminal went away
     };
     // Blocks until one of the three. A lone ESC becomes KeyKind::Escape when no byte follows
-    // within 50 ms (an arrow's sequence arrives at once).
+    // within 50 ms (an arrow's sequence arrives at once); a longer sequence cut short becomes
+    // KeyKind::Unknown.
     Event next(Key& key);
     // Bytes already read wait: more keys follow without blocking (draw after the last one).
     bool pending() const { return !buf_.empty(); }

@@ -1,9 +1,11 @@
 // common/terminal's pieces for full-screen programs that the flashcards and chapter 1's --live
 // share: styled spans at display columns, the plain text of the line mode, echoing a bad line,
-// and the help line that shortens. (Width, wrapping and keys: tests/test_flashcards.cpp; the
-// key reader and the screen on a real pty: the pty sessions of both programs.)
+// the help line that shortens, and the key reader over a pipe. (Width, wrapping and keys:
+// tests/test_flashcards.cpp; the screen on a real pty: the pty sessions of both programs.)
 #include "common/terminal.h"
 #include "tests/util.h"
+
+#include <fcntl.h>
 
 TEST_CASE("terminal: styles go in at display columns, Hangul counting two") {
     using term::Span;
@@ -32,4 +34,53 @@ TEST_CASE("terminal: plain text, printable echoes and the first help line that f
     CHECK(term::fit_first({"long help line", "short", "q"}, 10) == "short     ");
     CHECK(term::fit_first({"long help line", "한글 도움말"}, 6) == "한... ");  // the last, cut
     CHECK(term::display_width(term::fit_first({"가나다"}, 1)) == 1);
+}
+
+TEST_CASE("terminal: the key reader: whole keys, a lone Esc, a sequence cut short, the end") {
+    // The reader reads fd 0: a pipe stands in for the terminal for the length of this case.
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const int saved = ::dup(STDIN_FILENO);
+    REQUIRE(saved >= 0);
+    REQUIRE(::dup2(fds[0], STDIN_FILENO) == STDIN_FILENO);
+    ::close(fds[0]);
+    auto send = [&](const std::string& bytes) {
+        REQUIRE(::write(fds[1], bytes.data(), bytes.size()) == ssize_t(bytes.size()));
+    };
+    using E = term::KeyReader::Event;
+    term::KeyReader keys;
+    term::Key k;
+    // Two keys in one read: the second waits in the buffer.
+    send("a\x1b[C");
+    CHECK(keys.next(k) == E::Key);
+    CHECK(k.kind == term::KeyKind::Char);
+    CHECK(k.ch == U'a');
+    CHECK(keys.pending());
+    CHECK(keys.next(k) == E::Key);
+    CHECK(k.kind == term::KeyKind::Right);
+    CHECK_FALSE(keys.pending());
+    // A click report, and a Hangul character, each whole.
+    send("\x1b[<0;12;7M\xe3\x85\x82");
+    CHECK(keys.next(k) == E::Key);
+    CHECK(k.kind == term::KeyKind::Mouse);
+    CHECK(k.x == 12);
+    CHECK(k.y == 7);
+    CHECK(keys.next(k) == E::Key);
+    CHECK(k.ch == U'ㅂ');
+    // Esc alone: no byte follows, so it is the Esc key.
+    send("\x1b");
+    CHECK(keys.next(k) == E::Key);
+    CHECK(k.kind == term::KeyKind::Escape);
+    // Half a click report that never ends is dropped, not taken for Esc (which would quit).
+    send("\x1b[<0;12");
+    CHECK(keys.next(k) == E::Key);
+    CHECK(k.kind == term::KeyKind::Unknown);
+    send("q");
+    CHECK(keys.next(k) == E::Key);
+    CHECK(k.ch == U'q');
+    // The terminal goes away.
+    ::close(fds[1]);
+    CHECK(keys.next(k) == E::End);
+    ::dup2(saved, STDIN_FILENO);
+    ::close(saved);
 }
