@@ -43,14 +43,19 @@ std::vector<std::string> plain_frames(const std::string& out) {
     return frames;
 }
 
-std::string temp_dir(const std::string& name) {
-    static int counter = 0;
-    std::string dir = "/tmp/transformer-live-test-" + std::to_string(::getpid()) + "-" +
-                      std::to_string(counter++) + "-" + name;
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
+// A fresh folder under /tmp, removed again when it goes out of scope (also after a failed
+// REQUIRE).
+struct TempDir {
+    std::string path;
+    explicit TempDir(const std::string& name) {
+        static int counter = 0;
+        path = "/tmp/transformer-live-test-" + std::to_string(::getpid()) + "-" +
+               std::to_string(counter++) + "-" + name;
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() { fs::remove_all(path); }
+};
 
 size_t count(const std::string& s, const std::string& what) {
     size_t n = 0;
@@ -243,8 +248,8 @@ TEST_CASE("chapter 1 --live: the line mode prints token 3's screen without and w
     CHECK(r.exit_code == 0);
     CHECK(r.out == masked);
     // README's text block of the widget is this screen, pasted (without the blank line after).
-    CHECK(testutil::read_file("README.md").find("```\n" + masked.substr(0, masked.size() - 1) +
-                                                "```\n") != std::string::npos);
+    CHECK(testutil::read_file("README.md")
+              .find("```\n" + masked.substr(0, masked.size() - 1) + "```\n") != std::string::npos);
     // q stops reading: what follows it is never looked at.
     r = testutil::run("1-self-attention", "--live", "right\nq\nbogus\n");
     CHECK(r.exit_code == 0);
@@ -399,7 +404,8 @@ TEST_CASE("chapter 1 --live in a pseudo-terminal: click token 3, toggle the mask
             x = h.col0 + 2, y = h.row + 1;
     REQUIRE(x > 0);
     const std::string press = "\\033[<0;" + std::to_string(x) + ";" + std::to_string(y);
-    std::string dir = temp_dir("click");
+    TempDir tmp("click");
+    const std::string& dir = tmp.path;
     int rc =
         pty_script(dir, "(waitfor '" + ENTER_SEQ.substr(1) + "' 1; printf '" + press + "M" + press +
                             "m'; waitfor '[3번]' 1; printf m; "
@@ -430,7 +436,6 @@ TEST_CASE("chapter 1 --live in a pseudo-terminal: click token 3, toggle the mask
     CHECK(after.find('\x1b') == std::string::npos);
     CHECK(after.find(" icanon ") != std::string::npos);
     CHECK(after.find(" echo ") != std::string::npos);
-    fs::remove_all(dir);
 }
 
 TEST_CASE(
@@ -454,7 +459,8 @@ TEST_CASE(
                         {"SIGTERM", "kill -TERM $(cat $DIR/pid)", 128 + SIGTERM}};
     for (const Way& way : ways) {
         INFO("way out: " << way.name);
-        std::string dir = temp_dir("exit");
+        TempDir tmp("exit");
+        const std::string& dir = tmp.path;
         int rc = pty_script(
             dir, "(waitfor '" + ENTER_SEQ.substr(1) + "' 1; waitfor '끝내기' 1; " + way.keys +
                      "; waitfor 'icanon' 1) | TERM=xterm timeout 30 script -qec \"stty rows 24 "
@@ -470,12 +476,12 @@ TEST_CASE(
         CHECK(after.find("status " + std::to_string(way.status)) != std::string::npos);
         CHECK(after.find(" icanon ") != std::string::npos);
         CHECK(after.find(" echo ") != std::string::npos);
-        fs::remove_all(dir);
     }
 
     // Ctrl-Z in an interactive shell: the screen is restored while stopped; fg brings the
     // widget back, redrawn and taking keys again (m, then q).
-    std::string dir = temp_dir("stop");
+    TempDir stop("stop");
+    std::string dir = stop.path;
     int rc = pty_script(
         dir,
         "(waitfor 'READY>' 1; printf '%s --live\\r' \"$BIN\"; waitfor '" + ENTER_SEQ.substr(1) +
@@ -497,20 +503,29 @@ TEST_CASE(
     std::string again = screen.substr(enter2, leave2 - enter2);
     CHECK(again.find("쿼리 토큰:") != std::string::npos);  // redrawn after fg
     CHECK(again.find("[x] causal") != std::string::npos);  // and m worked: raw mode is back
-    fs::remove_all(dir);
 
-    // A window too small says so; the redraw after a resize is tested through render above.
-    dir = temp_dir("small");
+    // A window too small says so; grown to 80x24 (stty in the same pty, so the kernel sends
+    // SIGWINCH), the widget clears the screen and draws itself.
+    TempDir resize("resize");
+    dir = resize.path;
     rc = pty_script(dir,
-                    "(waitfor '창이 작아요' 1; printf q) | TERM=xterm timeout 30 script -qec "
-                    "\"stty rows 20 cols 60; $BIN --live\" /dev/null >$OUT 2>&1");
+                    "(waitfor '창이 작아요' 1; touch $DIR/go; waitfor '끝내기' 2; printf q) | "
+                    "TERM=xterm timeout 30 script -qec \"stty rows 20 cols 60; (while [ ! -e "
+                    "$DIR/go ]; do sleep 0.05; done; stty rows 24 cols 80 </dev/tty) & exec "
+                    "$BIN --live\" /dev/null >$OUT 2>&1");
     CHECK(rc == 0);
-    CHECK(testutil::read_file_abs(dir + "/screen.out").find("창이 작아요 (78x21 이상, q 끝내기)") !=
-          std::string::npos);
-    fs::remove_all(dir);
+    screen = testutil::read_file_abs(dir + "/screen.out");
+    size_t small = screen.find("창이 작아요 (78x21 이상, q 끝내기)");
+    REQUIRE(small != std::string::npos);
+    size_t redrawn = screen.find("\x1b[2J", small);
+    REQUIRE(redrawn != std::string::npos);
+    CHECK(screen.find("쿼리 토큰:", redrawn) != std::string::npos);
+    CHECK(screen.find("\x1b[24;1H", redrawn) != std::string::npos);  // all 24 rows
+    CHECK(count(screen, LEAVE_SEQ) == 1);
 
     // TERM=dumb on a terminal gets the line mode: plain screens, no escape codes at all.
-    dir = temp_dir("dumb");
+    TempDir dumb_dir("dumb");
+    dir = dumb_dir.path;
     rc = pty_script(dir,
                     "printf '3\\nm\\nq\\n' | TERM=dumb timeout 30 script -qec \"$BIN "
                     "--live\" /dev/null >$OUT 2>&1");
@@ -518,5 +533,4 @@ TEST_CASE(
     std::string dumb = testutil::read_file_abs(dir + "/screen.out");
     CHECK(dumb.find('\x1b') == std::string::npos);
     CHECK(dumb.find("  > 3번  0.7856  0.1753  0.0391     0") != std::string::npos);
-    fs::remove_all(dir);
 }
