@@ -126,23 +126,18 @@ std::string cell_sgr(float w, Colors colors) {
                std::to_string(rgb[0]) + ";" + std::to_string(rgb[1]) + ";" + std::to_string(rgb[2]);
     // The nearest of xterm's 6x6x6 colour cube (16-231) and grey ramp (232-255).
     const int LEVEL[6] = {0, 95, 135, 175, 215, 255};
-    int cube = 16, best = -1;
-    long best_d = 0;
-    int idx[3];
-    for (int k = 0; k < 3; k++) {
-        idx[k] = 0;
-        for (int l = 1; l < 6; l++)
-            if (std::abs(LEVEL[l] - rgb[k]) < std::abs(LEVEL[idx[k]] - rgb[k])) idx[k] = l;
-    }
     auto dist = [&](int r, int g, int b) {
         return long(r - rgb[0]) * (r - rgb[0]) + long(g - rgb[1]) * (g - rgb[1]) +
                long(b - rgb[2]) * (b - rgb[2]);
     };
-    cube += 36 * idx[0] + 6 * idx[1] + idx[2];
-    best = cube;
-    best_d = dist(LEVEL[idx[0]], LEVEL[idx[1]], LEVEL[idx[2]]);
+    int level[3] = {0, 0, 0};  // per channel, the nearest cube level
+    for (int k = 0; k < 3; k++)
+        for (int l = 1; l < 6; l++)
+            if (std::abs(LEVEL[l] - rgb[k]) < std::abs(LEVEL[level[k]] - rgb[k])) level[k] = l;
+    int best = 16 + 36 * level[0] + 6 * level[1] + level[2];
+    long best_d = dist(LEVEL[level[0]], LEVEL[level[1]], LEVEL[level[2]]);
     for (int k = 0; k < 24; k++) {
-        int grey = 8 + 10 * k;
+        const int grey = 8 + 10 * k;
         if (dist(grey, grey, grey) < best_d) best = 232 + k, best_d = dist(grey, grey, grey);
     }
     return std::string(white ? "38;5;231" : "38;5;16") + ";48;5;" + std::to_string(best);
