@@ -69,6 +69,10 @@ cards: $(BUILD)/bin/flashcards ## review the 20-card deck in the terminal (CARDS
 ablations: $(BUILD)/bin/8-ablations ## chapter 8: the article's claims that need training (about 4 min; not in make)
 	$(BUILD)/bin/8-ablations $(ABLATIONS_ARGS)
 
+.PHONY: widget
+widget: $(BUILD)/bin/1-self-attention ## section 1's widget in the terminal (WIDGET_ARGS=--plain)
+	$(BUILD)/bin/1-self-attention --live $(WIDGET_ARGS)
+
 bench: $(BENCHES:%=$(BUILD)/bin/%) ## speed benchmarks, side by side with the peers (not tests)
 	@for b in $(BENCHES); do $(BUILD)/bin/$$b || exit 1; done
 

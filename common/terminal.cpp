@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <poll.h>
 #include <stdexcept>
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -264,6 +265,12 @@ std::string fit(std::string_view s, int width) {
     out.append(std::string(dots, '.'));
     used += dots;
     return out + std::string(width - used, ' ');
+}
+
+std::string fit_first(const std::vector<std::string_view>& texts, int width) {
+    for (std::string_view t : texts)
+        if (display_width(t) <= width) return fit(t, width);
+    return fit(texts.empty() ? "" : texts.back(), width);
 }
 
 // ---- keys ---------------------------------------------------------------------------------
@@ -540,6 +547,129 @@ void Raw::leave() {
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT, SIGWINCH})
         install(sig, SIG_DFL);
     active_ = false;
+}
+
+// ---- full-screen programs -----------------------------------------------------------------
+
+bool full_screen_possible() {
+    const char* name = std::getenv("TERM");  // a dumb terminal cannot take escape codes
+    if (!name || !*name || std::strcmp(name, "dumb") == 0) return false;
+    return ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
+}
+
+int plain_width() {
+    int rows, cols = 80;
+    if (::isatty(STDOUT_FILENO)) window_size(rows, cols);
+    return cols;
+}
+
+std::string plain_text(const std::vector<std::string>& lines) {
+    std::string out;
+    for (const std::string& line : lines) {
+        size_t end = line.find_last_not_of(' ');
+        out += line.substr(0, end == std::string::npos ? 0 : end + 1) + "\n";
+    }
+    return out;
+}
+
+std::string printable(std::string_view s, int max_width) {
+    std::string out;
+    int w = 0;
+    size_t i = 0;
+    while (i < s.size()) {
+        size_t start = i;
+        char32_t c;
+        bool ok = decode_utf8(s, i, c);
+        int cw = ok ? codepoint_width(c) : -1;
+        std::string_view piece = cw < 0 ? std::string_view("?") : s.substr(start, i - start);
+        cw = std::max(cw, 1);
+        if (w + cw > max_width) break;
+        out.append(piece);
+        w += cw;
+    }
+    return out;
+}
+
+std::string styled(std::string_view line, const std::vector<Span>& spans, int row) {
+    std::vector<const Span*> mine;
+    for (const Span& sp : spans)
+        if (sp.row == row && sp.col1 > sp.col0) mine.push_back(&sp);
+    if (mine.empty()) return std::string(line);
+    std::sort(mine.begin(), mine.end(), [](auto a, auto b) { return a->col0 < b->col0; });
+    std::string out;
+    size_t k = 0, i = 0;
+    int col = 0;
+    bool open = false;
+    auto at_column = [&] {
+        if (open && col >= mine[k]->col1) {
+            out += "\x1b[0m";
+            open = false;
+            k++;
+        }
+        if (!open && k < mine.size() && col >= mine[k]->col0) {
+            out += "\x1b[" + mine[k]->sgr + "m";
+            open = true;
+        }
+    };
+    while (i < line.size()) {
+        at_column();
+        size_t start = i;
+        char32_t c;
+        decode_utf8(line, i, c);
+        out.append(line.substr(start, i - start));
+        col += display_width(line.substr(start, i - start));
+    }
+    at_column();
+    if (open) out += "\x1b[0m";
+    return out;
+}
+
+void Screen::draw(const std::vector<std::string>& lines, const std::vector<Span>& spans, int rows,
+                  int cols) {
+    std::string out;
+    if (rows != rows_ || cols != cols_) out += "\x1b[2J";
+    rows_ = rows, cols_ = cols;
+    for (size_t r = 0; r < lines.size(); r++)
+        out += "\x1b[" + std::to_string(r + 1) + ";1H" + styled(lines[r], spans, int(r));
+    write_all(out.data(), out.size());
+}
+
+KeyReader::Event KeyReader::next(Key& key) {
+    while (true) {
+        if (!buf_.empty()) {
+            size_t used = parse_key(buf_, key);
+            if (used > 0) {
+                buf_.erase(0, used);
+                return Event::Key;
+            }
+            // Half a sequence: the rest normally follows within milliseconds; a lone ESC (the
+            // Esc key) does not. A sequence cut short is dropped as Unknown, never taken for
+            // Esc (which quits).
+            pollfd p{STDIN_FILENO, POLLIN, 0};
+            int ready = ::poll(&p, 1, 50);
+            if (ready < 0 && errno == EINTR) continue;
+            if (ready <= 0) {
+                key = Key{buf_ == "\x1b" ? KeyKind::Escape : KeyKind::Unknown};
+                buf_.clear();
+                return Event::Key;
+            }
+        } else if (Raw::take_resized()) {
+            return Event::Resized;
+        }
+        char chunk[256];
+        ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) {
+            if (Raw::take_resized()) return Event::Resized;
+            continue;
+        }
+        if (n <= 0) {
+            if (buf_.empty()) return Event::End;
+            key = Key{buf_ == "\x1b" ? KeyKind::Escape : KeyKind::Unknown};
+            buf_.clear();  // the end of input inside a sequence: what came of it, then End
+            return Event::Key;
+        }
+        buf_.append(chunk, size_t(n));
+    }
 }
 
 }  // namespace term

@@ -1,10 +1,13 @@
 // Terminal text: display width of UTF-8 (our own wcwidth, so Hangul lines up whatever the
-// locale says), word wrapping by display width, key and mouse decoding, and raw mode with the
-// alternate screen that is always restored (on exit, Ctrl-C, SIGTERM, SIGHUP, Ctrl-Z).
+// locale says), word wrapping by display width, key and mouse decoding, raw mode with the
+// alternate screen that is always restored (on exit, Ctrl-C, SIGTERM, SIGHUP, Ctrl-Z), and the
+// pieces a full-screen program's loop is made of (the flashcards and chapter 1's --live).
 //
 //   term::display_width("한국어 abc") == 10     // a Hangul syllable takes two columns
 //   term::wrap("긴 답 ...", 40)                 // lines of at most 40 columns
 //   term::Raw raw; raw.enter(/*mouse=*/true);   // ... raw.leave() (also done by the destructor)
+//   term::KeyReader keys; keys.next(key);       // one key, mouse click or resize at a time
+//   term::Screen screen; screen.draw(lines, spans, rows, cols);  // styled lines, top left
 #pragma once
 #include <string>
 #include <string_view>
@@ -36,6 +39,10 @@ std::vector<std::string> wrap(std::string_view text, int width);
 
 // Exactly `width` columns: padded with spaces, or cut (at a code point) with "…" at the end.
 std::string fit(std::string_view s, int width);
+
+// The first of `texts` (widest first) that fits `width` columns, padded to exactly `width`;
+// the last one cut to fit when none does. For a help line that shortens on a narrow screen.
+std::string fit_first(const std::vector<std::string_view>& texts, int width);
 
 // ---- keys ---------------------------------------------------------------------------------
 
@@ -80,6 +87,66 @@ public:
 
 private:
     bool active_ = false;
+};
+
+// ---- full-screen programs -----------------------------------------------------------------
+
+// True when stdin and stdout are terminals and $TERM is set and not "dumb", so escape codes
+// work. Otherwise a program reads one key per line and prints each screen as plain text.
+bool full_screen_possible();
+
+// The width of those plain screens: 80 columns for a pipe or a file (the same text on every
+// machine), the terminal's width when stdout is one.
+int plain_width();
+
+// Lines as plain text: each without its trailing blanks and ending in '\n'.
+std::string plain_text(const std::vector<std::string>& lines);
+
+// s as it may be echoed in an error message: control characters and invalid UTF-8 become '?',
+// and it is cut (at a code point) to at most max_width columns.
+std::string printable(std::string_view s, int max_width);
+
+// A style over the display columns [col0, col1) of one row (0-based): SGR parameters such as
+// "1" (bold), "2" (faint), "7" (reverse), "38;5;231;48;5;25" (256-colour foreground and
+// background) or "38;2;255;255;255;48;2;8;48;107" (true colour).
+struct Span {
+    int row, col0, col1;
+    std::string sgr;
+};
+
+// The line of `row` with the escape codes of that row's spans inserted at their columns; the
+// style is reset where each span ends. Spans of one row must not overlap.
+std::string styled(std::string_view line, const std::vector<Span>& spans, int row);
+
+// Draws whole frames in raw mode: line r at row r + 1 from column 1, styled. The screen is
+// cleared first when (rows, cols) differ from the last frame's, or after invalidate().
+class Screen {
+public:
+    void draw(const std::vector<std::string>& lines, const std::vector<Span>& spans, int rows,
+              int cols);
+    void invalidate() { rows_ = cols_ = 0; }
+
+private:
+    int rows_ = 0, cols_ = 0;
+};
+
+// Keys from stdin in raw mode, one at a time.
+class KeyReader {
+public:
+    enum class Event {
+        Key,      // `key` holds a key or a mouse report
+        Resized,  // the window changed size (SIGWINCH), or came back after Ctrl-Z and fg
+        End,      // stdin closed: the terminal went away
+    };
+    // Blocks until one of the three. A lone ESC becomes KeyKind::Escape when no byte follows
+    // within 50 ms (an arrow's sequence arrives at once); a longer sequence cut short becomes
+    // KeyKind::Unknown.
+    Event next(Key& key);
+    // Bytes already read wait: more keys follow without blocking (draw after the last one).
+    bool pending() const { return !buf_.empty(); }
+
+private:
+    std::string buf_;
 };
 
 }  // namespace term

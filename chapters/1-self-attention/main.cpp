@@ -7,20 +7,37 @@
 //   build/bin/1-self-attention                 the article's output
 //   build/bin/1-self-attention --mask causal   the widget's causal toggle: token i sees j <= i
 //   build/bin/1-self-attention --explain 1     every step for the query of token 1
+//   build/bin/1-self-attention --live          the article's widget, live in the terminal
 //
-// Read attention.h first (the article's listing: scaled_dot_product_attention and the causal
-// mask), then this file: the article's four tokens, the printed block, --explain, and the
-// figure at the end.
+// The folder, in reading order:
+//   attention.h   the article's listing: scaled_dot_product_attention and the causal mask
+//   main.cpp      this file: the four tokens, the printed block, --explain, and the figure at
+//                 the end
+//   live.h, .cpp  --live: the widget (its numbers, the screen, the key map, the line mode)
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "chapters/1-self-attention/attention.h"
+#include "chapters/1-self-attention/live.h"
 #include "common/cli.h"
 #include "common/format.h"
 #include "common/plot/plot.h"
 
 namespace {
+
+const char* ABOUT =
+    "Section 1: self-attention on the article's 4 tokens\n"
+    "\n"
+    "--live is the article's widget in the terminal (also `make widget`). Choose the query\n"
+    "token with a click, Left/Right (or Up/Down, the wheel) or 1-4: its row shows q_i, the dot\n"
+    "products q·k_j, the division by √d_k, the softmax weights and the sum of V's rows. m (or\n"
+    "a click on the toggle) switches the causal mask: -inf above the diagonal, weight exactly 0\n"
+    "(shown as 0). q, Esc or Ctrl-D quits. --mask and --explain I choose where it starts.\n"
+    "With TERM=dumb, stdin or stdout not a terminal, or --plain: one key per line (1-4 or 3번,\n"
+    "left, right, m, q; the end of the input quits) and each screen printed as plain text,\n"
+    "80 columns wide for a pipe. An unknown line stops it with exit code 2, naming the line.\n"
+    "  example: printf '3\\nm\\nq\\n' | 1-self-attention --live";
 
 // The article's widget as a picture (drawn at the end of this file).
 void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path);
@@ -28,7 +45,7 @@ void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& p
 }  // namespace
 
 int main(int argc, char** argv) {
-    cli::Parser cli("1-self-attention", "Section 1: self-attention on the article's 4 tokens");
+    cli::Parser cli("1-self-attention", ABOUT);
     std::string mask_name = "none";
     int explain = 0;
     cli.option("--mask", mask_name, "none | causal (row i sees only keys j <= i)");
@@ -37,9 +54,13 @@ int main(int argc, char** argv) {
     bool no_figures = false;
     cli.option("--figure-dir", figure_dir, "where to write 1-self-attention.png");
     cli.flag("--no-figures", no_figures, "do not write the figure");
+    bool live = false, plain = false;
+    cli.flag("--live", live, "the article's widget in the terminal (see above); q quits");
+    cli.flag("--plain", plain, "with --live: one key per line, plain screens, even in a terminal");
     cli.parse(argc, argv);
     if (mask_name != "none" && mask_name != "causal")
         cli.fail("bad value '" + mask_name + "' for --mask: expected none or causal");
+    if (plain && !live) cli.fail("--plain only changes --live: add --live, or drop --plain");
 
     // Four tokens, d_model = d_k = 4. One row of X per token.
     Tensor X = Tensor::from({{0, 0, 1, 0}, {1, 1, 1, 0}, {1, 1, 0, 1}, {0, 0, 0, 1}});
@@ -53,6 +74,18 @@ int main(int argc, char** argv) {
 
     // Query, key and value: three roles for the same tokens.
     Tensor Q = matmul(X, W_Q), K = matmul(X, W_K), V = matmul(X, W_V);  // (n, d_k) twice, (n, d_v)
+
+    // The widget runs on these tensors, with and without the mask (live.h), instead of printing.
+    if (live) {
+        try {
+            return live::run(
+                live::Model(X, Q, K, V),
+                {.query = explain > 0 ? explain - 1 : 0, .causal = mask_name == "causal"}, plain);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "1-self-attention: error: %s\n", e.what());
+            return 1;
+        }
+    }
 
     // The causal mask hides the upper triangle: -inf before softmax, exactly 0 after.
     Tensor mask = mask_name == "causal" ? causal_mask(n) : Tensor();
@@ -75,37 +108,41 @@ int main(int argc, char** argv) {
     }
 
     if (explain == 0) return status;
-    // One row of the computation by hand: the same numbers, one step at a time.
-    const int i = explain - 1;
+    // One row of the computation by hand, one step at a time: the dot products and scores as
+    // the widget takes them from the listing's expressions (live.h), then the printed block's
+    // weights and output.
+    const live::Model steps(X, Q, K, V);
+    const int i = explain - 1, c = mask.defined() ? 1 : 0;
     const int d_k = int(Q.size(1));
     auto row = [](const Tensor& t, int r) {  // Q, K and V hold integers here; `out` does not
         std::string s = "[";
-        for (int j = 0; j < t.size(1); j++) s += (j ? ", " : "") + py_repr(t.at({r, j}));
+        for (int j = 0; j < t.size(1); j++)
+            s += (j ? ", " : "") + py_repr(t.at({r, j}));
         return s + "]";
     };
     std::printf("\n%d번 토큰의 쿼리 q_%d = %s\n", explain, explain, row(Q, i).c_str());
     std::printf("1) 키와의 내적 q·k_j:\n");
-    std::vector<double> s(n);
-    for (int j = 0; j < n; j++) {
-        double dot = 0;
-        for (int c = 0; c < d_k; c++) dot += double(Q.at({i, c})) * K.at({j, c});
-        s[j] = dot / std::sqrt(double(d_k));
+    for (int j = 0; j < n; j++)
         std::printf("   k_%d = %s  ->  q·k_%d = %s\n", j + 1, row(K, j).c_str(), j + 1,
-                    fixed(dot, 4).c_str());
-    }
+                    fixed(steps.QKt.at({i, j}), 4).c_str());
     std::printf("2) √d_k(= %s)로 나눔:", fixed(std::sqrt(double(d_k)), 4).c_str());
     for (int j = 0; j < n; j++) {
-        bool hidden = mask.defined() && mask.at({i, j}) != 0;
-        std::printf(" %s", hidden ? "-inf" : fixed(s[j], 4).c_str());
+        float score = steps.scores[c].at({i, j});
+        std::printf(" %s", std::isinf(score) ? "-inf" : fixed(score, 4).c_str());
     }
-    std::printf("%s\n", mask.defined() ? "  (causal 마스크: j > i는 -inf)" : "");
+    std::printf("%s\n", c ? "  (causal 마스크: j > i는 -inf)" : "");
     std::printf("3) softmax 가중치:");
-    for (int j = 0; j < n; j++) std::printf(" %s", fixed(attn.at({i, j}), 4).c_str());
-    std::printf("  (합 = 1)\n4) V의 행을 가중합:\n   ");
+    for (int j = 0; j < n; j++)
+        std::printf(" %s", fixed(attn.at({i, j}), 4).c_str());
+    std::printf("  (합 = 1)\n4) V의 행을 가중합:\n");
+    for (int j = 0; j < n; j++)
+        std::printf("   V_%d = %s\n", j + 1, row(V, j).c_str());
+    std::printf("   ");
     for (int j = 0; j < n; j++)
         std::printf("%s%s × V_%d", j ? " + " : "", fixed(attn.at({i, j}), 4).c_str(), j + 1);
     std::string o = "[";
-    for (int c = 0; c < out.size(1); c++) o += (c ? ", " : "") + fixed(out.at({i, c}), 4);
+    for (int d = 0; d < out.size(1); d++)
+        o += (d ? ", " : "") + fixed(out.at({i, d}), 4);
     std::printf("\n   = %s]\n", o.c_str());
     return status;
 }

@@ -10,7 +10,8 @@
 //   session.{h,cpp}   a session: the order of the cards, what each key does, the --stats counts
 //   screen.{h,cpp}    the layout in display columns, mouse hit areas, the full-screen key map
 //   text.{h,cpp}      what they share: cards::Error and a few text and file helpers
-// Text width, key decoding and raw mode are in common/terminal.h (chapter 6 uses it too).
+// Text width, key decoding, raw mode, the key reader and the screen drawing are in
+// common/terminal.h (chapter 1's --live uses them too, chapter 6 the text width).
 //
 // The calls this loop makes, in short:
 //   cards::Deck deck = cards::load_deck("chapters/flashcards/deck.md");   // throws cards::Error
@@ -26,13 +27,9 @@
 #include "common/terminal.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
-#include <poll.h>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -124,15 +121,8 @@ std::string summary(const cards::Session& s, const std::string& path) {
 // ---- stdin is not a terminal: one key per line, plain frames --------------------------------
 
 void print_plain(cards::Session& s) {
-    int rows, width = 80;  // a fixed width for pipes and files
-    if (::isatty(STDOUT_FILENO)) term::window_size(rows, width);
-    cards::Frame f = cards::render(s, std::max(width, 40), 0, /*unicode=*/false);
-    std::string out;
-    for (const std::string& line : f.lines) {
-        size_t end = line.find_last_not_of(' ');  // no trailing blanks in a plain transcript
-        out += line.substr(0, end == std::string::npos ? 0 : end + 1) + "\n";
-    }
-    std::fputs((out + "\n").c_str(), stdout);
+    cards::Frame f = cards::render(s, std::max(term::plain_width(), 40), 0, /*unicode=*/false);
+    std::fputs((term::plain_text(f.lines) + "\n").c_str(), stdout);
 }
 
 int run_lines(cards::Session& s, const std::string& progress_path) {
@@ -144,8 +134,7 @@ int run_lines(cards::Session& s, const std::string& progress_path) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
         cards::Action a;
         if (!cards::parse_line_key(line, a)) {
-            std::string shown;  // never echo control bytes back to a terminal
-            for (char ch : line.substr(0, 40)) shown += (unsigned char)ch < 0x20 ? '?' : ch;
+            std::string shown = term::printable(line, 40);  // no control bytes to a terminal
             std::fflush(stdout);
             std::fprintf(stderr,
                          "flashcards: stdin line %d: unknown key '%s'; use one per line: space, "
@@ -163,81 +152,40 @@ int run_lines(cards::Session& s, const std::string& progress_path) {
 
 // ---- a terminal: raw mode, alternate screen, mouse -----------------------------------------
 
-void write_out(const std::string& s) {
-    const char* p = s.data();
-    size_t left = s.size();
-    while (left > 0) {
-        ssize_t n = ::write(STDOUT_FILENO, p, left);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return;
-        }
-        p += n;
-        left -= size_t(n);
-    }
-}
-
 int run_terminal(cards::Session& s, const std::string& progress_path, bool unicode, bool mouse) {
     term::Raw raw;
     raw.enter(mouse);
+    term::Screen screen;
+    term::KeyReader keys;
     cards::Frame frame;
-    int last_rows = 0, last_cols = 0;
     auto draw = [&] {
         int rows, cols;
         term::window_size(rows, cols);
         frame = cards::render(s, cols, rows, unicode);
-        std::string out;
-        if (rows != last_rows || cols != last_cols) out += "\x1b[2J";
-        last_rows = rows, last_cols = cols;
-        for (size_t r = 0; r < frame.lines.size(); r++) {
-            out += "\x1b[" + std::to_string(r + 1) + ";1H";
-            out += r == 0 ? "\x1b[1m" + frame.lines[r] + "\x1b[0m" : frame.lines[r];
-        }
-        write_out(out);
+        screen.draw(frame.lines, {{0, 0, cols, "1"}}, rows, cols);  // the title in bold
     };
     draw();
-    std::string buf;
-    bool quit = false;
-    while (!quit) {
-        char chunk[256];
-        ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) {
-            if (term::Raw::take_resized()) {
-                last_rows = 0;
-                draw();
-            }
+    while (true) {
+        term::Key key;
+        term::KeyReader::Event e = keys.next(key);
+        if (e == term::KeyReader::Event::End) break;  // the terminal went away
+        if (e == term::KeyReader::Event::Resized) {
+            screen.invalidate();
+            draw();
             continue;
         }
-        if (n <= 0) break;  // the terminal went away
-        buf.append(chunk, size_t(n));
-        while (!buf.empty() && !quit) {
-            term::Key key;
-            size_t used = term::parse_key(buf, key);
-            if (used == 0) {
-                // Half a sequence: the rest normally follows within milliseconds; a lone ESC
-                // (the Esc key) does not.
-                pollfd p{STDIN_FILENO, POLLIN, 0};
-                if (::poll(&p, 1, 50) > 0) break;
-                key = term::Key{buf[0] == '\x1b' ? term::KeyKind::Escape : term::KeyKind::Unknown};
-                used = buf.size();
-            }
-            buf.erase(0, used);
-            cards::Action a = cards::action_for(key, frame);
-            if (a == cards::Action::Quit) {
-                quit = true;
-                break;
-            }
-            if (s.apply(a)) {
-                try {
-                    save_rating(progress_path, s);
-                } catch (const cards::Error& e) {
-                    raw.leave();
-                    std::fprintf(stderr, "flashcards: %s\n", e.what());
-                    return 1;
-                }
+        cards::Action a = cards::action_for(key, frame);
+        if (a == cards::Action::Quit) break;
+        if (s.apply(a)) {
+            try {
+                save_rating(progress_path, s);
+            } catch (const cards::Error& e) {
+                raw.leave();
+                std::fprintf(stderr, "flashcards: %s\n", e.what());
+                return 1;
             }
         }
-        draw();
+        if (!keys.pending()) draw();
     }
     raw.leave();
     std::printf("%s\n", summary(s, progress_path).c_str());
@@ -289,9 +237,7 @@ int main(int argc, char** argv) {
         cards::check_writable(progress_path);  // now, not after the first answer
         cards::Session session(deck, progress);
         std::fflush(stdout);
-        const char* term_name = std::getenv("TERM");  // a dumb terminal cannot take escape codes
-        if (!term_name || !*term_name || std::strcmp(term_name, "dumb") == 0) plain = true;
-        if (!plain && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO))
+        if (!plain && term::full_screen_possible())
             return run_terminal(session, progress_path, !ascii, !no_mouse);
         return run_lines(session, progress_path);
     } catch (const cards::Error& e) {

@@ -4,6 +4,7 @@
 #include "common/terminal.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace cards {
 
@@ -37,14 +38,6 @@ constexpr Glyphs ASCII_GLYPHS{
      " Space 뒤집기  1 2 3 평가  Left/Right 이동  q 끝내기",
      " Space 뒤집기  1 2 3 평가  q 끝내기"}};
 
-// The first of `texts` that fits `width` columns (the last one cut to fit, if none does).
-template <size_t N>
-std::string first_fitting(const char* const (&texts)[N], int width) {
-    for (const char* t : texts)
-        if (term::display_width(t) <= width) return term::fit(t, width);
-    return term::fit(texts[N - 1], width);
-}
-
 std::string repeat(const char* g, int n) {
     std::string s;
     for (int i = 0; i < n; i++) s += g;
@@ -65,10 +58,9 @@ Frame render(Session& s, int W, int H, bool unicode) {
     Frame f;
     if (H > 0 && (W < 40 || H < 12)) {
         W = std::max(W, 1);
-        const char* const too_small[] = {" 창이 작아요 (40x12 이상, q 끝내기)",
-                                         " 창이 작아요, q 끝내기", " q 끝내기", "q"};
         f.lines.assign(size_t(H), std::string(size_t(W), ' '));
-        f.lines[0] = first_fitting(too_small, W);
+        f.lines[0] = term::fit_first(
+            {" 창이 작아요 (40x12 이상, q 끝내기)", " 창이 작아요, q 끝내기", " q 끝내기", "q"}, W);
         return f;
     }
     W = std::max(W, 40);  // plain frames: the narrowest layout below
@@ -182,7 +174,7 @@ Frame render(Session& s, int W, int H, bool unicode) {
         button(nav_right, Action::Next);
     }
     f.lines.push_back(term::fit(row, W));
-    f.lines.push_back(first_fitting(g.keys, W));
+    f.lines.push_back(term::fit_first({std::begin(g.keys), std::end(g.keys)}, W));
     return f;
 }
 
