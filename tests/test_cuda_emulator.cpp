@@ -1,9 +1,9 @@
-// The CUDA emulator itself (cuda/emulator.h): barriers, shuffles, votes, atomics behave as on a
+// The CUDA emulator itself (cuda/emu/emulator.h): barriers, shuffles, votes, atomics behave as on a
 // GPU, misuse is reported, and a planted missing __syncthreads is caught.
 #include <doctest.h>
 
 #include "cuda/launch.h"
-#include "cuda/planted_race.cuh"
+#include "cuda/emu/planted_race.cuh"
 #include "common/gemm.h"
 #include "tests/util.h"
 
@@ -189,7 +189,7 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
 }
 
 // gpu-bench (what gpu-check measures the speed targets with) at small sizes on the emulator,
-// with cuda/cublas_emulated.h for cuBLAS: every section runs, and its own cross-checks (each
+// with cuda/emu/cublas_emulated.h for cuBLAS: every section runs, and its own cross-checks (each
 // sgemm tile shape and transpose against cuBLAS, fused against naive attention, fused against
 // unfused LSTM gates) find no mismatch. Its times mean nothing here.
 TEST_CASE("cuda emulator: gpu-bench --quick runs every section and every cross-check agrees") {

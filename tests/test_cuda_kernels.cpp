@@ -2,7 +2,7 @@
 // d_k = 24, 40, 100; causal and not).
 //
 // One source, two builds:
-//   make test          g++ compiles the .cu files against cuda/emulator.h (cuda/cuda.mk) and
+//   make test          g++ compiles the .cu files against cuda/emu/emulator.h (cuda/cuda.mk) and
 //                      the suite links them: the "cuda emulator:" cases run; the
 //                      "cuda device:" cases are skipped.
 //   cuda-tests (nvcc)  with CUDA_DEVICE_BUILD the kernels come from nvcc objects; the

@@ -3,11 +3,11 @@
 //
 //   emu-tsan clean     the tiled sgemms (checked and unchecked loops, few rows), the reductions
 //                      and the fused attention at small shapes: ThreadSanitizer must stay silent
-//   emu-tsan planted   the tiled matmul with its first barrier removed (cuda/planted_race.cuh):
+//   emu-tsan planted   the tiled matmul with its first barrier removed (cuda/emu/planted_race.cuh):
 //                      ThreadSanitizer must report a data race
 #include "cuda/attention_flash.cu"
 #include "cuda/device_memory.cu"
-#include "cuda/planted_race.cuh"
+#include "cuda/emu/planted_race.cuh"
 #include "cuda/reduce.cu"
 #include "cuda/sgemm.cu"
 #include "cuda/softmax.cu"

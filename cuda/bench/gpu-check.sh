@@ -59,11 +59,11 @@ ARCH=$(grep -o 'sm_[0-9a-z]*' "$OUT/build.log" | head -1)
 step cuda-tests 120 cuda-tests.txt "$BUILD/bin/cuda-tests" -tc='cuda device:*'
 tail -3 "$OUT/cuda-tests.txt" | tee -a "$OUT/summary.txt"
 # The speed targets first (the sweep below is the longest step). The kernels are the objects
-# the build above compiled; only gpu_bench.cu itself is compiled here.
+# the build above compiled; only cuda/bench/gpu_bench.cu itself is compiled here.
 # cuBLAS is found through an rpath, whatever the loader's own search path holds.
 KOBJ=$BUILD/cuda/cuda
 if step gpu-bench-build 90 build.log "$NVCC" -std=c++20 -O3 -I. -arch="${ARCH:-sm_90}" \
-        cuda/gpu_bench.cu "$KOBJ/sgemm.o" "$KOBJ/softmax.o" "$KOBJ/reduce.o" \
+        cuda/bench/gpu_bench.cu "$KOBJ/sgemm.o" "$KOBJ/softmax.o" "$KOBJ/reduce.o" \
         "$KOBJ/attention_naive.o" "$KOBJ/attention_flash.o" "$KOBJ/lstm.o" "$KOBJ/device_memory.o" \
         -L"$CUDA_HOME/lib64" -Xlinker -rpath,"$CUDA_HOME/lib64" -lcublas -o "$BUILD/bin/gpu-bench"; then
     step gpu-bench 120 gpu-bench.txt "$BUILD/bin/gpu-bench"

@@ -1,5 +1,5 @@
-// gpu-bench: the issue's speed targets on a GPU (cuda/gpu-check.sh builds it with nvcc and runs
-// it; `make` builds it for the emulator as gpu-bench-emu, which the tests run with --quick).
+// gpu-bench: the issue's speed targets on a GPU (cuda/bench/gpu-check.sh builds it with nvcc and
+// runs it; `make` builds it for the emulator as gpu-bench-emu, which the tests run with --quick).
 //   1. sgemm 4096^3: the warp-tiled kernel (the default) and the register-tiled one vs cuBLAS
 //      in fp32 with TF32 off (cuBLAS is only the yardstick here; it is never in the measured
 //      path of chapter 6); then every block-tile shape of the warp-tiled kernel at every
@@ -15,7 +15,7 @@
 #if defined(__CUDACC__)
 #include <cublas_v2.h>
 #else
-#include "cuda/cublas_emulated.h"  // the emulator build, which the tests run with --quick
+#include "cuda/emu/cublas_emulated.h"  // the emulator build, which the tests run with --quick
 #endif
 #include <cmath>
 #include <cstdio>

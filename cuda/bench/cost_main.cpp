@@ -1,7 +1,7 @@
 // cuda-cost: chapter 6's table on the GPU from the command line (gpu-check runs it; chapter 6
 // itself calls run_cost_table_cuda for --device cuda).
 #include "common/cli.h"
-#include "cuda/cost_bench.h"
+#include "cuda/bench/cost_bench.h"
 
 #include <cstdio>
 #include <exception>
