@@ -14,7 +14,7 @@
 CH6_SRC := $(wildcard chapters/6-cost/*.cpp)
 
 ifneq ($(CUDA_ENABLED),)
-build: $(BUILD)/bin/6-cost-cuda $(BUILD)/bin/cuda-cost
+build: $(BUILD)/bin/6-cost-cuda
 
 CH6_CUDA_OBJ := $(CH6_SRC:chapters/6-cost/%.cpp=$(BUILD)/cuda/obj/chapters/6-cost/%.o)
 $(BUILD)/cuda/obj/chapters/6-cost/%.o: chapters/6-cost/%.cpp | deps
@@ -25,15 +25,7 @@ $(BUILD)/bin/6-cost-cuda: $(CH6_CUDA_OBJ) $(BUILD)/cuda/cuda/bench/cost_bench.o 
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
-$(BUILD)/cuda/obj/cuda/bench/cost_main.o: cuda/bench/cost_main.cpp | deps
-	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
-
-$(BUILD)/bin/cuda-cost: $(BUILD)/cuda/obj/cuda/bench/cost_main.o $(BUILD)/cuda/cuda/bench/cost_bench.o $(KERNEL_OBJ) $(CHAPTER_LIB) $(LIB)
-	@mkdir -p $(dir $@)
-	$(CXX) $^ -o $@ $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
-
--include $(CH6_CUDA_OBJ:.o=.d) $(BUILD)/cuda/cuda/bench/cost_bench.d $(BUILD)/cuda/obj/cuda/bench/cost_main.d
+-include $(CH6_CUDA_OBJ:.o=.d) $(BUILD)/cuda/cuda/bench/cost_bench.d
 endif
 
 # ---- on the emulator, on every machine ---------------------------------------------------------
