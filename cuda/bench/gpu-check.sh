@@ -80,7 +80,8 @@ step chapter6-cuda 240 chapter6-cuda.txt "$BUILD/bin/6-cost-cuda" --device cuda 
 cat "$OUT/chapter6-cuda.txt"
 for py in /usr/bin/python3 python3; do
     if "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-        step torch-peer 150 torch-peer.txt env PYTHONUNBUFFERED=1 "$py" cuda/torch_peer.py ${SEQ_LENS//,/ }
+        step torch-peer 150 torch-peer.txt env PYTHONUNBUFFERED=1 "$py" \
+            chapters/6-cost/peer_torch.py --device cuda --seq-lens "$SEQ_LENS"
         cat "$OUT/torch-peer.txt"
         break
     fi
