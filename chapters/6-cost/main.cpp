@@ -19,7 +19,8 @@
 //   common/lstm.cpp       lstm_forward / lstm_backward (the fused gates, the chain of n steps)
 //   common/gemm.cpp       sgemm, which every product above goes through
 // With --device cuda (build/bin/6-cost-cuda) the same table is measured on the GPU by
-// cuda/bench/cost_bench.cu.
+// cuda/bench/cost_bench.cu. peer_torch.py times the same cells in PyTorch, on the CPU
+// (`make bench`) or the GPU (`make gpu-check`).
 #include "chapters/6-cost/layers.h"
 #include "common/cli.h"
 #include "common/memory.h"
