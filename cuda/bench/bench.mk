@@ -21,7 +21,8 @@ $(BUILD)/cuda/obj/chapters/6-cost/%.o: chapters/6-cost/%.cpp | deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -DWITH_CUDA -c $< -o $@
 
-$(BUILD)/bin/6-cost-cuda: $(CH6_CUDA_OBJ) $(BUILD)/cuda/cuda/bench/cost_bench.o $(KERNEL_OBJ) $(CHAPTER_LIB) $(LIB)
+$(BUILD)/bin/6-cost-cuda: $(CH6_CUDA_OBJ) $(BUILD)/cuda/cuda/bench/cost_bench.o $(KERNEL_OBJ) \
+                          $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
@@ -34,17 +35,20 @@ $(BUILD)/emu/chapters/6-cost/%.o: chapters/6-cost/%.cpp | deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -DWITH_CUDA -c $< -o $@
 
-$(BUILD)/bin/6-cost-emu: $(EMU_CH6_OBJ) $(BUILD)/emu/cuda/bench/cost_bench.o $(EMU_KERNEL_OBJ) $(CHAPTER_LIB) $(LIB)
+$(BUILD)/bin/6-cost-emu: $(EMU_CH6_OBJ) $(BUILD)/emu/cuda/bench/cost_bench.o $(EMU_KERNEL_OBJ) \
+                         $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/bin/gpu-bench-emu: $(BUILD)/emu/cuda/bench/gpu_bench.o $(EMU_KERNEL_OBJ) $(CHAPTER_LIB) $(LIB)
+$(BUILD)/bin/gpu-bench-emu: $(BUILD)/emu/cuda/bench/gpu_bench.o $(EMU_KERNEL_OBJ) $(CHAPTER_LIB) \
+                            $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
 build: $(BUILD)/bin/6-cost-emu $(BUILD)/bin/gpu-bench-emu
 
--include $(EMU_CH6_OBJ:.o=.d) $(BUILD)/emu/cuda/bench/cost_bench.d $(BUILD)/emu/cuda/bench/gpu_bench.d
+-include $(EMU_CH6_OBJ:.o=.d) $(BUILD)/emu/cuda/bench/cost_bench.d \
+         $(BUILD)/emu/cuda/bench/gpu_bench.d
 
 gpu-check: ## on a machine with a GPU: build, CUDA tests on the device, chapter 6 on cuda, torch peers; results in gpu-check/
 	bash cuda/bench/gpu-check.sh $(BUILD)

@@ -5,7 +5,8 @@
 
 # ThreadSanitizer over the emulator's OS-thread mode: the real kernels must be race-free and
 # the planted missing __syncthreads (cuda/emu/planted_race.cuh) must be reported.
-$(BUILD)/bin/emu-tsan: cuda/emu/emu_tsan.cpp $(wildcard cuda/*.cu cuda/*.h cuda/emu/*.h cuda/emu/*.cuh)
+$(BUILD)/bin/emu-tsan: cuda/emu/emu_tsan.cpp \
+                       $(wildcard cuda/*.cu cuda/*.h cuda/emu/*.h cuda/emu/*.cuh)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 -O1 -g -fsanitize=thread -DEMU_THREADS -Wall -Wextra -I. $< -o $@
 
