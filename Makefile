@@ -73,8 +73,16 @@ ablations: $(BUILD)/bin/8-ablations ## chapter 8: the article's claims that need
 widget: $(BUILD)/bin/1-self-attention ## section 1's widget in the terminal (WIDGET_ARGS=--plain)
 	$(BUILD)/bin/1-self-attention --live $(WIDGET_ARGS)
 
+# Then chapter 6's layers in PyTorch, at bench-layers's sizes and protocol, where PEER_PYTHON
+# has torch (Debian's python3-torch).
+PEER_PYTHON ?= /usr/bin/python3
+PEER_ARGS   := --device cpu --seq-lens 256,512,1024 --warmup 1 --repeat 3
 bench: $(BENCHES:%=$(BUILD)/bin/%) ## speed benchmarks, side by side with the peers (not tests)
 	@for b in $(BENCHES); do $(BUILD)/bin/$$b || exit 1; done
+	@if $(PEER_PYTHON) -c 'import torch' 2>/dev/null; then \
+	  $(PEER_PYTHON) chapters/6-cost/peer_torch.py $(PEER_ARGS); \
+	else echo "bench: PyTorch peer skipped: $(PEER_PYTHON) cannot import torch" \
+	  "(Debian: apt-get install python3-torch)"; fi
 
 # ---- dependencies: Debian packages, installed on demand where we may ----------------------
 NEEDS := $(DOCTEST_INC)/doctest.h:doctest-dev $(STB_INC)/stb_image_write.h:libstb-dev \

@@ -1,22 +1,72 @@
-// Fused attention, FlashAttention-2 style: the (n, n) score matrix never exists in memory.
-// Mirrors attention_fused_forward/backward in common/attention.h (same names, same buffers).
+// Fused attention, FlashAttention style: the (n, n) score matrix never exists in memory. Two
+// versions (FlashVersion, cuda/kernels.h), to be read in order; both mirror
+// attention_fused_forward/backward in common/attention.h (same names, same buffers) and are
+// tested against it and a double-precision reference under the emulator.
 //
 //   Q, K, V, O, dO, dQ, dK, dV: (B, h, n, d_k)     L: (B, h, n) row logsumexp of S
 //   scratch: Dvec (B, h, n) = rowsum(dO * O)        d_k <= 128 (templated on D = 32, 64, 128)
 //
 // Paper names: Br query rows per tile, Bc key rows per tile, Tr = ceil(n / Br) query tiles,
-// Tc = ceil(n / Bc) key tiles, m the running row max, l the running row sum of exp(s - m),
-// L = m + log l, and the backward's D_i = rowsum(dO_i * O_i) (called Dvec here, since D is the
-// head width the kernels are templated on: d_k rounded up to 32, 64 or 128, zero-padded).
+// Tc = ceil(n / Bc) key tiles, S_ij = Q_i K_j^T / sqrt(d_k), m the running row max, l the
+// running row sum of exp(s - m), L = m + log l, and the backward's D_i = rowsum(dO_i * O_i)
+// (called Dvec here, since D is the head width the kernels are templated on: d_k rounded up to
+// 32, 64 or 128, zero-padded).
 //
-// Versions:
-//   1 (replaced)  4 threads per query row, every dot product reading both operands from
-//                 shared memory: about 2 shared loads per FMA, so shared-memory bound.
-//   2 (this file) register tiles, like the register-tiled sgemm: every tile product is a
-//                 (64 x 64) or (64 x D) block of 128 threads in which thread (tr, tc), tr < 16,
-//                 tc < 8, keeps a 4 x 8 (or 4 x D/8) fragment of the result in registers and
-//                 reads its operands as float4 from shared memory: 12 float4 loads per 128 FMAs.
+// ---- from version 1 to version 2 ----------------------------------------------------------
+// 1 simple          One thread per row; a block is one warp, Br = Bc = 32.
+//   forward         Thread t keeps row t of Q_i and of O_i in registers. For each key tile j
+//                   the block loads K_j and V_j into shared memory, the thread puts its row's
+//                   Bc scores into its column of S_ij, then runs the online softmax one step
+//                   per line: m_new, the rescale of l and O by exp(m - m_new), P_ij, l, O.
+//   backward        Two passes that each own their rows, so nothing is added twice to one
+//                   number: dQ in the forward's shape (thread = query row, K_j and V_j tiles),
+//                   dK and dV with the roles swapped (thread = key row, Q_i and dO_i tiles).
+//                   Both recompute P_ij = exp(S_ij - L_i) from the forward's L, and both need
+//                   S_ij and dP_ij: 7 products of n^2 d_k multiply-adds, where one pass has 5.
+//   Every multiply-add takes one operand from shared memory, and the 32 lanes of the warp read
+//   the same address at once (a broadcast: one access serves the warp). The rows are 16-byte
+//   aligned, so the compiler reads them as float4: 1 shared load per 4 FMAs in the forward,
+//   1 per 6 in dQ and 1 per 8 in dK/dV (there a row of the tile feeds two products and stays
+//   in registers between them). What it costs is registers: whole rows, 2 (forward), 3 (dQ) or
+//   4 (dK/dV) of D floats per thread plus the tile row in flight. At D = 64 the forward fits in
+//   166 registers; dQ and dK/dV reach ptxas's 255 and spill 44 and 444 bytes to local memory;
+//   at D = 128 all three spill. And every score is one chain of D dependent FMAs: a warp
+//   issues one of them per FMA latency, and only other warps fill the gaps.
+// 2 register_tiled  FlashAttention-2's tiling with register tiles, like the register-tiled
+//                   sgemm (the default). What changes, and why:
+//   - A row's work is split over 8 threads and a thread works on 4 rows: every tile product is
+//     a (64 x 64) or (64 x D) block product of 128 threads, each holding a 4 x 8 (or 4 x D/8)
+//     fragment of the result. A thread keeps 32 independent sums instead of one chain, and
+//     never a whole row: no spills at any D.
+//   - Its operands come from shared memory as float4, different ones in every lane, each float
+//     used by 4 or 8 FMAs: 12 float4 loads per 128 FMAs (1 per 10.7).
+//   - Br = Bc = 64: each K_j, V_j read from global memory serves twice as many query rows.
+//   - The backward is one pass per key tile, dQ added to global memory with atomics, as
+//     FlashAttention-2 does: 5 products, not 7.
+//   - Exponentials in base 2 on the special-function unit, float4 global loads where aligned.
+//   Occupancy is not what it buys: at D = 64 both versions keep 8 to 12 warps on an SM.
 //
+// ptxas's report (nvcc 13.0, -O3, sm_90), and the warps an SM can then hold, computed from it
+// with sm_90's limits (64K registers, 228 KB shared memory, 1 KB of it kept per block):
+//   kernel (threads per block)   D   registers  spilled   shared memory  warps per SM
+//   v1 forward (32)             32       99         -          12 KB          17
+//                               64      166         -          20 KB          10
+//                              128      255      88 B          36 KB           6
+//   v1 backward dQ (32)         32      156         -           8 KB          12
+//                               64      255      44 B          16 KB           8
+//                              128      255    1208 B          32 KB           6
+//   v1 backward dK, dV (32)     32      214         -         8.3 KB           9
+//                               64      255     444 B        16.3 KB           8
+//                              128      255    2764 B        32.3 KB           6
+//   v2 forward (128)            32      128         -          44 KB          16
+//                               64      168         -          68 KB          12
+//                              128      165         -         116 KB           4
+//   v2 backward (128)           32      168         -        70.5 KB          12
+//                               64      254         -       102.5 KB           8
+//                              128      249         -       166.5 KB           4
+// gpu-bench times version 1 beside version 2 (and both beside the naive path) on a GPU.
+//
+// ---- version 2 in detail ------------------------------------------------------------------
 // The block: 128 threads, tid = 8 tr + tc, so the 8 threads that share a row of S (same tr)
 // are 8 neighbouring lanes of one warp and reduce the row's max and sum with __shfl_xor_sync.
 // Two fragment shapes:
@@ -74,6 +124,203 @@
 #define FA_UNROLL_2
 #define FA_UNROLL_4
 #endif
+
+// ---- version 1: one thread per row -----------------------------------------------------------
+// A block is one warp. Each thread owns one row (a query row in the forward and dQ, a key row in
+// dK/dV), keeps that row and its result in registers, and the block loads the other side one
+// tile at a time into shared memory, where all 32 threads read the same element at once (a
+// broadcast). The loops over d run over D, d_k rounded up to 32, 64 or 128, and are unrolled so
+// that the row arrays are registers; the tiles are zero past d_k and past n.
+namespace flash_v1 {
+
+constexpr int Br = 32, Bc = 32;  // query rows, key rows per tile: one row per thread
+static_assert(Br == Bc, "the dK/dV pass loads L_i and D_i one row per thread");
+
+// Rows row0 .. row0 + R - 1 of X (n, d_k) into tile (R, D): consecutive threads read consecutive
+// floats of a row, so the warp's global reads coalesce.
+template <int R, int D>
+__device__ void load_tile(float (&tile)[R][D], const float* X, int row0, int n, int d_k) {
+    for (int e = threadIdx.x; e < R * D; e += blockDim.x) {
+        const int r = e / D, d = e % D;
+        tile[r][d] = row0 + r < n && d < d_k ? X[(long)(row0 + r) * d_k + d] : 0.0f;
+    }
+}
+// Row `row` of X into registers (each thread its own row: these reads do not coalesce, but
+// they happen once per kernel).
+template <int D>
+__device__ void load_row(float (&x)[D], const float* X, int row, int n, int d_k) {
+    FA_UNROLL
+    for (int d = 0; d < D; d++)
+        x[d] = row < n && d < d_k ? X[(long)row * d_k + d] : 0.0f;
+}
+template <int D>
+__device__ void store_row(float* X, int row, int d_k, const float (&x)[D], float mul) {
+    FA_UNROLL
+    for (int d = 0; d < D; d++)
+        if (d < d_k) X[(long)row * d_k + d] = mul * x[d];
+}
+
+// Forward. Block (i, b h): query tile Q_i, rows i Br + t; thread t owns one of them.
+template <int D>
+__global__ void __launch_bounds__(Br)
+forward_kernel(const float* Q, const float* K, const float* V, float* O, float* L, int n,
+               int d_k, float scale, bool causal) {
+    alignas(16) __shared__ float Kj[Bc][D], Vj[Bc][D];  // K_j, V_j (16-byte rows: float4 reads)
+    __shared__ float Sij[Bc][Br];                       // S_ij, thread t's row in column t
+    const long head = (long)blockIdx.y * n * d_k;
+    Q += head, K += head, V += head, O += head, L += (long)blockIdx.y * n;
+    const int row0 = blockIdx.x * Br, row = row0 + threadIdx.x;
+    float q[D], o[D];  // the row of Q_i; the row of O_i, unnormalised
+    load_row(q, Q, row, n, d_k);
+    FA_UNROLL
+    for (int d = 0; d < D; d++)
+        o[d] = 0.0f;
+    float m = -INFINITY, l = 0.0f;  // running max of the row's scores, sum of exp(s - m)
+    // j = 0 .. Tc - 1, Tc = ceil(n / Bc); causal: only the tiles up to the block's last row.
+    const int kv_end = causal ? min(n, row0 + Br) : n;
+    for (int col0 = 0; col0 < kv_end; col0 += Bc) {
+        __syncthreads();  // everyone is done with K_{j-1} and V_{j-1}
+        load_tile(Kj, K, col0, n, d_k);
+        load_tile(Vj, V, col0, n, d_k);
+        __syncthreads();  // K_j and V_j are complete
+        // S_ij = scale Q_i K_j^T: this row's Bc scores, in this thread's column of Sij (masked
+        // keys get -inf, so exp gives 0). Key 0 is in the first tile and visible to every row:
+        // from then on m is finite.
+        float m_ij = -INFINITY;  // rowmax(S_ij)
+        for (int c = 0; c < Bc; c++) {
+            float dot = 0.0f;
+            FA_UNROLL
+            for (int d = 0; d < D; d++)
+                dot += q[d] * Kj[c][d];
+            const int key = col0 + c;
+            const float s = key < n && !(causal && key > row) ? scale * dot : -INFINITY;
+            Sij[c][threadIdx.x] = s;
+            m_ij = fmaxf(m_ij, s);
+        }
+        // m_new = max(m, rowmax(S_ij)): l and O were summed relative to the old m, so both
+        // shrink by exp(m - m_new) before this tile's terms join them.
+        const float m_new = fmaxf(m, m_ij), alpha = expf(m - m_new);
+        l *= alpha;
+        FA_UNROLL
+        for (int d = 0; d < D; d++)
+            o[d] *= alpha;
+        // P_ij = exp(S_ij - m_new);  l += rowsum(P_ij);  O_i += P_ij V_j
+        for (int c = 0; c < Bc; c++) {
+            const float p = expf(Sij[c][threadIdx.x] - m_new);
+            l += p;
+            FA_UNROLL
+            for (int d = 0; d < D; d++)
+                o[d] += p * Vj[c][d];
+        }
+        m = m_new;
+    }
+    if (row >= n) return;
+    // O_i = O_i / l;  L_i = m + log l, the row's logsumexp: all the backward keeps of softmax.
+    store_row(O, row, d_k, o, 1.0f / l);
+    L[row] = m + logf(l);
+}
+
+// Backward, in two passes that each own their rows, so no two threads add to the same number
+// (FlashAttention-2 does both in one pass and adds dQ with atomics, as version 2 does). Both
+// recompute P_ij = exp(S_ij - L_i) from the forward's L: no max, no rescaling, L is final.
+//   dS_ij = P_ij (dP_ij - D_i),  dP_ij = dO_i V_j^T,  D_i = rowsum(dO_i O_i) (Dvec)
+// dQ: block (i, b h), thread t owns query row i Br + t and walks the key tiles j, like the
+// forward: dQ_i = scale sum_j dS_ij K_j.
+template <int D>
+__global__ void __launch_bounds__(Br)
+backward_dq_kernel(const float* Q, const float* K, const float* V, const float* dO,
+                   const float* L, const float* Dvec, float* dQ, int n, int d_k, float scale,
+                   bool causal) {
+    alignas(16) __shared__ float Kj[Bc][D], Vj[Bc][D];  // K_j, V_j (16-byte rows: float4 reads)
+    const long head = (long)blockIdx.y * n * d_k;
+    Q += head, K += head, V += head, dO += head, dQ += head;
+    L += (long)blockIdx.y * n, Dvec += (long)blockIdx.y * n;
+    const int row0 = blockIdx.x * Br, row = row0 + threadIdx.x;
+    float q[D], dout[D], dq[D];  // the rows of Q_i, dO_i, dQ_i
+    load_row(q, Q, row, n, d_k);
+    load_row(dout, dO, row, n, d_k);
+    FA_UNROLL
+    for (int d = 0; d < D; d++)
+        dq[d] = 0.0f;
+    const float L_i = row < n ? L[row] : 0.0f, D_i = row < n ? Dvec[row] : 0.0f;
+    const int kv_end = causal ? min(n, row0 + Br) : n;
+    for (int col0 = 0; col0 < kv_end; col0 += Bc) {
+        __syncthreads();  // everyone is done with K_{j-1} and V_{j-1}
+        load_tile(Kj, K, col0, n, d_k);
+        load_tile(Vj, V, col0, n, d_k);
+        __syncthreads();  // K_j and V_j are complete
+        for (int c = 0; c < Bc; c++) {
+            const int key = col0 + c;
+            if (key >= n || (causal && key > row)) continue;  // P_ij = 0, so dS_ij = 0
+            float s = 0.0f, dp = 0.0f;
+            FA_UNROLL
+            for (int d = 0; d < D; d++)
+                s += q[d] * Kj[c][d], dp += dout[d] * Vj[c][d];
+            const float p = expf(scale * s - L_i);  // P_ij
+            const float ds = p * (dp - D_i);        // dS_ij
+            FA_UNROLL
+            for (int d = 0; d < D; d++)
+                dq[d] += ds * Kj[c][d];  // dQ_i += dS_ij K_j
+        }
+    }
+    if (row < n) store_row(dQ, row, d_k, dq, scale);
+}
+
+// dK, dV: the same walk with the roles swapped. Block (j, b h), thread t owns key row j Bc + t
+// and walks the query tiles i (causal: only those that reach this tile's keys), with Q_i, dO_i
+// and the rows' L_i, D_i in shared memory:
+//   dV_j = sum_i P_ij^T dO_i,  dK_j = scale sum_i dS_ij^T Q_i.
+template <int D>
+__global__ void __launch_bounds__(Bc)
+backward_dkdv_kernel(const float* Q, const float* K, const float* V, const float* dO,
+                     const float* L, const float* Dvec, float* dK, float* dV, int n, int d_k,
+                     float scale, bool causal) {
+    alignas(16) __shared__ float Qi[Br][D], dOi[Br][D];  // Q_i, dO_i (16-byte rows: float4 reads)
+    __shared__ float Li[Br], Di[Br];                     // L_i, D_i
+    const long head = (long)blockIdx.y * n * d_k;
+    Q += head, K += head, V += head, dO += head, dK += head, dV += head;
+    L += (long)blockIdx.y * n, Dvec += (long)blockIdx.y * n;
+    const int col0 = blockIdx.x * Bc, key = col0 + threadIdx.x;
+    float k[D], v[D], dk[D], dv[D];  // the rows of K_j, V_j, dK_j, dV_j
+    load_row(k, K, key, n, d_k);
+    load_row(v, V, key, n, d_k);
+    FA_UNROLL
+    for (int d = 0; d < D; d++)
+        dk[d] = dv[d] = 0.0f;
+    // i = 0 .. Tr - 1, Tr = ceil(n / Br); causal: rows before col0 see none of these keys.
+    for (int row0 = causal ? col0 / Br * Br : 0; row0 < n; row0 += Br) {
+        __syncthreads();  // everyone is done with Q_{i-1}, dO_{i-1}, L_{i-1}, D_{i-1}
+        load_tile(Qi, Q, row0, n, d_k);
+        load_tile(dOi, dO, row0, n, d_k);
+        const int r = row0 + threadIdx.x;
+        Li[threadIdx.x] = r < n ? L[r] : 0.0f;  // Br == blockDim.x: one each
+        Di[threadIdx.x] = r < n ? Dvec[r] : 0.0f;
+        __syncthreads();  // Q_i, dO_i, L_i, D_i are complete
+        for (int c = 0; c < Br; c++) {
+            const int row = row0 + c;
+            if (row >= n || (causal && key > row)) continue;  // P_ij = 0, so dS_ij = 0
+            float s = 0.0f, dp = 0.0f;
+            FA_UNROLL
+            for (int d = 0; d < D; d++)
+                s += Qi[c][d] * k[d], dp += dOi[c][d] * v[d];
+            const float p = expf(scale * s - Li[c]);  // P_ij
+            const float ds = p * (dp - Di[c]);        // dS_ij
+            FA_UNROLL
+            for (int d = 0; d < D; d++)
+                dv[d] += p * dOi[c][d], dk[d] += ds * Qi[c][d];
+        }
+    }
+    if (key >= n) return;
+    store_row(dK, key, d_k, dk, scale);
+    store_row(dV, key, d_k, dv, 1.0f);
+}
+
+}  // namespace flash_v1
+
+// ---- version 2: register tiles, the pieces ----------------------------------------------------
+// 128 threads per block, Br = Bc = 64; every tile product is a register-tiled block product (the
+// file header draws the fragments and the shared-memory layout).
+namespace flash_v2 {
 
 constexpr int FA_BR = 64, FA_BC = 64;  // Br query rows, Bc key rows per tile
 constexpr int FA_THREADS = 128;         // 16 x 8 threads (tr, tc)
@@ -266,9 +513,9 @@ __device__ __forceinline__ void fa_write_row(float* X, int row, int d_k, const f
     }
 }
 
-// ---- forward -------------------------------------------------------------------------------
+// ---- version 2: forward ---------------------------------------------------------------------
 template <int D>
-size_t fused_forward_smem() {
+size_t forward_smem() {
     return sizeof(float) * (size_t(FA_BR + 2 * FA_BC) * FA_LD<D> + FA_BR * FA_LDP);
 }
 
@@ -276,7 +523,7 @@ size_t fused_forward_smem() {
 // memory for D = 64 (3 x 68 KB).
 template <int D>
 __global__ void __launch_bounds__(FA_THREADS, 3)
-attention_fused_forward_kernel(const float* Q, const float* K, const float* V, float* O,
+forward_kernel(const float* Q, const float* K, const float* V, float* O,
                                float* L, int n, int d_k, float scale, bool causal, bool vec) {
     constexpr int ld = FA_LD<D>;
     DYNAMIC_SHARED(float, smem);
@@ -351,16 +598,16 @@ attention_fused_forward_kernel(const float* Q, const float* K, const float* V, f
     }
 }
 
-// ---- backward ------------------------------------------------------------------------------
+// ---- version 2: backward --------------------------------------------------------------------
 template <int D>
-size_t fused_backward_smem() {
+size_t backward_smem() {
     return sizeof(float) *
            (size_t(2 * FA_BC + 2 * FA_BR) * FA_LD<D> + 2 * FA_BR * FA_LDP + 2 * FA_BR);
 }
 
 template <int D>
 __global__ void __launch_bounds__(FA_THREADS)
-attention_fused_backward_kernel(const float* Q, const float* K, const float* V, const float* dO,
+backward_kernel(const float* Q, const float* K, const float* V, const float* dO,
                                 const float* L, const float* Dvec, float* dQ, float* dK,
                                 float* dV, int n, int d_k, float scale, bool causal, bool vec) {
     constexpr int ld = FA_LD<D>;
@@ -440,6 +687,8 @@ attention_fused_backward_kernel(const float* Q, const float* K, const float* V, 
     }
 }
 
+}  // namespace flash_v2
+
 // ---- host ----------------------------------------------------------------------------------
 namespace {
 
@@ -453,27 +702,41 @@ bool fa_vectorisable(int d_k, std::initializer_list<const void*> ptrs) {
 }
 
 template <int D>
-void fused_forward_launch(const float* Q, const float* K, const float* V, float* O, float* L, int B,
-                          int h, int n, int d_k, bool causal) {
-    const size_t smem = fused_forward_smem<D>();
-    CUDA_CHECK(cudaFuncSetAttribute(attention_fused_forward_kernel<D>,
+void forward_launch(FlashVersion version, const float* Q, const float* K, const float* V, float* O,
+                    float* L, int B, int h, int n, int d_k, bool causal) {
+    const float scale = 1.0f / std::sqrt(float(d_k));
+    if (version == FlashVersion::simple) {
+        launch_kernel(flash_v1::forward_kernel<D>, dim3(ceil_div(n, flash_v1::Br), B * h),
+                      dim3(flash_v1::Br), 0, Q, K, V, O, L, n, d_k, scale, causal);
+        return;
+    }
+    const size_t smem = flash_v2::forward_smem<D>();
+    CUDA_CHECK(cudaFuncSetAttribute(flash_v2::forward_kernel<D>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    launch_kernel(attention_fused_forward_kernel<D>, dim3(ceil_div(n, FA_BR), B * h),
-                  dim3(FA_THREADS), smem, Q, K, V, O, L, n, d_k, 1.0f / std::sqrt(float(d_k)),
-                  causal, fa_vectorisable(d_k, {Q, K, V, O}));
+    launch_kernel(flash_v2::forward_kernel<D>, dim3(ceil_div(n, flash_v2::FA_BR), B * h),
+                  dim3(flash_v2::FA_THREADS), smem, Q, K, V, O, L, n, d_k, scale, causal,
+                  fa_vectorisable(d_k, {Q, K, V, O}));
 }
 
 template <int D>
-void fused_backward_launch(const float* Q, const float* K, const float* V, const float* dO,
-                           const float* L, const float* Dvec, float* dQ, float* dK, float* dV,
-                           int B, int h, int n, int d_k, bool causal) {
-    const size_t smem = fused_backward_smem<D>();
-    CUDA_CHECK(cudaFuncSetAttribute(attention_fused_backward_kernel<D>,
+void backward_launch(FlashVersion version, const float* Q, const float* K, const float* V,
+                     const float* dO, const float* L, const float* Dvec, float* dQ, float* dK,
+                     float* dV, int B, int h, int n, int d_k, bool causal) {
+    const float scale = 1.0f / std::sqrt(float(d_k));
+    if (version == FlashVersion::simple) {
+        launch_kernel(flash_v1::backward_dq_kernel<D>, dim3(ceil_div(n, flash_v1::Br), B * h),
+                      dim3(flash_v1::Br), 0, Q, K, V, dO, L, Dvec, dQ, n, d_k, scale, causal);
+        launch_kernel(flash_v1::backward_dkdv_kernel<D>, dim3(ceil_div(n, flash_v1::Bc), B * h),
+                      dim3(flash_v1::Bc), 0, Q, K, V, dO, L, Dvec, dK, dV, n, d_k, scale, causal);
+        return;
+    }
+    CUDA_CHECK(cudaMemset(dQ, 0, sizeof(float) * (size_t)B * h * n * d_k));  // atomics add up
+    const size_t smem = flash_v2::backward_smem<D>();
+    CUDA_CHECK(cudaFuncSetAttribute(flash_v2::backward_kernel<D>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    launch_kernel(attention_fused_backward_kernel<D>, dim3(ceil_div(n, FA_BC), B * h),
-                  dim3(FA_THREADS), smem, Q, K, V, dO, L, Dvec, dQ, dK, dV, n, d_k,
-                  1.0f / std::sqrt(float(d_k)), causal,
-                  fa_vectorisable(d_k, {Q, K, V, dO, dQ, dK, dV}));
+    launch_kernel(flash_v2::backward_kernel<D>, dim3(ceil_div(n, flash_v2::FA_BC), B * h),
+                  dim3(flash_v2::FA_THREADS), smem, Q, K, V, dO, L, Dvec, dQ, dK, dV, n, d_k, scale,
+                  causal, fa_vectorisable(d_k, {Q, K, V, dO, dQ, dK, dV}));
 }
 
 void check_head_dim(int d_k) {
@@ -484,29 +747,33 @@ void check_head_dim(int d_k) {
 
 }  // namespace
 
+// D, the width the kernels are compiled for: d_k rounded up to 32, 64 or 128.
 void attention_fused_forward_cuda(const float* Q, const float* K, const float* V, float* O,
-                                  float* L, int B, int h, int n, int d_k, bool causal) {
+                                  float* L, int B, int h, int n, int d_k, bool causal,
+                                  FlashVersion version) {
     check_head_dim(d_k);
     if (B * h * n == 0) return;
-    if (d_k <= 32) fused_forward_launch<32>(Q, K, V, O, L, B, h, n, d_k, causal);
-    else if (d_k <= 64) fused_forward_launch<64>(Q, K, V, O, L, B, h, n, d_k, causal);
-    else fused_forward_launch<128>(Q, K, V, O, L, B, h, n, d_k, causal);
+    if (d_k <= 32)
+        forward_launch<32>(version, Q, K, V, O, L, B, h, n, d_k, causal);
+    else if (d_k <= 64)
+        forward_launch<64>(version, Q, K, V, O, L, B, h, n, d_k, causal);
+    else
+        forward_launch<128>(version, Q, K, V, O, L, B, h, n, d_k, causal);
 }
 
-void attention_fused_backward_cuda(const float* Q, const float* K, const float* V,
-                                   const float* O, const float* L, const float* dO, float* dQ,
-                                   float* dK, float* dV, int B, int h, int n, int d_k,
-                                   bool causal) {
+void attention_fused_backward_cuda(const float* Q, const float* K, const float* V, const float* O,
+                                   const float* L, const float* dO, float* dQ, float* dK, float* dV,
+                                   int B, int h, int n, int d_k, bool causal,
+                                   FlashVersion version) {
     check_head_dim(d_k);
     if (B * h * n == 0) return;
     gpu::Buffer<float> Dvec((size_t)B * h * n);  // (B, h, n) = rowsum(dO * O)
     row_dot_cuda(dO, O, Dvec.data(), B * h * n, d_k);
-    CUDA_CHECK(cudaMemset(dQ, 0, sizeof(float) * (size_t)B * h * n * d_k));  // atomics add up
+    const float* Dv = Dvec.data();
     if (d_k <= 32)
-        fused_backward_launch<32>(Q, K, V, dO, L, Dvec.data(), dQ, dK, dV, B, h, n, d_k, causal);
+        backward_launch<32>(version, Q, K, V, dO, L, Dv, dQ, dK, dV, B, h, n, d_k, causal);
     else if (d_k <= 64)
-        fused_backward_launch<64>(Q, K, V, dO, L, Dvec.data(), dQ, dK, dV, B, h, n, d_k, causal);
+        backward_launch<64>(version, Q, K, V, dO, L, Dv, dQ, dK, dV, B, h, n, d_k, causal);
     else
-        fused_backward_launch<128>(Q, K, V, dO, L, Dvec.data(), dQ, dK, dV, B, h, n, d_k,
-                                   causal);
+        backward_launch<128>(version, Q, K, V, dO, L, Dv, dQ, dK, dV, B, h, n, d_k, causal);
 }

@@ -63,13 +63,19 @@ void attention_naive_backward_cuda(const float* Q, const float* K, const float* 
                                    float* dV, int B, int h, int n, int d_k, bool causal);
 
 // ---- cuda/attention_flash.cu ----------------------------------------------------------------
-// FlashAttention-2. L: (B, h, n) row logsumexp. d_k <= 128.
+// FlashAttention: O and L (B, h, n), the rows' logsumexp, without the (n, n) matrix; the
+// backward recomputes P from L. d_k <= 128. The versions are the teaching steps of
+// cuda/attention_flash.cu: simple, one thread per row with whole rows in registers; and
+// register_tiled (the default), FlashAttention-2's tiling with every tile product split into
+// per-thread fragments, the way the register-tiled sgemm splits C.
+enum class FlashVersion { simple = 1, register_tiled = 2 };
 void attention_fused_forward_cuda(const float* Q, const float* K, const float* V, float* O,
-                                  float* L, int B, int h, int n, int d_k, bool causal);
-void attention_fused_backward_cuda(const float* Q, const float* K, const float* V,
-                                   const float* O, const float* L, const float* dO, float* dQ,
-                                   float* dK, float* dV, int B, int h, int n, int d_k,
-                                   bool causal);
+                                  float* L, int B, int h, int n, int d_k, bool causal,
+                                  FlashVersion version = FlashVersion::register_tiled);
+void attention_fused_backward_cuda(const float* Q, const float* K, const float* V, const float* O,
+                                   const float* L, const float* dO, float* dQ, float* dK, float* dV,
+                                   int B, int h, int n, int d_k, bool causal,
+                                   FlashVersion version = FlashVersion::register_tiled);
 
 // ---- cuda/lstm.cu -----------------------------------------------------------------------------
 // Same buffers as common/lstm.h: x (n, B, d), W_ih W_hh (4d, d), b (4d), h c (n + 1, B, d),

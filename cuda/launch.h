@@ -15,7 +15,7 @@
     T* name = reinterpret_cast<T*>(dyn_shared_bytes_)
 #endif
 #else
-#include "cuda/emulator.h"
+#include "cuda/emu/emulator.h"
 #endif
 
 #include <cstddef>

@@ -259,9 +259,9 @@ TEST_CASE("chapter6: the figure goes where --figure-dir says") {
     CHECK(take_png(dir, "6-cost.png"));
 }
 
-// The --device cuda path (cuda/cost_bench.cu: allocation through the tracked device allocator,
-// CUDA-event timing, the peak per cell, figure 3 for the GPU) running on the CPU emulator, so
-// that it has run somewhere before it meets a GPU. Small sizes: the emulator is slow.
+// The --device cuda path (cuda/bench/cost_bench.cu: allocation through the tracked device
+// allocator, CUDA-event timing, the peak per cell, figure 3 for the GPU) running on the CPU
+// emulator, so that it has run somewhere before it meets a GPU. Small sizes: the emulator is slow.
 TEST_CASE("chapter6: --device cuda on the emulator fills the table and draws the GPU figure") {
     const std::string dir = "/tmp/transformer-test-6-cost-emu-" + std::to_string(::getpid());
     auto r = testutil::run("6-cost-emu", "--device cuda --seq-lens 1,17,300 --batch 1 --d-model 64 "

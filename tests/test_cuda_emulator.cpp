@@ -1,9 +1,9 @@
-// The CUDA emulator itself (cuda/emulator.h): barriers, shuffles, votes, atomics behave as on a
+// The CUDA emulator itself (cuda/emu/emulator.h): barriers, shuffles, votes, atomics behave as on a
 // GPU, misuse is reported, and a planted missing __syncthreads is caught.
 #include <doctest.h>
 
 #include "cuda/launch.h"
-#include "cuda/planted_race.cuh"
+#include "cuda/emu/planted_race.cuh"
 #include "common/gemm.h"
 #include "tests/util.h"
 
@@ -189,9 +189,10 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
 }
 
 // gpu-bench (what gpu-check measures the speed targets with) at small sizes on the emulator,
-// with cuda/cublas_emulated.h for cuBLAS: every section runs, and its own cross-checks (each
-// sgemm tile shape and transpose against cuBLAS, fused against naive attention, fused against
-// unfused LSTM gates) find no mismatch. Its times mean nothing here.
+// with cuda/emu/cublas_emulated.h for cuBLAS: every section runs, and its own cross-checks (each
+// sgemm tile shape and transpose against cuBLAS, fused against naive attention, FlashAttention
+// version 1 against version 2, fused against unfused LSTM gates) find no mismatch. Its times
+// mean nothing here.
 TEST_CASE("cuda emulator: gpu-bench --quick runs every section and every cross-check agrees") {
     auto r = testutil::run("gpu-bench-emu", "--quick");
     REQUIRE(r.exit_code == 0);
@@ -199,9 +200,14 @@ TEST_CASE("cuda emulator: gpu-bench --quick runs every section and every cross-c
     CHECK(r.out.find("MISMATCH") == std::string::npos);
     for (const char* line :
          {"sgemm 136^3: warp-tiled", "256x128, 16x8", "attention n=72 fused vs naive",
-          "attention fwd+bwd n=72", "naive's 6 products alone", "LSTM fused vs unfused gates",
+          "attention fwd+bwd n=72", "naive's 6 products alone",
+          "FlashAttention version 1 (one thread per row): forward", "LSTM fused vs unfused gates",
           "LSTM forward n=5", "target LSTM gates, unfused / fused time"})
         CHECK_MESSAGE(r.out.find(line) != std::string::npos, line);
+    // Both sequence lengths time version 1 and compare its O, dQ and dK with version 2's.
+    const std::regex v1(R"(max \|dK diff\| = [0-9.e+-]+ \(against version 2\))");
+    CHECK(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), v1),
+                        std::sregex_iterator()) == 2);
     // Every tile shape reports all four transposes.
     const std::regex tt(R"( TT [0-9.]+x )");
     CHECK(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), tt),

@@ -1,8 +1,8 @@
-// The CUDA kernels of cuda/*.cu against CPU references, at awkward shapes (n = 1, 17, 33, 100;
-// d_k = 24, 40, 100; causal and not).
+// The CUDA kernels of cuda/*.cu against CPU references, at awkward shapes (n = 1, 17, 33, 100,
+// 130; d_k = 24, 37, 40, 64, 100, 128; causal and not), every version of sgemm and FlashAttention.
 //
 // One source, two builds:
-//   make test          g++ compiles the .cu files against cuda/emulator.h (cuda/cuda.mk) and
+//   make test          g++ compiles the .cu files against cuda/emu/emulator.h (cuda/cuda.mk) and
 //                      the suite links them: the "cuda emulator:" cases run; the
 //                      "cuda device:" cases are skipped.
 //   cuda-tests (nvcc)  with CUDA_DEVICE_BUILD the kernels come from nvcc objects; the
@@ -376,22 +376,29 @@ AttentionRef attention_reference(const std::vector<float>& Q, const std::vector<
 struct AttentionShape { int B, h, n, d_k; };
 const AttentionShape ATTENTION_SHAPES[] = {
     {1, 1, 1, 24}, {2, 2, 17, 40}, {1, 2, 33, 64}, {2, 1, 100, 24}, {1, 1, 70, 100}};
-// Fused only: n = 130 crosses two 64-row tiles into a ragged third; d_k = 128 fills the widest
-// template; d_k = 37 (not a multiple of 4) takes the guarded scalar path instead of float4.
-const AttentionShape FUSED_ATTENTION_SHAPES[] = {{1, 1, 130, 128}, {1, 2, 130, 37}};
+// FlashAttention, both versions: those shapes and every n with every d_k below. Against version
+// 1's 32-row tiles and version 2's 64-row ones, n = 1 is one row, 17 and 33 end ragged, 100 ends
+// in a ragged fourth or second tile and 130 in a ragged fifth or third. The kernels are compiled
+// for D = 32, 64, 128: d_k = 24 pads to 32, 37 and 64 take D = 64, 100 and 128 take 128; d_k = 37
+// (not a multiple of 4) also takes version 2's guarded scalar loads instead of float4.
+const int FLASH_NS[] = {1, 17, 33, 100, 130}, FLASH_D_KS[] = {24, 37, 64, 100, 128};
 
-void attention_case(bool fused) {
+void attention_case(bool fused, FlashVersion version = FlashVersion::register_tiled) {
     std::vector<AttentionShape> shapes(std::begin(ATTENTION_SHAPES), std::end(ATTENTION_SHAPES));
     if (fused)
-        shapes.insert(shapes.end(), std::begin(FUSED_ATTENTION_SHAPES),
-                      std::end(FUSED_ATTENTION_SHAPES));
+        for (int n : FLASH_NS)
+            for (int d_k : FLASH_D_KS) {
+                const int odd = int(shapes.size()) % 2;  // B = 2, h = 1 or B = 1, h = 2
+                shapes.push_back({1 + odd, 2 - odd, n, d_k});
+            }
     for (auto [B, h, n, d_k] : shapes)
         for (bool causal : {false, true}) {
             INFO("B=" << B << " "
                       << "h=" << h << " "
                       << "n=" << n << " "
                       << "d_k=" << d_k << " "
-                      << "causal=" << causal << " ");
+                      << "causal=" << causal << " "
+                      << "version=" << (fused ? int(version) : 0) << " ");
             size_t sz = size_t(B) * h * n * d_k;
             auto Q = random_vector(sz, 50 + n, -2, 2), K = random_vector(sz, 51 + n, -2, 2);
             auto V = random_vector(sz, 52 + n), dO = random_vector(sz, 53 + n);
@@ -417,7 +424,7 @@ void attention_case(bool fused) {
             auto forward = [&] {
                 if (fused)
                     attention_fused_forward_cuda(dQ_.data(), dK_.data(), dV_.data(), O.data(),
-                                                 saved.data(), B, h, n, d_k, causal);
+                                                 saved.data(), B, h, n, d_k, causal, version);
                 else
                     attention_naive_forward_cuda(dQ_.data(), dK_.data(), dV_.data(), O.data(),
                                                  saved.data(), B, h, n, d_k, causal);
@@ -426,7 +433,7 @@ void attention_case(bool fused) {
                 if (fused)
                     attention_fused_backward_cuda(dQ_.data(), dK_.data(), dV_.data(), O.data(),
                                                   saved.data(), ddO.data(), dQ.data(), dK.data(),
-                                                  dV.data(), B, h, n, d_k, causal);
+                                                  dV.data(), B, h, n, d_k, causal, version);
                 else
                     attention_naive_backward_cuda(dQ_.data(), dK_.data(), dV_.data(),
                                                   saved.data(), ddO.data(), dQ.data(), dK.data(),
@@ -457,21 +464,33 @@ void attention_case(bool fused) {
         }
 }
 void attention_naive_case() { attention_case(false); }
-void attention_fused_case() { attention_case(true); }
+void attention_flash_v1_case() { attention_case(true, FlashVersion::simple); }
+void attention_flash_v2_case() { attention_case(true, FlashVersion::register_tiled); }
 CUDA_TEST("naive attention forward/backward vs the double reference", attention_naive_case)
-CUDA_TEST("fused (FlashAttention-2) attention forward/backward vs the double reference",
-          attention_fused_case)
+CUDA_TEST(
+    "FlashAttention version 1 (one thread per row) forward/backward vs the double "
+    "reference and common/attention",
+    attention_flash_v1_case)
+CUDA_TEST(
+    "FlashAttention version 2 (register tiles) forward/backward vs the double reference "
+    "and common/attention",
+    attention_flash_v2_case)
 
 void attention_fused_rejects_wide_heads() {
     gpu::Buffer<float> buf(4 * 129);
-    CHECK_THROWS_WITH_AS(attention_fused_forward_cuda(buf.data(), buf.data(), buf.data(),
-                                                      buf.data(), buf.data(), 1, 1, 4, 129, false),
-                         doctest::Contains("d_k = 129"), std::invalid_argument);
+    float* p = buf.data();
+    for (FlashVersion v : {FlashVersion::simple, FlashVersion::register_tiled}) {
+        CHECK_THROWS_WITH_AS(attention_fused_forward_cuda(p, p, p, p, p, 1, 1, 4, 129, false, v),
+                             doctest::Contains("d_k = 129"), std::invalid_argument);
+        CHECK_THROWS_WITH_AS(
+            attention_fused_backward_cuda(p, p, p, p, p, p, p, p, p, 1, 1, 4, 129, false, v),
+            doctest::Contains("d_k = 129"), std::invalid_argument);
+    }
 }
 CUDA_TEST("fused attention names the problem when d_k > 128", attention_fused_rejects_wide_heads)
 
-// Views one float into their buffers are not 16-byte aligned although d_k % 4 == 0: the fused
-// kernels must see that and take the scalar path (a float4 access there faults on a device),
+// Views one float into their buffers are not 16-byte aligned although d_k % 4 == 0: version 2
+// (the default) must see that and take the scalar path (a float4 access there faults on a device),
 // with the same results as aligned buffers. Only dQ may differ in its last bits: its atomic
 // additions from different key tiles may land in another order.
 void attention_fused_unaligned_views() {

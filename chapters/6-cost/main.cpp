@@ -20,7 +20,9 @@
 //                         attention_fused_forward / _backward (FlashAttention-2 tiles)
 //   common/lstm.cpp       lstm_forward / lstm_backward (the fused gates, the chain of n steps)
 //   common/gemm.cpp       sgemm, which every product above goes through
-// With --device cuda (build/bin/6-cost-cuda) the same table is measured by cuda/cost_bench.cu.
+// With --device cuda (build/bin/6-cost-cuda) the same table is measured on the GPU by
+// cuda/bench/cost_bench.cu. peer_torch.py times the same cells in PyTorch, on the CPU
+// (`make bench`) or the GPU (`make gpu-check`).
 #include "chapters/6-cost/claims.h"
 #include "chapters/6-cost/layers.h"
 #include "common/cli.h"
@@ -42,7 +44,7 @@
 #include <vector>
 
 #ifdef WITH_CUDA
-#include "cuda/cost_bench.h"  // run_cost_table_cuda: the same table measured on the GPU
+#include "cuda/bench/cost_bench.h"  // run_cost_table_cuda: the same table measured on the GPU
 #endif
 
 namespace {

@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""The chapter-6 benchmark in PyTorch on the CPU: the same cells, for a side-by-side ratio.
+"""Chapter 6's benchmark in PyTorch, on the CPU or a GPU: the peer its table is read beside.
 
-Runs the article's naive attention module (MultiHeadAttention with its
-scaled_dot_product_attention), the same module with F.scaled_dot_product_attention (torch >= 2.0;
-torch 1.13 has it as F._scaled_dot_product_attention, a math fallback on the CPU), and nn.LSTM
-of the same width; forward + backward (x.grad included, like the C++ layers); 2 warm-ups then
-the mean of 5. Times only: torch has no peak-memory counter for the CPU allocator.
+The same three cells as the chapter: the article's MultiHeadAttention with its
+scaled_dot_product_attention (naive), the same module with F.scaled_dot_product_attention (fused;
+torch >= 2.0, and on torch 1.13's CPU its math fallback F._scaled_dot_product_attention), and
+nn.LSTM of the same width; forward + backward with x.grad, like the C++ layers; --warmup untimed
+runs, then the mean of --repeat.
+  --device cpu   wall-clock time, no memory column (torch counts no peak for the CPU allocator);
+                 `make bench` runs it where /usr/bin/python3 has torch (Debian's python3-torch)
+  --device cuda  CUDA-event time and torch.cuda.max_memory_allocated, TF32 off; a cell that does
+                 not fit says so; `make gpu-check` runs it beside build/bin/6-cost-cuda
 
-Optional: neither `make` nor the tests need it.
-    /usr/bin/python3 chapters/6-cost/peer_torch.py --seq-lens 128,256,512 --threads 2
+Neither `make` nor the tests need it:
+    /usr/bin/python3 chapters/6-cost/peer_torch.py --device cpu --seq-lens 128,256,512
+    python3 chapters/6-cost/peer_torch.py --device cuda --seq-lens 128,256,512,1024,2048,4096
 """
 import argparse
+import os
 import sys
 import time
 
@@ -20,7 +26,7 @@ try:
     import torch.nn.functional as F
 except ImportError:
     sys.exit("peer_torch.py: torch is not importable by this interpreter; "
-             "run it with /usr/bin/python3 (Debian's python3-torch)")
+             "run it with /usr/bin/python3 (Debian's python3-torch) or a python with torch")
 
 
 def scaled_dot_product_attention(Q, K, V, mask=None):  # the article's function
@@ -30,6 +36,12 @@ def scaled_dot_product_attention(Q, K, V, mask=None):  # the article's function
         scores = scores.masked_fill(mask, float('-inf'))
     attn = torch.softmax(scores, dim=-1)
     return attn @ V, attn
+
+
+def fused_attention_available(device):
+    if hasattr(F, "scaled_dot_product_attention"):
+        return True
+    return device == "cpu" and hasattr(F, "_scaled_dot_product_attention")
 
 
 def fused_attention(q, k, v):
@@ -69,58 +81,121 @@ class Lstm(nn.Module):
         return self.lstm(x)[0]
 
 
-def time_cell(model, x, dy, warmup, repeat):
-    def step():
-        x.grad = None
-        model.zero_grad(set_to_none=True)
-        model(x).backward(dy)
-    for _ in range(warmup):
-        step()
-    t0 = time.perf_counter()
-    for _ in range(repeat):
-        step()
-    return (time.perf_counter() - t0) / repeat * 1e3
+def out_of_memory(e):
+    return isinstance(e, getattr(torch.cuda, "OutOfMemoryError", ())) or (
+        isinstance(e, RuntimeError) and "out of memory" in str(e).lower())
+
+
+def measure(name, n, a):
+    """One cell: (milliseconds, peak MB or None), or None when it does not fit (cuda)."""
+    cuda = a.device == "cuda"
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    try:
+        if name == "lstm":
+            model = Lstm(a.d_model)
+            shape = (n, a.batch, a.d_model)
+        else:
+            model = MultiHeadAttention(a.d_model, a.heads, fused=(name == "fused"))
+            shape = (a.batch, n, a.d_model)
+        model = model.to(a.device)
+        x = torch.randn(*shape, device=a.device, requires_grad=True)
+        dy = torch.randn_like(x)
+
+        def step():
+            x.grad = None
+            model.zero_grad(set_to_none=True)
+            model(x).backward(dy)
+
+        for _ in range(a.warmup):
+            step()
+        if not cuda:
+            t0 = time.perf_counter()
+            for _ in range(a.repeat):
+                step()
+            return (time.perf_counter() - t0) / a.repeat * 1e3, None
+        start = torch.cuda.Event(enable_timing=True)
+        stop = torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(a.repeat):
+            step()
+        stop.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(stop) / a.repeat, torch.cuda.max_memory_allocated() / 2**20
+    except RuntimeError as e:
+        if not (cuda and out_of_memory(e)):
+            raise
+        return None
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seq-lens", default="128,256,512")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--seq-lens", default="128,256,512",
+                   help="comma-separated sequence lengths n")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--d-model", type=int, default=512)
     p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
+    p.add_argument("--warmup", type=int, default=2, help="untimed runs per cell")
+    p.add_argument("--repeat", type=int, default=5, help="timed runs per cell (the mean)")
+    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
+                   help="torch.set_num_threads (default: the CPUs this process may use, "
+                        "as OpenMP's default in the C++ programs)")
     p.add_argument("--only", default="naive,fused,lstm", help="which columns to run")
     a = p.parse_args()
     try:
         seq_lens = [int(s) for s in a.seq_lens.split(",")]
     except ValueError:
         p.error("--seq-lens must be a comma-separated list of integers, e.g. 128,256,512")
-    if a.d_model % a.heads:
-        p.error("--d-model must be a multiple of --heads")
+    if any(n < 1 for n in seq_lens):
+        p.error("--seq-lens entries must be at least 1")
+    if a.batch < 1 or a.d_model < 1 or a.heads < 1 or a.d_model % a.heads:
+        p.error("--batch, --d-model and --heads must be positive, --d-model a multiple of --heads")
+    if a.warmup < 0 or a.repeat < 1 or a.threads < 1:
+        p.error("--warmup must be 0 or more, --repeat and --threads at least 1")
     only = set(a.only.split(","))
+    if not only <= {"naive", "fused", "lstm"}:
+        p.error("--only takes naive, fused and lstm, comma-separated")
+    if a.device == "cuda" and not torch.cuda.is_available():
+        sys.exit(f"peer_torch.py: --device cuda: torch {torch.__version__} sees no CUDA device "
+                 "(torch.cuda.is_available() is False); use --device cpu")
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
+    if a.device == "cuda":  # fp32 products, as the C++ kernels compute them
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        where = torch.cuda.get_device_name()
+    else:
+        where = f"the CPU, {torch.get_num_threads()} thread(s)"
 
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); "
-          f"device = cpu, batch = {a.batch}, d_model = {a.d_model}")
-    print(f"{'n':>6} | {'naive ms':>12} | {'fused ms':>12} | {'LSTM ms':>12}", flush=True)
+    print(f"torch {torch.__version__} on {where}; batch = {a.batch}, d_model = {a.d_model}, "
+          f"heads = {a.heads}; forward+backward, mean of {a.repeat} after {a.warmup} warm-up(s)")
+    width = 26  # the longest column title
+    print(f"{'n':>6} | {'naive (article module)':>{width}} | {'F.scaled_dot_product_attn':>{width}}"
+          f" | {'nn.LSTM':>{width}}", flush=True)
+    tty = sys.stderr.isatty()
     for n in seq_lens:
         cells = []
         for name in ("naive", "fused", "lstm"):
             if name not in only:
-                cells.append(f"{'-':>12}")
+                cells.append(f"{'-':>{width}}")
                 continue
-            if name == "lstm":
-                model = Lstm(a.d_model)
-                x = torch.randn(n, a.batch, a.d_model, requires_grad=True)
+            if name == "fused" and not fused_attention_available(a.device):
+                cells.append(f"{'n/a (torch < 2.0)':>{width}}")
+                continue
+            if tty:  # progress: one line, rewritten; nothing when stderr is a file
+                print(f"\r\033[K  n = {n}, {name} ...", end="", file=sys.stderr, flush=True)
+            cell = measure(name, n, a)
+            if cell is None:
+                cells.append(f"{'out of memory':>{width}}")
+            elif cell[1] is None:
+                cells.append(f"{cell[0]:9.1f} ms".rjust(width))
             else:
-                model = MultiHeadAttention(a.d_model, a.heads, fused=(name == "fused"))
-                x = torch.randn(a.batch, n, a.d_model, requires_grad=True)
-            dy = torch.randn_like(x)
-            print(f"  n = {n}, {name} ...", file=sys.stderr, flush=True)
-            cells.append(f"{time_cell(model, x, dy, a.warmup, a.repeat):12.1f}")
+                cells.append(f"{cell[0]:9.1f} ms / {cell[1]:7.0f} MB".rjust(width))
+        if tty:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
         print(f"{n:6d} | " + " | ".join(cells), flush=True)
 
 

@@ -1,12 +1,13 @@
-// gpu-bench: the issue's speed targets on a GPU (cuda/gpu-check.sh builds it with nvcc and runs
-// it; `make` builds it for the emulator as gpu-bench-emu, which the tests run with --quick).
+// gpu-bench: the issue's speed targets on a GPU (cuda/bench/gpu-check.sh builds it with nvcc and
+// runs it; `make` builds it for the emulator as gpu-bench-emu, which the tests run with --quick).
 //   1. sgemm 4096^3: the warp-tiled kernel (the default) and the register-tiled one vs cuBLAS
 //      in fp32 with TF32 off (cuBLAS is only the yardstick here; it is never in the measured
 //      path of chapter 6); then every block-tile shape of the warp-tiled kernel at every
 //      transpose, each result checked against cuBLAS's
 //   2. fused attention fwd+bwd, B = 8, h = 8, d_k = 64, n = 2048, 4096: TFLOP/s (4 B h n^2 d_k
 //      forward, 2.5x that backward), speed-up over the naive path, peak memory ratio, and the
-//      two paths' O, dQ, dK against each other
+//      two paths' O, dQ, dK against each other; then FlashAttention version 1 (one thread per
+//      row) beside version 2 (register tiles, the default), and their results against each other
 //   3. LSTM forward with fused vs unfused (per-op) gate kernels, and their h against each other
 // and at the end one line per target, "met" or "NOT MET" (gpu-check copies them to its summary).
 #include "cuda/kernels.h"
@@ -15,7 +16,7 @@
 #if defined(__CUDACC__)
 #include <cublas_v2.h>
 #else
-#include "cuda/cublas_emulated.h"  // the emulator build, which the tests run with --quick
+#include "cuda/emu/cublas_emulated.h"  // the emulator build, which the tests run with --quick
 #endif
 #include <cmath>
 #include <cstdio>
@@ -272,6 +273,42 @@ int main(int argc, char** argv) try {
             } catch (const std::bad_alloc&) {
             }
             std::printf("\n");
+            // The teaching ladder's first step, FlashAttention version 1 (one thread per row),
+            // beside version 2 (the default, register tiles): what the register tiles buy. The
+            // last run leaves version 1's results, checked against version 2's.
+            const FlashVersion v1 = FlashVersion::simple;
+            float fwd1 = time_ms([&] {
+                attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), B, h,
+                                             n, d_k, false, v1);
+            });
+            float bwd1 = time_ms([&] {
+                attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(),
+                                              dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n,
+                                              d_k, false, v1);
+            });
+            float both1 = time_ms([&] {
+                attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), B, h,
+                                             n, d_k, false, v1);
+                attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(),
+                                              dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n,
+                                              d_k, false, v1);
+            });
+            std::printf("  FlashAttention version 1 (one thread per row): forward %.2f ms "
+                        "(%.1f TFLOP/s), backward %.2f ms, fwd+bwd %.2f ms (%.1f TFLOP/s); "
+                        "version 2 (register tiles) is %.2fx faster forward, %.2fx backward, "
+                        "%.2fx in all;",
+                        fwd1, flops / 3.5 / fwd1 / 1e9, bwd1, both1, flops / both1 / 1e9,
+                        fwd1 / fwd, bwd1 / bwd, both1 / fused);
+            const char* names[] = {"O", "dQ", "dK"};
+            const float* v2_out[] = {O_f.data(), dQ_f.data(), dK_f.data()};
+            const float* v1_out[] = {O.data(), dQ.data(), dK.data()};
+            for (int k = 0; k < 3; k++) {
+                double worst, scale;
+                compare(v1_out[k], v2_out[k], sz, worst, scale);
+                std::printf(" max |%s diff| = %.2g%s", names[k], worst,
+                            worst <= 1e-3 * scale ? "" : " MISMATCH");
+            }
+            std::printf(" (against version 2)\n");
         }
     }
     {  // 3. LSTM gates

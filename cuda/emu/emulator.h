@@ -28,7 +28,7 @@
 // deadlock) make the launch throw std::runtime_error with a message naming the problem.
 #pragma once
 #if defined(__CUDACC__)
-#error "cuda/emulator.h is for host compilers; nvcc uses the real CUDA runtime"
+#error "cuda/emu/emulator.h is for host compilers; nvcc uses the real CUDA runtime"
 #endif
 
 #include <algorithm>

@@ -4,7 +4,8 @@
 #   2. the CUDA test cases on the device                 -> cuda-tests.txt
 #   3. speed targets: sgemm vs cuBLAS, fused vs naive attention, fused vs unfused LSTM gates
 #                                                        -> gpu-bench.txt
-#   4. chapter 6 on cuda, n = 128 ... 16384, table and figure 3 -> chapter6-cuda.txt, 6-cost-cuda.png
+#   4. chapter 6 on cuda (6-cost-cuda --device cuda), n = 128 ... 16384, table and figure 3
+#                                                        -> chapter6-cuda.txt, 6-cost-cuda.png
 #      (cells that do not fit are skipped)
 #   5. PyTorch peers where python3 has torch with CUDA    -> torch-peer.txt
 # Each step has its own time limit, and none runs past GPU_CHECK_SECONDS (480: 8 minutes) from
@@ -53,17 +54,18 @@ NVCC=${NVCC:-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)}
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || { log "nvidia-smi failed: no GPU visible (see $OUT/nvidia-smi.txt)"; exit 1; }
 CUDA_HOME=$(dirname "$(dirname "$NVCC")")
 
-step build 240 build.log make BUILD="$BUILD" NVCC="$NVCC" "${MAKE_VARS[@]}" -j"$(nproc)" "$BUILD/bin/cuda-tests" "$BUILD/bin/cuda-cost" "$BUILD/bin/6-cost-cuda" ||
+step build 240 build.log make BUILD="$BUILD" NVCC="$NVCC" "${MAKE_VARS[@]}" -j"$(nproc)" \
+        "$BUILD/bin/cuda-tests" "$BUILD/bin/6-cost-cuda" ||
     { tail -20 "$OUT/build.log"; exit 1; }
 ARCH=$(grep -o 'sm_[0-9a-z]*' "$OUT/build.log" | head -1)
 step cuda-tests 120 cuda-tests.txt "$BUILD/bin/cuda-tests" -tc='cuda device:*'
 tail -3 "$OUT/cuda-tests.txt" | tee -a "$OUT/summary.txt"
 # The speed targets first (the sweep below is the longest step). The kernels are the objects
-# the build above compiled; only gpu_bench.cu itself is compiled here.
+# the build above compiled; only cuda/bench/gpu_bench.cu itself is compiled here.
 # cuBLAS is found through an rpath, whatever the loader's own search path holds.
 KOBJ=$BUILD/cuda/cuda
 if step gpu-bench-build 90 build.log "$NVCC" -std=c++20 -O3 -I. -arch="${ARCH:-sm_90}" \
-        cuda/gpu_bench.cu "$KOBJ/sgemm.o" "$KOBJ/softmax.o" "$KOBJ/reduce.o" \
+        cuda/bench/gpu_bench.cu "$KOBJ/sgemm.o" "$KOBJ/softmax.o" "$KOBJ/reduce.o" \
         "$KOBJ/attention_naive.o" "$KOBJ/attention_flash.o" "$KOBJ/lstm.o" "$KOBJ/device_memory.o" \
         -L"$CUDA_HOME/lib64" -Xlinker -rpath,"$CUDA_HOME/lib64" -lcublas -o "$BUILD/bin/gpu-bench"; then
     step gpu-bench 120 gpu-bench.txt "$BUILD/bin/gpu-bench"
@@ -72,18 +74,14 @@ if step gpu-bench-build 90 build.log "$NVCC" -std=c++20 -O3 -I. -arch="${ARCH:-s
 else
     tail -5 "$OUT/build.log"
 fi
-# Chapter 6 itself (table and figure); cuda-cost prints the same table without the figure and
-# only runs when the chapter binary is missing: device time is short, never run it twice.
-if [ -x "$BUILD/bin/6-cost-cuda" ]; then
-    step chapter6-cuda 240 chapter6-cuda.txt "$BUILD/bin/6-cost-cuda" --device cuda --seq-lens "$SEQ_LENS" --figure-dir "$OUT"
-    cat "$OUT/chapter6-cuda.txt"
-else
-    step cost-cuda 240 cost-cuda.txt "$BUILD/bin/cuda-cost" --seq-lens "$SEQ_LENS"
-    cat "$OUT/cost-cuda.txt"
-fi
+# Chapter 6 itself, the table and figure 3, once: device time is short.
+step chapter6-cuda 240 chapter6-cuda.txt "$BUILD/bin/6-cost-cuda" --device cuda \
+    --seq-lens "$SEQ_LENS" --figure-dir "$OUT"
+cat "$OUT/chapter6-cuda.txt"
 for py in /usr/bin/python3 python3; do
     if "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-        step torch-peer 150 torch-peer.txt env PYTHONUNBUFFERED=1 "$py" cuda/torch_peer.py ${SEQ_LENS//,/ }
+        step torch-peer 150 torch-peer.txt env PYTHONUNBUFFERED=1 "$py" \
+            chapters/6-cost/peer_torch.py --device cuda --seq-lens "$SEQ_LENS"
         cat "$OUT/torch-peer.txt"
         break
     fi

@@ -4,7 +4,7 @@
 // <cublas_v2.h> is used.
 #pragma once
 #if defined(__CUDACC__)
-#error "cuda/cublas_emulated.h is for the emulator build; nvcc uses <cublas_v2.h>"
+#error "cuda/emu/cublas_emulated.h is for the emulator build; nvcc uses <cublas_v2.h>"
 #endif
 
 using cublasHandle_t = void*;

@@ -2,12 +2,13 @@
 // -fsanitize=thread. In that mode a missing __syncthreads is a real data race.
 //
 //   emu-tsan clean     the tiled sgemms (checked and unchecked loops, few rows), the reductions
-//                      and the fused attention at small shapes: ThreadSanitizer must stay silent
-//   emu-tsan planted   the tiled matmul with its first barrier removed (cuda/planted_race.cuh):
+//                      and both FlashAttention versions at small shapes: ThreadSanitizer must
+//                      stay silent
+//   emu-tsan planted   the tiled matmul with its first barrier removed (cuda/emu/planted_race.cuh):
 //                      ThreadSanitizer must report a data race
 #include "cuda/attention_flash.cu"
 #include "cuda/device_memory.cu"
-#include "cuda/planted_race.cuh"
+#include "cuda/emu/planted_race.cuh"
 #include "cuda/reduce.cu"
 #include "cuda/sgemm.cu"
 #include "cuda/softmax.cu"
@@ -57,15 +58,17 @@ int main(int argc, char** argv) {
         }
         sum_cuda(A.data(), s.data(), M * K);
         softmax_forward_cuda(A.data(), C.data(), M, N, true);
-        const int Bsz = 1, h = 1, n = 70, d_k = 24;  // n = 70: two 64-row tiles
+        const int Bsz = 1, h = 1, n = 70, d_k = 24;  // n = 70: 3 tiles of 32 rows, 2 of 64
         const size_t sz = size_t(Bsz) * h * n * d_k;
         auto Q = filled(sz, 1), Kt = filled(sz, 0.5f), V = filled(sz, 1), dO = filled(sz, 1);
         gpu::Buffer<float> O(sz), L(n), dQ(sz), dK(sz), dV(sz);
-        attention_fused_forward_cuda(Q.data(), Kt.data(), V.data(), O.data(), L.data(), Bsz, h, n,
-                                     d_k, true);
-        attention_fused_backward_cuda(Q.data(), Kt.data(), V.data(), O.data(), L.data(),
-                                      dO.data(), dQ.data(), dK.data(), dV.data(), Bsz, h, n, d_k,
-                                      true);
+        for (FlashVersion v : {FlashVersion::simple, FlashVersion::register_tiled}) {
+            attention_fused_forward_cuda(Q.data(), Kt.data(), V.data(), O.data(), L.data(), Bsz, h,
+                                         n, d_k, true, v);
+            attention_fused_backward_cuda(Q.data(), Kt.data(), V.data(), O.data(), L.data(),
+                                          dO.data(), dQ.data(), dK.data(), dV.data(), Bsz, h, n,
+                                          d_k, true, v);
+        }
         std::puts("clean kernels ran");
         return 0;
     }

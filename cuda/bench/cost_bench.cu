@@ -1,9 +1,9 @@
-// Chapter 6 on the GPU (see cuda/cost_bench.h). Buffers, for one layer:
+// Chapter 6 on the GPU (see cuda/bench/cost_bench.h). Buffers, for one layer:
 //   x, dx: (B, n, d)   W_qkv, dW_qkv: (3d, d)   W_proj, dW_proj: (d, d)   qkv, dqkv: (B, n, 3d)
 //   Q K V O dO dQ dK dV: (B, h, n, d_k)          o, do_: (B, n, d)         out, dout: (B, n, d)
 //   naive: P (B, h, n, n) + the backward's dS scratch;  fused: L (B, h, n)
 //   LSTM: x (n, B, d), W_ih W_hh (4d, d), b (4d), h c (n+1, B, d), gates (n, B, 4d) + grads
-#include "cuda/cost_bench.h"
+#include "cuda/bench/cost_bench.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
 
