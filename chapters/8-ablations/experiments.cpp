@@ -131,10 +131,11 @@ double mean_max_weight(const EncoderDecoder& m, const std::vector<int64_t>& numb
     return sum / double(std::max<int64_t>(rows, 1));
 }
 
-TrainConfig budget(int steps, int warmup, double scale, Progress& p) {
+TrainConfig budget(int steps, int warmup, double scale, int seed, Progress& p) {
     TrainConfig tc;
     tc.steps = scaled_steps(steps, scale);
     tc.warmup = scaled_steps(warmup, scale);
+    tc.seed = seed;
     tc.report_every = 10;
     tc.report = [&p, total = tc.steps](int step, double, double, double) { p(step, total); };
     return tc;
@@ -230,13 +231,15 @@ void first_step(const EncoderDecoder& m, const std::vector<int64_t>& heldout, Re
     rec.put("first_step_tv", moved);
 }
 
-Job base_job(double scale) {
-    return {"base", 75 * scale + 20, [scale](Progress& p) {
+Job base_job(double scale, int seed) {
+    return {"base", 75 * scale + 20, [scale, seed](Progress& p) {
                 const Split split = split_numbers();
-                auto m = make_model(ModelConfig{});
+                ModelConfig mc;
+                mc.seed = seed;
+                auto m = make_model(mc);
                 const double pmax = mean_max_weight(*m, {3201, 15000, 99999, 7, 40408, 120});
                 Record rec =
-                    train_record(*m, budget(2000, 200, scale, p), split.train, split.heldout);
+                    train_record(*m, budget(2000, 200, scale, seed, p), split.train, split.heldout);
                 rec.put("init_max_weight", pmax);
                 prune(*m, split.heldout, rec);
                 first_step(*m, split.heldout, rec);
@@ -245,31 +248,33 @@ Job base_job(double scale) {
 }
 
 Job variant_job(const std::string& name, double cost, ModelConfig mc, bool scaled, int steps,
-                int warmup, double scale) {
+                int warmup, double scale, int seed) {
+    mc.seed = seed;
     return {name, cost * scale, [=](Progress& p) {
                 const Split split = split_numbers();
                 auto m = make_model(mc);
                 set_score_scaling(*m, scaled);
                 const double pmax = mean_max_weight(*m, {3201, 15000, 99999, 7, 40408, 120});
-                Record rec =
-                    train_record(*m, budget(steps, warmup, scale, p), split.train, split.heldout);
+                Record rec = train_record(*m, budget(steps, warmup, scale, seed, p), split.train,
+                                          split.heldout);
                 rec.put("init_max_weight", pmax);
                 return rec;
             }};
 }
 
-Job positions_job(const std::string& name, Positions pos, double scale) {
+Job positions_job(const std::string& name, Positions pos, double scale, int seed) {
     return {name, 25 * scale, [=](Progress& p) {
                 const LengthSplit s = length_split();
                 ModelConfig mc;
                 mc.positions = pos;
+                mc.seed = seed;
                 auto m = make_model(mc);
                 std::vector<float> src0, tgt0;  // the learned tables before training
                 if (m->src_pos) {
                     src0 = m->src_pos->weight.to_vector();
                     tgt0 = m->tgt_pos->weight.to_vector();
                 }
-                TrainConfig tc = budget(1000, 100, scale, p);
+                TrainConfig tc = budget(1000, 100, scale, seed, p);
                 tc.max_digits = 4;
                 Record rec = train_record(*m, tc, s.train, s.heldout);
                 rec.put("exact_five",
@@ -296,13 +301,14 @@ Job positions_job(const std::string& name, Positions pos, double scale) {
             }};
 }
 
-Job warmup_job(const std::string& name, LnPlacement placement, bool warm, double scale) {
+Job warmup_job(const std::string& name, LnPlacement placement, bool warm, double scale, int seed) {
     return {name, 25 * scale, [=](Progress& p) {
                 const Split split = split_numbers();
                 ModelConfig mc;
                 mc.layers = 6, mc.d_model = 32, mc.heads = 4, mc.placement = placement;
+                mc.seed = seed;
                 auto m = make_model(mc);
-                TrainConfig tc = budget(500, 100, scale, p);
+                TrainConfig tc = budget(500, 100, scale, seed, p);
                 const double peak = optim::noam_lr(tc.warmup, mc.d_model, tc.warmup, tc.lr);
                 if (!warm)  // the same peak from step 1, then the same decay after the warm-up
                     tc.schedule = [=](int step) {
@@ -318,22 +324,22 @@ Job warmup_job(const std::string& name, LnPlacement placement, bool warm, double
 
 }  // namespace
 
-std::vector<Job> all_jobs(double scale) {
+std::vector<Job> all_jobs(double scale, int seed) {
     ModelConfig one_head;
     one_head.heads = 1;
     ModelConfig wide;  // one head of d_k = 256
     wide.layers = 1, wide.d_model = 256, wide.heads = 1;
-    return {base_job(scale),
-            variant_job("heads-1", 45, one_head, true, 2000, 200, scale),
-            variant_job("unscaled-16", 50, ModelConfig{}, false, 2000, 200, scale),
-            variant_job("scaled-256", 35, wide, true, 400, 40, scale),
-            variant_job("unscaled-256", 35, wide, false, 400, 40, scale),
-            positions_job("pos-sin", Positions::sinusoidal, scale),
-            positions_job("pos-learned", Positions::learned, scale),
-            warmup_job("warm-post", LnPlacement::PostLN, true, scale),
-            warmup_job("nowarm-post", LnPlacement::PostLN, false, scale),
-            warmup_job("warm-pre", LnPlacement::PreLN, true, scale),
-            warmup_job("nowarm-pre", LnPlacement::PreLN, false, scale)};
+    return {base_job(scale, seed),
+            variant_job("heads-1", 45, one_head, true, 2000, 200, scale, seed),
+            variant_job("unscaled-16", 50, ModelConfig{}, false, 2000, 200, scale, seed),
+            variant_job("scaled-256", 35, wide, true, 400, 40, scale, seed),
+            variant_job("unscaled-256", 35, wide, false, 400, 40, scale, seed),
+            positions_job("pos-sin", Positions::sinusoidal, scale, seed),
+            positions_job("pos-learned", Positions::learned, scale, seed),
+            warmup_job("warm-post", LnPlacement::PostLN, true, scale, seed),
+            warmup_job("nowarm-post", LnPlacement::PostLN, false, scale, seed),
+            warmup_job("warm-pre", LnPlacement::PreLN, true, scale, seed),
+            warmup_job("nowarm-pre", LnPlacement::PreLN, false, scale, seed)};
 }
 
 }  // namespace ablations

@@ -325,6 +325,7 @@ int main(int argc, char** argv) {
     std::string only, figure_dir = "figures";
     int jobs = int(std::max(1u, std::min(4u, std::thread::hardware_concurrency())));
     double scale = 1.0;
+    int seed = 0;
     bool no_figures = false;
     cli.option("--only", only,
                "comma-separated claims: scaling, heads, pruning, positions, warmup, first-step "
@@ -332,6 +333,7 @@ int main(int argc, char** argv) {
     cli.option("--jobs", jobs,
                "training runs at once, each on one core (default: the cores, <= 4)");
     cli.option("--scale", scale, "fraction of every run's steps (1: the stated budget)");
+    cli.option("--seed", seed, "every run's weight seed (its training order: seed + 1)");
     cli.option("--figure-dir", figure_dir, "where to write the 8-*.png figures");
     cli.flag("--no-figures", no_figures, "do not write the figures");
     cli.parse(argc, argv);
@@ -362,10 +364,13 @@ int main(int argc, char** argv) {
     for (const Claim& c : CLAIMS)
         if (chosen.count(c.name)) needed.insert(c.runs.begin(), c.runs.end());
     std::vector<Job> selected;
-    for (const Job& j : all_jobs(scale))
+    if (seed < 0) cli.fail("--seed must be 0 or more");
+    for (const Job& j : all_jobs(scale, seed))
         if (needed.count(j.name)) selected.push_back(j);
     std::printf("8장: 글의 주장을 학습으로 확인합니다 (학습 %zu회, 동시에 %d개, 스텝 배율 %g)\n",
                 selected.size(), jobs, scale);
+    std::printf("씨앗: 가중치 torch.manual_seed(%d), 학습 순서 %d, 평가 집합 2017 (4절은 2018)\n",
+                seed, seed + 1);
     std::fflush(stdout);
     std::vector<Record> results;
     try {
