@@ -31,15 +31,12 @@ int main(int argc, char** argv) {
     cli::Parser cli("1-self-attention", "Section 1: self-attention on the article's 4 tokens");
     std::string mask_name = "none";
     int explain = 0;
-    cli.option("--mask", mask_name, "none | causal (row i sees only keys j <= i)");
-    cli.option("--explain", explain, "print each step for query token I (1..4); 0 = off");
+    cli.choice("--mask", mask_name, {"none", "causal"}, "causal: row i sees only keys j <= i");
+    cli.option("--explain", explain, "print each step for query token I (1..4); 0 = off", "I");
     std::string figure_dir = "figures";
     bool no_figures = false;
-    cli.option("--figure-dir", figure_dir, "where to write 1-self-attention.png");
-    cli.flag("--no-figures", no_figures, "do not write the figure");
+    cli.figures(figure_dir, no_figures, "1-self-attention.png");
     cli.parse(argc, argv);
-    if (mask_name != "none" && mask_name != "causal")
-        cli.fail("bad value '" + mask_name + "' for --mask: expected none or causal");
 
     // Four tokens, d_model = d_k = 4. One row of X per token.
     Tensor X = Tensor::from({{0, 0, 1, 0}, {1, 1, 1, 0}, {1, 1, 0, 1}, {0, 0, 0, 1}});

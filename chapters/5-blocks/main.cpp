@@ -117,8 +117,7 @@ int main(int argc, char** argv) {
     cli.option("--heads", heads, "attention heads h (must divide d)");
     cli.option("--vocab", vocab, "vocabulary size of the head and the targets");
     cli.option("--digits", digits, "decimals of the printed ratios");
-    cli.option("--figure-dir", figure_dir, "where to write 5-blocks.png");
-    cli.flag("--no-figures", no_figures, "do not write the figure");
+    cli.figures(figure_dir, no_figures, "5-blocks.png");
     cli.flag("--no-decoder", no_decoder, "print only the table");
     cli.parse(argc, argv);
     for (int L : depths)

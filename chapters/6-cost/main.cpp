@@ -213,8 +213,8 @@ int main(int argc, char** argv) {
 
     cli::Parser cli("6-cost",
                     "Section 6: the cost of attention (complexity table, benchmark, figure 3)");
-    cli.option("--device", device,
-               "cpu, or cuda (in build/bin/6-cost-cuda, built when nvcc is present)");
+    cli.choice("--device", device, {"cpu", "cuda"},
+               "cuda: in build/bin/6-cost-cuda, built when nvcc is present");
     cli.option("--seq-lens", seq_lens,
                "sequence lengths n (the article: 128,256,512,1024,2048,4096)");
     cli.option("--batch", cfg.batch, "batch size");
@@ -222,16 +222,14 @@ int main(int argc, char** argv) {
     cli.option("--heads", cfg.heads, "attention heads");
     cli.option("--warmup", cfg.warmup, "untimed runs per cell");
     cli.option("--repeat", cfg.repeat, "timed runs per cell (the mean is printed)");
-    cli.option("--mem-limit", mem_limit_mb, "MB a cell may need (0: the physical memory)");
-    cli.option("--figure-dir", figure_dir, "folder for 6-cost.png");
-    cli.flag("--no-figures", no_figures, "skip figure 3");
+    cli.option("--mem-limit", mem_limit_mb, "MB a cell may need (0: the physical memory)", "MB");
+    cli.figures(figure_dir, no_figures, "6-cost.png (figure 3)");
     cli.parse(argc, argv);
 #ifndef WITH_CUDA
     if (device == "cuda")
         cli.fail("--device cuda: this binary has no CUDA path; run build/bin/6-cost-cuda (built by "
                  "make when nvcc is present)");
 #endif
-    if (device != "cpu" && device != "cuda") cli.fail("--device must be cpu or cuda");
     if (seq_lens.empty()) cli.fail("--seq-lens needs at least one length");
     for (int n : seq_lens)
         if (n < 1 || n > (1 << 20)) cli.fail("--seq-lens entries must be between 1 and 1048576");
