@@ -6,6 +6,8 @@
 #include "common/memory.h"
 #include "tests/util.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <regex>
@@ -62,10 +64,10 @@ size_t measured_peak(Method m, int B, int n, int D, int h) {
 
 // The layer's own bytes from the prediction, without the sgemm workspace margin.
 double predicted_exact(Method m, int B, int n, int D, int h) {
-    const size_t p = m == Method::lstm
+    const double p = m == Method::lstm
                          ? LstmLayer::predicted_peak_bytes(B, n, D)
                          : AttentionLayer::predicted_peak_bytes(m == Method::fused, B, n, D, h);
-    return (double)(p - sgemm_workspace_bytes_max());
+    return p - (double)sgemm_workspace_bytes_max();
 }
 
 constexpr Method METHODS[3] = {Method::naive, Method::fused, Method::lstm};
@@ -214,7 +216,46 @@ TEST_CASE("chapter6: prints the complexity table, the crossover and the benchmar
     const std::regex row(R"(\n {4}16 \|)" + cell + " \\|" + cell + " \\|" + cell +
                          R"(\n {4}32 \|)");
     CHECK(std::regex_search(r.out, row));
-    CHECK_FALSE(r.err.empty());  // progress goes to stderr
+    CHECK(r.err.empty());  // stderr is a file here: no progress lines in a log
+}
+
+TEST_CASE("chapter6: progress is one line rewritten in place on a terminal, nothing in a log") {
+    // script(1) gives the program a pseudo-terminal; what it wrote there comes back in the
+    // typescript (stdout and stderr together).
+    const std::string log = "/tmp/transformer-test-6-cost-tty-" + std::to_string(::getpid());
+    const std::string cmd = "script -qec '" + std::string(PROJECT_BIN) +
+                            "/6-cost --seq-lens 16,32 --batch 1 --d-model 32 --heads 4 --warmup 1 "
+                            "--repeat 2 --no-figures' " +
+                            log + " >/dev/null 2>&1 </dev/null";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    const std::string tty = testutil::read_file_abs(log);
+    std::remove(log.c_str());
+    // 2 lengths x 3 layers x 3 runs = 18 updates of the same line, each starting with \r and
+    // erase-line; the line is cleared after each cell, so no progress text is left on a row.
+    size_t updates = 0;
+    for (size_t k = tty.find("\r\033[K  n = "); k != std::string::npos;
+         k = tty.find("\r\033[K  n = ", k + 1))
+        updates++;
+    CHECK(updates == 18);
+    CHECK(tty.find("  n = 32, LSTM: 측정 2/2") != std::string::npos);
+    CHECK(tty.find("측정 2/2\n") == std::string::npos);  // never a line of its own
+    CHECK(tty.find("    32 |") != std::string::npos);    // and the table is there
+}
+
+TEST_CASE("chapter6: sizes whose smallest cell cannot fit are refused up front") {
+    // d_model 10^9: the weights alone are 3.2e19 bytes (the estimate once overflowed to 9 MB).
+    auto r = testutil::run("6-cost",
+                           "--seq-lens 16 --batch 1 --d-model 1000000000 --heads 1 "
+                           "--no-figures");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("6-cost: error: --batch 1 --d-model 1000000000 at n = 16 need about "
+                      "32000000128 GB of memory, more than this machine's ",
+                      0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    // The prediction itself no longer wraps around: at n = 2^20 it exceeds 2^64 bytes.
+    CHECK(AttentionLayer::predicted_peak_bytes(false, 1 << 20, 1 << 20, 512, 8) > 1.8e19);
+    CHECK(LstmLayer::predicted_peak_bytes(1 << 30, 1 << 20, 4096) > 1.8e19);
 }
 
 TEST_CASE("chapter6: the article's defaults compute n = 512 and 8x") {

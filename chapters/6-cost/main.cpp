@@ -121,11 +121,11 @@ Cell run_cell(Method method, int n, const Config& cfg) {
     mem::empty_cache();  // the previous cell's cached blocks go back before this one is judged
     Cell cell;
     const bool fused = method == Method::fused;
-    const size_t predicted = method == Method::lstm
+    const double predicted = method == Method::lstm
                                  ? LstmLayer::predicted_peak_bytes(B, n, D)
                                  : AttentionLayer::predicted_peak_bytes(fused, B, n, D, cfg.heads);
     cell.predicted_mb = predicted / MIB;
-    if ((double)predicted > cfg.limit_bytes || (double)predicted > available_bytes()) {
+    if (predicted > cfg.limit_bytes || predicted > available_bytes()) {
         cell.skipped = true;
         return cell;
     }
@@ -162,11 +162,13 @@ Cell run_cell(Method method, int n, const Config& cfg) {
         const int total = cfg.warmup + cfg.repeat;
         double seconds = 0, peak = 0;
         for (int r = 0; r < total; r++) {
-            std::fprintf(stderr, "%s  n = %d, %s: %s %d/%d%s", tty ? "\r\033[K" : "", n,
-                         method_name(method), r < cfg.warmup ? "워밍업" : "측정",
-                         r < cfg.warmup ? r + 1 : r - cfg.warmup + 1,
-                         r < cfg.warmup ? cfg.warmup : cfg.repeat, tty ? "" : "\n");
-            std::fflush(stderr);
+            if (tty) {  // one line, rewritten in place; nothing at all in a log
+                std::fprintf(stderr, "\r\033[K  n = %d, %s: %s %d/%d", n, method_name(method),
+                             r < cfg.warmup ? "워밍업" : "측정",
+                             r < cfg.warmup ? r + 1 : r - cfg.warmup + 1,
+                             r < cfg.warmup ? cfg.warmup : cfg.repeat);
+                std::fflush(stderr);
+            }
             mem::reset_peak();
             const double t0 = now_s();
             step();
@@ -245,6 +247,18 @@ int main(int argc, char** argv) {
     if (mem_limit_mb < 0)
         cli.fail("--mem-limit must be 0 (physical memory) or a positive number of MB");
     cfg.limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * MIB : mem::physical_bytes();
+    {
+        // The smallest cell holds at least its layer's weights and gradients, x and dy. When
+        // that is more than the machine has, no cell can run: say so now, as chapter 3 does,
+        // rather than print a table of skipped cells.
+        const int n0 = *std::min_element(seq_lens.begin(), seq_lens.end());
+        const double D = cfg.d_model, io = 2.0 * cfg.batch * n0 * D * sizeof(float);
+        const double attention = 8 * D * D * sizeof(float) + io;           // W_qkv, W_o
+        const double lstm = 2 * (8 * D * D + 4 * D) * sizeof(float) + io;  // W_ih, W_hh, b
+        cli.require_memory(std::min(attention, lstm),
+                           "--batch " + std::to_string(cfg.batch) + " --d-model " +
+                               std::to_string(cfg.d_model) + " at n = " + std::to_string(n0));
+    }
 
     print_complexity(cfg.d_model);
 
