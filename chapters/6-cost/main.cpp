@@ -344,8 +344,25 @@ void draw_figure(const std::vector<int>& seq_lens, const std::vector<std::vector
         left.plot(n, ms, fmts[m], method_name(METHODS[m]));
         right.plot(n, mb, fmts[m], method_name(METHODS[m]));
     }
-    char label[64];
+    // The data's range on each panel (time, memory).
+    double ms_lo = INFINITY, ms_hi = -INFINITY, lo = INFINITY, hi = -INFINITY;
+    for (const std::vector<Cell>& row : cells)
+        for (const Cell& c : row) {
+            if (c.skipped) continue;
+            if (c.ms > 0) ms_lo = std::min(ms_lo, c.ms), ms_hi = std::max(ms_hi, c.ms);
+            if (c.mb > 0) lo = std::min(lo, c.mb), hi = std::max(hi, c.mb);
+        }
+    // The machine's memory, dashed, where it lies within a decade of the highest point. Further
+    // up it would squeeze the data into the bottom of the panel: then the axis keeps to the data
+    // and the line, above the view, is in the legend with how far above it lies.
+    char label[128];
     std::snprintf(label, sizeof label, "%s 물리 메모리 (%.0f GB)", memory_name, memory_mb / 1024.0);
+    if (hi > 0 && memory_mb > 10 * hi) {
+        const double span = std::max(std::log10(hi / lo), 0.3), margin = 0.05 * span;
+        right.set_ylim(lo / std::pow(10.0, margin), hi * std::pow(10.0, margin));
+        std::snprintf(label, sizeof label, "%s 물리 메모리 %.0f GB: 그림 위쪽 밖, 최대값의 %.0f배",
+                      memory_name, memory_mb / 1024.0, memory_mb / hi);
+    }
     right.axhline(memory_mb, {.fmt = "--", .color = plot::gray, .lw = 1, .label = label});
     left.set_title("시간");
     left.set_ylabel("순전파+역전파 시간 (ms)");
@@ -354,6 +371,10 @@ void draw_figure(const std::vector<int>& seq_lens, const std::vector<std::vector
     for (plot::Axes* ax : {&left, &right}) {
         ax->set_xscale("log", 2);
         ax->set_yscale("log");
+        // A log axis labels only the powers of ten: over two decades or less that may be one
+        // label (10^2 over 30 to 900 ms). There, label 1, 2 and 5 of each decade as numbers.
+        const bool time = ax == &left;
+        if ((time ? ms_hi / ms_lo : hi / lo) <= 100) ax->use_plain_log_labels('y', {1, 2, 5});
         ax->set_xlabel("시퀀스 길이 n");
         ax->grid(0.3);
         ax->legend({.loc = "upper left"});
