@@ -327,3 +327,27 @@ TEST_CASE("chapter6: --device cuda on the emulator fills the table and draws the
     CHECK(wide.err.find("--heads") != std::string::npos);
     CHECK(wide.out.empty());
 }
+
+TEST_CASE("chapter6: the README's CPU numbers are what bench/readme-numbers.sh makes of a run") {
+    // Never typed by hand: the lines between the README's bench markers are the script's output
+    // for the run kept in bench/last-run.txt (its date, CPU and load average included).
+    const std::string root = PROJECT_ROOT,
+                      out = "/tmp/transformer-test-readme-numbers-" + std::to_string(::getpid());
+    const std::string cmd =
+        root + "/bench/readme-numbers.sh " + root + "/bench/last-run.txt >" + out + " 2>&1";
+    CHECK(std::system(cmd.c_str()) == 0);
+    const std::string lines = testutil::read_file_abs(out);
+    std::remove(out.c_str());
+    CHECK(lines.rfind("- `make bench` on ", 0) == 0);
+    std::string text = lines;  // one line again: the script wraps at 100 columns
+    for (size_t k; (k = text.find("\n  ")) != std::string::npos;)
+        text.replace(k, 3, " ");
+    for (const char* s : {" n = 512: naive ", " n = 1024: naive ", " the fused layer holds "})
+        CHECK_MESSAGE(text.find(s) != std::string::npos, std::string(s));
+    const std::string readme = testutil::read_file("README.md");
+    const size_t begin = readme.find("<!-- bench:begin"), end = readme.find("<!-- bench:end");
+    REQUIRE(begin != std::string::npos);
+    REQUIRE(end != std::string::npos);
+    const size_t first = readme.find('\n', begin) + 1;
+    CHECK(readme.substr(first, end - first) == lines);
+}
