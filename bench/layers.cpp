@@ -32,7 +32,7 @@ struct Cell {
 };
 
 // 1 warm-up, then the mean of `repeat` timed runs; peak memory of the last run.
-Cell measure(const std::function<void()>& step, int repeat, size_t predicted) {
+Cell measure(const std::function<void()>& step, int repeat, double predicted) {
     step();
     double total = 0;
     for (int r = 0; r < repeat; r++) {

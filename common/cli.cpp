@@ -45,6 +45,63 @@ bool parse_int_list(const std::string& s, std::vector<int>& out) {
     return true;
 }
 
+std::string quote(const std::string& s) {
+    std::string out = "'";
+    auto hex = [&](unsigned char b) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", b);
+        out += buf;
+    };
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char b = (unsigned char)s[i];
+        if (b < 0x80) {
+            switch (b) {
+                case '\n':
+                    out += "\\n";
+                    break;
+                case '\t':
+                    out += "\\t";
+                    break;
+                case '\r':
+                    out += "\\r";
+                    break;
+                case '\\':
+                    out += "\\\\";
+                    break;
+                case '\'':
+                    out += "\\'";
+                    break;
+                default:
+                    if (b < 0x20 || b == 0x7f)
+                        hex(b);
+                    else
+                        out += char(b);
+            }
+            i++;
+            continue;
+        }
+        // A UTF-8 sequence: kept when well formed and not a C1 control (U+0080..U+009F).
+        const int len = b >= 0xF0 && b < 0xF5 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 && b < 0xE0 ? 2 : 0;
+        const char32_t least = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;  // no overlong form
+        bool ok = len > 0 && i + len <= s.size();
+        char32_t c = len == 2 ? b & 0x1F : len == 3 ? b & 0x0F : b & 0x07;
+        for (int k = 1; ok && k < len; k++) {
+            const unsigned char t = (unsigned char)s[i + k];
+            ok = (t & 0xC0) == 0x80;
+            c = (c << 6) | (t & 0x3F);
+        }
+        ok = ok && c >= least && c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF) && c >= 0xA0;
+        if (!ok) {
+            hex(b);
+            i++;
+            continue;
+        }
+        out.append(s, i, size_t(len));
+        i += size_t(len);
+    }
+    return out + "'";
+}
+
 namespace {
 
 std::string join(const std::vector<int>& v) {
@@ -93,8 +150,10 @@ Parser::Parser(std::string program, std::string about)
 
 void Parser::add(Entry e) { entries_.push_back(std::move(e)); }
 
-void Parser::option(const std::string& name, int& value, const std::string& help) {
-    add({name, help, std::to_string(value), "integer", true, [&value](const std::string& s) {
+void Parser::option(const std::string& name, int& value, const std::string& help,
+                    const std::string& placeholder) {
+    add({name, help, std::to_string(value), "integer", placeholder, true,
+         [&value](const std::string& s) {
              long x;
              if (!parse_int(s, x) || x < -2147483647L || x > 2147483647L) return false;
              value = int(x);
@@ -102,30 +161,69 @@ void Parser::option(const std::string& name, int& value, const std::string& help
          }});
 }
 
-void Parser::option(const std::string& name, long& value, const std::string& help) {
-    add({name, help, std::to_string(value), "integer", true,
+void Parser::option(const std::string& name, long& value, const std::string& help,
+                    const std::string& placeholder) {
+    add({name, help, std::to_string(value), "integer", placeholder, true,
          [&value](const std::string& s) { return parse_int(s, value); }});
 }
 
-void Parser::option(const std::string& name, double& value, const std::string& help) {
-    add({name, help, shortest(value), "number", true,
+void Parser::option(const std::string& name, double& value, const std::string& help,
+                    const std::string& placeholder) {
+    add({name, help, shortest(value), "number", placeholder, true,
          [&value](const std::string& s) { return parse_double(s, value); }});
 }
 
-void Parser::option(const std::string& name, std::string& value, const std::string& help) {
-    add({name, help, value.empty() ? "\"\"" : value, "text", true, [&value](const std::string& s) {
+void Parser::option(const std::string& name, std::string& value, const std::string& help,
+                    const std::string& placeholder) {
+    add({name, help, value.empty() ? "\"\"" : value, "text", placeholder, true,
+         [&value](const std::string& s) {
              value = s;
              return true;
          }});
 }
 
-void Parser::option(const std::string& name, std::vector<int>& value, const std::string& help) {
-    add({name, help, join(value), "comma-separated list of integers", true,
+void Parser::option(const std::string& name, std::vector<int>& value, const std::string& help,
+                    const std::string& placeholder) {
+    add({name, help, join(value), "comma-separated list of integers", placeholder, true,
          [&value](const std::string& s) { return parse_int_list(s, value); }});
 }
 
+void Parser::path(const std::string& name, std::string& value, const std::string& help,
+                  const std::string& placeholder) {
+    add({name, help, value.empty() ? "\"\"" : value,
+         placeholder == "DIR" ? "a folder name, not empty (. for this folder)"
+                              : "a file name, not empty",
+         placeholder, true, [&value](const std::string& s) {
+             if (s.empty()) return false;
+             value = s;
+             return true;
+         }});
+}
+
+void Parser::choice(const std::string& name, std::string& value, std::vector<std::string> choices,
+                    const std::string& help) {
+    std::string bar, words;
+    for (size_t i = 0; i < choices.size(); i++) {
+        bar += (i ? "|" : "") + choices[i];
+        words += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+    }
+    add({name, help, value, words, bar, true, [&value, choices](const std::string& s) {
+             for (const std::string& c : choices)
+                 if (s == c) {
+                     value = s;
+                     return true;
+                 }
+             return false;
+         }});
+}
+
+void Parser::figures(std::string& dir, bool& skip, const std::string& file) {
+    path("--figure-dir", dir, "folder for " + file + ", created if missing", "DIR");
+    flag("--no-figures", skip, "do not write " + file);
+}
+
 void Parser::flag(const std::string& name, bool& value, const std::string& help) {
-    add({name, help, "", "", false, [&value](const std::string&) {
+    add({name, help, "", "", "", false, [&value](const std::string&) {
              value = true;
              return true;
          }});
@@ -149,7 +247,7 @@ void Parser::require_memory(double bytes, const std::string& options) const {
 void Parser::print_help() const {
     std::printf("usage: %s [options]\n%s\n\noptions:\n", program_.c_str(), about_.c_str());
     for (const Entry& e : entries_) {
-        std::string left = "  " + e.name + (e.takes_value ? " VALUE" : "");
+        std::string left = "  " + e.name + (e.takes_value ? " " + e.placeholder : "");
         std::printf("%-24s %s", left.c_str(), e.help.c_str());
         if (e.takes_value) std::printf(" (default: %s)", e.default_text.c_str());
         std::printf("\n");
@@ -174,8 +272,8 @@ void Parser::parse(int argc, char** argv) {
         for (const Entry& e : entries_)
             if (e.name == arg) found = &e;
         if (!found && arg.rfind("-", 0) != 0)
-            fail("unexpected argument '" + arg + "': every option is a --flag (see --help)");
-        if (!found) fail("unknown flag '" + arg + "' (see --help)");
+            fail("unexpected argument " + quote(arg) + ": every option is a --flag (see --help)");
+        if (!found) fail("unknown flag " + quote(arg) + " (see --help)");
         if (!found->takes_value) {
             if (inline_value) fail(arg + " takes no value");
             found->set("");
@@ -186,7 +284,7 @@ void Parser::parse(int argc, char** argv) {
             value = argv[++i];
         }
         if (!found->set(value))
-            fail("bad value '" + value + "' for " + arg + ": expected " + found->kind);
+            fail("bad value " + quote(value) + " for " + arg + ": expected " + found->kind);
     }
 }
 

@@ -7,6 +7,8 @@
 #include "common/memory.h"
 #include "tests/util.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <regex>
@@ -63,10 +65,10 @@ size_t measured_peak(Method m, int B, int n, int D, int h) {
 
 // The layer's own bytes from the prediction, without the sgemm workspace margin.
 double predicted_exact(Method m, int B, int n, int D, int h) {
-    const size_t p = m == Method::lstm
+    const double p = m == Method::lstm
                          ? LstmLayer::predicted_peak_bytes(B, n, D)
                          : AttentionLayer::predicted_peak_bytes(m == Method::fused, B, n, D, h);
-    return (double)(p - sgemm_workspace_bytes_max());
+    return p - (double)sgemm_workspace_bytes_max();
 }
 
 constexpr Method METHODS[3] = {Method::naive, Method::fused, Method::lstm};
@@ -215,7 +217,46 @@ TEST_CASE("chapter6: prints the complexity table, the crossover and the benchmar
     const std::regex row(R"(\n {4}16 \|)" + cell + " \\|" + cell + " \\|" + cell +
                          R"(\n {4}32 \|)");
     CHECK(std::regex_search(r.out, row));
-    CHECK_FALSE(r.err.empty());  // progress goes to stderr
+    CHECK(r.err.empty());  // stderr is a file here: no progress lines in a log
+}
+
+TEST_CASE("chapter6: progress is one line rewritten in place on a terminal, nothing in a log") {
+    // script(1) gives the program a pseudo-terminal; what it wrote there comes back in the
+    // typescript (stdout and stderr together).
+    const std::string log = "/tmp/transformer-test-6-cost-tty-" + std::to_string(::getpid());
+    const std::string cmd = "script -qec '" + std::string(PROJECT_BIN) +
+                            "/6-cost --seq-lens 16,32 --batch 1 --d-model 32 --heads 4 --warmup 1 "
+                            "--repeat 2 --no-figures' " +
+                            log + " >/dev/null 2>&1 </dev/null";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    const std::string tty = testutil::read_file_abs(log);
+    std::remove(log.c_str());
+    // 2 lengths x 3 layers x 3 runs = 18 updates of the same line, each starting with \r and
+    // erase-line; the line is cleared after each cell, so no progress text is left on a row.
+    size_t updates = 0;
+    for (size_t k = tty.find("\r\033[K  n = "); k != std::string::npos;
+         k = tty.find("\r\033[K  n = ", k + 1))
+        updates++;
+    CHECK(updates == 18);
+    CHECK(tty.find("  n = 32, LSTM: 측정 2/2") != std::string::npos);
+    CHECK(tty.find("측정 2/2\n") == std::string::npos);  // never a line of its own
+    CHECK(tty.find("    32 |") != std::string::npos);    // and the table is there
+}
+
+TEST_CASE("chapter6: sizes whose smallest cell cannot fit are refused up front") {
+    // d_model 10^9: the weights alone are 3.2e19 bytes (the estimate once overflowed to 9 MB).
+    auto r = testutil::run("6-cost",
+                           "--seq-lens 16 --batch 1 --d-model 1000000000 --heads 1 "
+                           "--no-figures");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("6-cost: error: --batch 1 --d-model 1000000000 at n = 16 need about "
+                      "32000000128 GB of memory, more than this machine's ",
+                      0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    // The prediction itself no longer wraps around: at n = 2^20 it exceeds 2^64 bytes.
+    CHECK(AttentionLayer::predicted_peak_bytes(false, 1 << 20, 1 << 20, 512, 8) > 1.8e19);
+    CHECK(LstmLayer::predicted_peak_bytes(1 << 30, 1 << 20, 4096) > 1.8e19);
 }
 
 TEST_CASE("chapter6: the article's defaults compute n = 512 and 8x") {
@@ -342,4 +383,28 @@ TEST_CASE("chapter6: the gradient's path: an LSTM's vanishes step by step, atten
     CHECK(bare.out.find("최장 의존 경로: 마지막 위치") == std::string::npos);
     CHECK(bare.out.find("메모리 교차점") == std::string::npos);
     CHECK(testutil::run("6-cost", "--path-lens 1").exit_code == 2);
+}
+
+TEST_CASE("chapter6: the README's CPU numbers are what bench/readme-numbers.sh makes of a run") {
+    // Never typed by hand: the lines between the README's bench markers are the script's output
+    // for the run kept in bench/last-run.txt (its date, CPU and load average included).
+    const std::string root = PROJECT_ROOT,
+                      out = "/tmp/transformer-test-readme-numbers-" + std::to_string(::getpid());
+    const std::string cmd =
+        root + "/bench/readme-numbers.sh " + root + "/bench/last-run.txt >" + out + " 2>&1";
+    CHECK(std::system(cmd.c_str()) == 0);
+    const std::string lines = testutil::read_file_abs(out);
+    std::remove(out.c_str());
+    CHECK(lines.rfind("- `make bench` on ", 0) == 0);
+    std::string text = lines;  // one line again: the script wraps at 100 columns
+    for (size_t k; (k = text.find("\n  ")) != std::string::npos;)
+        text.replace(k, 3, " ");
+    for (const char* s : {" n = 512: naive ", " n = 1024: naive ", " the fused layer holds "})
+        CHECK_MESSAGE(text.find(s) != std::string::npos, std::string(s));
+    const std::string readme = testutil::read_file("README.md");
+    const size_t begin = readme.find("<!-- bench:begin"), end = readme.find("<!-- bench:end");
+    REQUIRE(begin != std::string::npos);
+    REQUIRE(end != std::string::npos);
+    const size_t first = readme.find('\n', begin) + 1;
+    CHECK(readme.substr(first, end - first) == lines);
 }

@@ -213,3 +213,20 @@ TEST_CASE("cuda emulator: gpu-bench --quick runs every section and every cross-c
     CHECK(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), tt),
                         std::sregex_iterator()) == 5);
 }
+
+TEST_CASE("cuda emulator: gpu-bench --help and an unknown argument return at once") {
+    // Both used to start the full benchmark (minutes on a GPU, hours on the emulator).
+    auto r = testutil::run("gpu-bench-emu", "--help", "", 60);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind("usage: gpu-bench [--quick]\n", 0) == 0);
+    CHECK(r.err.empty());
+    r = testutil::run("gpu-bench-emu", "--bogus", "", 60);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err ==
+          "gpu-bench: error: unexpected argument '--bogus': the only option is --quick "
+          "(see --help)\n");
+    r = testutil::run("gpu-bench-emu", "--quick extra", "", 60);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("'extra'") != std::string::npos);
+}

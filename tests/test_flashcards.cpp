@@ -13,6 +13,9 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 
 namespace {
 
@@ -773,5 +776,88 @@ TEST_CASE("flashcards: the full-screen program in a pseudo-terminal, and TERM=du
     CHECK(screen.find('\x1b') == std::string::npos);
     CHECK(screen.find("평가했어요: 쉬움 0, 보통 1, 어려움 0") != std::string::npos);
     CHECK(cards::load_progress(path).cards.at(1).last == cards::Rating::Medium);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("flashcards: a FIFO or a device node is refused as the progress file or the deck") {
+    std::string dir = temp_dir("special");
+    const std::string fifo = dir + "/fifo.tsv";
+    REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+    // Reading a FIFO used to wait forever for a writer (hence the time limit).
+    testutil::Run r = testutil::run("flashcards", run_args(fifo) + " --stats", "", 30);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "flashcards: " + fifo +
+                       ": is a FIFO, not a progress file; pass a regular file to --progress\n");
+    // --reset used to rename a regular file over it.
+    r = testutil::run("flashcards", run_args(fifo) + " --reset", "", 30);
+    CHECK(r.exit_code == 1);
+    CHECK(fs::is_fifo(fifo));
+    fs::create_symlink("fifo.tsv", dir + "/link.tsv");  // a link to one is the same
+    r = testutil::run("flashcards", run_args(dir + "/link.tsv") + " --reset", "", 30);
+    CHECK(r.exit_code == 1);
+    CHECK(fs::is_fifo(fifo));
+    r = testutil::run("flashcards", "--deck " + fifo + " --progress " + dir + "/p.tsv --stats", "",
+                      30);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "flashcards: " + fifo +
+                       ": cannot read the deck: it is a FIFO, not a regular file; pass the "
+                       "Markdown deck to --deck FILE\n");
+    // A device node: read from /dev/null, never written; a node of our own is not replaced.
+    r = testutil::run("flashcards", run_args("/dev/null") + " --stats", "", 30);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err ==
+          "flashcards: /dev/null: is a device node, not a progress file; pass a regular "
+          "file to --progress\n");
+    const std::string node = dir + "/null.tsv";
+    if (::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {  // root only
+        r = testutil::run("flashcards", run_args(node) + " --reset", "", 30);
+        CHECK(r.exit_code == 1);
+        CHECK(fs::is_character_file(node));
+        r = testutil::run("flashcards", run_args(node), "space\n1\n", 30);
+        CHECK(r.exit_code == 1);
+        CHECK(fs::is_character_file(node));
+    } else {
+        MESSAGE("mknod needs root: the device-node replacement case is not run");
+    }
+    fs::remove_all(dir);
+}
+
+TEST_CASE("flashcards: a NUL byte in the deck is refused like any control character") {
+    const std::string text = std::string("## 1. 질문\n답 ") + '\0' + " 끝\n실습: `make ch1`\n";
+    CHECK(error_of([&] { cards::parse_deck(text, "d.md"); }) ==
+          "d.md:2: control character U+0000; remove it");
+}
+
+TEST_CASE("flashcards: the session count stops at 999999999, and that file reads back") {
+    std::string dir = temp_dir("last-session"), path = dir + "/p.tsv";
+    write(path,
+          "# transformer-cards progress v1\nsession\t999999999\ncard\tbox\trating\tsession\t"
+          "reviews\n1\t1\t어려움\t999999999\t1\n");
+    testutil::Run r = testutil::run("flashcards", run_args(path), "space\n1\nq\n");
+    CHECK(r.exit_code == 0);
+    cards::Progress p = cards::load_progress(path);  // was saved as 1000000000, then refused
+    CHECK(p.session == 999999999);
+    CHECK(p.cards.size() == 2);
+    r = testutil::run("flashcards", run_args(path) + " --stats");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("지난 세션: 999999999 (다음은 세션 999999999)") != std::string::npos);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("flashcards: a killed run's temporary progress file is removed by the next save") {
+    std::string dir = temp_dir("killed"), path = dir + "/progress.tsv";
+    pid_t gone = ::fork();  // a process id that no longer runs, as after kill -9
+    REQUIRE(gone >= 0);
+    if (gone == 0) ::_exit(0);
+    ::waitpid(gone, nullptr, 0);
+    const std::string left = path + ".tmp." + std::to_string(gone);
+    write(left, "# transformer-cards progress v1\nsession\t1\n");
+    testutil::Run r = testutil::run("flashcards", run_args(path), "space\n1\nq\n");
+    CHECK(r.exit_code == 0);
+    CHECK_FALSE(fs::exists(left));
+    int files = 0;
+    for ([[maybe_unused]] auto& e : fs::directory_iterator(dir))
+        files++;
+    CHECK(files == 1);
     fs::remove_all(dir);
 }

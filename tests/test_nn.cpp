@@ -1,7 +1,9 @@
 // common/nn: torch-exact initial weights, gradients of the modules against finite differences,
 // and the decoder's three claims (causal mask, teacher forcing, generation).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <map>
 
 #include "chapters/5-blocks/decoder.h"
@@ -174,6 +176,34 @@ TEST_CASE("chapter 3: default output starts with the article's block") {
     CHECK(r.out.find("  16 |        1,048,576 ( 4d²) |           16,777,216 ( 64d²)") !=
           std::string::npos);
     CHECK(testutil::run("3-multi-head", "--d-model 100 --heads 3").exit_code == 2);
+}
+
+TEST_CASE("chapter 5: a figure that cannot be written still lets the decoder's section print") {
+    // As chapter 1 does: the error is said, the rest of the output follows, the exit code is 1.
+    const std::string file = "/tmp/transformer-test-5-blocks-" + std::to_string(::getpid());
+    { std::ofstream(file) << "a file where the figure folder should be"; }
+    auto r = testutil::run("5-blocks", "--depths 6 --figure-dir " + file);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.rfind("5-blocks: error: cannot write figure " + file + "/5-blocks.png: ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.find("L= 6 | Post-LN 마지막/첫 블록 = 1.8배") != std::string::npos);
+    CHECK(r.out.find("인코더 호출 1회, 디코더 호출 10회") != std::string::npos);
+    std::remove(file.c_str());
+}
+
+TEST_CASE("chapter 5: sizes whose gradient ratio is 0/0 are refused, never printed as nan") {
+    // LayerNorm over one feature outputs 0: every gradient is 0 ("-nan배" before).
+    auto r = testutil::run("5-blocks", "--d-model 1 --heads 1 --no-figures --no-decoder");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err ==
+          "5-blocks: error: --d-model 1: LayerNorm over one feature outputs 0, so every "
+          "gradient is 0 and their ratio 0/0; use --d-model 2 or more\n");
+    // The smallest width that has a ratio prints numbers.
+    r = testutil::run("5-blocks", "--d-model 2 --heads 1 --depths 2 --no-figures --no-decoder");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("nan") == std::string::npos);
+    CHECK(r.out.find("inf") == std::string::npos);
 }
 
 TEST_CASE("chapter 5: default output starts with the article's three lines, digit for digit") {

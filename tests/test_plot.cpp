@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -336,6 +339,38 @@ TEST_CASE("plot: save_png creates folders, and a failed write names the path") {
     // No temporary file is left behind.
     for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
         CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("plot: save_png writes through a symlink, refuses a FIFO, clears a killed run's temp") {
+    std::string dir = scratch_dir("kinds");
+    plot::Figure fig(2, 2, 50);
+    fig.subplot(1, 1, 0).plot({0, 1}, {0, 1});
+    std::filesystem::create_symlink("real.png", dir + "/link.png");
+    fig.save_png(dir + "/link.png");
+    CHECK(std::filesystem::is_symlink(dir + "/link.png"));
+    CHECK(slurp(dir + "/real.png") == fig.png_bytes());
+
+    REQUIRE(::mkfifo((dir + "/fifo.png").c_str(), 0644) == 0);
+    std::string m;
+    try {
+        fig.save_png(dir + "/fifo.png");
+    } catch (const std::runtime_error& e) {
+        m = e.what();
+    }
+    CHECK(m == "cannot write figure " + dir + "/fifo.png: " + dir +
+                   "/fifo.png is a FIFO, not a regular file");
+    CHECK(std::filesystem::is_fifo(dir + "/fifo.png"));
+
+    pid_t gone = ::fork();  // a process id nobody has now, as after a kill -9 mid-save
+    REQUIRE(gone >= 0);
+    if (gone == 0) ::_exit(0);
+    ::waitpid(gone, nullptr, 0);
+    const std::string left = dir + "/fig.png.tmp." + std::to_string(gone);
+    { std::ofstream(left) << "half a PNG"; }
+    fig.save_png(dir + "/fig.png");
+    CHECK_FALSE(std::filesystem::exists(left));
+    CHECK(slurp(dir + "/fig.png") == fig.png_bytes());
     std::filesystem::remove_all(dir);
 }
 

@@ -20,8 +20,10 @@ struct Run {
 };
 
 // Runs build/bin/<program> <args> (a shell fragment; no stdin) and captures stdout and stderr.
+// With timeout_s, a program still running after that many seconds is killed and the exit code
+// is 124 (timeout(1)): for a test of something that used to hang.
 inline Run run(const std::string& program, const std::string& args = "",
-               const std::string& stdin_text = "") {
+               const std::string& stdin_text = "", int timeout_s = 0) {
     static int counter = 0;
     std::string tmp = "/tmp/transformer-test-" + std::to_string(::getpid()) + "-" +
                       std::to_string(counter++);
@@ -30,7 +32,8 @@ inline Run run(const std::string& program, const std::string& args = "",
         std::ofstream f(in);
         f << stdin_text;
     }
-    std::string cmd = std::string(PROJECT_BIN) + "/" + program + " " + args + " <" + in + " >" +
+    std::string cmd = (timeout_s > 0 ? "timeout -k 5 " + std::to_string(timeout_s) + " " : "") +
+                      std::string(PROJECT_BIN) + "/" + program + " " + args + " <" + in + " >" +
                       tmp + ".out 2>" + tmp + ".err";
     int status = std::system(cmd.c_str());
     auto slurp = [](const std::string& path) {

@@ -48,18 +48,15 @@ int main(int argc, char** argv) {
     cli::Parser cli("1-self-attention", ABOUT);
     std::string mask_name = "none";
     int explain = 0;
-    cli.option("--mask", mask_name, "none | causal (row i sees only keys j <= i)");
-    cli.option("--explain", explain, "print each step for query token I (1..4); 0 = off");
+    cli.choice("--mask", mask_name, {"none", "causal"}, "causal: row i sees only keys j <= i");
+    cli.option("--explain", explain, "print each step for query token I (1..4); 0 = off", "I");
     std::string figure_dir = "figures";
     bool no_figures = false;
-    cli.option("--figure-dir", figure_dir, "where to write 1-self-attention.png");
-    cli.flag("--no-figures", no_figures, "do not write the figure");
+    cli.figures(figure_dir, no_figures, "1-self-attention.png");
     bool live = false, plain = false;
     cli.flag("--live", live, "the article's widget in the terminal (see above); q quits");
     cli.flag("--plain", plain, "with --live: one key per line, plain screens, even in a terminal");
     cli.parse(argc, argv);
-    if (mask_name != "none" && mask_name != "causal")
-        cli.fail("bad value '" + mask_name + "' for --mask: expected none or causal");
     if (plain && !live) cli.fail("--plain only changes --live: add --live, or drop --plain");
 
     // Four tokens, d_model = d_k = 4. One row of X per token.

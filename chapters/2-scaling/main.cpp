@@ -93,8 +93,7 @@ int main(int argc, char** argv) {
     cli.option("--trials", trials, "Monte Carlo trials per d_k");
     cli.option("--dims", dims, "comma-separated list of d_k");
     cli.option("--keys", n_keys, "number of keys (softmax width)");
-    cli.option("--figure-dir", figure_dir, "folder for 2-scaling.png");
-    cli.flag("--no-figures", no_figures, "skip figure 1");
+    cli.figures(figure_dir, no_figures, "2-scaling.png (figure 1)");
     cli.parse(argc, argv);
     if (seed < 0) cli.fail("--seed must be a non-negative integer (numpy rejects negative seeds)");
     if (trials < 1) cli.fail("--trials must be at least 1");

@@ -55,8 +55,7 @@ int main(int argc, char** argv) {
     cli.option("--n", n, "number of tokens");
     cli.option("--d", d, "model width d (even)");
     cli.option("--perm", perm, "the shuffle: a permutation of 0..n-1, comma-separated");
-    cli.option("--figure-dir", figure_dir, "folder for 4-positional-encoding.png");
-    cli.flag("--no-figures", no_figures, "skip figure 2");
+    cli.figures(figure_dir, no_figures, "4-positional-encoding.png (figure 2)");
     cli.parse(argc, argv);
     if (seed < 0) cli.fail("--seed must be a non-negative integer (numpy rejects negative seeds)");
     if (n < 1 || n > 4096) cli.fail("--n must be between 1 and 4096");

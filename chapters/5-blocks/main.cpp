@@ -171,8 +171,7 @@ int main(int argc, char** argv) {
     cli.option("--heads", heads, "attention heads h (must divide d)");
     cli.option("--vocab", vocab, "vocabulary size of the head and the targets");
     cli.option("--digits", digits, "decimals of the printed ratios");
-    cli.option("--figure-dir", figure_dir, "where to write 5-blocks.png");
-    cli.flag("--no-figures", no_figures, "do not write the figure");
+    cli.figures(figure_dir, no_figures, "5-blocks.png");
     cli.flag("--table-only", table_only, "print only the article's table");
     cli.flag("--no-decoder", no_decoder, "the same as --table-only (its former name)");
     cli.parse(argc, argv);
@@ -182,17 +181,32 @@ int main(int argc, char** argv) {
     if (d_model < 1 || heads < 1 || d_model % heads != 0)
         cli.fail("--d-model " + std::to_string(d_model) +
                  " must be a positive multiple of --heads " + std::to_string(heads));
+    if (d_model < 2)
+        cli.fail(
+            "--d-model 1: LayerNorm over one feature outputs 0, so every gradient is 0 and "
+            "their ratio 0/0; use --d-model 2 or more");
     if (vocab < 2) cli.fail("--vocab must be at least 2");
     if (digits < 0 || digits > 17) cli.fail("--digits must be in 0..17");
 
     std::vector<double> fig_post, fig_pre;
+    int status = 0;  // a figure that cannot be written still lets the decoder's section print
     for (int L : depths) {
         std::string line = "L=" + std::string(L < 10 ? " " : "") + std::to_string(L);
         for (LnPlacement p : PLACEMENTS) {
             std::vector<double> g =
                 qkv_grad_norms(L, p, d_model, heads, vocab, init_seed, data_seed);
-            line += std::string(" | ") + (p == LnPlacement::PreLN ? "Pre-LN " : "Post-LN") +
-                    " 마지막/첫 블록 = " + fixed(g.back() / g.front(), digits) + "배";
+            const char* name = p == LnPlacement::PreLN ? "Pre-LN " : "Post-LN";
+            const double ratio = g.back() / g.front();
+            if (!std::isfinite(ratio)) {  // a NaN or an overflow is not a ratio to print
+                std::fflush(stdout);
+                std::fprintf(stderr,
+                             "5-blocks: error: L = %d, %s: the last and first blocks' gradient "
+                             "norms %g and %g give no finite ratio; try other --d-model, "
+                             "--heads or seeds\n",
+                             L, name, g.back(), g.front());
+                return 1;
+            }
+            line += std::string(" | ") + name + " 마지막/첫 블록 = " + fixed(ratio, digits) + "배";
             if (L == 24) (p == LnPlacement::PreLN ? fig_pre : fig_post) = g;
         }
         std::printf("%s\n", line.c_str());
@@ -208,16 +222,16 @@ int main(int argc, char** argv) {
         }
         try {
             draw_figure(fig_post, fig_pre, figure_dir + "/5-blocks.png");
-        } catch (const std::exception& e) {
+        } catch (const std::exception& e) {  // said, and the decoder's section still prints
             std::fprintf(stderr, "5-blocks: error: %s\n", e.what());
-            return 1;
+            status = 1;
         }
     }
     if (!table_only && !no_decoder) {
         feed_forward_claims(d_model);
         decoder_demo();
     }
-    return 0;
+    return status;
 }
 
 // ---- the figure ------------------------------------------------------------------------------

@@ -150,7 +150,7 @@ mem::Buffer<float> AttentionLayer::backward(const float* dy) {
 // (qkv and QKV both alive during the input projection: 6u.) The fused workspace is per thread
 // (attention_fused_*_workspace_floats). sgemm's packing workspace comes on top;
 // sgemm_workspace_bytes_max() bounds it.
-size_t AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_model, int n_heads) {
+double AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_model, int n_heads) {
     const int d_k = d_model / n_heads;
     const double u = (double)B * n * d_model * sizeof(float);
     const double sq = (double)B * n_heads * n * n * sizeof(float);
@@ -162,7 +162,7 @@ size_t AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_mode
     const double peak = fused ? std::max({8 * u + 2 * rows + ws_backward, 6 * u + rows,
                                           4 * u + rows + ws_forward})
                               : 7 * u + 3 * sq;
-    return (size_t)(fixed + peak) + sgemm_workspace_bytes_max();
+    return fixed + peak + (double)sgemm_workspace_bytes_max();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -200,7 +200,7 @@ mem::Buffer<float> LstmLayer::backward(const float* dy) {
 //   forward:  h u, c u, gates 4u, and the packed W_hh (about 4d x d) while the steps run
 //   backward: h u, c u, gates 4u, dx u, dgates 4u, two (B, d) step gradients and the packed
 //             W_hh                                                              <- the peak
-size_t LstmLayer::predicted_peak_bytes(int B, int n, int d) {
+double LstmLayer::predicted_peak_bytes(int B, int n, int d) {
     const double u = (double)n * B * d * sizeof(float);
     const double state = (double)B * d * sizeof(float);  // one step of h or c
     const double params = 2.0 * (2.0 * 4 * d * d + 4 * d) * sizeof(float);
@@ -208,5 +208,5 @@ size_t LstmLayer::predicted_peak_bytes(int B, int n, int d) {
     const double packed = lstm_workspace_bytes(B, d);
     const double forward = fixed + 6 * u + 2 * state + packed;
     const double backward = fixed + 11 * u + 4 * state + packed;
-    return (size_t)std::max(forward, backward) + sgemm_workspace_bytes_max();
+    return std::max(forward, backward) + (double)sgemm_workspace_bytes_max();
 }

@@ -36,7 +36,7 @@ struct AttentionLayer {
     // Peak bytes of one benchmark step (x, dy and the weights present, y dropped after the
     // forward, dx returned), plus sgemm_workspace_bytes_max() as a margin for packing:
     // what a cell checks against the memory limit before it runs.
-    static size_t predicted_peak_bytes(bool fused, int B, int n, int d_model, int n_heads);
+    static double predicted_peak_bytes(bool fused, int B, int n, int d_model, int n_heads);
 
 private:
     const float* x_ = nullptr;  // saved input (B, n, d_model), owned by the caller
@@ -61,7 +61,7 @@ struct LstmLayer {
 
     // Peak bytes of one forward + backward with x, dy and the parameters present, plus
     // sgemm_workspace_bytes_max() as a margin for packing.
-    static size_t predicted_peak_bytes(int B, int n, int d);
+    static double predicted_peak_bytes(int B, int n, int d);
 
 private:
     const float* x_ = nullptr;  // saved input, owned by the caller

@@ -126,11 +126,11 @@ Cell run_cell(Method method, int n, const Config& cfg) {
     mem::empty_cache();  // the previous cell's cached blocks go back before this one is judged
     Cell cell;
     const bool fused = method == Method::fused;
-    const size_t predicted = method == Method::lstm
+    const double predicted = method == Method::lstm
                                  ? LstmLayer::predicted_peak_bytes(B, n, D)
                                  : AttentionLayer::predicted_peak_bytes(fused, B, n, D, cfg.heads);
     cell.predicted_mb = predicted / MIB;
-    if ((double)predicted > cfg.limit_bytes || (double)predicted > available_bytes()) {
+    if (predicted > cfg.limit_bytes || predicted > available_bytes()) {
         cell.skipped = true;
         return cell;
     }
@@ -167,11 +167,13 @@ Cell run_cell(Method method, int n, const Config& cfg) {
         const int total = cfg.warmup + cfg.repeat;
         double seconds = 0, peak = 0;
         for (int r = 0; r < total; r++) {
-            std::fprintf(stderr, "%s  n = %d, %s: %s %d/%d%s", tty ? "\r\033[K" : "", n,
-                         method_name(method), r < cfg.warmup ? "워밍업" : "측정",
-                         r < cfg.warmup ? r + 1 : r - cfg.warmup + 1,
-                         r < cfg.warmup ? cfg.warmup : cfg.repeat, tty ? "" : "\n");
-            std::fflush(stderr);
+            if (tty) {  // one line, rewritten in place; nothing at all in a log
+                std::fprintf(stderr, "\r\033[K  n = %d, %s: %s %d/%d", n, method_name(method),
+                             r < cfg.warmup ? "워밍업" : "측정",
+                             r < cfg.warmup ? r + 1 : r - cfg.warmup + 1,
+                             r < cfg.warmup ? cfg.warmup : cfg.repeat);
+                std::fflush(stderr);
+            }
             mem::reset_peak();
             const double t0 = now_s();
             step();
@@ -219,8 +221,8 @@ int main(int argc, char** argv) {
 
     cli::Parser cli("6-cost",
                     "Section 6: the cost of attention (complexity table, benchmark, figure 3)");
-    cli.option("--device", device,
-               "cpu, or cuda (in build/bin/6-cost-cuda, built when nvcc is present)");
+    cli.choice("--device", device, {"cpu", "cuda"},
+               "cuda: in build/bin/6-cost-cuda, built when nvcc is present");
     cli.option("--seq-lens", seq_lens,
                "sequence lengths n (the article: 128,256,512,1024,2048,4096)");
     cli.option("--batch", cfg.batch, "batch size");
@@ -228,10 +230,10 @@ int main(int argc, char** argv) {
     cli.option("--heads", cfg.heads, "attention heads");
     cli.option("--warmup", cfg.warmup, "untimed runs per cell");
     cli.option("--repeat", cfg.repeat, "timed runs per cell (the mean is printed)");
-    cli.option("--mem-limit", mem_limit_mb, "MB a cell may need (0: the physical memory)");
-    cli.option("--figure-dir", figure_dir, "folder for 6-cost.png");
-    cli.flag("--no-figures", no_figures, "skip figure 3");
-    cli.option("--path-lens", path_lens, "n for the path-length measurement after the table");
+    cli.option("--mem-limit", mem_limit_mb, "MB a cell may need (0: the physical memory)", "MB");
+    cli.figures(figure_dir, no_figures, "6-cost.png (figure 3) and 6-path-length.png");
+    cli.option("--path-lens", path_lens, "n for the path-length measurement after the table",
+               "LIST");
     cli.flag("--no-claims", no_claims,
              "print only the article's tables (no path length, crossover)");
     cli.parse(argc, argv);
@@ -240,7 +242,6 @@ int main(int argc, char** argv) {
         cli.fail("--device cuda: this binary has no CUDA path; run build/bin/6-cost-cuda (built by "
                  "make when nvcc is present)");
 #endif
-    if (device != "cpu" && device != "cuda") cli.fail("--device must be cpu or cuda");
     if (seq_lens.empty()) cli.fail("--seq-lens needs at least one length");
     for (int n : seq_lens)
         if (n < 1 || n > (1 << 20)) cli.fail("--seq-lens entries must be between 1 and 1048576");
@@ -258,6 +259,18 @@ int main(int argc, char** argv) {
     if (mem_limit_mb < 0)
         cli.fail("--mem-limit must be 0 (physical memory) or a positive number of MB");
     cfg.limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * MIB : mem::physical_bytes();
+    {
+        // The smallest cell holds at least its layer's weights and gradients, x and dy. When
+        // that is more than the machine has, no cell can run: say so now, as chapter 3 does,
+        // rather than print a table of skipped cells.
+        const int n0 = *std::min_element(seq_lens.begin(), seq_lens.end());
+        const double D = cfg.d_model, io = 2.0 * cfg.batch * n0 * D * sizeof(float);
+        const double attention = 8 * D * D * sizeof(float) + io;           // W_qkv, W_o
+        const double lstm = 2 * (8 * D * D + 4 * D) * sizeof(float) + io;  // W_ih, W_hh, b
+        cli.require_memory(std::min(attention, lstm),
+                           "--batch " + std::to_string(cfg.batch) + " --d-model " +
+                               std::to_string(cfg.d_model) + " at n = " + std::to_string(n0));
+    }
 
     print_complexity(cfg.d_model);
 
@@ -358,8 +371,25 @@ void draw_figure(const std::vector<int>& seq_lens, const std::vector<std::vector
         left.plot(n, ms, fmts[m], method_name(METHODS[m]));
         right.plot(n, mb, fmts[m], method_name(METHODS[m]));
     }
-    char label[64];
+    // The data's range on each panel (time, memory).
+    double ms_lo = INFINITY, ms_hi = -INFINITY, lo = INFINITY, hi = -INFINITY;
+    for (const std::vector<Cell>& row : cells)
+        for (const Cell& c : row) {
+            if (c.skipped) continue;
+            if (c.ms > 0) ms_lo = std::min(ms_lo, c.ms), ms_hi = std::max(ms_hi, c.ms);
+            if (c.mb > 0) lo = std::min(lo, c.mb), hi = std::max(hi, c.mb);
+        }
+    // The machine's memory, dashed, where it lies within a decade of the highest point. Further
+    // up it would squeeze the data into the bottom of the panel: then the axis keeps to the data
+    // and the line, above the view, is in the legend with how far above it lies.
+    char label[128];
     std::snprintf(label, sizeof label, "%s 물리 메모리 (%.0f GB)", memory_name, memory_mb / 1024.0);
+    if (hi > 0 && memory_mb > 10 * hi) {
+        const double span = std::max(std::log10(hi / lo), 0.3), margin = 0.05 * span;
+        right.set_ylim(lo / std::pow(10.0, margin), hi * std::pow(10.0, margin));
+        std::snprintf(label, sizeof label, "%s 물리 메모리 %.0f GB: 그림 위쪽 밖, 최대값의 %.0f배",
+                      memory_name, memory_mb / 1024.0, memory_mb / hi);
+    }
     right.axhline(memory_mb, {.fmt = "--", .color = plot::gray, .lw = 1, .label = label});
     left.set_title("시간");
     left.set_ylabel("순전파+역전파 시간 (ms)");
@@ -368,6 +398,10 @@ void draw_figure(const std::vector<int>& seq_lens, const std::vector<std::vector
     for (plot::Axes* ax : {&left, &right}) {
         ax->set_xscale("log", 2);
         ax->set_yscale("log");
+        // A log axis labels only the powers of ten: over two decades or less that may be one
+        // label (10^2 over 30 to 900 ms). There, label 1, 2 and 5 of each decade as numbers.
+        const bool time = ax == &left;
+        if ((time ? ms_hi / ms_lo : hi / lo) <= 100) ax->use_plain_log_labels('y', {1, 2, 5});
         ax->set_xlabel("시퀀스 길이 n");
         ax->grid(0.3);
         ax->legend({.loc = "upper left"});

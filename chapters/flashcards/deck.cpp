@@ -14,16 +14,20 @@ bool starts_with(std::string_view s, std::string_view prefix) {
     return s.substr(0, prefix.size()) == prefix;
 }
 
-// The first control character in s (tabs allowed when tab_ok), or 0.
-char32_t control_char(std::string_view s, bool tab_ok) {
+// Finds the first control character in s (tabs allowed when tab_ok), NUL included: a NUL
+// would end the line early wherever the text meets a C string.
+bool control_char(std::string_view s, bool tab_ok, char32_t& found) {
     size_t i = 0;
     char32_t c;
     while (i < s.size()) {
         term::decode_utf8(s, i, c);
         if (c == '\t' && tab_ok) continue;
-        if (term::codepoint_width(c) < 0) return c;
+        if (c == 0 || term::codepoint_width(c) < 0) {
+            found = c;
+            return true;
+        }
     }
-    return 0;
+    return false;
 }
 
 std::string hex(char32_t c) {
@@ -103,7 +107,7 @@ Deck parse_deck(std::string_view text, const std::string& path) {
         std::string_view raw = lines[k];
         if (!term::valid_utf8(raw))
             throw Error(at(path, ln) + "invalid UTF-8; save the deck as UTF-8");
-        if (char32_t c = control_char(raw, true))
+        if (char32_t c; control_char(raw, true, c))
             throw Error(at(path, ln) + "control character " + hex(c) + "; remove it");
         // Tabs become spaces so that every column is counted the same way on screen.
         std::string line;
@@ -164,7 +168,8 @@ Deck load_deck(const std::string& path) {
     std::string text = read_whole(path, missing, error);
     if (!error.empty())
         throw Error(path + ": cannot read the deck: " + error +
-                    (missing ? "; run from the project root or pass --deck FILE" : ""));
+                    (missing ? "; run from the project root or pass --deck FILE"
+                             : "; pass the Markdown deck to --deck FILE"));
     return parse_deck(text, path);
 }
 

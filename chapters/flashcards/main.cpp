@@ -205,8 +205,8 @@ int main(int argc, char** argv) {
     bool reset = false, stats = false, plain = false, ascii = false, no_mouse = false;
 
     cli::Parser cli("flashcards", ABOUT);
-    cli.option("--deck", deck_path, "the Markdown deck to review");
-    cli.option("--progress", progress_path, "the progress file (created on the first rating)");
+    cli.path("--deck", deck_path, "the Markdown deck to review");
+    cli.path("--progress", progress_path, "the progress file (created on the first rating)");
     cli.flag("--reset", reset, "start over: replace the progress file with an empty one");
     cli.flag("--stats", stats, "print the progress summary and exit");
     cli.flag("--plain", plain, "read keys line by line and print plain frames, even in a terminal");

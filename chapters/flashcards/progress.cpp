@@ -1,6 +1,7 @@
 // Reading, checking and saving the progress file (progress.h).
 #include "chapters/flashcards/progress.h"
 
+#include "common/atomic_file.h"
 #include "common/terminal.h"
 
 #include <algorithm>
@@ -100,20 +101,6 @@ std::string format_progress(const Progress& p) {
     return s;
 }
 
-Progress load_progress(const std::string& path) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        throw Error(path + ": is a folder, not a progress file; pass a file path to --progress");
-    bool missing;
-    std::string error;
-    std::string text = read_whole(path, missing, error);
-    if (missing) return Progress{};
-    if (!error.empty())
-        throw Error(path + ": cannot read the progress file: " + error +
-                    "; fix its permissions, choose another --progress file, or --reset");
-    return parse_progress(text, path);
-}
-
 namespace {
 
 std::string parent_dir(const std::string& path) {
@@ -123,37 +110,16 @@ std::string parent_dir(const std::string& path) {
     return path.substr(0, slash);
 }
 
-// mkdir -p
-bool make_dirs(const std::string& dir, std::string& error) {
-    struct stat st;
-    if (::stat(dir.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return true;
-        error = dir + " is not a folder";
-        return false;
-    }
-    std::string up = parent_dir(dir);
-    if (up != dir && !make_dirs(up, error)) return false;
-    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-        error = "cannot create " + dir + ": " + std::strerror(errno);
-        return false;
-    }
-    return true;
-}
-
-// The file a save replaces: a symlinked progress file stays a symlink (even one whose target
-// does not exist yet), so the new file goes where the link points.
-std::string save_target(const std::string& path) {
-    std::string target = path;
-    for (int hops = 0; hops < 40; hops++) {
-        struct stat lst;
-        if (::lstat(target.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) break;
-        char buf[4096];
-        ssize_t n = ::readlink(target.c_str(), buf, sizeof buf - 1);
-        if (n <= 0) break;
-        std::string to(buf, size_t(n));
-        target = to[0] == '/' ? to : parent_dir(target) + "/" + to;
-    }
-    return target;
+// A FIFO would hang the read and a device node would be renamed over: only a regular file (or
+// a link to one, or nothing yet) is a progress file.
+void refuse_not_regular(const std::string& shown, const std::string& target) {
+    std::string what = atomic_file::not_regular(target);
+    if (what == "a folder")
+        throw Error(shown + ": is a folder, not a progress file; pass a file path to --progress");
+    if (!what.empty())
+        throw Error(shown + ": is " + what +
+                    ", not a progress file; pass a regular file to "
+                    "--progress");
 }
 
 // A progress file without its owner's write bit was made read-only on purpose; a rename would
@@ -167,8 +133,23 @@ void refuse_read_only(const std::string& shown, const std::string& target) {
 
 }  // namespace
 
+Progress load_progress(const std::string& path) {
+    refuse_not_regular(path, path);
+    bool missing;
+    std::string error;
+    std::string text = read_whole(path, missing, error);
+    if (missing) return Progress{};
+    if (!error.empty())
+        throw Error(path + ": cannot read the progress file: " + error +
+                    "; fix its permissions, choose another --progress file, or --reset");
+    return parse_progress(text, path);
+}
+
 void check_writable(const std::string& path_in) {
-    std::string path = save_target(path_in);
+    // A symlinked progress file stays a symlink (even one whose target does not exist yet), so
+    // the new file goes where the link points.
+    std::string path = atomic_file::resolve(path_in);
+    refuse_not_regular(path_in, path);
     refuse_read_only(path_in, path);
     std::string dir = parent_dir(path);
     struct stat st;
@@ -187,53 +168,14 @@ void check_writable(const std::string& path_in) {
 }
 
 void save_progress(const std::string& path_in, const Progress& p) {
-    std::string path = save_target(path_in);
+    std::string path = atomic_file::resolve(path_in);
+    refuse_not_regular(path_in, path);
     refuse_read_only(path_in, path);
-    const std::string fail = path_in + ": cannot save progress: ";
-    const std::string fix = "; choose a writable --progress FILE";
-    std::string error;
-    std::string dir = parent_dir(path);
-    if (!make_dirs(dir, error)) throw Error(fail + error + fix);
-
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw Error(fail + "cannot create " + tmp + ": " + std::strerror(errno) + fix);
-    struct stat old;
-    if (::stat(path.c_str(), &old) == 0) ::fchmod(fd, old.st_mode & 07777);  // keep e.g. 0600
-    std::string text = format_progress(p);
-    const char* data = text.data();
-    size_t left = text.size();
-    auto abandon = [&](const std::string& what) {
-        std::string msg = fail + what + ": " + std::strerror(errno) + fix;
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        throw Error(msg);
-    };
-    while (left > 0) {
-        ssize_t n = ::write(fd, data, left);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            abandon("write " + tmp);
-        }
-        data += n;
-        left -= size_t(n);
-    }
-    if (::fsync(fd) != 0) abandon("fsync " + tmp);
-    if (::close(fd) != 0) {
-        std::string msg = fail + "close " + tmp + ": " + std::strerror(errno) + fix;
-        ::unlink(tmp.c_str());
-        throw Error(msg);
-    }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::string msg = fail + "rename " + tmp + ": " + std::strerror(errno) + fix;
-        ::unlink(tmp.c_str());
-        throw Error(msg);
-    }
-    // The rename itself is durable only once the folder is synced.
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
+    try {
+        atomic_file::write(path, format_progress(p));
+    } catch (const atomic_file::Error& e) {
+        throw Error(path_in + ": cannot save progress: " + e.what() +
+                    "; choose a writable --progress FILE");
     }
 }
 
@@ -241,10 +183,13 @@ Progress save_rating(const std::string& path, const Progress& mine, int card) {
     // Another run of the program may have saved since this one read the file: take the file as
     // it is now and change only this card, under a lock on the folder so that two saves do not
     // interleave. The last rating of a card wins; nobody's other ratings are lost.
-    std::string dir = parent_dir(save_target(path)), error;
-    if (!make_dirs(dir, error))
-        throw Error(path + ": cannot save progress: " + error +
+    std::string dir = parent_dir(atomic_file::resolve(path));
+    try {
+        atomic_file::make_folders(dir);
+    } catch (const atomic_file::Error& e) {
+        throw Error(path + ": cannot save progress: " + e.what() +
                     "; choose a writable --progress FILE");
+    }
     int lock = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (lock >= 0)
         while (::flock(lock, LOCK_EX) != 0 && errno == EINTR) {

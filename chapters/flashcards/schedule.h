@@ -25,6 +25,12 @@ struct CardState {
 };
 inline int due_in(const CardState& s) { return s.rated_in + interval(s.box); }
 
+// The progress file holds session numbers of at most 9 digits. The count stops there: a session
+// after session MAX_SESSION is numbered MAX_SESSION again, so nothing the program saves is a
+// file it would refuse to read.
+constexpr int MAX_SESSION = 999'999'999;
+inline int next_session(int last) { return last < MAX_SESSION ? last + 1 : MAX_SESSION; }
+
 // What is known of every card; progress.h saves it as the progress file.
 struct Progress {
     int session = 0;                  // the last session in which something was rated

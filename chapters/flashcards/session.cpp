@@ -54,7 +54,7 @@ Counts count(const Deck& deck, const Progress& p, int session) {
 }
 
 std::string stats_text(const Deck& deck, const Progress& p, const std::string& progress_path) {
-    int next = p.session + 1;
+    int next = next_session(p.session);
     Counts c = count(deck, p, next);
     int n = int(deck.cards.size());
     std::string s;
@@ -107,7 +107,7 @@ bool parse_line_key(std::string_view line, Action& out) {
 }
 
 Session::Session(const Deck& d, Progress p) : deck(d), progress(std::move(p)) {
-    session = progress.session + 1;
+    session = next_session(progress.session);
     plan = plan_session(deck, progress, session);
     int due = 0;
     for (int k = 0; k < plan.today; k++)

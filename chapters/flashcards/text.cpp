@@ -1,9 +1,12 @@
 // The helpers declared in text.h.
 #include "chapters/flashcards/text.h"
 
+#include "common/atomic_file.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cards {
@@ -46,10 +49,23 @@ bool parse_nonneg(std::string_view s, int& out) {
 
 std::string read_whole(const std::string& path, bool& missing, std::string& error) {
     missing = false;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Only a regular file is read: a FIFO would block forever, a device node never end.
+    // (Checked before opening, since opening some devices does something, and after it, on the
+    // file actually opened; O_NONBLOCK keeps the open of a FIFO from waiting for a writer.)
+    if (std::string what = atomic_file::not_regular(path); !what.empty()) {
+        error = "it is " + what + ", not a regular file";
+        return {};
+    }
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         missing = errno == ENOENT || errno == ENOTDIR;
         error = std::strerror(errno);
+        return {};
+    }
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        error = "it is not a regular file";
+        ::close(fd);
         return {};
     }
     std::string text;

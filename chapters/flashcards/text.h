@@ -27,7 +27,8 @@ std::vector<std::string_view> split_lines(std::string_view text);
 // A number of 1 to 9 decimal digits, nothing else (no sign, no spaces).
 bool parse_nonneg(std::string_view s, int& out);
 
-// The whole file (at most 64 MiB). On failure returns "" and sets `error` (strerror's text), and
+// The whole file (at most 64 MiB; only a regular file, never a FIFO or a device). On failure
+// returns "" and sets `error` (strerror's text, or "it is a FIFO, not a regular file"), and
 // `missing` when the file or a folder on its path does not exist.
 std::string read_whole(const std::string& path, bool& missing, std::string& error);
 

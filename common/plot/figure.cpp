@@ -2,19 +2,16 @@
 // with stb_image_write (the bbox_tight crop, the bytes, a save through a temp file). Its layout()
 // is in layout.cpp and pixels() in render.cpp. Read common/plot/render.cpp before it.
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <system_error>
-#include <unistd.h>
 #include <vector>
 
+#include "common/atomic_file.h"
 #include "common/plot/internal.h"
 
 #pragma GCC diagnostic push
@@ -111,32 +108,16 @@ std::vector<uint8_t> Figure::png_bytes(bool bbox_tight) {
 
 void Figure::save_png(const std::string& path, bool bbox_tight) {
     std::vector<uint8_t> png = png_bytes(bbox_tight);
-    namespace fs = std::filesystem;
     auto fail = [&](const std::string& why) {
         throw std::runtime_error("cannot write figure " + path + ": " + why);
     };
-    fs::path target(path);
-    if (target.filename().empty()) fail("the path names no file");
-    std::error_code ec;
-    if (target.has_parent_path()) {
-        fs::create_directories(target.parent_path(), ec);
-        if (ec) fail("cannot create folder " + target.parent_path().string() + ": " + ec.message());
-    }
-    // Write beside the target and rename, so a reader never sees half a PNG.
-    std::string tmp = path + ".tmp" + std::to_string(::getpid());
-    FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) fail(std::strerror(errno));
-    size_t wrote = std::fwrite(png.data(), 1, png.size(), f);
-    int err = wrote == png.size() ? 0 : errno;
-    if (std::fclose(f) != 0 && !err) err = errno;
-    if (err || wrote != png.size()) {
-        std::remove(tmp.c_str());
-        fail(err ? std::strerror(err) : "short write");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        int e = errno;
-        std::remove(tmp.c_str());
-        fail(std::strerror(e));
+    if (path.empty() || path.back() == '/') fail("the path names no file");
+    // A temporary file of this process's own beside the target, renamed into place: a reader
+    // never sees half a PNG, and two programs drawing the same figure never share a file.
+    try {
+        atomic_file::write(path, std::string_view((const char*)png.data(), png.size()));
+    } catch (const atomic_file::Error& e) {
+        fail(e.what());
     }
 }
 

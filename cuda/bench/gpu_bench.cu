@@ -84,7 +84,26 @@ void compare(const float* a, const float* b, size_t n, double& worst, double& sc
 // --quick: every section at small sizes, for the emulator build the tests run (it checks this
 // program's shapes, strides and comparisons; its times mean nothing there).
 int main(int argc, char** argv) try {
-    const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+    const bool quick = argc == 2 && std::strcmp(argv[1], "--quick") == 0;
+    if (argc > 1 && !quick) {  // before any device work: --help, or a one-line refusal
+        if (argc == 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+            std::printf(
+                "usage: gpu-bench [--quick]\nthe speed targets on the GPU: sgemm, fused "
+                "attention, LSTM gates\n  --quick  every section at small sizes\n");
+            return 0;
+        }
+        const char* bad = "--quick";  // the first argument that is not --quick (or a repeat)
+        for (int i = argc - 1; i >= 1; i--)
+            if (std::strcmp(argv[i], "--quick") != 0) bad = argv[i];
+        std::string shown;  // control bytes as '?', so the line stays one line
+        for (const char* c = bad; *c && shown.size() < 40; c++)
+            shown += (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
+        std::fprintf(stderr,
+                     "gpu-bench: error: unexpected argument '%s': the only option is "
+                     "--quick (see --help)\n",
+                     shown.c_str());
+        return 2;
+    }
     int devices = 0;
     const cudaError_t e = cudaGetDeviceCount(&devices);
     if (e != cudaSuccess || devices == 0) {

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The README's CPU numbers, from a run of `make bench`, never typed by hand.
+#
+#   bench/readme-numbers.sh                  run `make bench`, print the README lines
+#   bench/readme-numbers.sh --update         ... put them between the README's bench markers and
+#                                            keep the run in bench/last-run.txt
+#   bench/readme-numbers.sh FILE [--update]  use a saved run (build/bench.txt) instead
+#
+# The lines name the date, the CPU (lscpu's model name), the cores and the load average when the
+# run started and ended, so a reader can tell a busy shared machine from an idle one. A test
+# checks that the README's lines are this script's output for bench/last-run.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+update=0 input=""
+for a in "$@"; do
+    case "$a" in
+    --update) update=1 ;;
+    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "readme-numbers.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
+    *) input=$a ;;
+    esac
+done
+
+if [ -z "$input" ]; then
+    mkdir -p build
+    input=build/bench.txt
+    {
+        echo "# date: $(date +%Y-%m-%d)"
+        echo "# cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)"
+        echo "# cores: $(nproc)"
+        echo "# load before: $(cut -d' ' -f1 /proc/loadavg)"
+    } >"$input.tmp.$$"
+    make --no-print-directory bench | tee -a "$input.tmp.$$"
+    echo "# load after: $(cut -d' ' -f1 /proc/loadavg)" >>"$input.tmp.$$"
+    mv "$input.tmp.$$" "$input"
+fi
+[ -r "$input" ] || { echo "readme-numbers.sh: cannot read $input" >&2; exit 1; }
+
+lines=$(awk '
+    /^# date: /        { date = substr($0, 9) }
+    /^# cpu: /         { cpu = substr($0, 8) }
+    /^# cores: /       { cores = substr($0, 10) }
+    /^# load before: / { load0 = substr($0, 16) }
+    /^# load after: /  { load1 = substr($0, 15) }
+    /^batch = /        { shape = $0; sub(/;.*/, "", shape); gsub(/ = /, " ", shape) }
+    # bench-layers: "   512 | naive    |     214.0 |     285.2     285.2 | ..."
+    $2 == "|" && ($3 == "naive" || $3 == "fused" || $3 == "LSTM") && $4 == "|" {
+        n = $1; if (!(n in seen)) { seen[n] = 1; ns[++count] = n }
+        ms[n, $3] = $5; mb[n, $3] = $7
+    }
+    # bench-gemm: "  1024    A@B |        150.1 |        136.5 |  1.10x" (no OpenBLAS: 4 fields)
+    ($2 == "A@B" || $2 == "A@B^T") && $3 == "|" {
+        ratio = $8; sub(/x$/, "", ratio)
+        gemm = gemm (gemm == "" ? "" : ", ") $1 "³ " $2 " " $4 " GFLOP/s"
+        gemm = gemm (NF >= 8 ? " (" ratio "x OpenBLAS)" : "")
+    }
+    /libopenblas.so.0 not found/ { no_blas = 1 }
+    END {
+        if (count == 0) { print "no bench-layers table in the input" > "/dev/stderr"; exit 1 }
+        printf "- `make bench` on %s (%s cores), %s, load average %s before and %s after:", cpu,
+               cores, date, load0, load1
+        printf " chapter 6'\''s layers (%s, forward + backward; ms, peak MB of 10^6 bytes):", shape
+        for (i = 1; i <= count; i++) {
+            n = ns[i]
+            printf "%s n = %s: naive %.0f ms / %.0f MB, fused %.0f ms / %.0f MB, LSTM %.0f ms / %.0f MB",
+                   (i == 1 ? "" : ";"), n, ms[n, "naive"], mb[n, "naive"], ms[n, "fused"],
+                   mb[n, "fused"], ms[n, "LSTM"], mb[n, "LSTM"]
+        }
+        n = ns[count]
+        printf ". At n = %s the fused layer holds %.1fx less memory than the naive one and takes %.2fx its time.", n,
+               mb[n, "naive"] / mb[n, "fused"], ms[n, "fused"] / ms[n, "naive"]
+        if (gemm != "") printf " sgemm: %s%s.", gemm, no_blas ? " (OpenBLAS not installed)" : ""
+        if (load0 + 0 > cores / 2 || load1 + 0 > cores / 2)
+            printf " Other jobs shared the cores during this run (load average above half the" \
+                   " cores): its times are slower and noisier than the machine'\''s own%s.",
+                   no_blas || gemm == "" ? "" : ", and the two sgemms, timed in turn, are not comparable"
+        printf "\n"
+    }' "$input" | fold -s -w 98 | sed -e 's/ *$//' -e '2,$s/^/  /')
+
+if [ "$update" = 1 ]; then
+    [ "$input" -ef bench/last-run.txt ] || cp "$input" bench/last-run.txt
+    grep -q '^<!-- bench:begin' README.md && grep -q '^<!-- bench:end' README.md ||
+        { echo "readme-numbers.sh: README.md has no <!-- bench:begin/end --> markers" >&2; exit 1; }
+    awk -v lines="$lines" '
+        /^<!-- bench:begin/ { print; print lines; skip = 1; next }
+        /^<!-- bench:end/   { skip = 0 }
+        !skip' README.md >README.md.tmp.$$
+    mv README.md.tmp.$$ README.md
+fi
+printf '%s\n' "$lines"

@@ -1,0 +1,137 @@
+// Whole-or-nothing file writes (atomic_file.h).
+#include "common/atomic_file.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace atomic_file {
+
+namespace {
+
+std::string parent_dir(const std::string& path) {
+    size_t slash = path.find_last_of('/');
+    if (slash == std::string::npos) return ".";
+    if (slash == 0) return "/";
+    return path.substr(0, slash);
+}
+
+std::string base_name(const std::string& path) {
+    size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string kind(mode_t mode) {
+    if (S_ISREG(mode)) return "";
+    if (S_ISDIR(mode)) return "a folder";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device node";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+}  // namespace
+
+void make_folders(const std::string& dir) {
+    struct stat st;
+    if (::stat(dir.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return;
+        throw Error(dir + " is not a folder");
+    }
+    std::string up = parent_dir(dir);
+    if (up != dir) make_folders(up);
+    if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+        throw Error("cannot create " + dir + ": " + std::strerror(errno));
+}
+
+std::string resolve(const std::string& path) {
+    std::string target = path;
+    for (int hops = 0; hops < 40; hops++) {
+        struct stat lst;
+        if (::lstat(target.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) break;
+        char buf[4096];
+        ssize_t n = ::readlink(target.c_str(), buf, sizeof buf - 1);
+        if (n <= 0) break;
+        std::string to(buf, size_t(n));
+        target = to[0] == '/' ? to : parent_dir(target) + "/" + to;
+    }
+    return target;
+}
+
+std::string temp_name(const std::string& target) {
+    return target + ".tmp." + std::to_string(::getpid());
+}
+
+std::string not_regular(const std::string& path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return "";
+    return kind(st.st_mode);
+}
+
+int remove_stale(const std::string& target) {
+    const std::string prefix = base_name(target) + ".tmp.", dir = parent_dir(target);
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return 0;
+    int removed = 0;
+    while (dirent* e = ::readdir(d)) {
+        std::string name = e->d_name;
+        if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+        std::string digits = name.substr(prefix.size());
+        if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+        const pid_t pid = pid_t(std::stol(digits));
+        if (pid <= 0 || pid == ::getpid()) continue;
+        if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask)
+        std::string path = dir + "/" + name;
+        struct stat st;
+        if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::unlink(path.c_str()) == 0)
+            removed++;
+    }
+    ::closedir(d);
+    return removed;
+}
+
+void write(const std::string& path, std::string_view bytes, const Options& options) {
+    const std::string target = resolve(path), dir = parent_dir(target);
+    if (std::string what = not_regular(target); !what.empty())
+        throw Error(target + " is " + what + ", not a regular file");
+    if (options.create_folders) make_folders(dir);
+    remove_stale(target);
+
+    const std::string tmp = temp_name(target);
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0) throw Error("cannot create " + tmp + ": " + std::strerror(errno));
+    struct stat old;
+    if (options.keep_mode && ::stat(target.c_str(), &old) == 0) ::fchmod(fd, old.st_mode & 07777);
+    auto abandon = [&](const std::string& step, int err, bool open) {
+        if (open) ::close(fd);
+        ::unlink(tmp.c_str());
+        throw Error(step + " " + tmp + ": " + std::strerror(err));
+    };
+    const char* data = bytes.data();
+    size_t left = bytes.size();
+    while (left > 0) {
+        ssize_t n = ::write(fd, data, left);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            abandon("write", errno, true);
+        }
+        data += n;
+        left -= size_t(n);
+    }
+    if (::fsync(fd) != 0) abandon("fsync", errno, true);
+    if (::close(fd) != 0) abandon("close", errno, false);
+    if (::rename(tmp.c_str(), target.c_str()) != 0) abandon("rename", errno, false);
+    // The rename itself is durable only once the folder is synced.
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
+    }
+}
+
+}  // namespace atomic_file

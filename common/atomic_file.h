@@ -1,0 +1,42 @@
+// Files written whole or not at all, by any number of processes at once.
+//
+//   atomic_file::write("figures/2-scaling.png", bytes);  // throws atomic_file::Error
+//
+// The bytes go to "<target>.tmp.<pid>" beside the target (one name per process, so two runs
+// never write into the same temporary file), are fsynced and renamed over the target, and the
+// folder is fsynced. A symlink is written through: the file it points to is replaced and the
+// link stays a link. A target that exists and is not a regular file (a FIFO, a device node, a
+// socket, a folder) is refused, never renamed over. Temporary files left by a process that was
+// killed (kill -9, a power cut) are removed by the next write to the same target.
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace atomic_file {
+
+// What went wrong, in words that name the file: "cannot create x.tmp.123: Permission denied".
+struct Error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// The file a write to `path` replaces: symlinks followed (to a target that may not exist yet).
+std::string resolve(const std::string& path);
+// The temporary file this process writes for the resolved target: "<target>.tmp.<pid>".
+std::string temp_name(const std::string& target);
+// "" when `path` (symlinks followed) is missing or a regular file, else what it is:
+// "a folder", "a FIFO", "a device node", "a socket".
+std::string not_regular(const std::string& path);
+// Removes "<target>.tmp.<pid>" files whose process no longer runs; returns how many.
+int remove_stale(const std::string& target);
+// mkdir -p; throws Error ("x is not a folder", "cannot create x: ...").
+void make_folders(const std::string& dir);
+
+struct Options {
+    bool create_folders = true;  // mkdir -p the target's folder first
+    bool keep_mode = true;       // an existing target's permission bits carry over (e.g. 0600)
+};
+// Writes `bytes` to `path` as described above; throws Error naming the step and the reason.
+void write(const std::string& path, std::string_view bytes, const Options& options = {});
+
+}  // namespace atomic_file
