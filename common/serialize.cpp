@@ -1,7 +1,7 @@
 #include "common/serialize.h"
 
-#include <dirent.h>
-#include <signal.h>
+#include "common/atomic_file.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -72,75 +72,28 @@ struct Reader {
 };
 
 
-// The file a save replaces: the path itself, or what it links to (a link stays a link).
-std::string save_target(const std::string& path) {
-    if (path.empty()) throw std::runtime_error("an empty file name: give a path to save to");
-    struct stat st;
-    if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-        std::string link(size_t(st.st_size) + 1, '\0');
-        const ssize_t n = readlink(path.c_str(), link.data(), link.size());
-        if (n < 0)
-            throw std::runtime_error(path + ": cannot read the link: " + std::strerror(errno));
-        link.resize(size_t(n));
-        const size_t slash = path.rfind('/');
-        if (link[0] != '/' && slash != std::string::npos) link = path.substr(0, slash + 1) + link;
-        return save_target(link);  // a chain of links ends at a file, or at a name to create
-    }
-    if (stat(path.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-            throw std::runtime_error(path + ": is a folder; give a file name inside it");
-        if (!S_ISREG(st.st_mode))
-            throw std::runtime_error(path + ": is not a regular file; give another name");
-    }
-    return path;
-}
-
 std::string folder_of(const std::string& path) {
     const size_t slash = path.rfind('/');
     return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// "<target>.tmp.<pid>": two processes saving to one name never share a temporary file.
-std::string temp_name(const std::string& target) {
-    return target + ".tmp." + std::to_string(::getpid());
-}
-
-// A save killed before its rename leaves "<target>.tmp.<pid>"; remove those whose process is
-// gone, so they do not pile up next to the file.
-void remove_stale_temps(const std::string& target) {
-    const std::string folder = folder_of(target);
-    const size_t slash = target.rfind('/');
-    const std::string prefix =
-        (slash == std::string::npos ? target : target.substr(slash + 1)) + ".tmp.";
-    DIR* dir = opendir(folder.c_str());
-    if (!dir) return;
-    while (dirent* e = readdir(dir)) {
-        const std::string name = e->d_name;
-        if (name.compare(0, prefix.size(), prefix) != 0 || name.size() == prefix.size()) continue;
-        const std::string digits = name.substr(prefix.size());
-        if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9)
-            continue;
-        const long pid = std::stol(digits);
-        if (pid > 0 && pid != ::getpid() && kill(pid_t(pid), 0) != 0 && errno == ESRCH)
-            std::remove((folder + "/" + name).c_str());
-    }
-    closedir(dir);
-}
-
 }  // namespace
 
 void check_writable(const std::string& path) {
-    const std::string target = save_target(path);
-    const std::string tmp = temp_name(target);
+    if (path.empty()) throw std::runtime_error("an empty file name: give a path to save to");
+    const std::string target = atomic_file::resolve(path);
+    const std::string what = atomic_file::not_regular(target);
+    if (!what.empty())
+        throw std::runtime_error(path + ": is " + what + ", not a file to save to; give " +
+                                 (what == "a folder" ? "a file name inside it" : "another name"));
+    const std::string folder = folder_of(target);
+    struct stat st;
+    if (stat(folder.c_str(), &st) != 0)
+        throw std::runtime_error(path + ": the folder " + folder +
+                                 " does not exist; create it or save elsewhere");
+    const std::string tmp = atomic_file::temp_name(target);
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) {
-        const int e = errno;
-        struct stat st;
-        if (stat(folder_of(target).c_str(), &st) != 0)
-            throw std::runtime_error(path + ": the folder " + folder_of(target) +
-                                     " does not exist; create it or save elsewhere");
-        throw std::runtime_error(path + ": cannot write here: " + std::strerror(e));
-    }
+    if (!f) throw std::runtime_error(path + ": cannot write here: " + std::strerror(errno));
     std::fclose(f);
     std::remove(tmp.c_str());
 }
@@ -171,22 +124,14 @@ void save(const std::string& path, const HParams& hparams, const Named& tensors)
     }
     w.put<uint64_t>(fnv1a(w.bytes.data(), w.bytes.size()));
 
-    const std::string target = save_target(path);
-    const std::string tmp = temp_name(target);
-    remove_stale_temps(target);
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw std::runtime_error(path + ": cannot write here: " + std::strerror(errno));
-    const bool written = std::fwrite(w.bytes.data(), 1, w.bytes.size(), f) == w.bytes.size();
-    const int write_errno = errno;
-    if (std::fclose(f) != 0 || !written) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": write failed: " +
-                                 std::strerror(written ? errno : write_errno));
-    }
-    if (std::rename(tmp.c_str(), target.c_str()) != 0) {
-        const int e = errno;
-        std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot put the file in place: " + std::strerror(e));
+    check_writable(path);  // the same reasons as before a long run, in the same words
+    try {
+        atomic_file::write(path,
+                           std::string_view(reinterpret_cast<const char*>(w.bytes.data()),
+                                            w.bytes.size()),
+                           {.create_folders = false, .keep_mode = true});
+    } catch (const atomic_file::Error& e) {
+        throw std::runtime_error(path + ": " + e.what());
     }
 }
 

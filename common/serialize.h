@@ -7,10 +7,10 @@
 //   tensors u32 count, then per tensor: u16 name length, name bytes, u32 ndim, i64 dims[ndim],
 //                    float32 data (row-major, numel values)
 //   check   u64      FNV-1a-64 of every byte before it
-// All integers little-endian. Writing goes to "<path>.tmp.<pid>" and is renamed at the end, so
-// a crash never leaves a half-written file under the real name and two processes saving to one
-// name never share a temporary file (a killed save's leftover is removed by the next save into
-// that folder). A path that is a symbolic link is written through: the link stays. Reading
+// All integers little-endian. Writing goes through common/atomic_file ("<path>.tmp.<pid>",
+// renamed at the end), so a crash never leaves a half-written file under the real name, two
+// processes saving to one name never share a temporary file, a killed save's leftover is
+// removed by the next save, and a symbolic link is written through (the link stays). Reading
 // checks everything (including that every value is finite) and throws std::runtime_error with
 // one line "<path>: <what is wrong>".
 #pragma once

@@ -384,6 +384,24 @@ TEST_CASE("translate: a save that cannot happen is refused before training, with
     CHECK(same.exit_code == 2);
 }
 
+TEST_CASE("translate: --norm post|pre chooses where the LayerNorm sits; --help names each value") {
+    const std::string tiny =
+        "--layers 1 --d-model 16 --heads 2 --batch 8 --warmup 2 --steps 2 --no-figures";
+    auto post = testutil::run("7-translate", tiny + " --norm post");
+    REQUIRE_MESSAGE(post.exit_code == 0, post.err);
+    CHECK(post.out.find("헤드 2개, Post-LN, 파라미터") != std::string::npos);
+    auto pre = testutil::run("7-translate", tiny);
+    CHECK(pre.out.find("헤드 2개, Pre-LN, 파라미터") != std::string::npos);
+    CHECK(testutil::run("7-translate", "--norm sideways").exit_code == 2);
+    CHECK(testutil::run("7-translate", "--pre-ln").exit_code == 2);  // gone: it did nothing
+    CHECK(testutil::run("7-translate", "--save ''").exit_code == 2);
+    auto help = testutil::run("7-translate", "--help");
+    for (const char* s : {"--norm pre|post", "--save FILE", "--load FILE", "--figure-dir DIR"})
+        CHECK_MESSAGE(help.out.find(s) != std::string::npos, s);
+    // The default is stated once, by the parser, not also in the option's text.
+    CHECK(help.out.find("default 1") == std::string::npos);
+}
+
 TEST_CASE("translate: a diverged run says so, exits 1 and saves nothing; NaN weights are refused") {
     const std::string w = tmp_path("diverged.bin");
     std::remove(w.c_str());

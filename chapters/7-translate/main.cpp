@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     cli.option("--layers", mc.layers, "encoder blocks = decoder blocks N");
     cli.option("--d-model", mc.d_model, "model width d_model");
     cli.option("--heads", mc.heads, "attention heads h (must divide d_model)");
-    cli.option("--norm", norm,
+    cli.choice("--norm", norm, {"pre", "post"},
                "pre: LayerNorm before each sublayer (Xiong et al. 2020); post: after each "
                "residual sum (the paper)");
     cli.option("--steps", tc.steps, "training steps (batches)");
@@ -87,12 +87,10 @@ int main(int argc, char** argv) {
     cli.option("--seed", mc.seed, "seed of the weights and of the training order");
     cli.option("--threads", threads,
                "OpenMP threads (one suits these small matrices on a shared machine)");
-    cli.option("--save", save_path, "write the trained weights to FILE");
-    cli.option("--load", load_path, "read weights from FILE, skip training, evaluate");
-    cli.option("--figure-dir", figure_dir, "where to write 7-translate.png");
-    cli.flag("--no-figures", no_figures, "do not write the figure");
+    cli.path("--save", save_path, "write the trained weights to FILE");
+    cli.path("--load", load_path, "read weights from FILE, skip training, evaluate");
+    cli.figures(figure_dir, no_figures, "7-translate.png");
     cli.parse(argc, argv);
-    if (norm != "pre" && norm != "post") cli.fail("--norm must be pre or post");
     if (mc.layers < 1 || mc.layers > 24) cli.fail("--layers must be in 1..24");
     if (mc.d_model < 1 || mc.heads < 1 || mc.d_model % mc.heads != 0)
         cli.fail("--d-model " + std::to_string(mc.d_model) +

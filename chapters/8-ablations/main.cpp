@@ -334,8 +334,7 @@ int main(int argc, char** argv) {
                "training runs at once, each on one core (default: the cores, <= 4)");
     cli.option("--scale", scale, "fraction of every run's steps (1: the stated budget)");
     cli.option("--seed", seed, "every run's weight seed (its training order: seed + 1)");
-    cli.option("--figure-dir", figure_dir, "where to write the 8-*.png figures");
-    cli.flag("--no-figures", no_figures, "do not write the figures");
+    cli.figures(figure_dir, no_figures, "8-scaling.png ... 8-first-step.png");
     cli.parse(argc, argv);
     if (jobs < 1 || jobs > 64) cli.fail("--jobs must be in 1..64");
     if (!(scale > 0) || scale > 10) cli.fail("--scale must be in (0, 10]");
