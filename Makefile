@@ -38,14 +38,17 @@ PROGRAMS    := $(CHAPTERS:%=$(BUILD)/bin/%) $(BENCHES:%=$(BUILD)/bin/%)
 
 .DEFAULT_GOAL := all
 .SECONDARY:  # keep object files between runs
-.PHONY: all build test help clean sanitize format cards bench ablations deps $(NUMBERED:%=run-%)
+.PHONY: all chapters build test help clean sanitize format cards bench ablations deps $(NUMBERED:%=run-%)
 
-# `make` compiles on every core (make -jN given on the command line wins), then runs the chapters.
+# `make` compiles the chapters on every core (make -jN given on the command line wins), then runs
+# them. The tests, the emulator's programs and the benchmarks are built by `make test` / `build`.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-all: ## build everything (in parallel), run every chapter, write figures/
-	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS)) build
+all: ## build the chapters (in parallel), run every chapter, write figures/
+	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS)) chapters
 	@# One chapter at a time, even under make -j: chapter 6 times itself, and the logs stay apart.
 	@for c in $(RUN_BY_MAKE); do $(MAKE) --no-print-directory run-$$c || exit 1; done
+
+chapters: deps $(CHAPTERS:%=$(BUILD)/bin/%) ## build the chapter programs only
 
 build: deps $(PROGRAMS) $(BUILD)/bin/tests ## build every program into $(BUILD)/bin without running them
 
