@@ -11,14 +11,15 @@
 
 namespace atomic_file {
 
-namespace {
-
 std::string parent_dir(const std::string& path) {
     size_t slash = path.find_last_of('/');
     if (slash == std::string::npos) return ".";
     if (slash == 0) return "/";
     return path.substr(0, slash);
 }
+
+namespace {
+
 
 std::string base_name(const std::string& path) {
     size_t slash = path.find_last_of('/');

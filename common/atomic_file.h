@@ -20,6 +20,8 @@ struct Error : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// The folder a path names a file in: "a/b/c" -> "a/b", "c" -> ".", "/c" -> "/".
+std::string parent_dir(const std::string& path);
 // The file a write to `path` replaces: symlinks followed (to a target that may not exist yet).
 std::string resolve(const std::string& path);
 // The temporary file this process writes for the resolved target: "<target>.tmp.<pid>".

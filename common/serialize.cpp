@@ -72,11 +72,6 @@ struct Reader {
 };
 
 
-std::string folder_of(const std::string& path) {
-    const size_t slash = path.rfind('/');
-    return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
 }  // namespace
 
 void check_writable(const std::string& path) {
@@ -86,7 +81,7 @@ void check_writable(const std::string& path) {
     if (!what.empty())
         throw std::runtime_error(path + ": is " + what + ", not a file to save to; give " +
                                  (what == "a folder" ? "a file name inside it" : "another name"));
-    const std::string folder = folder_of(target);
+    const std::string folder = atomic_file::parent_dir(target);
     struct stat st;
     if (stat(folder.c_str(), &st) != 0)
         throw std::runtime_error(path + ": the folder " + folder +

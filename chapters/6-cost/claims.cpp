@@ -31,19 +31,25 @@ double row_norm(const float* v, int d) {
     return std::sqrt(s);
 }
 
-// A least-squares line through (log x, log y), over the points with y > 0.
-double loglog_slope(const std::vector<int>& x, const std::vector<double>& y) {
-    std::vector<double> lx, ly;
-    for (size_t i = 0; i < x.size(); i++)
-        if (y[i] > 0) lx.push_back(std::log(double(x[i]))), ly.push_back(std::log(y[i]));
-    if (lx.size() < 2) return NAN;
+// The least-squares slope of y against x.
+double slope(const std::vector<double>& x, const std::vector<double>& y) {
     double mx = 0, my = 0;
-    for (size_t i = 0; i < lx.size(); i++)
-        mx += lx[i] / double(lx.size()), my += ly[i] / double(lx.size());
+    for (size_t i = 0; i < x.size(); i++)
+        mx += x[i] / double(x.size()), my += y[i] / double(x.size());
     double sxy = 0, sxx = 0;
-    for (size_t i = 0; i < lx.size(); i++)
-        sxy += (lx[i] - mx) * (ly[i] - my), sxx += (lx[i] - mx) * (lx[i] - mx);
-    return sxy / sxx;
+    for (size_t i = 0; i < x.size(); i++)
+        sxy += (x[i] - mx) * (y[i] - my), sxx += (x[i] - mx) * (x[i] - mx);
+    return x.size() >= 2 ? sxy / sxx : NAN;
+}
+
+// Over the points where g > 0: the exponent k of g ~ n^k (log_x) or the factor r of g ~ r^n.
+double fit(const std::vector<int>& n, const std::vector<double>& g, bool log_x) {
+    std::vector<double> xs, ys;
+    for (size_t i = 0; i < n.size(); i++)
+        if (g[i] > 0)
+            xs.push_back(log_x ? std::log(double(n[i])) : n[i]), ys.push_back(std::log(g[i]));
+    const double k = slope(xs, ys);
+    return log_x ? k : std::exp(k);
 }
 
 }  // namespace
@@ -101,24 +107,9 @@ void print_path_lengths(const PathLengths& p, int d_model) {
     std::printf("     n |          LSTM | Self-attention\n");
     for (size_t i = 0; i < p.n.size(); i++)
         std::printf("%6d | %13.3e | %14.3e\n", p.n[i], p.lstm[i], p.attention[i]);
-    const double k = loglog_slope(p.n, p.attention);
+    const double k = fit(p.n, p.attention, true);
     // The LSTM's gradient shrinks by a factor per step: a straight line on a log-linear plot.
-    // Fit log |g| against n over the nonzero points.
-    double lstm_rate = NAN;
-    {
-        std::vector<double> xs, ys;
-        for (size_t i = 0; i < p.n.size(); i++)
-            if (p.lstm[i] > 0) xs.push_back(p.n[i]), ys.push_back(std::log(p.lstm[i]));
-        if (xs.size() >= 2) {
-            double mx = 0, my = 0;
-            for (size_t i = 0; i < xs.size(); i++)
-                mx += xs[i] / double(xs.size()), my += ys[i] / double(xs.size());
-            double sxy = 0, sxx = 0;
-            for (size_t i = 0; i < xs.size(); i++)
-                sxy += (xs[i] - mx) * (ys[i] - my), sxx += (xs[i] - mx) * (xs[i] - mx);
-            lstm_rate = std::exp(sxy / sxx);
-        }
-    }
+    const double lstm_rate = fit(p.n, p.lstm, false);
     int zero_from = 0;
     for (size_t i = 0; i < p.n.size(); i++)
         if (p.lstm[i] == 0 && !zero_from) zero_from = p.n[i];

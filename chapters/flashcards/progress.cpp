@@ -103,12 +103,6 @@ std::string format_progress(const Progress& p) {
 
 namespace {
 
-std::string parent_dir(const std::string& path) {
-    size_t slash = path.find_last_of('/');
-    if (slash == std::string::npos) return ".";
-    if (slash == 0) return "/";
-    return path.substr(0, slash);
-}
 
 // A FIFO would hang the read and a device node would be renamed over: only a regular file (or
 // a link to one, or nothing yet) is a progress file.
@@ -151,11 +145,11 @@ void check_writable(const std::string& path_in) {
     std::string path = atomic_file::resolve(path_in);
     refuse_not_regular(path_in, path);
     refuse_read_only(path_in, path);
-    std::string dir = parent_dir(path);
+    std::string dir = atomic_file::parent_dir(path);
     struct stat st;
     int rc;
-    while ((rc = ::stat(dir.c_str(), &st)) != 0 && errno == ENOENT && dir != parent_dir(dir))
-        dir = parent_dir(dir);  // the nearest folder that exists; save_progress creates the rest
+    while ((rc = ::stat(dir.c_str(), &st)) != 0 && errno == ENOENT && dir != atomic_file::parent_dir(dir))
+        dir = atomic_file::parent_dir(dir);  // the nearest folder that exists; save_progress creates the rest
     if (rc != 0)
         throw Error(path_in + ": cannot save progress in " + dir + ": " + std::strerror(errno) +
                     "; choose a writable --progress FILE");
@@ -183,7 +177,7 @@ Progress save_rating(const std::string& path, const Progress& mine, int card) {
     // Another run of the program may have saved since this one read the file: take the file as
     // it is now and change only this card, under a lock on the folder so that two saves do not
     // interleave. The last rating of a card wins; nobody's other ratings are lost.
-    std::string dir = parent_dir(atomic_file::resolve(path));
+    std::string dir = atomic_file::parent_dir(atomic_file::resolve(path));
     try {
         atomic_file::make_folders(dir);
     } catch (const atomic_file::Error& e) {
