@@ -148,10 +148,10 @@ void check_writable(const std::string& path_in) {
     std::string dir = atomic_file::parent_dir(path);
     struct stat st;
     int rc;
+    // The nearest folder that exists; save_progress creates the rest.
     while ((rc = ::stat(dir.c_str(), &st)) != 0 && errno == ENOENT &&
            dir != atomic_file::parent_dir(dir))
-        dir = atomic_file::parent_dir(
-            dir);  // the nearest folder that exists; save_progress creates the rest
+        dir = atomic_file::parent_dir(dir);
     if (rc != 0)
         throw Error(path_in + ": cannot save progress in " + dir + ": " + std::strerror(errno) +
                     "; choose a writable --progress FILE");
