@@ -59,8 +59,8 @@ __global__ void sgemm_tiled_kernel(bool trans_a, bool trans_b, int M, int N, int
                                    const float* A, int lda, long stride_a, const float* B,
                                    int ldb, long stride_b, float beta, float* C, int ldc,
                                    long stride_c) {
-    __shared__ float As[TILE][TILE + 1];  // (TILE rows of op(A), TILE k)   +1: no bank conflicts
-    __shared__ float Bs[TILE][TILE + 1];  // (TILE k, TILE columns of op(B))
+    SHARED(float, As, [TILE][TILE + 1]);  // (TILE rows of op(A), TILE k)   +1: no bank conflicts
+    SHARED(float, Bs, [TILE][TILE + 1]);  // (TILE k, TILE columns of op(B))
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int i = blockIdx.y * TILE + ty, j = blockIdx.x * TILE + tx;
     A += blockIdx.z * stride_a;
@@ -90,8 +90,9 @@ __global__ void __launch_bounds__(RT_THREADS)
 sgemm_register_tiled_kernel(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                             const float* A, int lda, long stride_a, const float* B, int ldb,
                             long stride_b, float beta, float* C, int ldc, long stride_c) {
-    __shared__ float As[BK][BM];  // k-major: a thread reads TM consecutive rows of one k
-    __shared__ float Bs[BK][BN];
+    CHECK_LAUNCH_BOUNDS(RT_THREADS);
+    SHARED(float, As, [BK][BM]);  // k-major: a thread reads TM consecutive rows of one k
+    SHARED(float, Bs, [BK][BN]);
     const int tid = threadIdx.x;
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     const int tr = tid / (BN / TN), tc = tid % (BN / TN);  // this thread's TM x TN sub-tile
@@ -341,10 +342,11 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
 sgemm_warp_tiled_kernel(int M, int N, int K, float alpha, const float* A, int lda,
                         long stride_a, const float* B, int ldb, long stride_b, float beta,
                         float* C, int ldc, long stride_c) {
+    CHECK_LAUNCH_BOUNDS(T::THREADS);
     constexpr int BM = T::BM, BN = T::BN, TM = T::TM, TN = T::TN;
     constexpr int MITER = T::MITER, NITER = T::NITER;
-    alignas(16) __shared__ float As[2][T::BK][T::LDA];  // (buffer, k, rows of op(A))
-    alignas(16) __shared__ float Bs[2][T::BK][T::LDB];  // (buffer, k, columns of op(B))
+    SHARED(float, As, [2][T::BK][T::LDA]);  // (buffer, k, rows of op(A))
+    SHARED(float, Bs, [2][T::BK][T::LDB]);  // (buffer, k, columns of op(B))
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     A += blockIdx.z * stride_a;
     B += blockIdx.z * stride_b;
@@ -438,6 +440,7 @@ __global__ void __launch_bounds__(256)
 sgemm_few_rows_nt_kernel(int M, int N, int K, float alpha, const float* A, int lda,
                          long stride_a, const float* B, int ldb, long stride_b, float beta,
                          float* C, int ldc, long stride_c) {
+    CHECK_LAUNCH_BOUNDS(256);
     const int lane = threadIdx.x % 32, j = blockIdx.x * 8 + threadIdx.x / 32;  // column of C
     if (j >= N) return;  // the whole warp leaves together
     A += blockIdx.z * stride_a;
@@ -466,7 +469,8 @@ __global__ void __launch_bounds__(256)
 sgemm_few_rows_nn_kernel(int M, int N, int K, float alpha, const float* A, int lda,
                          long stride_a, const float* B, int ldb, long stride_b, float beta,
                          float* C, int ldc, long stride_c) {
-    __shared__ float partial[8][FEW_ROWS][32];  // (warp, row of C, lane)
+    CHECK_LAUNCH_BOUNDS(256);
+    SHARED(float, partial, [8][FEW_ROWS][32]);  // (warp, row of C, lane)
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int j = blockIdx.x * 32 + lane;  // this lane's column of C
     A += blockIdx.z * stride_a;
