@@ -165,7 +165,13 @@ sgemm_register_tiled_kernel(bool trans_a, bool trans_b, int M, int N, int K, flo
 // The transposes are template parameters: the loads of each of the 4 variants are branch-free.
 // 128 registers per thread (2 blocks per SM): acc 64, a and b 16, the prefetched slice 8, the
 // rest addresses. nvcc left some loops over acc rolled unless told, and acc then lived in
-// (slow, local) memory; g++ for the emulator needs no hint.
+// (slow, local) memory; g++ for the emulator needs no hint. The inner loop reads its fragments
+// from one shared address per operand plus constants: indexed as As[cur][k][wm + mi SUB_M + lm]
+// instead, ptxas (nvcc 13.0, -O3, sm_90) kept more addresses live and, capped at 128 registers
+// by __launch_bounds__(256, 2), spilled 12 bytes in the NN and TT float4 variants (NN is the
+// 4096^3 target's kernel); now the 8 variants use 125 to 128 registers and spill nothing
+// (without the cap, i.e. 1 block per SM, they had taken 127 to 139). cuda/cuda.mk builds this
+// file with -Xptxas -warn-spills: a spill fails the development build.
 #if defined(__CUDACC__)
 #define WT_UNROLL _Pragma("unroll")
 #else
@@ -297,6 +303,9 @@ __device__ __forceinline__ void wt_main_loop(
     wt_store<T, T::BN, TRANS_B>(Bs[0], b_next, tid);
     __syncthreads();
 
+    // Where this lane reads its fragments: buffer 0, k = 0; the loop adds constants.
+    const float* a_frag = &As[0][0][wm + lm];
+    const float* b_frag = &Bs[0][0][wn + ln];
     const int slices = (K + BK - 1) / BK;
     for (int s = 0; s < slices; s++) {
         const int cur = s % 2;
@@ -312,15 +321,15 @@ __device__ __forceinline__ void wt_main_loop(
             float a[MITER * TM], b[NITER * TN];
             WT_UNROLL
             for (int mi = 0; mi < MITER; mi++) {
-                const float4 t =
-                    *reinterpret_cast<const float4*>(&As[cur][k][wm + mi * T::SUB_M + lm]);
+                const float4 t = *reinterpret_cast<const float4*>(
+                    a_frag + (cur * BK + k) * T::LDA + mi * T::SUB_M);
                 float* d = a + mi * TM;
                 d[0] = t.x, d[1] = t.y, d[2] = t.z, d[3] = t.w;
             }
             WT_UNROLL
             for (int ni = 0; ni < NITER; ni++) {
-                const float4 t =
-                    *reinterpret_cast<const float4*>(&Bs[cur][k][wn + ni * T::SUB_N + ln]);
+                const float4 t = *reinterpret_cast<const float4*>(
+                    b_frag + (cur * BK + k) * T::LDB + ni * T::SUB_N);
                 float* d = b + ni * TN;
                 d[0] = t.x, d[1] = t.y, d[2] = t.z, d[3] = t.w;
             }
