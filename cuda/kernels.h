@@ -98,3 +98,8 @@ void lstm_forward_cuda(const float* x, const float* W_ih, const float* W_hh, con
 void lstm_backward_cuda(const float* x, const float* W_ih, const float* W_hh, const float* h,
                         const float* c, const float* gates, const float* dh_out, int n, int B,
                         int d, float* dx, float* dW_ih, float* dW_hh, float* db);
+// One step's gates alone, what lstm_forward_cuda runs after each step's GEMM (gpu-bench times
+// it, fused against unfused, without the GEMMs): G (B, 4d) pre-activations without the bias,
+// c_prev (B, d) -> gates (B, 4d), h_t, c_t (B, d). tmp: (B, d) scratch, unfused only.
+void lstm_gates_forward_cuda(const float* G, const float* b, const float* c_prev, float* gates,
+                             float* h_t, float* c_t, int B, int d, bool fused, float* tmp);

@@ -486,7 +486,11 @@ TEST_CASE("cuda emulator: gpu-bench --quick runs every section and every cross-c
          {"sgemm 136^3: warp-tiled", "256x128, 16x8", "attention n=72 fused vs naive",
           "attention fwd+bwd n=72", "naive's 6 products alone",
           "FlashAttention version 1 (one thread per row): forward", "LSTM fused vs unfused gates",
-          "LSTM forward n=5", "target LSTM gates, unfused / fused time"})
+          "LSTM forward n=5", "LSTM gates alone, n=5 steps", "target LSTM gates alone, unfused",
+          "CUBLAS_DEFAULT_MATH (fp32, no TF32), NVIDIA_TF32_OVERRIDE=0", "cuBLAS: NN",
+          "dW_proj = dY^T O (TN 72 x 72, K = 1024): default", "2 slices of K",
+          "dW_qkv = dQKV^T X (TN 216 x 72, K = 1024)",
+          "LSTM step dG_t W_hh (NN 8 x 256, K = 1024): default", "4 slices of K"})
         CHECK_MESSAGE(r.out.find(line) != std::string::npos, line);
     // Both sequence lengths time version 1 and compare its O, dQ and dK with version 2's.
     const std::regex v1(R"(max \|dK diff\| = [0-9.e+-]+ \(against version 2\))");
