@@ -7,6 +7,7 @@
 #include "common/gemm.h"
 #include "tests/util.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -470,6 +471,30 @@ TEST_CASE("cuda emulator: every kernel with __launch_bounds__ checks them") {
         }
     }
     CHECK(kernels >= 11);
+}
+
+// gpu-check runs the device cases with CUDA_TESTS_NEED_DEVICE=1. Where no device is visible
+// (no driver, a driver older than the toolkit, CUDA_VISIBLE_DEVICES empty, no /dev/nvidia* in a
+// container) they must fail with the runtime's reason; they used to be skipped, and cuda-tests
+// exited 0 with 0 passed. Only where nvcc built cuda-tests.
+TEST_CASE("cuda emulator: cuda-tests fails, naming the runtime's error, when a device is needed") {
+    if (!std::filesystem::exists(std::string(PROJECT_BIN) + "/cuda-tests")) {
+        MESSAGE("no build/bin/cuda-tests (it is built where nvcc is): not checked");
+        return;
+    }
+    setenv("CUDA_TESTS_NEED_DEVICE", "1", 1);
+    auto r = testutil::run("cuda-tests", "-tc='cuda device: a CUDA device is visible'");
+    unsetenv("CUDA_TESTS_NEED_DEVICE");
+    const std::string out = r.out + r.err;
+    if (r.exit_code == 0) {  // a GPU is here: the case ran and passed
+        CHECK_MESSAGE(out.find("1 passed") != std::string::npos, out);
+    } else {
+        CHECK_MESSAGE(out.find("cudaGetDeviceCount: ") != std::string::npos, out);
+        CHECK_MESSAGE(out.find("0 passed | 1 failed") != std::string::npos, out);
+    }
+    // Without the variable, no device means the cases are skipped (make test on this machine).
+    auto plain = testutil::run("cuda-tests", "-tc='cuda device: a CUDA device is visible'");
+    CHECK(plain.exit_code == 0);
 }
 
 // gpu-bench (what gpu-check measures the speed targets with) at small sizes on the emulator,

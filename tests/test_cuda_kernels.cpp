@@ -3,10 +3,14 @@
 //
 // One source, two builds:
 //   make test          g++ compiles the .cu files against cuda/emu/emulator.h (cuda/cuda.mk) and
-//                      the suite links them: the "cuda emulator:" cases run; the
-//                      "cuda device:" cases are skipped.
-//   cuda-tests (nvcc)  with CUDA_DEVICE_BUILD the kernels come from nvcc objects; the
-//                      "cuda device:" cases run when a GPU is visible, else they are skipped.
+//                      the suite links them: the "cuda emulator:" cases.
+//   cuda-tests (nvcc)  with CUDA_DEVICE_BUILD the kernels come from nvcc objects: the
+//                      "cuda device:" cases, and only those. They run when a GPU is visible and
+//                      are skipped otherwise, unless CUDA_TESTS_NEED_DEVICE=1 (gpu-check sets
+//                      it): then they run anyway, and the first, "a CUDA device is visible",
+//                      fails with the runtime's reason. After every case the device is
+//                      synchronized and checked, so that a kernel's fault is reported by the
+//                      case that launched it, not at the next case's first copy.
 // Under the emulator every kernel also runs twice, threads forward and in reverse between
 // barriers, and must give the same bits (a missing __syncthreads makes them differ).
 #include <doctest.h>
@@ -20,6 +24,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -32,19 +38,54 @@ namespace {
 
 #if defined(CUDA_DEVICE_BUILD)
 constexpr bool EMULATOR = false;
+bool device_required() {
+    const char* v = std::getenv("CUDA_TESTS_NEED_DEVICE");
+    return v && *v && std::strcmp(v, "0") != 0;
+}
 bool gpu_visible() {
     int count = 0;
     return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
+bool run_device_cases() { return device_required() || gpu_visible(); }
+
+// The kernels a case launched have finished, without a fault.
+void check_device_after(const char* name) {
+    const cudaError_t sync = cudaDeviceSynchronize(), last = cudaGetLastError();
+    REQUIRE_MESSAGE(sync == cudaSuccess, "cudaDeviceSynchronize after \""
+                                             << name
+                                             << "\": " << std::string(cudaGetErrorString(sync))
+                                             << " (a kernel of this case faulted; run it under "
+                                                "compute-sanitizer to see which)");
+    REQUIRE_MESSAGE(last == cudaSuccess, "cudaGetLastError after \""
+                                             << name
+                                             << "\": " << std::string(cudaGetErrorString(last)));
+}
+
+// The body of a CUDA_TEST as a device case (this build registers no emulator cases).
+#define CUDA_TEST(name, body)                                             \
+    TEST_CASE("cuda device: " name* doctest::skip(!run_device_cases())) { \
+        body();                                                           \
+        check_device_after(name);                                         \
+    }
+
+TEST_CASE("cuda device: a CUDA device is visible" * doctest::skip(!run_device_cases())) {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    REQUIRE_MESSAGE(e == cudaSuccess,
+                    "cudaGetDeviceCount: " << std::string(cudaGetErrorString(e)) << " ("
+                                           << std::string(cudaGetErrorName(e)) << ")");
+    REQUIRE_MESSAGE(count > 0, "cudaGetDeviceCount: no device");
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    MESSAGE("device 0: " << std::string(prop.name) << ", sm_" << prop.major << prop.minor << ", "
+                         << prop.multiProcessorCount << " SMs");
+}
 #else
 constexpr bool EMULATOR = true;
-bool gpu_visible() { return false; }
+// The body of a CUDA_TEST as an emulator case.
+#define CUDA_TEST(name, body) \
+    TEST_CASE("cuda emulator: " name) { body(); }
 #endif
-
-// Registers the same body twice: once for the emulator, once for a real device.
-#define CUDA_TEST(name, body)                                               \
-    TEST_CASE("cuda emulator: " name* doctest::skip(!EMULATOR)) { body(); } \
-    TEST_CASE("cuda device: " name* doctest::skip(!gpu_visible())) { body(); }
 
 std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
     std::vector<float> v(n);
