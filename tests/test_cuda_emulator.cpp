@@ -497,6 +497,47 @@ TEST_CASE("cuda emulator: cuda-tests fails, naming the runtime's error, when a d
     CHECK(plain.exit_code == 0);
 }
 
+// gpu-check's verdict on the device cases' report: at least one passed, none failed or skipped,
+// and a report that never reached its summary (a crash) fails too. Before, a run that skipped
+// every case (no device visible) was logged as "exit 0".
+TEST_CASE("cuda emulator: gpu-check fails a device test run that passed nothing") {
+    const std::string report = "/tmp/transformer-test-" + std::to_string(getpid()) + ".report";
+    auto verdict = [&](const std::string& text) {
+        {
+            std::ofstream f(report);
+            f << text;
+        }
+        const std::string cmd = "bash '" + std::string(PROJECT_ROOT) +
+                                "/cuda/bench/gpu-check.sh' --check-tests '" + report + "' 2>&1";
+        std::string out;
+        if (FILE* p = popen(cmd.c_str(), "r")) {
+            char buf[512];
+            while (fgets(buf, sizeof buf, p))
+                out += buf;
+            const int status = pclose(p);
+            return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+        }
+        return std::pair{-1, out};
+    };
+    const std::string head = "[doctest] doctest version is \"2.4.9\"\n";
+    auto skipped = verdict(head + "[doctest] test cases: 0 | 0 passed | 0 failed | 20 skipped\n");
+    CHECK(skipped.first == 1);
+    CHECK_MESSAGE(
+        skipped.second.find("FAILED: 0 passed, 0 failed, 20 skipped") != std::string::npos,
+        skipped.second);
+    auto ok = verdict(head + "[doctest] test cases:   14 |   14 passed | 0 failed | 0 skipped\n");
+    CHECK(ok.first == 0);
+    CHECK_MESSAGE(ok.second.find("ok: 14 passed") != std::string::npos, ok.second);
+    CHECK(verdict(head + "[doctest] test cases: 14 | 13 passed | 1 failed | 0 skipped\n").first ==
+          1);
+    CHECK(verdict(head + "[doctest] test cases: 14 | 13 passed | 0 failed | 1 skipped\n").first ==
+          1);
+    auto crashed = verdict(head + "TEST CASE:  cuda device: sgemm\n");
+    CHECK(crashed.first == 1);
+    CHECK_MESSAGE(crashed.second.find("no doctest summary") != std::string::npos, crashed.second);
+    std::remove(report.c_str());
+}
+
 // gpu-bench (what gpu-check measures the speed targets with) at small sizes on the emulator,
 // with cuda/emu/cublas_emulated.h for cuBLAS: every section runs, and its own cross-checks (each
 // sgemm tile shape and transpose against cuBLAS, fused against naive attention, FlashAttention
