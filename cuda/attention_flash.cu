@@ -165,8 +165,10 @@ template <int D>
 __global__ void __launch_bounds__(Br)
 forward_kernel(const float* Q, const float* K, const float* V, float* O, float* L, int n,
                int d_k, float scale, bool causal) {
-    alignas(16) __shared__ float Kj[Bc][D], Vj[Bc][D];  // K_j, V_j (16-byte rows: float4 reads)
-    __shared__ float Sij[Bc][Br];                       // S_ij, thread t's row in column t
+    CHECK_LAUNCH_BOUNDS(Br);
+    SHARED(float, Kj, [Bc][D]);    // K_j (16-byte rows: float4 reads)
+    SHARED(float, Vj, [Bc][D]);    // V_j
+    SHARED(float, Sij, [Bc][Br]);  // S_ij, thread t's row in column t
     const long head = (long)blockIdx.y * n * d_k;
     Q += head, K += head, V += head, O += head, L += (long)blockIdx.y * n;
     const int row0 = blockIdx.x * Br, row = row0 + threadIdx.x;
@@ -231,7 +233,9 @@ __global__ void __launch_bounds__(Br)
 backward_dq_kernel(const float* Q, const float* K, const float* V, const float* dO,
                    const float* L, const float* Dvec, float* dQ, int n, int d_k, float scale,
                    bool causal) {
-    alignas(16) __shared__ float Kj[Bc][D], Vj[Bc][D];  // K_j, V_j (16-byte rows: float4 reads)
+    CHECK_LAUNCH_BOUNDS(Br);
+    SHARED(float, Kj, [Bc][D]);  // K_j (16-byte rows: float4 reads)
+    SHARED(float, Vj, [Bc][D]);  // V_j
     const long head = (long)blockIdx.y * n * d_k;
     Q += head, K += head, V += head, dO += head, dQ += head;
     L += (long)blockIdx.y * n, Dvec += (long)blockIdx.y * n;
@@ -275,8 +279,11 @@ __global__ void __launch_bounds__(Bc)
 backward_dkdv_kernel(const float* Q, const float* K, const float* V, const float* dO,
                      const float* L, const float* Dvec, float* dK, float* dV, int n, int d_k,
                      float scale, bool causal) {
-    alignas(16) __shared__ float Qi[Br][D], dOi[Br][D];  // Q_i, dO_i (16-byte rows: float4 reads)
-    __shared__ float Li[Br], Di[Br];                     // L_i, D_i
+    CHECK_LAUNCH_BOUNDS(Bc);
+    SHARED(float, Qi, [Br][D]);   // Q_i (16-byte rows: float4 reads)
+    SHARED(float, dOi, [Br][D]);  // dO_i
+    SHARED(float, Li, [Br]);      // L_i
+    SHARED(float, Di, [Br]);      // D_i
     const long head = (long)blockIdx.y * n * d_k;
     Q += head, K += head, V += head, dO += head, dK += head, dV += head;
     L += (long)blockIdx.y * n, Dvec += (long)blockIdx.y * n;
@@ -525,6 +532,7 @@ template <int D>
 __global__ void __launch_bounds__(FA_THREADS, 3)
 forward_kernel(const float* Q, const float* K, const float* V, float* O,
                                float* L, int n, int d_k, float scale, bool causal, bool vec) {
+    CHECK_LAUNCH_BOUNDS(FA_THREADS);
     constexpr int ld = FA_LD<D>;
     DYNAMIC_SHARED(float, smem);
     float* Qs = smem;             // (Br, D + 4)    Q_i
@@ -610,6 +618,7 @@ __global__ void __launch_bounds__(FA_THREADS)
 backward_kernel(const float* Q, const float* K, const float* V, const float* dO,
                                 const float* L, const float* Dvec, float* dQ, float* dK,
                                 float* dV, int n, int d_k, float scale, bool causal, bool vec) {
+    CHECK_LAUNCH_BOUNDS(FA_THREADS);
     constexpr int ld = FA_LD<D>;
     DYNAMIC_SHARED(float, smem);
     float* Ks = smem;                 // (Bc, D + 4)    K_j

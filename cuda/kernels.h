@@ -14,17 +14,28 @@ inline int ceil_div(long a, long b) { return int((a + b - 1) / b); }
 enum class SgemmVersion { naive = 1, tiled = 2, register_tiled = 3, warp_tiled = 4 };
 // warp_tiled's tile shapes: the block's tile of C (rows x columns) and each thread's outputs.
 // automatic (the default): for M <= 16 rows without trans_a (an LSTM step), kernels that
-// spread the columns over warps instead of tiles; else 128x64 when N <= 64 (attention's P V,
-// dV, dQ and dK, where half of a 128-wide tile would multiply zeros), else 128x128.
-// gpu-bench times the other tiles beside it, since the best shape differs between GPUs.
+// spread the columns over warps instead of tiles, !trans_b also over slices of K; else 128x64
+// when N <= 64 (attention's P V, dV, dQ and dK, where half of a 128-wide tile would multiply
+// zeros), else 128x128; and where those tiles are fewer blocks than the GPU has SMs and K is
+// deep (the weight gradients), split-K: slices of K in parallel, then their sum.
+// gpu-bench times the other tiles beside it, since the best shape differs between GPUs; the
+// explicit tiles never split K. few_rows_one_pass: the few-rows kernels without the split of
+// K (for gpu-bench; where M > 16 or trans_a it is the 128x128 tile).
 enum class SgemmTile {
-    automatic, b128x128t8x8, b128x64t8x8, b128x128t8x16, b128x256t8x16, b256x128t16x8
+    automatic, b128x128t8x8, b128x64t8x8, b128x128t8x16, b128x256t8x16, b256x128t16x8,
+    few_rows_one_pass
 };
+// K = 0 sets C = beta C (C is not read when beta = 0) and reads neither A nor B.
 void sgemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                 int lda, const float* B, int ldb, float beta, float* C, int ldc, int batch = 1,
                 long stride_a = 0, long stride_b = 0, long stride_c = 0,
                 SgemmVersion version = SgemmVersion::warp_tiled,
                 SgemmTile tile = SgemmTile::automatic);
+// How many slices of K sgemm_cuda computes in parallel for this call (1: no split), for the
+// tests and gpu-bench. Depends on the device's SM count.
+int sgemm_k_splits(bool trans_a, bool trans_b, int M, int N, int K, int batch = 1,
+                   SgemmVersion version = SgemmVersion::warp_tiled,
+                   SgemmTile tile = SgemmTile::automatic);
 
 // ---- cuda/softmax.cu ----------------------------------------------------------------------
 // Row softmax of S (rows, cols) into P; causal (square n x n blocks, cols = n): row r is query
@@ -87,3 +98,8 @@ void lstm_forward_cuda(const float* x, const float* W_ih, const float* W_hh, con
 void lstm_backward_cuda(const float* x, const float* W_ih, const float* W_hh, const float* h,
                         const float* c, const float* gates, const float* dh_out, int n, int B,
                         int d, float* dx, float* dW_ih, float* dW_hh, float* db);
+// One step's gates alone, what lstm_forward_cuda runs after each step's GEMM (gpu-bench times
+// it, fused against unfused, without the GEMMs): G (B, 4d) pre-activations without the bias,
+// c_prev (B, d) -> gates (B, 4d), h_t, c_t (B, d). tmp: (B, d) scratch, unfused only.
+void lstm_gates_forward_cuda(const float* G, const float* b, const float* c_prev, float* gates,
+                             float* h_t, float* c_t, int B, int d, bool fused, float* tmp);

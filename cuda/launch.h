@@ -3,6 +3,12 @@
 //
 //   launch_kernel(kernel, grid, block, shmem_bytes, args...)   // kernel<<<grid, block, shmem>>>
 //   CUDA_CHECK(cudaMalloc(&p, bytes));                          // throws with the call's text
+//   SHARED(float, As, [BK][BM]);       // __shared__ float As[BK][BM], 16-byte aligned
+//   DYNAMIC_SHARED(float, smem);       // extern __shared__: the launch's dynamic bytes
+//   CHECK_LAUNCH_BOUNDS(256);          // first statement of a kernel __launch_bounds__(256)
+// The last three are macros so that the emulator (cuda/emu/emulator.h) can check shared memory
+// bounds and the launch bounds; on a device SHARED is __shared__ and CHECK_LAUNCH_BOUNDS is
+// nothing (the hardware refuses a launch over a kernel's bounds).
 //   gpu::Buffer<float> x(n);                                    // tracked device allocation
 //   gpu::peak_bytes(), gpu::reset_peak()                        // like torch.cuda.max_memory_*
 //   gpu::empty_cache()                                          // like torch.cuda.empty_cache
@@ -14,6 +20,8 @@
     extern __shared__ __align__(16) unsigned char dyn_shared_bytes_[]; \
     T* name = reinterpret_cast<T*>(dyn_shared_bytes_)
 #endif
+#define SHARED(T, name, dims) __shared__ __align__(16) T name dims
+#define CHECK_LAUNCH_BOUNDS(...) ((void)0)
 #else
 #include "cuda/emu/emulator.h"
 #endif

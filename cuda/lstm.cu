@@ -70,10 +70,13 @@ __global__ void tanh_kernel(const float* a, float* out, int count) {
     if (idx < count) out[idx] = tanhf(a[idx]);
 }
 
-namespace {
-
-void lstm_gates_unfused(const float* G, const float* b, const float* c_prev, float* gates,
-                        float* h_t, float* c_t, float* tmp, int B, int d) {
+void lstm_gates_forward_cuda(const float* G, const float* b, const float* c_prev, float* gates,
+                             float* h_t, float* c_t, int B, int d, bool fused, float* tmp) {
+    if (fused) {
+        launch_kernel(lstm_gates_forward_kernel, dim3(ceil_div(long(B) * d, LSTM_THREADS)),
+                      dim3(LSTM_THREADS), 0, G, b, c_prev, gates, h_t, c_t, B, d);
+        return;
+    }
     const int rows = B, n4 = B * 4 * d, nd = B * d;
     const dim3 block(LSTM_THREADS);
     launch_kernel(add_bias_kernel, dim3(ceil_div(n4, LSTM_THREADS)), block, 0, G, b, gates, rows,
@@ -92,8 +95,6 @@ void lstm_gates_unfused(const float* G, const float* b, const float* c_prev, flo
     launch_kernel(tanh_kernel, grid, block, 0, c_t, tmp, nd);
     launch_kernel(mul_kernel, grid, block, 0, gates + 3 * d, 4 * d, tmp, d, h_t, rows, d);  // h
 }
-
-}  // namespace
 
 // dh = dh_out[t] + dh_rec (B, d); dc_next (B, d) in, dc_prev out (may alias);
 // gates_t (B, 4d), c_t, c_prev (B, d) -> dG (B, 4d) pre-activation gradients.
@@ -128,14 +129,8 @@ void lstm_forward_cuda(const float* x, const float* W_ih, const float* W_hh, con
     for (int t = 1; t <= n; t++) {
         float* G = xW.data() + (t - 1) * step4;  // (B, 4d): += h[t-1] W_hh^T, in place
         sgemm_cuda(false, true, B, 4 * d, d, 1.0f, h + (t - 1) * step, d, W_hh, d, 1.0f, G, 4 * d);
-        float* gates_t = gates + (t - 1) * step4;
-        if (fused)
-            launch_kernel(lstm_gates_forward_kernel, dim3(ceil_div(step, LSTM_THREADS)),
-                          dim3(LSTM_THREADS), 0, G, b, c + (t - 1) * step, gates_t, h + t * step,
-                          c + t * step, B, d);
-        else
-            lstm_gates_unfused(G, b, c + (t - 1) * step, gates_t, h + t * step, c + t * step,
-                               tmp.data(), B, d);
+        lstm_gates_forward_cuda(G, b, c + (t - 1) * step, gates + (t - 1) * step4, h + t * step,
+                                c + t * step, B, d, fused, tmp.data());
     }
 }
 

@@ -39,7 +39,7 @@ __global__ void column_sum_kernel(const float* x, float* out, int rows, int cols
 // Block-wide reduction: warps reduce with shuffles, warp results meet in shared memory.
 template <bool MAX_ABS>
 __global__ void reduce_kernel(const float* x, float* out, long n) {
-    __shared__ float warp_result[REDUCE_THREADS / 32];
+    SHARED(float, warp_result, [REDUCE_THREADS / 32]);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     float acc = 0.0f;
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;

@@ -24,6 +24,7 @@
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
 
+#include <algorithm>
 #include <cstdint>
 
 // op(A)[i][k] and op(B)[k][j] of one batch element.
@@ -59,8 +60,8 @@ __global__ void sgemm_tiled_kernel(bool trans_a, bool trans_b, int M, int N, int
                                    const float* A, int lda, long stride_a, const float* B,
                                    int ldb, long stride_b, float beta, float* C, int ldc,
                                    long stride_c) {
-    __shared__ float As[TILE][TILE + 1];  // (TILE rows of op(A), TILE k)   +1: no bank conflicts
-    __shared__ float Bs[TILE][TILE + 1];  // (TILE k, TILE columns of op(B))
+    SHARED(float, As, [TILE][TILE + 1]);  // (TILE rows of op(A), TILE k)   +1: no bank conflicts
+    SHARED(float, Bs, [TILE][TILE + 1]);  // (TILE k, TILE columns of op(B))
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int i = blockIdx.y * TILE + ty, j = blockIdx.x * TILE + tx;
     A += blockIdx.z * stride_a;
@@ -90,8 +91,9 @@ __global__ void __launch_bounds__(RT_THREADS)
 sgemm_register_tiled_kernel(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                             const float* A, int lda, long stride_a, const float* B, int ldb,
                             long stride_b, float beta, float* C, int ldc, long stride_c) {
-    __shared__ float As[BK][BM];  // k-major: a thread reads TM consecutive rows of one k
-    __shared__ float Bs[BK][BN];
+    CHECK_LAUNCH_BOUNDS(RT_THREADS);
+    SHARED(float, As, [BK][BM]);  // k-major: a thread reads TM consecutive rows of one k
+    SHARED(float, Bs, [BK][BN]);
     const int tid = threadIdx.x;
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     const int tr = tid / (BN / TN), tc = tid % (BN / TN);  // this thread's TM x TN sub-tile
@@ -164,7 +166,13 @@ sgemm_register_tiled_kernel(bool trans_a, bool trans_b, int M, int N, int K, flo
 // The transposes are template parameters: the loads of each of the 4 variants are branch-free.
 // 128 registers per thread (2 blocks per SM): acc 64, a and b 16, the prefetched slice 8, the
 // rest addresses. nvcc left some loops over acc rolled unless told, and acc then lived in
-// (slow, local) memory; g++ for the emulator needs no hint.
+// (slow, local) memory; g++ for the emulator needs no hint. The inner loop reads its fragments
+// from one shared address per operand plus constants: indexed as As[cur][k][wm + mi SUB_M + lm]
+// instead, ptxas (nvcc 13.0, -O3, sm_90) kept more addresses live and, capped at 128 registers
+// by __launch_bounds__(256, 2), spilled 12 bytes in the NN and TT float4 variants (NN is the
+// 4096^3 target's kernel); now the 8 variants use 124 to 128 registers and spill nothing
+// (without the cap, i.e. 1 block per SM, they had taken 127 to 139). cuda/cuda.mk builds this
+// file with -Xptxas -warn-spills: a spill fails the development build.
 #if defined(__CUDACC__)
 #define WT_UNROLL _Pragma("unroll")
 #else
@@ -296,6 +304,9 @@ __device__ __forceinline__ void wt_main_loop(
     wt_store<T, T::BN, TRANS_B>(Bs[0], b_next, tid);
     __syncthreads();
 
+    // Where this lane reads its fragments: buffer 0, k = 0; the loop adds constants.
+    const float* a_frag = &As[0][0][wm + lm];
+    const float* b_frag = &Bs[0][0][wn + ln];
     const int slices = (K + BK - 1) / BK;
     for (int s = 0; s < slices; s++) {
         const int cur = s % 2;
@@ -311,15 +322,15 @@ __device__ __forceinline__ void wt_main_loop(
             float a[MITER * TM], b[NITER * TN];
             WT_UNROLL
             for (int mi = 0; mi < MITER; mi++) {
-                const float4 t =
-                    *reinterpret_cast<const float4*>(&As[cur][k][wm + mi * T::SUB_M + lm]);
+                const float4 t = *reinterpret_cast<const float4*>(
+                    a_frag + (cur * BK + k) * T::LDA + mi * T::SUB_M);
                 float* d = a + mi * TM;
                 d[0] = t.x, d[1] = t.y, d[2] = t.z, d[3] = t.w;
             }
             WT_UNROLL
             for (int ni = 0; ni < NITER; ni++) {
-                const float4 t =
-                    *reinterpret_cast<const float4*>(&Bs[cur][k][wn + ni * T::SUB_N + ln]);
+                const float4 t = *reinterpret_cast<const float4*>(
+                    b_frag + (cur * BK + k) * T::LDB + ni * T::SUB_N);
                 float* d = b + ni * TN;
                 d[0] = t.x, d[1] = t.y, d[2] = t.z, d[3] = t.w;
             }
@@ -336,18 +347,25 @@ __device__ __forceinline__ void wt_main_loop(
     }
 }
 
+// Split-K (k_split < K): the K axis is cut into slices of k_split (a multiple of BK), and
+// blockIdx.z = batch element * splits + slice. Each slice writes alpha op(A) op(B) over its
+// part of K to its own C (beta = 0; C + blockIdx.z * stride_c), and sgemm_split_k_sum adds them.
 template <class T, bool TRANS_A, bool TRANS_B, bool VEC>
 __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
 sgemm_warp_tiled_kernel(int M, int N, int K, float alpha, const float* A, int lda,
                         long stride_a, const float* B, int ldb, long stride_b, float beta,
-                        float* C, int ldc, long stride_c) {
+                        float* C, int ldc, long stride_c, int k_split) {
+    CHECK_LAUNCH_BOUNDS(T::THREADS);
     constexpr int BM = T::BM, BN = T::BN, TM = T::TM, TN = T::TN;
     constexpr int MITER = T::MITER, NITER = T::NITER;
-    alignas(16) __shared__ float As[2][T::BK][T::LDA];  // (buffer, k, rows of op(A))
-    alignas(16) __shared__ float Bs[2][T::BK][T::LDB];  // (buffer, k, columns of op(B))
+    SHARED(float, As, [2][T::BK][T::LDA]);  // (buffer, k, rows of op(A))
+    SHARED(float, Bs, [2][T::BK][T::LDB]);  // (buffer, k, columns of op(B))
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-    A += blockIdx.z * stride_a;
-    B += blockIdx.z * stride_b;
+    const int splits = (K + k_split - 1) / k_split;
+    const int batch = blockIdx.z / splits, k0 = blockIdx.z % splits * k_split;
+    K = min(K - k0, k_split);
+    A += batch * stride_a + (TRANS_A ? (long)k0 * lda : k0);
+    B += batch * stride_b + (TRANS_B ? k0 : (long)k0 * ldb);
 
     float acc[MITER * TM][NITER * TN] = {};  // this thread's outputs (8x8 in the default)
     // Most blocks lie wholly inside the matrices: their loop has no bounds checks at all.
@@ -359,7 +377,7 @@ sgemm_warp_tiled_kernel(int M, int N, int K, float alpha, const float* A, int ld
                                                      Bs, acc);
 
     // (Everything below is computed again after the loop rather than kept in registers.)
-    C += blockIdx.z * stride_c;
+    C += blockIdx.z * stride_c;  // batch element, or batch element and slice of K
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int wm = warp / T::WARPS_N * T::WM, wn = warp % T::WARPS_N * T::WN;
     const int lm = lane / T::LANES_N * TM, ln = lane % T::LANES_N * TN;
@@ -395,28 +413,30 @@ sgemm_warp_tiled_kernel(int M, int N, int K, float alpha, const float* A, int ld
 
 namespace {
 
-// One instantiation per tile shape, transpose pair and alignment; the grid covers C in tiles.
+// One instantiation per tile shape, transpose pair and alignment; the grid covers C in tiles,
+// times the batch, times the slices of K when k_split < K.
 template <class T, bool TRANS_A, bool TRANS_B>
 void launch_warp_tiled(bool vec, int M, int N, int K, float alpha, const float* A, int lda,
                        long stride_a, const float* B, int ldb, long stride_b, float beta, float* C,
-                       int ldc, long stride_c, int batch) {
-    const dim3 grid(ceil_div(N, T::BN), ceil_div(M, T::BM), batch);
+                       int ldc, long stride_c, int batch, int k_split) {
+    const dim3 grid(ceil_div(N, T::BN), ceil_div(M, T::BM), batch * ceil_div(K, k_split));
     auto kernel = vec ? sgemm_warp_tiled_kernel<T, TRANS_A, TRANS_B, true>
                       : sgemm_warp_tiled_kernel<T, TRANS_A, TRANS_B, false>;
     launch_kernel(kernel, grid, dim3(T::THREADS), 0, M, N, K, alpha, A, lda, stride_a, B, ldb,
-                  stride_b, beta, C, ldc, stride_c);
+                  stride_b, beta, C, ldc, stride_c, k_split);
 }
 
 template <class T>
 void launch_warp_tiled(bool trans_a, bool trans_b, bool vec, int M, int N, int K, float alpha,
                        const float* A, int lda, long stride_a, const float* B, int ldb,
-                       long stride_b, float beta, float* C, int ldc, long stride_c, int batch) {
+                       long stride_b, float beta, float* C, int ldc, long stride_c, int batch,
+                       int k_split) {
     auto launch = trans_a ? (trans_b ? launch_warp_tiled<T, true, true>
                                      : launch_warp_tiled<T, true, false>)
                           : (trans_b ? launch_warp_tiled<T, false, true>
                                      : launch_warp_tiled<T, false, false>);
     launch(vec, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c,
-           batch);
+           batch, k_split);
 }
 
 }  // namespace
@@ -429,7 +449,13 @@ void launch_warp_tiled(bool trans_a, bool trans_b, bool vec, int M, int N, int K
 //     ..., so a row of A and row j of B are read 32 consecutive floats at a time; the M sums
 //     then meet across the lanes with __shfl_xor_sync. N warps: thousands for 4d = 2048.
 //   !trans_b (dG W, B stored (K, N)): one lane per column of C, 32 columns per warp, and the 8
-//     warps of a block take 8 slices of K; their partial sums meet in shared memory.
+//     warps of a block take 8 slices of K; their partial sums meet in shared memory. That is
+//     ceil(N / 32) blocks: 16 for the LSTM's d = 512, so 16 of an H200's 132 SMs would hold 8
+//     warps each (1.5% of its 8448 warp slots) and stream W_hh's 4 MB per step with few loads
+//     in flight. So the blocks also split K (gridDim.y slices of k_split, up to one block per
+//     SM in all; 8 slices at d = 512, 128 blocks), each writing its partial C, and
+//     sgemm_split_k_sum adds the slices: two launches instead of one, each step. gpu-bench
+//     times it against the one-pass kernel (SgemmTile::few_rows_one_pass).
 // A is never transposed here (the LSTM's A is h or dG, row-major); its rows are small and stay
 // in L1. These are the sgemm the default picks for M <= 16 (SgemmTile::automatic).
 constexpr int FEW_ROWS = 16;
@@ -438,6 +464,7 @@ __global__ void __launch_bounds__(256)
 sgemm_few_rows_nt_kernel(int M, int N, int K, float alpha, const float* A, int lda,
                          long stride_a, const float* B, int ldb, long stride_b, float beta,
                          float* C, int ldc, long stride_c) {
+    CHECK_LAUNCH_BOUNDS(256);
     const int lane = threadIdx.x % 32, j = blockIdx.x * 8 + threadIdx.x / 32;  // column of C
     if (j >= N) return;  // the whole warp leaves together
     A += blockIdx.z * stride_a;
@@ -462,17 +489,22 @@ sgemm_few_rows_nt_kernel(int M, int N, int K, float alpha, const float* A, int l
     }
 }
 
+// Block (x, y, z): columns 32 x .. 32 x + 31 of batch element z, k in [y k_split, (y + 1)
+// k_split). With one slice (gridDim.y = 1) it writes C; with several, slice y writes
+// alpha * its partial sums to C + (z gridDim.y + y) stride_c, beta = 0.
 __global__ void __launch_bounds__(256)
 sgemm_few_rows_nn_kernel(int M, int N, int K, float alpha, const float* A, int lda,
                          long stride_a, const float* B, int ldb, long stride_b, float beta,
-                         float* C, int ldc, long stride_c) {
-    __shared__ float partial[8][FEW_ROWS][32];  // (warp, row of C, lane)
+                         float* C, int ldc, long stride_c, int k_split) {
+    CHECK_LAUNCH_BOUNDS(256);
+    SHARED(float, partial, [8][FEW_ROWS][32]);  // (warp, row of C, lane)
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int j = blockIdx.x * 32 + lane;  // this lane's column of C
     A += blockIdx.z * stride_a;
     B += blockIdx.z * stride_b;
-    C += blockIdx.z * stride_c;
-    const int slice = (K + 7) / 8, k0 = warp * slice, k1 = min(K, k0 + slice);
+    C += (blockIdx.z * gridDim.y + blockIdx.y) * stride_c;
+    const int k_lo = blockIdx.y * k_split, k_hi = min(K, k_lo + k_split);
+    const int slice = (k_hi - k_lo + 7) / 8, k0 = k_lo + warp * slice, k1 = min(k_hi, k0 + slice);
     float acc[FEW_ROWS] = {};
     if (j < N)
         for (int k = k0; k < k1; k++) {
@@ -495,6 +527,33 @@ sgemm_few_rows_nn_kernel(int M, int N, int K, float alpha, const float* A, int l
     }
 }
 
+// ---- the slices of a split K added up, and K = 0 --------------------------------------------
+// C_b = sum_s W_{b splits + s} + beta C_b, the slices in order (the same bits on every run).
+//   W: (batch * splits) partial results of (M, ldw), stride_w apart      C_b: (M, ldc)
+__global__ void __launch_bounds__(256)
+sgemm_split_k_sum_kernel(const float* W, int splits, int ldw, long stride_w, int M, int N,
+                         float beta, float* C, int ldc, long stride_c) {
+    CHECK_LAUNCH_BOUNDS(256);
+    const long e = blockIdx.x * 256L + threadIdx.x;  // element (i, j) of C_b
+    if (e >= (long)M * N) return;
+    const int i = int(e / N), j = int(e % N);
+    W += (long)blockIdx.z * splits * stride_w + (long)i * ldw + j;
+    float v = 0.0f;
+    for (int s = 0; s < splits; s++) v += W[s * stride_w];
+    float& c = C[blockIdx.z * stride_c + (long)i * ldc + j];
+    c = v + (beta == 0.0f ? 0.0f : beta * c);
+}
+
+// K = 0: op(A) op(B) is an empty sum, C_b = beta C_b (beta = 0 reads nothing: C may hold NaN).
+__global__ void __launch_bounds__(256)
+sgemm_scale_kernel(int M, int N, float beta, float* C, int ldc, long stride_c) {
+    CHECK_LAUNCH_BOUNDS(256);
+    const long e = blockIdx.x * 256L + threadIdx.x;
+    if (e >= (long)M * N) return;
+    float& c = C[blockIdx.z * stride_c + e / N * ldc + e % N];
+    c = beta == 0.0f ? 0.0f : beta * c;
+}
+
 namespace {
 
 // float4 accesses need 16-byte alignment at every row start of every batch element.
@@ -503,13 +562,79 @@ bool float4_aligned(const void* p, int ld, long stride, int batch) {
            (batch == 1 || stride % 4 == 0);
 }
 
+// The device's SM count, asked once (the emulator reports an H200's 132).
+int sm_count() {
+    static const int count = [] {
+        int device = 0, sms = 0;
+        CUDA_CHECK(cudaGetDevice(&device));
+        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        return sms;
+    }();
+    return count;
+}
+
+// Split-K: a grid of fewer blocks than SMs (the weight gradients' 512 x 512 or 1536 x 512 C
+// with K = B n = 131072: 16 or 48 tiles) cuts K into slices until about `slots` blocks run at
+// once, each slice at least SPLIT_K_MIN_DEPTH deep and at most SPLIT_K_MAX of them. Returns the
+// slice length (a multiple of `step`); K itself means no split.
+constexpr int SPLIT_K_MIN_DEPTH = 512, SPLIT_K_MAX = 16;
+int split_k_length(long blocks, int K, int slots, int min_depth, int step) {
+    if (blocks >= sm_count()) return K;
+    const long splits = std::min<long>({slots / blocks, K / min_depth, SPLIT_K_MAX});
+    if (splits <= 1) return K;
+    const int length = (ceil_div(K, splits) + step - 1) / step * step;
+    return length >= K ? K : length;
+}
+
+// The few-rows kernels: trans_b always runs in one pass (N warps); !trans_b splits K until the
+// column blocks fill the SMs once, slices at least 256 deep (32 a warp).
+int few_rows_k_split(bool trans_b, int N, int K, int batch, SgemmTile tile) {
+    if (trans_b || tile == SgemmTile::few_rows_one_pass) return K;
+    return split_k_length(long(ceil_div(N, 32)) * batch, K, sm_count(), 256, 8);
+}
+int warp_tiled_k_split(int M, int N, int K, int batch, SgemmTile tile) {
+    if (tile != SgemmTile::automatic) return K;  // the explicit tiles run as asked (gpu-bench)
+    const bool narrow = N <= 64;
+    const int BM_ = narrow ? WarpTileNarrow::BM : WarpTileDefault::BM;
+    const int BN_ = narrow ? WarpTileNarrow::BN : WarpTileDefault::BN;
+    const int min_blocks = narrow ? WarpTileNarrow::MIN_BLOCKS : WarpTileDefault::MIN_BLOCKS;
+    const long blocks = long(ceil_div(M, BM_)) * ceil_div(N, BN_) * batch;
+    return split_k_length(blocks, K, sm_count() * min_blocks, SPLIT_K_MIN_DEPTH,
+                          WarpTileDefault::BK);
+}
+bool takes_few_rows(int M, bool trans_a, SgemmTile tile) {
+    return (tile == SgemmTile::automatic || tile == SgemmTile::few_rows_one_pass) &&
+           M <= FEW_ROWS && !trans_a;
+}
+
+// C_b = sum of the slices + beta C_b, from the (batch * splits) partial products in W.
+void split_k_sum(const float* W, int splits, int ldw, int M, int N, float beta, float* C, int ldc,
+                 int batch, long stride_c) {
+    launch_kernel(sgemm_split_k_sum_kernel, dim3(ceil_div(long(M) * N, 256), 1, batch),
+                  dim3(256), 0, W, splits, ldw, long(M) * ldw, M, N, beta, C, ldc, stride_c);
+}
+
 }  // namespace
+
+int sgemm_k_splits(bool trans_a, bool trans_b, int M, int N, int K, int batch,
+                   SgemmVersion version, SgemmTile tile) {
+    if (M <= 0 || N <= 0 || K <= 0 || batch <= 0 || version != SgemmVersion::warp_tiled) return 1;
+    const int length = takes_few_rows(M, trans_a, tile)
+                           ? few_rows_k_split(trans_b, N, K, batch, tile)
+                           : warp_tiled_k_split(M, N, K, batch, tile);
+    return ceil_div(K, length);
+}
 
 void sgemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                 int lda, const float* B, int ldb, float beta, float* C, int ldc, int batch,
                 long stride_a, long stride_b, long stride_c, SgemmVersion version,
                 SgemmTile tile) {
     if (M <= 0 || N <= 0 || batch <= 0) return;
+    if (K <= 0) {  // no operand is read: the tiled kernels' prologue would load a first slice
+        launch_kernel(sgemm_scale_kernel, dim3(ceil_div(long(M) * N, 256), 1, batch), dim3(256),
+                      0, M, N, beta, C, ldc, stride_c);
+        return;
+    }
     switch (version) {
         case SgemmVersion::naive:
             launch_kernel(sgemm_naive_kernel, dim3(ceil_div(N, 16), ceil_div(M, 16), batch),
@@ -528,20 +653,32 @@ void sgemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
                           beta, C, ldc, stride_c);
             break;
         case SgemmVersion::warp_tiled: {
-            const bool vec = float4_aligned(A, lda, stride_a, batch) &&
-                             float4_aligned(B, ldb, stride_b, batch) &&
-                             float4_aligned(C, ldc, stride_c, batch);
-            if (tile == SgemmTile::automatic && M <= FEW_ROWS && !trans_a) {
-                if (trans_b)
+            if (takes_few_rows(M, trans_a, tile)) {
+                if (trans_b) {
                     launch_kernel(sgemm_few_rows_nt_kernel, dim3(ceil_div(N, 8), 1, batch),
                                   dim3(256), 0, M, N, K, alpha, A, lda, stride_a, B, ldb,
                                   stride_b, beta, C, ldc, stride_c);
-                else
-                    launch_kernel(sgemm_few_rows_nn_kernel, dim3(ceil_div(N, 32), 1, batch),
-                                  dim3(256), 0, M, N, K, alpha, A, lda, stride_a, B, ldb,
-                                  stride_b, beta, C, ldc, stride_c);
+                    break;
+                }
+                const int k_split = few_rows_k_split(trans_b, N, K, batch, tile);
+                const int splits = ceil_div(K, k_split);
+                const dim3 grid(ceil_div(N, 32), splits, batch);
+                if (splits == 1) {
+                    launch_kernel(sgemm_few_rows_nn_kernel, grid, dim3(256), 0, M, N, K, alpha, A,
+                                  lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c, K);
+                    break;
+                }
+                gpu::Buffer<float> W(size_t(batch) * splits * M * N);  // (batch, splits, M, N)
+                launch_kernel(sgemm_few_rows_nn_kernel, grid, dim3(256), 0, M, N, K, alpha, A,
+                              lda, stride_a, B, ldb, stride_b, 0.0f, W.data(), N, long(M) * N,
+                              k_split);
+                split_k_sum(W.data(), splits, N, M, N, beta, C, ldc, batch, stride_c);
                 break;
             }
+            const bool vec = float4_aligned(A, lda, stride_a, batch) &&
+                             float4_aligned(B, ldb, stride_b, batch) &&
+                             float4_aligned(C, ldc, stride_c, batch);
+            const int k_split = warp_tiled_k_split(M, N, K, batch, tile);
             if (tile == SgemmTile::automatic)
                 tile = N <= 64 ? SgemmTile::b128x64t8x8 : SgemmTile::b128x128t8x8;
             auto launch = tile == SgemmTile::b128x64t8x8     ? launch_warp_tiled<WarpTileNarrow>
@@ -549,8 +686,19 @@ void sgemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
                           : tile == SgemmTile::b128x256t8x16 ? launch_warp_tiled<WarpTileWide>
                           : tile == SgemmTile::b256x128t16x8 ? launch_warp_tiled<WarpTileTall>
                                                              : launch_warp_tiled<WarpTileDefault>;
-            launch(trans_a, trans_b, vec, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b,
-                   beta, C, ldc, stride_c, batch);
+            if (k_split == K) {
+                launch(trans_a, trans_b, vec, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b,
+                       beta, C, ldc, stride_c, batch, K);
+                break;
+            }
+            // Each slice into its own (M, ldw) partial product, rows padded to float4s.
+            const int splits = ceil_div(K, k_split), ldw = (N + 3) / 4 * 4;
+            gpu::Buffer<float> W(size_t(batch) * splits * M * ldw);  // (batch, splits, M, ldw)
+            const bool vec_w = float4_aligned(A, lda, stride_a, batch) &&
+                               float4_aligned(B, ldb, stride_b, batch);
+            launch(trans_a, trans_b, vec_w, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b,
+                   0.0f, W.data(), ldw, long(M) * ldw, batch, k_split);
+            split_k_sum(W.data(), splits, ldw, M, N, beta, C, ldc, batch, stride_c);
             break;
         }
     }

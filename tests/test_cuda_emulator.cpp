@@ -7,15 +7,22 @@
 #include "common/gemm.h"
 #include "tests/util.h"
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <regex>
+#include <sstream>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
 // Each block reverses its 64 values through shared memory: needs the barrier.
 __global__ void block_reverse_kernel(const int* in, int* out) {
-    __shared__ int tile[64];
+    SHARED(int, tile, [64]);
     int t = threadIdx.x, base = blockIdx.x * 64;
     tile[t] = in[base + t];
     __syncthreads();
@@ -69,11 +76,143 @@ __global__ void big_shared_kernel(float* out) {
     out[threadIdx.x] = buf[threadIdx.x];
 }
 
+// Lanes 0-15 and 16-31 reach two different __shfl_sync calls, each naming the whole warp.
+__global__ void divergent_shuffle_kernel(int* out) {
+    const int lane = threadIdx.x % 32;
+    int v;
+    if (lane < 16)
+        v = __shfl_sync(0xffffffffu, lane, 0);
+    else
+        v = __shfl_sync(0xffffffffu, lane, 0);
+    out[threadIdx.x] = v;
+}
+
+// One call site, two masks: lanes 0-15 name the whole warp, lanes 16-31 only themselves.
+__global__ void mismatched_mask_kernel(int* out) {
+    const int lane = threadIdx.x % 32;
+    const unsigned mask = lane < 16 ? 0xffffffffu : 0xffff0000u;
+    out[threadIdx.x] = __shfl_xor_sync(mask, lane, 1);
+}
+
+// Allowed: each half-warp shuffles among itself at its own call site; the upper half shuffles
+// once more before the whole warp meets (the lower half waits there for it); and a full mask
+// that names lanes that have exited (sm_70+ waits only for the live ones).
+__global__ void half_warp_shuffles_kernel(int* out) {
+    const int lane = threadIdx.x % 32;
+    if (lane < 16)
+        out[threadIdx.x] = __shfl_xor_sync(0x0000ffffu, lane, 1);
+    else
+        out[threadIdx.x] = __shfl_xor_sync(0xffff0000u, lane, 2);
+    int v = lane;
+    if (lane >= 16) v = __shfl_xor_sync(0xffff0000u, v, 1) + 100;
+    out[64 + threadIdx.x] = __shfl_xor_sync(0xffffffffu, v, 16);
+    if (lane >= 8) return;
+    out[32 + threadIdx.x] = __shfl_xor_sync(0xffffffffu, lane, 4);  // lanes 8-31 have exited
+}
+
+// Each block reads its shared array before writing it: NaN every time, never the block before.
+__global__ void shared_carry_over_kernel(float* out) {
+    SHARED(float, cell, [32]);
+    out[blockIdx.x * 32 + threadIdx.x] = cell[threadIdx.x];
+    __syncthreads();
+    cell[threadIdx.x] = float(blockIdx.x + 1);
+}
+
+// Thread 0 reads or writes row[index] (64 floats: 64 is one past the end), or five[index].
+__global__ void shared_out_of_bounds_kernel(float* out, int index, bool write, bool small) {
+    SHARED(float, row, [64]);
+    SHARED(float, five, [5]);
+    row[threadIdx.x] = 1.0f;
+    if (threadIdx.x < 5) five[threadIdx.x] = 1.0f;
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    float* a = small ? five : row;
+    if (write)
+        a[index] = 2.0f;
+    else
+        out[0] = a[index];
+}
+
+// Reads one float past the launch's dynamic shared memory (blockDim.x floats).
+__global__ void dynamic_out_of_bounds_kernel(float* out) {
+    DYNAMIC_SHARED(float, buf);
+    buf[threadIdx.x] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = buf[threadIdx.x + 1];  // the last thread reads buf[blockDim.x]
+}
+
+__global__ void __launch_bounds__(128) bounded_kernel(int* out) {
+    CHECK_LAUNCH_BOUNDS(128);
+    out[threadIdx.x] = 1;
+}
+
+// 40 KB of static shared memory plus the launch's dynamic bytes; and 64 KB static.
+__global__ void static_40k_kernel(float* out) {
+    SHARED(float, big, [10 * 1024]);
+    DYNAMIC_SHARED(float, dyn);
+    big[threadIdx.x] = 1.0f;
+    dyn[threadIdx.x] = 2.0f;
+    __syncthreads();
+    out[threadIdx.x] = big[threadIdx.x] + dyn[threadIdx.x];
+}
+__global__ void static_64k_kernel(float* out) {
+    SHARED(float, huge, [16 * 1024]);
+    huge[threadIdx.x] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = huge[threadIdx.x];
+}
+
 template <class T>
 std::vector<T> copy_back(const T* p, size_t n) {
     std::vector<T> v(n);
     CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
     return v;
+}
+
+// Runs f() in a forked child and returns what it returned (an error message, or ""): a planted
+// fault that the emulator failed to catch kills the child, not the test run.
+struct ChildResult {
+    bool exited;  // the child returned normally (a signal: false)
+    std::string text;
+};
+template <class F>
+ChildResult in_child(F f) {
+    int fd[2];
+    REQUIRE(pipe(fd) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(fd[0]);
+        std::string text;
+        try {
+            text = f();
+        } catch (const std::exception& e) {
+            text = std::string("exception: ") + e.what();
+        }
+        if (write(fd[1], text.data(), text.size()) < 0) _exit(3);
+        _exit(0);
+    }
+    close(fd[1]);
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;)
+        text.append(buf, size_t(n));
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return {WIFEXITED(status) && WEXITSTATUS(status) == 0, text};
+}
+
+// What a launch throws ("" when it does not).
+template <class Launch>
+std::string launch_error(Launch launch) {
+    try {
+        launch();
+    } catch (const std::exception& e) {
+        cudaGetLastError();
+        return e.what();
+    }
+    return "";
 }
 
 }  // namespace
@@ -188,6 +327,217 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
     }
 }
 
+// Planted warp bugs: two call sites that a GPU would not let meet, and one call site with two
+// masks. Both used to pass (the emulator waited for every live lane of the warp, wherever it was).
+TEST_CASE("cuda emulator: lanes at different shuffles, or passing different masks, are caught") {
+    gpu::Buffer<int> out(64);
+    const std::string sites = launch_error(
+        [&] { launch_kernel(divergent_shuffle_kernel, dim3(1), dim3(32), 0, out.data()); });
+    CHECK_MESSAGE(sites.find("the same warp operation") != std::string::npos, sites);
+    CHECK_MESSAGE(sites.find("test_cuda_emulator.cpp:") != std::string::npos, sites);
+    const std::string masks = launch_error(
+        [&] { launch_kernel(mismatched_mask_kernel, dim3(1), dim3(32), 0, out.data()); });
+    CHECK_MESSAGE(masks.find("same mask") != std::string::npos, masks);
+    CHECK_MESSAGE(masks.find("0xffff0000") != std::string::npos, masks);
+    // What is allowed still runs: half-warps apart, and a full mask after lanes have exited.
+    gpu::Buffer<int> res(96);
+    CUDA_CHECK(cudaMemset(res.data(), 0, 96 * sizeof(int)));
+    for (auto order : {emu::Schedule::forward, emu::Schedule::reverse}) {
+        emu::set_schedule(order);
+        launch_kernel(half_warp_shuffles_kernel, dim3(1), dim3(32), 0, res.data());
+        auto o = copy_back(res.data(), 96);
+        for (int lane = 0; lane < 32; lane++) {
+            CHECK(o[lane] == (lane < 16 ? lane ^ 1 : lane ^ 2));
+            const int partner = lane ^ 16;  // its v: lane, or (its xor-1 neighbour) + 100
+            CHECK(o[64 + lane] == (partner < 16 ? partner : (partner ^ 1) + 100));
+        }
+        for (int lane = 0; lane < 8; lane++)
+            CHECK(o[32 + lane] == (lane ^ 4));
+    }
+    emu::set_schedule(emu::Schedule::forward);
+}
+
+TEST_CASE(
+    "cuda emulator: shared arrays start as NaN in every block, not as the last one left them") {
+    gpu::Buffer<float> out(3 * 32);
+    emu::set_workers(1);  // one runner: the blocks run one after another on the same memory
+    launch_kernel(shared_carry_over_kernel, dim3(3), dim3(32), 0, out.data());
+    emu::set_workers(0);
+    for (float v : copy_back(out.data(), 3 * 32))
+        CHECK(std::isnan(v));
+}
+
+// Planted out-of-bounds accesses, each in a forked child (a fault the emulator did not turn
+// into the launch's error would end the child, not the suite): the array is named, and the
+// emulator still runs correct kernels afterwards.
+TEST_CASE("cuda emulator: shared memory out of bounds is caught and named") {
+    struct Case {
+        int index;
+        bool write, small;
+        const char* expect;
+    };
+    const Case cases[] = {
+        {64, false, false, "byte 256 of shared array `row`"},  // the guard page after it
+        {64, true, false, "byte 256 of shared array `row`"},
+        {1000, true, false, "shared array `row`"},  // far past: still its guard
+        {-1, true, false, "4 bytes before the start of shared array `row`"},  // its first page
+        {5, true, true, "byte 20 of shared array `five`"},  // the padding to 16 bytes
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.index);
+        CAPTURE(c.write);
+        ChildResult r = in_child([&] {
+            gpu::Buffer<float> out(64);
+            std::string e = launch_error([&] {
+                launch_kernel(shared_out_of_bounds_kernel, dim3(2), dim3(64), 0, out.data(),
+                              c.index, c.write, c.small);
+            });
+            gpu::Buffer<int> ok(5 * 64);
+            launch_kernel(block_reverse_kernel, dim3(5), dim3(64), 0,
+                          static_cast<const int*>(ok.data()), ok.data());
+            return e;
+        });
+        REQUIRE_MESSAGE(r.exited, "the child died: the access was not caught");
+        CHECK_MESSAGE(r.text.find("shared memory") != std::string::npos, r.text);
+        CHECK_MESSAGE(r.text.find(c.expect) != std::string::npos, r.text);
+        CHECK_MESSAGE(r.text.find("test_cuda_emulator.cpp:") != std::string::npos, r.text);
+    }
+    ChildResult r = in_child([] {
+        gpu::Buffer<float> out(64);
+        return launch_error([&] {
+            launch_kernel(dynamic_out_of_bounds_kernel, dim3(1), dim3(64), 64 * sizeof(float),
+                          out.data());
+        });
+    });
+    REQUIRE_MESSAGE(r.exited, "the child died: the access was not caught");
+    CHECK_MESSAGE(
+        r.text.find("byte 256 of the dynamic shared memory (256 bytes)") != std::string::npos,
+        r.text);
+    CHECK_MESSAGE(r.text.find("thread (63,0,0)") != std::string::npos, r.text);
+}
+
+TEST_CASE("cuda emulator: __launch_bounds__ and the shared-memory limits are enforced") {
+    gpu::Buffer<int> out(512);
+    const std::string over =
+        launch_error([&] { launch_kernel(bounded_kernel, dim3(1), dim3(512), 0, out.data()); });
+    CHECK_MESSAGE(over.find("512 threads per block, over the kernel's __launch_bounds__(128)") !=
+                      std::string::npos,
+                  over);
+    CHECK(launch_error([&] {
+              launch_kernel(bounded_kernel, dim3(1), dim3(128), 0, out.data());
+          }).empty());
+    gpu::Buffer<float> f(64);
+    // 40 KB static + 10 KB dynamic: over 48 KB without the opt-in, fine with it.
+    const std::string total = launch_error(
+        [&] { launch_kernel(static_40k_kernel, dim3(1), dim3(64), 10 * 1024, f.data()); });
+    CHECK_MESSAGE(total.find("40960 bytes static") != std::string::npos, total);
+    CHECK_MESSAGE(total.find("over the 49152 bytes") != std::string::npos, total);
+    CUDA_CHECK(cudaFuncSetAttribute(static_40k_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    200 * 1024));
+    CHECK(launch_error([&] {
+              launch_kernel(static_40k_kernel, dim3(1), dim3(64), 10 * 1024, f.data());
+          }).empty());
+    CHECK(copy_back(f.data(), 64) == std::vector<float>(64, 3.0f));
+    // ... and over sm_90's 227 KB even with it: 40 KB + 190 KB.
+    const std::string optin = launch_error(
+        [&] { launch_kernel(static_40k_kernel, dim3(1), dim3(64), 190 * 1024, f.data()); });
+    CHECK_MESSAGE(optin.find("over the 232448 bytes") != std::string::npos, optin);
+    const std::string big =
+        launch_error([&] { launch_kernel(static_64k_kernel, dim3(1), dim3(64), 0, f.data()); });
+    CHECK_MESSAGE(big.find("over the 48 KB a kernel may declare") != std::string::npos, big);
+}
+
+// The launch bounds are checked by each kernel's first statement: every kernel in cuda/ declared
+// __launch_bounds__(N, ...) must begin with CHECK_LAUNCH_BOUNDS(N).
+TEST_CASE("cuda emulator: every kernel with __launch_bounds__ checks them") {
+    const std::regex decl(R"(__global__\s+void\s+__launch_bounds__\(([^,)]+)[^)]*\)[^{;]*\{\s*)");
+    int kernels = 0;
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(std::string(PROJECT_ROOT) + "/cuda")) {
+        const std::string ext = entry.path().extension().string();
+        if (ext != ".cu" && ext != ".cuh") continue;
+        std::ifstream in(entry.path());
+        std::stringstream ss;
+        ss << in.rdbuf();
+        const std::string text = ss.str();
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), decl);
+             it != std::sregex_iterator(); ++it) {
+            kernels++;
+            const std::string bound = (*it)[1].str();
+            const std::string body = text.substr(size_t(it->position() + it->length()), 200);
+            CHECK_MESSAGE(body.rfind("CHECK_LAUNCH_BOUNDS(" + bound + ");", 0) == 0,
+                          entry.path().string() << ": a kernel declared __launch_bounds__(" << bound
+                                                << ") starts with " << body.substr(0, 60));
+        }
+    }
+    CHECK(kernels >= 11);
+}
+
+// gpu-check runs the device cases with CUDA_TESTS_NEED_DEVICE=1. Where no device is visible
+// (no driver, a driver older than the toolkit, CUDA_VISIBLE_DEVICES empty, no /dev/nvidia* in a
+// container) they must fail with the runtime's reason; they used to be skipped, and cuda-tests
+// exited 0 with 0 passed. Only where nvcc built cuda-tests.
+TEST_CASE("cuda emulator: cuda-tests fails, naming the runtime's error, when a device is needed") {
+    if (!std::filesystem::exists(std::string(PROJECT_BIN) + "/cuda-tests")) {
+        MESSAGE("no build/bin/cuda-tests (it is built where nvcc is): not checked");
+        return;
+    }
+    setenv("CUDA_TESTS_NEED_DEVICE", "1", 1);
+    auto r = testutil::run("cuda-tests", "-tc='cuda device: a CUDA device is visible'");
+    unsetenv("CUDA_TESTS_NEED_DEVICE");
+    const std::string out = r.out + r.err;
+    if (r.exit_code == 0) {  // a GPU is here: the case ran and passed
+        CHECK_MESSAGE(out.find("1 passed") != std::string::npos, out);
+    } else {
+        CHECK_MESSAGE(out.find("cudaGetDeviceCount: ") != std::string::npos, out);
+        CHECK_MESSAGE(out.find("0 passed | 1 failed") != std::string::npos, out);
+    }
+    // Without the variable, no device means the cases are skipped (make test on this machine).
+    auto plain = testutil::run("cuda-tests", "-tc='cuda device: a CUDA device is visible'");
+    CHECK(plain.exit_code == 0);
+}
+
+// gpu-check's verdict on the device cases' report: at least one passed, none failed or skipped,
+// and a report that never reached its summary (a crash) fails too. Before, a run that skipped
+// every case (no device visible) was logged as "exit 0".
+TEST_CASE("cuda emulator: gpu-check fails a device test run that passed nothing") {
+    const std::string report = "/tmp/transformer-test-" + std::to_string(getpid()) + ".report";
+    auto verdict = [&](const std::string& text) {
+        {
+            std::ofstream f(report);
+            f << text;
+        }
+        const std::string cmd = "bash '" + std::string(PROJECT_ROOT) +
+                                "/cuda/bench/gpu-check.sh' --check-tests '" + report + "' 2>&1";
+        std::string out;
+        if (FILE* p = popen(cmd.c_str(), "r")) {
+            char buf[512];
+            while (fgets(buf, sizeof buf, p))
+                out += buf;
+            const int status = pclose(p);
+            return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+        }
+        return std::pair{-1, out};
+    };
+    const std::string head = "[doctest] doctest version is \"2.4.9\"\n";
+    auto skipped = verdict(head + "[doctest] test cases: 0 | 0 passed | 0 failed | 20 skipped\n");
+    CHECK(skipped.first == 1);
+    CHECK_MESSAGE(
+        skipped.second.find("FAILED: 0 passed, 0 failed, 20 skipped") != std::string::npos,
+        skipped.second);
+    auto ok = verdict(head + "[doctest] test cases:   14 |   14 passed | 0 failed | 0 skipped\n");
+    CHECK(ok.first == 0);
+    CHECK_MESSAGE(ok.second.find("ok: 14 passed") != std::string::npos, ok.second);
+    CHECK(verdict(head + "[doctest] test cases: 14 | 13 passed | 1 failed | 0 skipped\n").first ==
+          1);
+    CHECK(verdict(head + "[doctest] test cases: 14 | 13 passed | 0 failed | 1 skipped\n").first ==
+          1);
+    auto crashed = verdict(head + "TEST CASE:  cuda device: sgemm\n");
+    CHECK(crashed.first == 1);
+    CHECK_MESSAGE(crashed.second.find("no doctest summary") != std::string::npos, crashed.second);
+    std::remove(report.c_str());
+}
+
 // gpu-bench (what gpu-check measures the speed targets with) at small sizes on the emulator,
 // with cuda/emu/cublas_emulated.h for cuBLAS: every section runs, and its own cross-checks (each
 // sgemm tile shape and transpose against cuBLAS, fused against naive attention, FlashAttention
@@ -202,7 +552,11 @@ TEST_CASE("cuda emulator: gpu-bench --quick runs every section and every cross-c
          {"sgemm 136^3: warp-tiled", "256x128, 16x8", "attention n=72 fused vs naive",
           "attention fwd+bwd n=72", "naive's 6 products alone",
           "FlashAttention version 1 (one thread per row): forward", "LSTM fused vs unfused gates",
-          "LSTM forward n=5", "target LSTM gates, unfused / fused time"})
+          "LSTM forward n=5", "LSTM gates alone, n=5 steps", "target LSTM gates alone, unfused",
+          "CUBLAS_DEFAULT_MATH (fp32, no TF32), NVIDIA_TF32_OVERRIDE=0", "cuBLAS: NN",
+          "dW_proj = dY^T O (TN 72 x 72, K = 1024): default", "2 slices of K",
+          "dW_qkv = dQKV^T X (TN 216 x 72, K = 1024)",
+          "LSTM step dG_t W_hh (NN 8 x 256, K = 1024): default", "4 slices of K"})
         CHECK_MESSAGE(r.out.find(line) != std::string::npos, line);
     // Both sequence lengths time version 1 and compare its O, dQ and dK with version 2's.
     const std::regex v1(R"(max \|dK diff\| = [0-9.e+-]+ \(against version 2\))");

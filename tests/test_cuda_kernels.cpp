@@ -3,10 +3,14 @@
 //
 // One source, two builds:
 //   make test          g++ compiles the .cu files against cuda/emu/emulator.h (cuda/cuda.mk) and
-//                      the suite links them: the "cuda emulator:" cases run; the
-//                      "cuda device:" cases are skipped.
-//   cuda-tests (nvcc)  with CUDA_DEVICE_BUILD the kernels come from nvcc objects; the
-//                      "cuda device:" cases run when a GPU is visible, else they are skipped.
+//                      the suite links them: the "cuda emulator:" cases.
+//   cuda-tests (nvcc)  with CUDA_DEVICE_BUILD the kernels come from nvcc objects: the
+//                      "cuda device:" cases, and only those. They run when a GPU is visible and
+//                      are skipped otherwise, unless CUDA_TESTS_NEED_DEVICE=1 (gpu-check sets
+//                      it): then they run anyway, and the first, "a CUDA device is visible",
+//                      fails with the runtime's reason. After every case the device is
+//                      synchronized and checked, so that a kernel's fault is reported by the
+//                      case that launched it, not at the next case's first copy.
 // Under the emulator every kernel also runs twice, threads forward and in reverse between
 // barriers, and must give the same bits (a missing __syncthreads makes them differ).
 #include <doctest.h>
@@ -20,27 +24,68 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
 #if defined(CUDA_DEVICE_BUILD)
 constexpr bool EMULATOR = false;
+bool device_required() {
+    const char* v = std::getenv("CUDA_TESTS_NEED_DEVICE");
+    return v && *v && std::strcmp(v, "0") != 0;
+}
 bool gpu_visible() {
     int count = 0;
     return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
+bool run_device_cases() { return device_required() || gpu_visible(); }
+
+// The kernels a case launched have finished, without a fault.
+void check_device_after(const char* name) {
+    const cudaError_t sync = cudaDeviceSynchronize(), last = cudaGetLastError();
+    REQUIRE_MESSAGE(sync == cudaSuccess, "cudaDeviceSynchronize after \""
+                                             << name
+                                             << "\": " << std::string(cudaGetErrorString(sync))
+                                             << " (a kernel of this case faulted; run it under "
+                                                "compute-sanitizer to see which)");
+    REQUIRE_MESSAGE(last == cudaSuccess, "cudaGetLastError after \""
+                                             << name
+                                             << "\": " << std::string(cudaGetErrorString(last)));
+}
+
+// The body of a CUDA_TEST as a device case (this build registers no emulator cases).
+#define CUDA_TEST(name, body)                                             \
+    TEST_CASE("cuda device: " name* doctest::skip(!run_device_cases())) { \
+        body();                                                           \
+        check_device_after(name);                                         \
+    }
+
+TEST_CASE("cuda device: a CUDA device is visible" * doctest::skip(!run_device_cases())) {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    REQUIRE_MESSAGE(e == cudaSuccess,
+                    "cudaGetDeviceCount: " << std::string(cudaGetErrorString(e)) << " ("
+                                           << std::string(cudaGetErrorName(e)) << ")");
+    REQUIRE_MESSAGE(count > 0, "cudaGetDeviceCount: no device");
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    MESSAGE("device 0: " << std::string(prop.name) << ", sm_" << prop.major << prop.minor << ", "
+                         << prop.multiProcessorCount << " SMs");
+}
 #else
 constexpr bool EMULATOR = true;
-bool gpu_visible() { return false; }
+// The body of a CUDA_TEST as an emulator case.
+#define CUDA_TEST(name, body) \
+    TEST_CASE("cuda emulator: " name) { body(); }
 #endif
-
-// Registers the same body twice: once for the emulator, once for a real device.
-#define CUDA_TEST(name, body)                                               \
-    TEST_CASE("cuda emulator: " name* doctest::skip(!EMULATOR)) { body(); } \
-    TEST_CASE("cuda device: " name* doctest::skip(!gpu_visible())) { body(); }
 
 std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
     std::vector<float> v(n);
@@ -99,7 +144,8 @@ void sgemm_case() {
         {SgemmVersion::warp_tiled, SgemmTile::b128x64t8x8},
         {SgemmVersion::warp_tiled, SgemmTile::b128x128t8x16},
         {SgemmVersion::warp_tiled, SgemmTile::b128x256t8x16},
-        {SgemmVersion::warp_tiled, SgemmTile::b256x128t16x8}};
+        {SgemmVersion::warp_tiled, SgemmTile::b256x128t16x8},
+        {SgemmVersion::warp_tiled, SgemmTile::few_rows_one_pass}};
     const int batch = 2;
     // Layouts: 0  leading dimensions wider than the matrix by odd amounts (no float4 path)
     //          1  leading dimensions multiples of 4 (version 4's float4 path)
@@ -181,6 +227,145 @@ void sgemm_case() {
 CUDA_TEST(
     "sgemm naive, tiled, register-tiled and warp-tiled (every tile shape), batched, all transposes",
     sgemm_case)
+
+// Split-K: shapes whose tiles are fewer blocks than the SMs, with K deep enough to cut, in
+// slices that end ragged and K not a multiple of the 8-deep slices of the tiles; the few-rows
+// kernel's split (M <= 16, !trans_b); batched; the slices' sum with beta and with beta = 0 (C
+// starts as NaN). Against the same reference and tolerance as above. The entries are eighths
+// (-1, -7/8, ..., 1): every product and partial sum is exact in float at these K, so any order
+// of the additions (slices or not) gives the reference's value, and a wrong slice shows.
+std::vector<float> random_eighths(size_t n, uint64_t seed) {
+    std::vector<float> v = random_vector(n, seed);
+    for (float& x : v)
+        x = std::round(x * 8) / 8;
+    return v;
+}
+void sgemm_split_k_case() {
+    struct Shape {
+        int M, N, K, batch;
+    };
+    const Shape shapes[] = {{17, 33, 2999, 1},
+                            {130, 129, 1100, 1},
+                            {257, 70, 1500, 2},
+                            {8, 70, 2051, 2},
+                            {16, 300, 1030, 1}};
+    for (auto [M, N, K, batch] : shapes)
+        for (int layout = 0; layout < 2; layout++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++) {
+                    INFO("M=" << M << " N=" << N << " K=" << K << " batch=" << batch << " ta=" << ta
+                              << " tb=" << tb << " layout=" << layout);
+                    const int splits = sgemm_k_splits(ta, tb, M, N, K, batch);
+                    const bool few_rows_nt = M <= 16 && !ta && tb;      // one pass: N warps
+                    if (EMULATOR) CHECK((splits > 1) == !few_rows_nt);  // an H200's 132 SMs
+                    auto ld = [&](int cols) { return layout == 0 ? cols + 3 : (cols + 3) / 4 * 4; };
+                    const int lda = ld(ta ? M : K), ldb = ld(tb ? K : N), ldc = ld(N);
+                    const long sa = long(ta ? K : M) * lda, sb = long(tb ? N : K) * ldb,
+                               sc = long(M) * ldc;
+                    auto A = random_eighths(batch * sa, 6), B = random_eighths(batch * sb, 7);
+                    for (float beta : {0.25f, 0.0f}) {
+                        CAPTURE(beta);
+                        auto C0 = beta == 0.0f ? std::vector<float>(batch * sc, NAN)
+                                               : random_eighths(batch * sc, 8);
+                        std::vector<float> ref =
+                            beta == 0.0f ? std::vector<float>(C0.size(), 0) : C0;
+                        for (int b = 0; b < batch; b++)
+                            sgemm_reference(ta, tb, M, N, K, 0.5f, A.data() + b * sa, lda,
+                                            B.data() + b * sb, ldb, beta, ref.data() + b * sc, ldc);
+                        auto dA = upload(A), dB = upload(B), dC = upload(C0);
+                        auto run = [&] {
+                            CUDA_CHECK(cudaMemcpy(dC.data(), C0.data(), C0.size() * 4,
+                                                  cudaMemcpyHostToDevice));
+                            sgemm_cuda(ta, tb, M, N, K, 0.5f, dA.data(), lda, dB.data(), ldb, beta,
+                                       dC.data(), ldc, batch, sa, sb, sc);
+                        };
+                        run();
+                        auto got = download(dC);
+                        // Only the M x N elements: the padding of each row is not C's.
+                        std::vector<float> in, ref_in;
+                        for (int b = 0; b < batch; b++)
+                            for (int i = 0; i < M; i++)
+                                for (int j = 0; j < N; j++) {
+                                    in.push_back(got[b * sc + i * ldc + j]);
+                                    ref_in.push_back(ref[b * sc + i * ldc + j]);
+                                }
+                        CHECK(testutil::allclose(in, ref_in, 1e-5, 1e-5, "C"));
+                        if (layout == 1 && beta != 0.0f)
+                            check_schedule_independent(
+                                run, [&] { return download(dC); }, "split-K sgemm");
+                    }
+                }
+}
+CUDA_TEST("sgemm split-K and the few-rows kernel's split of K, at ragged slices",
+          sgemm_split_k_case)
+
+// K = 0: C = beta C, for every version and tile (beta = 0 writes zeros over NaN).
+void sgemm_empty_k_case() {
+    const int M = 20, N = 70, batch = 2;
+    const long sc = long(M) * N;
+    auto C0 = random_vector(batch * sc, 9);
+    gpu::Buffer<float> A(16), B(16);
+    for (auto [v, tile] : {std::pair{SgemmVersion::naive, SgemmTile::automatic},
+                           {SgemmVersion::tiled, SgemmTile::automatic},
+                           {SgemmVersion::register_tiled, SgemmTile::automatic},
+                           {SgemmVersion::warp_tiled, SgemmTile::automatic},
+                           {SgemmVersion::warp_tiled, SgemmTile::b256x128t16x8}})
+        for (float beta : {0.5f, 0.0f}) {
+            INFO("version=" << int(v) << " tile=" << int(tile) << " beta=" << beta);
+            auto dC = upload(beta == 0.0f ? std::vector<float>(C0.size(), NAN) : C0);
+            sgemm_cuda(false, false, M, N, 0, 1.0f, A.data(), 4, B.data(), N, beta, dC.data(), N,
+                       batch, 0, 0, sc, v, tile);
+            std::vector<float> want(C0.size(), 0.0f);
+            if (beta != 0.0f)
+                for (size_t i = 0; i < C0.size(); i++)
+                    want[i] = beta * C0[i];
+            CHECK(download(dC) == want);
+        }
+}
+CUDA_TEST("sgemm with K = 0 sets C = beta C", sgemm_empty_k_case)
+
+#if !defined(CUDA_DEVICE_BUILD)
+// K = 0 must not read A or B at all: with aligned operands the warp-tiled kernel took its
+// unguarded path, whose prologue loaded one float4 of each. Here both point at a page that
+// faults on any access, in a forked child (the fault would end it).
+TEST_CASE("cuda emulator: sgemm with K = 0 reads neither A nor B") {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        const float* none = static_cast<const float*>(page);
+        gpu::Buffer<float> C(128 * 128);
+        for (SgemmVersion v : {SgemmVersion::naive, SgemmVersion::tiled,
+                               SgemmVersion::register_tiled, SgemmVersion::warp_tiled})
+            for (int ta = 0; ta < 2; ta++)
+                sgemm_cuda(ta, false, 128, 128, 0, 1.0f, none, 128, none, 128, 0.0f, C.data(), 128,
+                           1, 0, 0, 0, v);
+        _exit(download(C) == std::vector<float>(128 * 128, 0.0f) ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK_MESSAGE(WIFEXITED(status),
+                  "the child died by signal " << WTERMSIG(status) << ": A or B was read");
+    CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
+}
+
+// Where the default splits K, at an H200's 132 SMs (the emulator's): chapter 6's weight
+// gradients and the LSTM's backward step split, the big products do not.
+TEST_CASE("cuda emulator: split-K takes the small grids with deep K") {
+    CHECK(sgemm_k_splits(true, false, 512, 512, 131072) == 16);   // dW_proj, B n = 8 x 16384
+    CHECK(sgemm_k_splits(true, false, 1536, 512, 131072) == 5);   // dW_qkv
+    CHECK(sgemm_k_splits(true, false, 2048, 512, 2048) == 4);     // LSTM dW_ih, n B = 256 x 8
+    CHECK(sgemm_k_splits(false, false, 8, 512, 2048) == 8);       // LSTM dG W_hh, 16 blocks
+    CHECK(sgemm_k_splits(false, true, 8, 2048, 512) == 1);        // h W_hh^T: 2048 warps
+    CHECK(sgemm_k_splits(false, false, 4096, 4096, 4096) == 1);   // 1024 blocks
+    CHECK(sgemm_k_splits(true, false, 2048, 64, 2048, 64) == 1);  // attention's dV, batched
+    CHECK(sgemm_k_splits(true, false, 512, 512, 800) == 1);       // too shallow to cut
+    CHECK(sgemm_k_splits(true, false, 512, 512, 131072, 1, SgemmVersion::warp_tiled,
+                         SgemmTile::b128x128t8x8) == 1);  // explicit tiles never split
+    CHECK(sgemm_k_splits(false, false, 8, 512, 2048, 1, SgemmVersion::warp_tiled,
+                         SgemmTile::few_rows_one_pass) == 1);
+}
+#endif
 
 // ---- tracked device memory ------------------------------------------------------------------
 void device_memory_case() {

@@ -164,8 +164,15 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     if a.device == "cuda":  # fp32 products, as the C++ kernels compute them
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        # torch 2.9+ (fp32_precision; allow_tf32 is deprecated there). Asked of torch.backends:
+        # torch 1.13's matmul object raises AssertionError, not AttributeError, for hasattr.
+        if hasattr(torch.backends, "fp32_precision"):
+            torch.backends.cuda.matmul.fp32_precision = "ieee"
+            torch.backends.cudnn.conv.fp32_precision = "ieee"
+            torch.backends.cudnn.rnn.fp32_precision = "ieee"  # nn.LSTM runs on cuDNN
+        else:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
         where = torch.cuda.get_device_name()
     else:
         where = f"the CPU, {torch.get_num_threads()} thread(s)"

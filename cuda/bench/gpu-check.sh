@@ -1,36 +1,76 @@
 #!/usr/bin/env bash
 # make gpu-check: everything the GPU side promises, on a machine with a GPU, in one folder.
-#   1. build (nvcc, the visible GPU's architecture)      -> build.log (gpu-bench's build too)
-#   2. the CUDA test cases on the device                 -> cuda-tests.txt
+#   1. build (nvcc, the visible GPU's architecture; NVCC_WERROR= so that a host compiler that
+#      warns where ours does not cannot stop the run)  -> build.log (gpu-bench's build too)
+#   2. the CUDA test cases on the device, with CUDA_TESTS_NEED_DEVICE=1: no device visible is a
+#      failure with the runtime's reason, not a run of skipped cases; at least one case must
+#      pass and none fail or be skipped                   -> cuda-tests.txt
 #   3. speed targets: sgemm vs cuBLAS, fused vs naive attention, fused vs unfused LSTM gates
 #                                                        -> gpu-bench.txt
-#   4. chapter 6 on cuda (6-cost-cuda --device cuda), n = 128 ... 16384, table and figure 3
+#   4. the device cases again under compute-sanitizer, once per tool: memcheck (out-of-bounds
+#      and misaligned accesses), racecheck (shared-memory hazards), synccheck (barriers and
+#      warp operations), each within the time left       -> appended to cuda-tests.txt
+#   5. chapter 6 on cuda (6-cost-cuda --device cuda), n = 128 ... 16384, table and figure 3
 #                                                        -> chapter6-cuda.txt, 6-cost-cuda.png
 #      (cells that do not fit are skipped)
-#   5. PyTorch peers where python3 has torch with CUDA    -> torch-peer.txt
+#   6. the PyTorch peer: PYTHON=/path/to/python, else the first of /usr/bin/python3 and
+#      python3 whose torch sees CUDA                     -> torch-peer.txt
 # Each step has its own time limit, and none runs past GPU_CHECK_SECONDS (480: 8 minutes) from
 # the start: a step that would is cut to the time left, and one with under 15 s left is skipped.
 # At most 8 files are written (nvidia-smi.txt and summary.txt too); the exit status is 1 when a
-# step failed or was skipped, and summary.txt says which.
+# step failed, was cut or was skipped, and summary.txt says which. A tool this machine lacks
+# (compute-sanitizer; a python with CUDA torch, unless PYTHON= names one) is listed there as
+# NOT RUN without failing the run. NVIDIA_TF32_OVERRIDE=0 for every step: no TF32 anywhere.
 #
 # On a machine without network (the lent GPU machines): run `make gpu-bundle` where the Debian
 # packages are, carry .gpu-deps/ along, and the build below uses it. GPU_CHECK_DIR=dir puts the
 # results in dir instead of gpu-check/<time>. The CPU side is built for AVX2 + FMA, the path the
 # CPU tests cover, whatever the GPU machine's processor (its AVX-512 path is compile-tested only).
+#
+# gpu-check.sh --check-tests FILE: the verdict on one doctest report (what step 2 applies).
 set -u
+
+# passed > 0, failed = 0, skipped = 0 in the last doctest summary line of $1.
+check_tests() {
+    local line passed failed skipped
+    line=$(grep -a '^\[doctest\] test cases:' "$1" 2>/dev/null | tail -1)
+    if [ -z "$line" ]; then
+        echo "FAILED: no doctest summary in $1 (the program did not finish)"
+        return 1
+    fi
+    passed=$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<<"$line")
+    failed=$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<<"$line")
+    skipped=$(sed -E 's/.*\| *([0-9]+) skipped.*/\1/' <<<"$line")
+    if [ "$passed" -gt 0 ] && [ "$failed" -eq 0 ] && [ "$skipped" -eq 0 ]; then
+        echo "ok: $passed passed, 0 failed, 0 skipped"
+        return 0
+    fi
+    echo "FAILED: $passed passed, $failed failed, $skipped skipped (at least one must pass," \
+         "none fail, none be skipped)"
+    return 1
+}
+if [ "${1:-}" = --check-tests ]; then
+    [ $# -eq 2 ] || { echo "usage: gpu-check.sh --check-tests DOCTEST_OUTPUT" >&2; exit 2; }
+    check_tests "$2"
+    exit $?
+fi
+
 BUILD=${1:-build}
 OUT=${GPU_CHECK_DIR:-gpu-check/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 # Steps append to their files (the build and gpu-bench's build share one): start them empty.
-rm -f "$OUT"/{summary.txt,nvidia-smi.txt,build.log,cuda-tests.txt,gpu-bench.txt,chapter6-cuda.txt,6-cost-cuda.png,cost-cuda.txt,torch-peer.txt}
-MAKE_VARS=(ARCH_FLAGS="-mavx2 -mfma")
+rm -f "$OUT"/{summary.txt,nvidia-smi.txt,build.log,cuda-tests.txt,gpu-bench.txt} \
+      "$OUT"/{chapter6-cuda.txt,6-cost-cuda.png,cost-cuda.txt,torch-peer.txt}
+MAKE_VARS=(ARCH_FLAGS="-mavx2 -mfma" NVCC_WERROR=)
 if [ -d .gpu-deps ]; then
     MAKE_VARS+=(DOCTEST_INC="$PWD/.gpu-deps/doctest" STB_INC="$PWD/.gpu-deps/stb"
                 FONT="$PWD/.gpu-deps/NanumGothic.ttf")
 fi
+export NVIDIA_TF32_OVERRIDE=0
 SEQ_LENS=128,256,512,1024,2048,4096,8192,16384
 DEADLINE=${GPU_CHECK_SECONDS:-480}
 FAILED=0
+NOT_RUN=0
 log() { echo "gpu-check: $*" | tee -a "$OUT/summary.txt"; }
 step() {  # step NAME SECONDS FILE command...   (appends to FILE)
     local name=$1 limit=$2 file=$3; shift 3
@@ -44,50 +84,91 @@ step() {  # step NAME SECONDS FILE command...   (appends to FILE)
     local t0=$SECONDS
     timeout -k 5 "$limit" "$@" >>"$OUT/$file" 2>&1
     local rc=$?
-    log "$name: exit $rc after $((SECONDS - t0)) s (limit $limit s) -> $OUT/$file"
+    local cut=""
+    [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && cut=" (cut at its limit: incomplete)"
+    log "$name: exit $rc after $((SECONDS - t0)) s (limit $limit s)$cut -> $OUT/$file"
     [ "$rc" -eq 0 ] || FAILED=$((FAILED + 1))
     return $rc
 }
 
 NVCC=${NVCC:-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)}
-[ -n "$NVCC" ] || { log "nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc"; exit 1; }
-nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || { log "nvidia-smi failed: no GPU visible (see $OUT/nvidia-smi.txt)"; exit 1; }
+[ -n "$NVCC" ] ||
+    { log "nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc"; exit 1; }
+nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 ||
+    { log "nvidia-smi failed: no GPU visible (see $OUT/nvidia-smi.txt)"; exit 1; }
 CUDA_HOME=$(dirname "$(dirname "$NVCC")")
 
 step build 240 build.log make BUILD="$BUILD" NVCC="$NVCC" "${MAKE_VARS[@]}" -j"$(nproc)" \
         "$BUILD/bin/cuda-tests" "$BUILD/bin/6-cost-cuda" ||
     { tail -20 "$OUT/build.log"; exit 1; }
 ARCH=$(grep -o 'sm_[0-9a-z]*' "$OUT/build.log" | head -1)
-step cuda-tests 120 cuda-tests.txt "$BUILD/bin/cuda-tests" -tc='cuda device:*'
-tail -3 "$OUT/cuda-tests.txt" | tee -a "$OUT/summary.txt"
+DEVICE_CASES=(env CUDA_TESTS_NEED_DEVICE=1 "$BUILD/bin/cuda-tests" -tc='cuda device:*')
+step cuda-tests 120 cuda-tests.txt "${DEVICE_CASES[@]}"
+grep -a -A8 'cuda device: a CUDA device is visible' "$OUT/cuda-tests.txt" |
+    grep -a -m1 -o 'cudaGetDeviceCount: .*\|device 0: .*' | sed 's/^/gpu-check: /' |
+    tee -a "$OUT/summary.txt"
+verdict=$(check_tests "$OUT/cuda-tests.txt") || FAILED=$((FAILED + 1))
+log "cuda-tests: $verdict"
 # The speed targets first (the sweep below is the longest step). The kernels are the objects
 # the build above compiled; only cuda/bench/gpu_bench.cu itself is compiled here.
 # cuBLAS is found through an rpath, whatever the loader's own search path holds.
 KOBJ=$BUILD/cuda/cuda
 if step gpu-bench-build 90 build.log "$NVCC" -std=c++20 -O3 -I. -arch="${ARCH:-sm_90}" \
         cuda/bench/gpu_bench.cu "$KOBJ/sgemm.o" "$KOBJ/softmax.o" "$KOBJ/reduce.o" \
-        "$KOBJ/attention_naive.o" "$KOBJ/attention_flash.o" "$KOBJ/lstm.o" "$KOBJ/device_memory.o" \
-        -L"$CUDA_HOME/lib64" -Xlinker -rpath,"$CUDA_HOME/lib64" -lcublas -o "$BUILD/bin/gpu-bench"; then
+        "$KOBJ/attention_naive.o" "$KOBJ/attention_flash.o" "$KOBJ/lstm.o" \
+        "$KOBJ/device_memory.o" -L"$CUDA_HOME/lib64" -Xlinker -rpath,"$CUDA_HOME/lib64" -lcublas \
+        -o "$BUILD/bin/gpu-bench"; then
     step gpu-bench 120 gpu-bench.txt "$BUILD/bin/gpu-bench"
     cat "$OUT/gpu-bench.txt"
     grep '^target ' "$OUT/gpu-bench.txt" >>"$OUT/summary.txt"
 else
     tail -5 "$OUT/build.log"
 fi
+# The device cases once under each compute-sanitizer tool; its own exit code (3) on a finding.
+SANITIZER=$(command -v compute-sanitizer ||
+            ls "$CUDA_HOME/bin/compute-sanitizer" "$CUDA_HOME/compute-sanitizer/compute-sanitizer" \
+               2>/dev/null | head -1)
+if [ -n "$SANITIZER" ]; then
+    for tool in memcheck racecheck synccheck; do
+        echo "==== compute-sanitizer --tool $tool" >>"$OUT/cuda-tests.txt"
+        step "compute-sanitizer $tool" 75 cuda-tests.txt "$SANITIZER" --tool "$tool" \
+            --error-exitcode 3 "${DEVICE_CASES[@]}"
+        sed -n '/^==== compute-sanitizer --tool '"$tool"'$/,$p' "$OUT/cuda-tests.txt" |
+            grep -a 'ERROR SUMMARY' | tail -1 | sed "s/^/gpu-check: $tool: /" |
+            tee -a "$OUT/summary.txt"
+    done
+else
+    log "compute-sanitizer: NOT RUN: not on PATH nor in $CUDA_HOME/bin" \
+        "(memcheck, racecheck, synccheck)"
+    NOT_RUN=$((NOT_RUN + 1))
+fi
 # Chapter 6 itself, the table and figure 3, once: device time is short.
 step chapter6-cuda 240 chapter6-cuda.txt "$BUILD/bin/6-cost-cuda" --device cuda \
     --seq-lens "$SEQ_LENS" --figure-dir "$OUT"
 cat "$OUT/chapter6-cuda.txt"
-for py in /usr/bin/python3 python3; do
-    if "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-        step torch-peer 150 torch-peer.txt env PYTHONUNBUFFERED=1 "$py" \
-            chapters/6-cost/peer_torch.py --device cuda --seq-lens "$SEQ_LENS"
-        cat "$OUT/torch-peer.txt"
+PEER=
+if [ -n "${PYTHON:-}" ]; then CANDIDATES=("$PYTHON"); else CANDIDATES=(/usr/bin/python3 python3); fi
+for py in "${CANDIDATES[@]}"; do
+    if "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+        2>/dev/null; then
+        PEER=$py
         break
     fi
 done
+if [ -n "$PEER" ]; then
+    step torch-peer 150 torch-peer.txt env PYTHONUNBUFFERED=1 "$PEER" \
+        chapters/6-cost/peer_torch.py --device cuda --seq-lens "$SEQ_LENS"
+    cat "$OUT/torch-peer.txt"
+elif [ -n "${PYTHON:-}" ]; then
+    log "torch-peer: FAILED: PYTHON=$PYTHON has no torch that sees CUDA"
+    FAILED=$((FAILED + 1))
+else
+    log "torch-peer: NOT RUN: no python with CUDA torch (tried ${CANDIDATES[*]});" \
+        "set PYTHON=/path/to/python"
+    NOT_RUN=$((NOT_RUN + 1))
+fi
 if [ "$FAILED" -gt 0 ]; then
-    log "$FAILED step(s) failed or were skipped; results in $OUT"
+    log "$FAILED step(s) failed, were cut or skipped; $NOT_RUN not run; results in $OUT"
     exit 1
 fi
-log "results in $OUT"
+log "every step passed; $NOT_RUN not run (tools missing, listed above); results in $OUT"

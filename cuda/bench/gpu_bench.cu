@@ -1,14 +1,20 @@
 // gpu-bench: the issue's speed targets on a GPU (cuda/bench/gpu-check.sh builds it with nvcc and
 // runs it; `make` builds it for the emulator as gpu-bench-emu, which the tests run with --quick).
 //   1. sgemm 4096^3: the warp-tiled kernel (the default) and the register-tiled one vs cuBLAS
-//      in fp32 with TF32 off (cuBLAS is only the yardstick here; it is never in the measured
-//      path of chapter 6); then every block-tile shape of the warp-tiled kernel at every
-//      transpose, each result checked against cuBLAS's
+//      (cuBLAS is only the yardstick here; it is never in the measured path of chapter 6): its
+//      default math mode, in which cublasSgemm computes in fp32 without TF32, and
+//      NVIDIA_TF32_OVERRIDE=0 so that nothing turns TF32 on; not CUBLAS_PEDANTIC_MATH, which
+//      NVIDIA documents as possibly slower, a softer yardstick. Its GFLOP/s are printed beside
+//      ours. Then every block-tile shape of the warp-tiled kernel at every transpose, each
+//      result checked against cuBLAS's; then the small grids: chapter 6's weight gradients
+//      (split-K against one pass) and the LSTM's backward step product (the few-rows kernel's
+//      split of K against one pass)
 //   2. fused attention fwd+bwd, B = 8, h = 8, d_k = 64, n = 2048, 4096: TFLOP/s (4 B h n^2 d_k
 //      forward, 2.5x that backward), speed-up over the naive path, peak memory ratio, and the
 //      two paths' O, dQ, dK against each other; then FlashAttention version 1 (one thread per
 //      row) beside version 2 (register tiles, the default), and their results against each other
-//   3. LSTM forward with fused vs unfused (per-op) gate kernels, and their h against each other
+//   3. LSTM: the gate kernels alone, fused vs unfused (per-op), over n steps of precomputed
+//      pre-activations, and their h against each other; and the whole forward both ways
 // and at the end one line per target, "met" or "NOT MET" (gpu-check copies them to its summary).
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
@@ -20,6 +26,7 @@
 #endif
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -27,7 +34,10 @@
 
 namespace {
 
+bool g_quick = false;  // --quick: one timed run, no warm-up (the times mean nothing there)
+
 float time_ms(const std::function<void()>& f, int warmups = 2, int repeats = 5) {
+    if (g_quick) warmups = 0, repeats = 1;
     for (int i = 0; i < warmups; i++) f();
     cudaEvent_t a, b;
     CUDA_CHECK(cudaEventCreate(&a));
@@ -104,6 +114,9 @@ int main(int argc, char** argv) try {
                      shown.c_str());
         return 2;
     }
+    g_quick = quick;
+    // Before the CUDA libraries start: no TF32 anywhere (gpu-check sets it too).
+    setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
     int devices = 0;
     const cudaError_t e = cudaGetDeviceCount(&devices);
     if (e != cudaSuccess || devices == 0) {
@@ -123,8 +136,11 @@ int main(int argc, char** argv) try {
         };
         cublasHandle_t handle;
         cublas_check(cublasCreate(&handle), "cublasCreate");
-        cublas_check(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH),
-                     "cublasSetMathMode");  // fp32, no TF32
+        cublas_check(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+        std::printf(
+            "cuBLAS yardstick: cublasSgemm, CUBLAS_DEFAULT_MATH (fp32, no TF32), "
+            "NVIDIA_TF32_OVERRIDE=%s\n",
+            std::getenv("NVIDIA_TF32_OVERRIDE"));
         const float one = 1, zero = 0;
         // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets B first.
         auto cublas_run = [&](bool ta, bool tb, float* out) {
@@ -143,12 +159,13 @@ int main(int argc, char** argv) try {
         float reg = time_ms([&] { ours_run(false, false, SgemmVersion::register_tiled); });
         float tiled = time_ms([&] { ours_run(false, false, SgemmVersion::tiled); });
         float cublas = time_ms([&] { cublas_run(false, false, C_ref.data()); });
-        std::printf("sgemm %d^3: warp-tiled %.2f ms (%.1f TFLOP/s), register-tiled %.2f ms "
-                    "(%.1f TFLOP/s), shared-tiled %.2f ms, cuBLAS %.2f ms (%.1f TFLOP/s): "
-                    "warp-tiled/cuBLAS speed = %.2fx (target >= 0.85x), register-tiled/cuBLAS "
-                    "= %.2fx\n",
-                    N, warp, tflop / warp * 1e3, reg, tflop / reg * 1e3, tiled, cublas,
-                    tflop / cublas * 1e3, cublas / warp, cublas / reg);
+        std::printf(
+            "sgemm %d^3: warp-tiled %.2f ms (%.0f GFLOP/s), register-tiled %.2f ms "
+            "(%.0f GFLOP/s), shared-tiled %.2f ms, cuBLAS %.2f ms (%.0f GFLOP/s): "
+            "warp-tiled/cuBLAS speed = %.2fx (target >= 0.85x), register-tiled/cuBLAS "
+            "= %.2fx\n",
+            N, warp, tflop / warp * 1e6, reg, tflop / reg * 1e6, tiled, cublas,
+            tflop / cublas * 1e6, cublas / warp, cublas / reg);
         target("sgemm " + std::to_string(N) + "^3 warp-tiled (default tile) / cuBLAS speed",
                cublas / warp, 0.85);
         // Every block-tile shape of the warp-tiled kernel at the four transposes (attention
@@ -168,8 +185,11 @@ int main(int argc, char** argv) try {
             refs.emplace_back(size_t(N) * N);
             cublas_ms[t] = time_ms([&] { cublas_run(ta, tb, refs[t].data()); });
         }
-        std::printf("sgemm %d^3 speed / cuBLAS (cuBLAS ms: NN %.2f NT %.2f TN %.2f TT %.2f)\n",
-                    N, cublas_ms[0], cublas_ms[1], cublas_ms[2], cublas_ms[3]);
+        std::printf(
+            "sgemm %d^3 speed / cuBLAS (cuBLAS: NN %.2f ms %.0f GFLOP/s, NT %.2f ms "
+            "%.0f, TN %.2f ms %.0f, TT %.2f ms %.0f)\n",
+            N, cublas_ms[0], tflop / cublas_ms[0] * 1e6, cublas_ms[1], tflop / cublas_ms[1] * 1e6,
+            cublas_ms[2], tflop / cublas_ms[2] * 1e6, cublas_ms[3], tflop / cublas_ms[3] * 1e6);
         double best = 0;
         const char* best_name = "";
         for (const auto& [tile, name] : tiles) {
@@ -179,8 +199,8 @@ int main(int argc, char** argv) try {
                 float w = time_ms([&] { ours_run(ta, tb, SgemmVersion::warp_tiled, tile); });
                 double worst, scale;
                 compare(C.data(), refs[t].data(), size_t(N) * N, worst, scale);
-                std::printf("  %c%c %.2fx (%.1f TFLOP/s)%s", ta ? 'T' : 'N', tb ? 'T' : 'N',
-                            cublas_ms[t] / w, tflop / w * 1e3,
+                std::printf("  %c%c %.2fx (%.0f GFLOP/s)%s", ta ? 'T' : 'N', tb ? 'T' : 'N',
+                            cublas_ms[t] / w, tflop / w * 1e6,
                             worst <= 1e-4 * scale ? "" : " MISMATCH");
                 if (t == 0 && cublas_ms[t] / w > best) best = cublas_ms[t] / w, best_name = name;
             }
@@ -188,6 +208,58 @@ int main(int argc, char** argv) try {
         }
         target(std::string("sgemm NN, the fastest tile shape (") + best_name + ") / cuBLAS speed",
                best, 0.85);
+        // The small grids: fewer tiles than SMs. The weight gradients of chapter 6's attention
+        // layer (B = 8, n = 16384, d = 512: C^T = dY^T X, K = B n) by split-K (the default)
+        // and in one pass (an explicit tile), and the LSTM's backward step dG_t W_hh (B = 8,
+        // d = 512) by the few-rows kernel with its split of K and without; cuBLAS beside both,
+        // each result checked against cuBLAS's.
+        auto small_grid = [&](const char* what, bool ta, bool tb, int M, int Nn, int K,
+                              SgemmTile one_pass, int repeat) {
+            auto X = filled(size_t(M) * K, 1), Y = filled(size_t(K) * Nn, 1);
+            gpu::Buffer<float> out(size_t(M) * Nn), ref(size_t(M) * Nn);
+            const int lda = ta ? M : K, ldb = tb ? K : Nn;
+            auto ours = [&](SgemmTile tile) {
+                sgemm_cuda(ta, tb, M, Nn, K, 1.0f, X.data(), lda, Y.data(), ldb, 0.0f, out.data(),
+                           Nn, 1, 0, 0, 0, SgemmVersion::warp_tiled, tile);
+            };
+            // One call's time, from `repeat` calls in a row (the LSTM's steps are short).
+            auto per_call = [&](const std::function<void()>& f) {
+                auto calls = [&] {
+                    for (int r = 0; r < repeat; r++)
+                        f();
+                };
+                return time_ms(calls) / repeat;
+            };
+            const float t_cublas = per_call([&] {
+                cublas_check(cublasSgemm(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                         ta ? CUBLAS_OP_T : CUBLAS_OP_N, Nn, M, K, &one, Y.data(),
+                                         ldb, X.data(), lda, &zero, ref.data(), Nn),
+                             "cublasSgemm");
+            });
+            const float t_one = per_call([&] { ours(one_pass); });
+            double worst1, scale;
+            compare(out.data(), ref.data(), size_t(M) * Nn, worst1, scale);
+            const float t_split = per_call([&] { ours(SgemmTile::automatic); });
+            double worst2;
+            compare(out.data(), ref.data(), size_t(M) * Nn, worst2, scale);
+            const double gflop = 2.0 * M * Nn * double(K) / 1e9;
+            const int slices = sgemm_k_splits(ta, tb, M, Nn, K);
+            std::printf(
+                "  %s (%c%c %d x %d, K = %d): default %.3f ms (%.0f GFLOP/s, %d slices "
+                "of K), one pass %.3f ms (%.0f GFLOP/s), cuBLAS %.3f ms (%.0f GFLOP/s): "
+                "the split is %.2fx the one pass%s\n",
+                what, ta ? 'T' : 'N', tb ? 'T' : 'N', M, Nn, K, t_split, gflop / t_split * 1e3,
+                slices, t_one, gflop / t_one * 1e3, t_cublas, gflop / t_cublas * 1e3,
+                t_one / t_split,
+                worst1 <= 1e-4 * scale && worst2 <= 1e-4 * scale ? "" : " MISMATCH");
+        };
+        std::printf("sgemm on small grids (fewer tiles than SMs):\n");
+        const int rows = quick ? 1024 : 8 * 16384, d = quick ? 72 : 512;
+        small_grid("dW_proj = dY^T O", true, false, d, d, rows, SgemmTile::b128x128t8x8, 1);
+        small_grid("dW_qkv = dQKV^T X", true, false, 3 * d, d, rows, SgemmTile::b128x128t8x8, 1);
+        const int lstm_d = quick ? 256 : 512;
+        small_grid("LSTM step dG_t W_hh", false, false, 8, lstm_d, 4 * lstm_d,
+                   SgemmTile::few_rows_one_pass, quick ? 2 : 256);
         cublasDestroy(handle);
     }
     {  // 2. attention
@@ -352,22 +424,39 @@ int main(int argc, char** argv) try {
                 scale);
         std::printf("LSTM fused vs unfused gates: max |h diff| = %.2g (max |h| = %.3g)%s\n", worst,
                     scale, worst <= 1e-5 * scale ? "" : " MISMATCH");
-        // The same forward without the gates (only its GEMMs), so the gates' own time is the
-        // difference: the target (>= 5x) is about the gate kernels, not the GEMMs around them.
-        gpu::Buffer<float> xW(size_t(n) * B * 4 * d);
-        float gemms = time_ms([&] {
-            sgemm_cuda(false, true, n * B, 4 * d, d, 1.0f, x.data(), d, Wi.data(), d, 0.0f,
-                       xW.data(), 4 * d);
+        std::printf(
+            "LSTM forward n=%d B=%d d=%d, GEMMs included: fused gates %.2f ms, "
+            "unfused %.2f ms (%.2fx)\n",
+            n, B, d, fused, unfused, unfused / fused);
+        // The target (>= 5x) is about the gate kernels, so they are timed on their own: the n
+        // steps' gates on precomputed pre-activations G (the same kernels and memory traffic
+        // as in the forward), each step's c from the step before, no GEMM. (It used to be
+        // (unfused - GEMMs) / (fused - GEMMs), a difference of noisy totals that can come out
+        // near 0 or below.)
+        const size_t step = size_t(B) * d;
+        auto G = filled(size_t(n) * 4 * step, 1);
+        gpu::Buffer<float> hg((n + 1) * step), cg((n + 1) * step), gg(size_t(n) * 4 * step),
+            tmp(step), h_gates_fused((n + 1) * step);
+        CUDA_CHECK(cudaMemset(cg.data(), 0, step * sizeof(float)));
+        auto gates_only = [&](bool fused_gates) {
             for (int t = 1; t <= n; t++)
-                sgemm_cuda(false, true, B, 4 * d, d, 1.0f, hb.data() + size_t(t - 1) * B * d, d,
-                           Wh.data(), d, 1.0f, xW.data() + size_t(t - 1) * B * 4 * d, 4 * d);
-        });
-        std::printf("LSTM forward n=%d B=%d d=%d: fused gates %.2f ms, unfused %.2f ms (whole "
-                    "forward incl. GEMMs: %.2fx); GEMMs alone %.2f ms, so the gates take %.2f vs "
-                    "%.2f ms: fused %.2fx faster (target >= 5x)\n",
-                    n, B, d, fused, unfused, unfused / fused, gemms, fused - gemms,
-                    unfused - gemms, (unfused - gemms) / (fused - gemms));
-        target("LSTM gates, unfused / fused time", (unfused - gemms) / (fused - gemms), 5);
+                lstm_gates_forward_cuda(G.data() + (t - 1) * 4 * step, b.data(),
+                                        cg.data() + (t - 1) * step, gg.data() + (t - 1) * 4 * step,
+                                        hg.data() + t * step, cg.data() + t * step, B, d,
+                                        fused_gates, tmp.data());
+        };
+        const float gates_fused = time_ms([&] { gates_only(true); });
+        CUDA_CHECK(cudaMemcpy(h_gates_fused.data(), hg.data(), (n + 1) * step * 4,
+                              cudaMemcpyDeviceToDevice));
+        const float gates_unfused = time_ms([&] { gates_only(false); });
+        compare(h_gates_fused.data() + step, hg.data() + step, n * step, worst, scale);
+        std::printf(
+            "LSTM gates alone, n=%d steps: fused %.3f ms (%.2f us a step), unfused %.3f "
+            "ms (%.2f us a step, 9 kernels): fused %.2fx faster (target >= 5x); max |h "
+            "diff| = %.2g%s\n",
+            n, gates_fused, gates_fused * 1e3 / n, gates_unfused, gates_unfused * 1e3 / n,
+            gates_unfused / gates_fused, worst, worst <= 1e-5 * scale ? "" : " MISMATCH");
+        target("LSTM gates alone, unfused / fused time", gates_unfused / gates_fused, 5);
     }
     std::printf("\n");
     for (const std::string& line : g_targets) std::printf("%s\n", line.c_str());

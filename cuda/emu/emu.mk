@@ -14,7 +14,7 @@ emu-tsan: $(BUILD)/bin/emu-tsan ## ThreadSanitizer catches a planted missing __s
 	@export TSAN_OPTIONS="halt_on_error=1 exitcode=66"; \
 	$(BUILD)/bin/emu-tsan clean >/dev/null 2>$(BUILD)/emu-tsan-clean.log || \
 	  { cat $(BUILD)/emu-tsan-clean.log; echo "emu-tsan: FAILED: ThreadSanitizer reported the real kernels (above)"; exit 1; }; \
-	echo "emu-tsan: the real kernels (sgemm tiled, warp-tiled and few-rows, softmax, sum, FlashAttention versions 1 and 2) run clean under ThreadSanitizer"; \
+	echo "emu-tsan: the real kernels (sgemm tiled, warp-tiled, few-rows and split-K, softmax, sum, FlashAttention versions 1 and 2) run clean under ThreadSanitizer"; \
 	$(BUILD)/bin/emu-tsan planted >/dev/null 2>$(BUILD)/emu-tsan-planted.log; rc=$$?; \
 	if [ $$rc = 66 ] && grep -q "ThreadSanitizer: data race" $(BUILD)/emu-tsan-planted.log; then \
 	  grep -m1 "SUMMARY" $(BUILD)/emu-tsan-planted.log; \

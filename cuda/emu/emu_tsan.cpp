@@ -1,9 +1,9 @@
 // `make emu-tsan`: the emulator with one OS thread per CUDA thread (EMU_THREADS), built with
 // -fsanitize=thread. In that mode a missing __syncthreads is a real data race.
 //
-//   emu-tsan clean     the tiled sgemms (checked and unchecked loops, few rows), the reductions
-//                      and both FlashAttention versions at small shapes: ThreadSanitizer must
-//                      stay silent
+//   emu-tsan clean     the tiled sgemms (checked and unchecked loops, few rows, split-K), the
+//                      reductions and both FlashAttention versions at small shapes:
+//                      ThreadSanitizer must stay silent
 //   emu-tsan planted   the tiled matmul with its first barrier removed (cuda/emu/planted_race.cuh):
 //                      ThreadSanitizer must report a data race
 #include "cuda/attention_flash.cu"
@@ -55,6 +55,14 @@ int main(int argc, char** argv) {
                        C2.data(), 128);
             sgemm_cuda(false, false, 8, 40, 37, 1.0f, A2.data(), 37, B2.data(), 40, 0.0f,
                        C2.data(), 40);
+        }
+        {  // split-K (2 slices, then their sum) and the few-rows kernel's split (2 slices)
+            auto A3 = filled(1100 * 24, 1), B3 = filled(1100 * 40, 1);
+            gpu::Buffer<float> C3(40 * 40);
+            sgemm_cuda(true, false, 24, 40, 1100, 1.0f, A3.data(), 24, B3.data(), 40, 0.0f,
+                       C3.data(), 40);
+            sgemm_cuda(false, false, 8, 40, 600, 1.0f, A3.data(), 600, B3.data(), 40, 0.0f,
+                       C3.data(), 40);
         }
         sum_cuda(A.data(), s.data(), M * K);
         softmax_forward_cuda(A.data(), C.data(), M, N, true);

@@ -3,18 +3,32 @@
 //
 // What it models (and how):
 //   gridDim blockIdx blockDim threadIdx   per-thread values behind macros
-//   __shared__ (static)                   one object per block: `static thread_local` (fibers:
-//                                          a worker runs one block at a time) or `static`
-//                                          (OS-thread mode runs one block at a time)
-//   DYNAMIC_SHARED(T, name)               the launch's dynamic shared bytes, one copy per block,
-//                                          filled with NaN bytes (0xFF) at every block start
+//   SHARED(T, name, dims)                 a block's shared array (`__shared__ T name dims` under
+//                                          nvcc; a plain __shared__ does not compile here). Each
+//                                          lives in its own pages, its end against a page that
+//                                          faults (PROT_NONE), another before it; filled with NaN
+//                                          bytes (0xFF) at every block start, as on a GPU nothing
+//                                          carries over from the block before
+//   DYNAMIC_SHARED(T, name)               the launch's dynamic shared bytes, the same way
+//   shared memory out of bounds           an access that reaches a guard page, and a write into
+//                                          the few bytes of padding beside an array (found when
+//                                          the block ends), fail the launch with the array's name
 //   __syncthreads()                       a real barrier over the block's threads
-//   __syncwarp, __shfl*_sync, votes       a rendezvous of the warp's 32 lanes
+//   __syncwarp, __shfl*_sync, votes       each lane arrives with its mask and its call site; a
+//                                          rendezvous completes when every live lane the mask
+//                                          names has arrived at the same call site with the same
+//                                          mask (lanes that exited count as absent, as on sm_70+);
+//                                          different sites or masks are an error
 //   atomicAdd atomicMax                   std::atomic_ref (blocks may run on several workers)
 //   cudaMalloc                            host memory filled with NaN bytes (CUDA does not zero)
-//   launch rules                          block and grid limits, and dynamic shared memory over
-//                                          48 KB only after cudaFuncSetAttribute: a launch a
+//   launch rules                          block and grid limits; at most 48 KB of static shared
+//                                          memory, and static + dynamic at most 48 KB, or 227 KB
+//                                          (sm_90) after cudaFuncSetAttribute; a kernel declared
+//                                          __launch_bounds__(N) checks its block against N in its
+//                                          first statement, CHECK_LAUNCH_BOUNDS(N): a launch a
 //                                          GPU would refuse throws here too
+//   the device                            sm_90, 132 SMs (an H200's), so that the host code's
+//                                          grid decisions (split-K) run as on that GPU
 //
 // Two ways to run a block's threads:
 //   fibers (default)   one fiber per CUDA thread, all on one OS thread; a barrier is
@@ -23,9 +37,12 @@
 //                      result changes with the order has a missing barrier (a race).
 //   EMU_THREADS        one std::thread per CUDA thread and std::barrier: slow, but a missing
 //                      __syncthreads is a real data race that ThreadSanitizer reports
-//                      (`make emu-tsan`).
-// Errors (a barrier not every thread reaches, a shuffle reading an exited lane, a warp
-// deadlock) make the launch throw std::runtime_error with a message naming the problem.
+//                      (`make emu-tsan`). Warp operations there are full-warp barriers, without
+//                      the call-site and mask checks.
+// Errors (a barrier not every thread reaches, a shuffle reading an exited lane, lanes meeting at
+// different warp operations, a warp deadlock, shared memory out of bounds or over its limits)
+// make the launch throw std::runtime_error with a message naming the problem (in EMU_THREADS
+// mode: print it and abort).
 #pragma once
 #if defined(__CUDACC__)
 #error "cuda/emu/emulator.h is for host compilers; nvcc uses the real CUDA runtime"
@@ -35,19 +52,23 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <math.h>
+#include <memory>
 #include <mutex>
+#include <source_location>
 #include <stdexcept>
 #include <string>
+#include <sys/mman.h>
 #include <thread>
 #include <utility>
 #include <vector>
 #include <unistd.h>
-#include <memory>
 #ifdef EMU_THREADS
 #include <barrier>
 #else
@@ -91,12 +112,17 @@ emu_switch_stack:
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-#ifdef EMU_THREADS
-#define __shared__ static
-#else
-#define __shared__ static thread_local
-#endif
+// Shared arrays go through SHARED (bounds-checked, NaN at every block start): a plain
+// __shared__ stops the build here with this name in the message.
+#define __shared__ use_SHARED_for_shared_memory_see_cuda_launch_h
+// clang-format off
+#define SHARED(T, name, dims)                                                              \
+    static ::emu::SharedSite emu_shared_site_##name{#name, __FILE__, __LINE__};            \
+    T(&name) dims = *reinterpret_cast<T(*) dims>(                                          \
+        ::emu::shared_at(emu_shared_site_##name, sizeof(T dims)))
+// clang-format on
 #define DYNAMIC_SHARED(T, name) T* name = reinterpret_cast<T*>(::emu::dynamic_shared())
+#define CHECK_LAUNCH_BOUNDS(...) ::emu::check_launch_bounds(__VA_ARGS__)
 
 struct dim3 {
     unsigned x, y, z;
@@ -108,29 +134,199 @@ namespace emu {
 
 enum class Schedule { forward, reverse };
 
+// One warp operation as a lane arrives at it: what, where, with which mask and value.
+enum class WarpKind { sync, shuffle, vote };
+struct WarpOp {
+    WarpKind kind = WarpKind::sync;
+    const char* what = "";  // "__shfl_xor_sync", ...
+    unsigned mask = 0;
+    int src = -1;  // shuffle: the lane read (-1: its own value, past the segment's end)
+    uint64_t value = 0;
+    const char* file = "";
+    unsigned line = 0, column = 0;
+};
+inline bool same_site(const WarpOp& a, const WarpOp& b) {
+    return a.line == b.line && a.column == b.column && std::strcmp(a.file, b.file) == 0;
+}
+inline std::string hex(unsigned v) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08x", v);
+    return buf;
+}
+inline std::string describe(const WarpOp& op) {
+    return std::string(op.what) + " (" + op.file + ":" + std::to_string(op.line) + ", mask " +
+           hex(op.mask) + ")";
+}
+
 struct BlockState;
 struct ThreadState {
     dim3 thread_idx;
     int tid = 0;            // linear thread index in the block
     BlockState* block = nullptr;
-    unsigned warp_ops = 0;  // how many warp rendezvous this lane has passed (buffer parity)
+    WarpOp op;              // fibers: the warp operation this lane waits at
+    uint64_t result = 0;    // ... and what the rendezvous hands back
+    unsigned group = 0;     // ... and the lanes that took part
+    unsigned warp_ops = 0;  // EMU_THREADS: warp rendezvous passed (buffer parity)
 };
 
 struct Warp {
-    uint64_t slots[2][32] = {};  // lane values, double-buffered by rendezvous parity
-    unsigned arrived_mask[2] = {0, 0};   // lanes that deposited into each buffer
-    unsigned released_mask[2] = {0, 0};  // the lanes present when that rendezvous completed
-    int waiting = 0;             // fibers: lanes parked at the current rendezvous
     int alive = 0;               // lanes not yet exited
     unsigned alive_mask = 0;
+    unsigned waiting_mask = 0;  // fibers: lanes parked at a warp operation
 #ifdef EMU_THREADS
+    uint64_t slots[2][32] = {};  // lane values, double-buffered by rendezvous parity
     std::unique_ptr<std::barrier<>> bar;
 #endif
 };
 
+// ---- shared memory -------------------------------------------------------------------------
+// Every SHARED array (one SharedSite per declaration and template instance) gets a region per
+// block runner: whole pages [guard][data][guard], the array at the end of the data so that the
+// byte after it faults. The padding before it (the rest of its first page) and after it (up to
+// 15 bytes, to keep 16-byte alignment) is filled with 0xFF like the array and must still be at
+// the block's end. A fault in a guard page becomes the launch's error (the signal handler below
+// names the array). Limits as on sm_90: 48 KB static, 48 KB in all without the kernel's
+// cudaFuncSetAttribute opt-in, 227 KB with it.
+constexpr size_t STATIC_SHARED_MAX = 48 * 1024;
+constexpr size_t DEFAULT_DYNAMIC_SHARED = 48 * 1024, MAX_DYNAMIC_SHARED = 227 * 1024;
+
+struct SharedSite {
+    const char* name;
+    const char* file;
+    int line;
+    std::atomic<int> slot{-1};  // index into every runner's regions, given at first use
+};
+inline std::atomic<int>& next_shared_slot() {
+    static std::atomic<int> next{0};
+    return next;
+}
+
+inline size_t page_bytes() {
+    static const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    return page;
+}
+
+struct SharedRegion;
+// What the SIGSEGV handler looks up (without locks): each region's whole mapping.
+struct GuardEntry {
+    std::atomic<uintptr_t> lo{0}, hi{0};
+    std::atomic<const SharedRegion*> region{nullptr};
+};
+constexpr int GUARD_TABLE_SIZE = 8192;
+inline GuardEntry guard_table[GUARD_TABLE_SIZE];
+inline std::atomic<int> guard_count{0};
+
+struct SharedRegion {
+    const SharedSite* site = nullptr;  // nullptr: the launch's dynamic shared memory
+    unsigned char* map = nullptr;      // [guard page][data pages][guard page]
+    size_t map_bytes = 0;
+    unsigned char* data = nullptr;
+    size_t data_bytes = 0;
+    unsigned char* ptr = nullptr;  // the array: ends at most 15 bytes before the second guard
+    size_t bytes = 0;
+    uint64_t gen = 0;  // the block that last filled it
+    int guard = -1;    // its entry in guard_table
+
+    SharedRegion() = default;
+    SharedRegion(const SharedRegion&) = delete;
+    SharedRegion& operator=(const SharedRegion&) = delete;
+    ~SharedRegion() { unmap(); }
+
+    void unmap() {
+        if (guard >= 0) guard_table[guard].lo = 0, guard_table[guard].hi = 0;
+        if (map) munmap(map, map_bytes);
+        map = data = ptr = nullptr;
+    }
+    // Room for `n` bytes, the array's end at the data's end (rounded to 16 bytes).
+    void place(size_t n) {
+        const size_t page = page_bytes(), rounded = (n + 15) / 16 * 16;
+        const size_t need = (rounded + page - 1) / page * page;
+        if (!map || need != data_bytes) {
+            unmap();
+            map_bytes = need + 2 * page;
+            void* m = mmap(nullptr, map_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m == MAP_FAILED) throw std::bad_alloc();
+            map = static_cast<unsigned char*>(m);
+            data = map + page;
+            data_bytes = need;
+            if (need && mprotect(data, need, PROT_READ | PROT_WRITE) != 0) throw std::bad_alloc();
+            if (guard < 0) {
+                guard = guard_count.fetch_add(1);
+                if (guard >= GUARD_TABLE_SIZE) {  // full: take an entry a freed region left
+                    guard = -1;
+                    for (int g = 0; g < GUARD_TABLE_SIZE && guard < 0; g++) {
+                        uintptr_t zero = 0;
+                        if (guard_table[g].lo.load() == 0 &&
+                            guard_table[g].lo.compare_exchange_strong(zero, 1))
+                            guard = g;
+                    }
+                    if (guard < 0) throw std::runtime_error("emulator: too many shared arrays");
+                }
+            }
+            guard_table[guard].region = this;
+            guard_table[guard].hi = reinterpret_cast<uintptr_t>(map) + map_bytes;
+            guard_table[guard].lo = reinterpret_cast<uintptr_t>(map);
+        }
+        bytes = n;
+        ptr = data + data_bytes - rounded;
+    }
+    void fill() { std::memset(data, 0xFF, data_bytes); }
+    // The first byte of the padding that is no longer 0xFF, or nullptr.
+    const unsigned char* written_padding() const {
+        for (const unsigned char* p = data; p < ptr; p++)
+            if (*p != 0xFF) return p;
+        for (const unsigned char* p = ptr + bytes; p < data + data_bytes; p++)
+            if (*p != 0xFF) return p;
+        return nullptr;
+    }
+    std::string name() const {
+        if (!site) return "the dynamic shared memory (" + std::to_string(bytes) + " bytes)";
+        return std::string("shared array `") + site->name + "` (" + site->file + ":" +
+               std::to_string(site->line) + ", " + std::to_string(bytes) + " bytes)";
+    }
+    // Where byte p lies relative to the array, in words.
+    std::string where(const unsigned char* p) const {
+        const long off = long(p - ptr);
+        if (off < 0) return std::to_string(-off) + " bytes before the start of " + name();
+        return "byte " + std::to_string(off) + " of " + name() + ", past its end";
+    }
+};
+
+// One block runner's shared memory: the regions by site slot, the dynamic one, and what the
+// current block has declared so far.
+struct SharedArena {
+    std::vector<std::unique_ptr<SharedRegion>> regions;
+    SharedRegion dynamic;
+    std::vector<SharedRegion*> touched;  // this block's arrays
+    uint64_t gen = 0;
+    size_t static_bytes = 0, dynamic_bytes = 0, limit = DEFAULT_DYNAMIC_SHARED;
+#ifdef EMU_THREADS
+    std::mutex mutex;  // the block's threads reach a declaration at once
+#endif
+    // A new block: its arrays start as NaN when first declared, the dynamic memory now.
+    void begin_block(size_t dyn_bytes, size_t total_limit) {
+        gen++;
+        touched.clear();
+        static_bytes = 0;
+        dynamic_bytes = dyn_bytes;
+        limit = total_limit;
+        dynamic.place(dyn_bytes);
+        dynamic.fill();
+    }
+    // After the block: "" or the first out-of-bounds write found in the padding.
+    std::string end_block() const {
+        for (const SharedRegion* r : touched)
+            if (const unsigned char* p = r->written_padding())
+                return "shared memory written out of bounds: " + r->where(p);
+        if (const unsigned char* p = dynamic.written_padding())
+            return "shared memory written out of bounds: " + dynamic.where(p);
+        return "";
+    }
+};
+
 struct BlockState {
     dim3 grid_dim, block_dim, block_idx;
-    std::vector<unsigned char>* dyn_shared = nullptr;
+    SharedArena* arena = nullptr;
     std::vector<Warp> warps;
     std::string error;  // first error seen in this block
 };
@@ -150,7 +346,60 @@ inline Config& config() {
 inline void set_schedule(Schedule s) { config().schedule = s; }
 inline void set_workers(int n) { config().workers = n; }
 
-inline void* dynamic_shared() { return cur().block->dyn_shared->data(); }
+inline void* dynamic_shared() { return cur().block->arena->dynamic.ptr; }
+
+[[noreturn]] inline void fail_in_thread(const std::string& msg);
+
+// A SHARED declaration: the block's copy of the array, placed and filled by the first thread
+// of the block that reaches it.
+inline void* shared_at(SharedSite& site, size_t bytes) {
+    int slot = site.slot.load(std::memory_order_acquire);
+    if (slot < 0) {
+        static std::mutex m;
+        std::lock_guard<std::mutex> lock(m);
+        slot = site.slot.load();
+        if (slot < 0) site.slot.store(slot = next_shared_slot()++, std::memory_order_release);
+    }
+    SharedArena& a = *cur().block->arena;
+#ifdef EMU_THREADS
+    std::lock_guard<std::mutex> lock(a.mutex);
+#endif
+    if (a.regions.size() <= size_t(slot)) a.regions.resize(slot + 1);
+    std::unique_ptr<SharedRegion>& r = a.regions[slot];
+    if (!r) r = std::make_unique<SharedRegion>(), r->site = &site;
+    if (r->gen != a.gen) {
+        a.static_bytes += bytes;
+        if (a.static_bytes > STATIC_SHARED_MAX)
+            fail_in_thread("static shared memory: " + std::to_string(a.static_bytes) +
+                           " bytes with `" + site.name + "` (" + site.file + ":" +
+                           std::to_string(site.line) +
+                           "), over the 48 KB a kernel may declare "
+                           "(ptxas refuses it); use dynamic shared memory");
+        if (a.static_bytes + a.dynamic_bytes > a.limit)
+            fail_in_thread("shared memory: " + std::to_string(a.static_bytes) + " bytes static (`" +
+                           site.name + "`, " + site.file + ":" + std::to_string(site.line) +
+                           ") + " + std::to_string(a.dynamic_bytes) + " dynamic, over the " +
+                           std::to_string(a.limit) +
+                           " bytes a block may have (48 KB unless "
+                           "the kernel opted in with cudaFuncSetAttribute, 227 KB on sm_90)");
+        r->place(bytes);
+        r->fill();
+        r->gen = a.gen;
+        a.touched.push_back(r.get());
+    }
+    return r->ptr;
+}
+
+// CHECK_LAUNCH_BOUNDS(N [, min blocks]): a GPU refuses to launch a kernel declared
+// __launch_bounds__(N) with more than N threads per block.
+inline void check_launch_bounds(long max_threads, long = 0) {
+    const dim3 b = cur().block->block_dim;
+    const long threads = long(b.x) * b.y * b.z;
+    if (threads > max_threads)
+        fail_in_thread("launch: " + std::to_string(threads) +
+                       " threads per block, over the kernel's __launch_bounds__(" +
+                       std::to_string(max_threads) + "): a GPU refuses the launch");
+}
 
 // ---- one block on fibers -------------------------------------------------------------------
 #ifndef EMU_THREADS
@@ -174,12 +423,16 @@ struct FiberBlock {
 #endif
     std::vector<Fiber> fibers;
     BlockState bs;
-    std::vector<unsigned char> dyn;
+    SharedArena arena;
     const std::function<void()>* body = nullptr;
     int current = -1;
     int at_barrier = 0;
     const char* barrier_file = nullptr;  // where the first waiting thread called __syncthreads
     int barrier_line = 0;
+    // Set by the SIGSEGV handler (which allocates nothing): a guard page was touched.
+    const SharedRegion* fault_region = nullptr;
+    const unsigned char* fault_addr = nullptr;
+    int fault_thread = -1;
 };
 inline thread_local FiberBlock* t_fb = nullptr;
 
@@ -249,22 +502,120 @@ inline void syncthreads(const char* file, int line) {
     yield_to_scheduler();
 }
 
-// Deposit this lane's value, wait for every live lane of the warp, return the slot buffer.
-inline const uint64_t* warp_rendezvous(uint64_t value, unsigned mask) {
+// A lane arrives at a warp operation; the scheduler releases it with its group's result.
+inline const ThreadState& warp_rendezvous(const WarpOp& op) {
     FiberBlock& fb = *t_fb;
-    ThreadState& ts = fb.fibers[fb.current].ts;
-    Warp& w = fb.bs.warps[ts.tid / 32];
-    int lane = ts.tid % 32, buf = ts.warp_ops & 1;
-    if (!(mask >> lane & 1))
-        fail_in_thread("warp operation: lane " + std::to_string(lane) +
-                       " is not in the mask it passed");
-    w.slots[buf][lane] = value;
-    w.arrived_mask[buf] |= 1u << lane;
-    w.waiting++;
-    fb.fibers[fb.current].state = Fiber::at_warp;
+    Fiber& f = fb.fibers[fb.current];
+    ThreadState& ts = f.ts;
+    const int lane = ts.tid % 32;
+    if (!(op.mask >> lane & 1))
+        fail_in_thread("warp operation: lane " + std::to_string(lane) + " calls " + describe(op) +
+                       ", a mask without itself (undefined on a GPU)");
+    ts.op = op;
+    fb.bs.warps[ts.tid / 32].waiting_mask |= 1u << lane;
+    f.state = Fiber::at_warp;
     yield_to_scheduler();
-    ts.warp_ops++;
-    return w.slots[buf];
+    return ts;
+}
+
+// Releases every group of waiting lanes that is complete: all the live lanes its mask names
+// wait at the same call site with the same mask. A group whose lanes all wait, but at
+// different sites or with different masks, is an error once nothing else can move. Returns
+// whether a group was released; sets fb.bs.error on an error.
+inline bool release_warps(FiberBlock& fb, bool& stuck_mismatch) {
+    bool released = false;
+    stuck_mismatch = false;
+    for (size_t wi = 0; wi < fb.bs.warps.size(); wi++) {
+        Warp& w = fb.bs.warps[wi];
+        Fiber* lanes = &fb.fibers[wi * 32];
+        for (bool progress = true; progress && w.waiting_mask;) {
+            progress = false;
+            for (unsigned pending = w.waiting_mask; pending;) {
+                const int lane = __builtin_ctz(pending);
+                const WarpOp& op = lanes[lane].ts.op;
+                const unsigned group = op.mask & w.alive_mask;
+                pending &= ~(1u << lane);
+                if ((group & w.waiting_mask) != group) continue;  // not all there yet
+                bool same = true;
+                for (unsigned g = group; g && same; g &= g - 1) {
+                    const WarpOp& other = lanes[__builtin_ctz(g)].ts.op;
+                    same = other.mask == op.mask && other.kind == op.kind && same_site(other, op);
+                }
+                if (!same) continue;
+                // A lane at the same call site whose other mask names this group's lanes.
+                for (unsigned x = w.waiting_mask & ~group; x; x &= x - 1) {
+                    const WarpOp& other = lanes[__builtin_ctz(x)].ts.op;
+                    if (!same_site(other, op) || !(other.mask & group)) continue;
+                    fb.bs.error = "warp " + std::to_string(wi) + ": lanes " + hex(group) +
+                                  " call " + describe(op) + " and lane " +
+                                  std::to_string(__builtin_ctz(x)) + " the same with mask " +
+                                  hex(other.mask) +
+                                  ": the lanes a mask names must pass the same mask "
+                                  "(undefined on a GPU)";
+                    return released;
+                }
+                uint64_t votes = 0;
+                for (unsigned g = group; g; g &= g - 1) {
+                    const int x = __builtin_ctz(g);
+                    if (lanes[x].ts.op.value) votes |= 1u << x;
+                }
+                for (unsigned g = group; g; g &= g - 1) {
+                    ThreadState& ts = lanes[__builtin_ctz(g)].ts;
+                    const int src = ts.op.src;
+                    if (op.kind == WarpKind::shuffle && src >= 0 && !(group >> src & 1)) {
+                        fb.bs.error = describe(ts.op) + ": lane " + std::to_string(ts.tid % 32) +
+                                      " reads lane " + std::to_string(src) +
+                                      ", which has exited, does not exist or is not in the mask "
+                                      "(undefined on a GPU)";
+                        return released;
+                    }
+                    ts.result = op.kind == WarpKind::vote ? votes
+                                : src >= 0                ? lanes[src].ts.op.value
+                                                          : ts.op.value;
+                    ts.group = group;
+                    lanes[__builtin_ctz(g)].state = Fiber::running;
+                }
+                w.waiting_mask &= ~group;
+                progress = released = true;
+            }
+        }
+        // What remains waits for lanes still running, or meets the wrong partners.
+        for (unsigned pending = w.waiting_mask; pending; pending &= pending - 1) {
+            const WarpOp& op = lanes[__builtin_ctz(pending)].ts.op;
+            const unsigned group = op.mask & w.alive_mask;
+            if ((group & w.waiting_mask) != group) continue;
+            for (unsigned g = group; g; g &= g - 1) {
+                const WarpOp& other = lanes[__builtin_ctz(g)].ts.op;
+                if (other.mask == op.mask && other.kind == op.kind && same_site(other, op))
+                    continue;
+                stuck_mismatch = true;
+                if (fb.bs.error.empty())
+                    fb.bs.error = "warp " + std::to_string(wi) + ": lane " +
+                                  std::to_string(__builtin_ctz(pending)) + " waits at " +
+                                  describe(op) + " and lane " + std::to_string(__builtin_ctz(g)) +
+                                  " at " + describe(other) +
+                                  ": every live lane a mask names must reach the same warp "
+                                  "operation with the same mask (undefined on a GPU)";
+                break;
+            }
+        }
+    }
+    return released;
+}
+
+// Why nothing can move: the first waiting lane of the first stuck warp and whom it waits for.
+inline std::string warp_deadlock_message(FiberBlock& fb) {
+    for (size_t wi = 0; wi < fb.bs.warps.size(); wi++) {
+        Warp& w = fb.bs.warps[wi];
+        if (!w.waiting_mask) continue;
+        const int lane = __builtin_ctz(w.waiting_mask);
+        const WarpOp& op = fb.fibers[wi * 32 + lane].ts.op;
+        const unsigned missing = op.mask & w.alive_mask & ~w.waiting_mask;
+        return "warp deadlock: warp " + std::to_string(wi) + " lane " + std::to_string(lane) +
+               " waits at " + describe(op) + " for lanes " + hex(missing) +
+               ", which wait at a __syncthreads or at another warp operation";
+    }
+    return "warp deadlock";
 }
 
 inline void run_block_fibers(FiberBlock& fb, int nthreads) {
@@ -275,15 +626,11 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
         Fiber& f = fb.fibers[t];
         f.state = Fiber::running;
         f.ts.block = &fb.bs;
-        f.ts.warp_ops = 0;
         start_fiber(fb, f);
     }
     fb.at_barrier = 0;
-    for (Warp& w : fb.bs.warps) {
-        w.waiting = 0;
-        w.arrived_mask[0] = w.arrived_mask[1] = 0;
-        w.released_mask[0] = w.released_mask[1] = 0;
-    }
+    for (Warp& w : fb.bs.warps)
+        w.waiting_mask = 0;
     for (int t = 0; t < nthreads; t++) {
         Warp& w = fb.bs.warps[t / 32];
         if (t % 32 == 0) w.alive = 0, w.alive_mask = 0;
@@ -304,6 +651,16 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
             swapcontext(&fb.scheduler, &f.ctx);
 #endif
             ran = true;
+            if (fb.fault_region) {
+                const Fiber& bad = fb.fibers[fb.fault_thread];
+                const dim3 ti = bad.ts.thread_idx, bi = fb.bs.block_idx;
+                fb.bs.error = "shared memory out of bounds: thread (" + std::to_string(ti.x) + "," +
+                              std::to_string(ti.y) + "," + std::to_string(ti.z) + ") of block (" +
+                              std::to_string(bi.x) + "," + std::to_string(bi.y) + "," +
+                              std::to_string(bi.z) + ") touched " +
+                              fb.fault_region->where(fb.fault_addr);
+                fb.fault_region = nullptr;
+            }
             if (!fb.bs.error.empty()) return;
             if (f.state == Fiber::done) {
                 alive--;
@@ -312,28 +669,9 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
                 w.alive_mask &= ~(1u << (t % 32));
             }
         }
-        // Release warps whose live lanes have all arrived.
-        bool released = false;
-        for (size_t wi = 0; wi < fb.bs.warps.size(); wi++) {
-            Warp& w = fb.bs.warps[wi];
-            if (w.waiting == 0 || w.waiting != w.alive) continue;
-            for (int lane = 0; lane < 32; lane++) {
-                int t = int(wi) * 32 + lane;
-                if (t < nthreads && fb.fibers[t].state == Fiber::at_warp) {
-                    int buf = fb.fibers[t].ts.warp_ops & 1;
-                    w.released_mask[buf] = w.arrived_mask[buf];
-                    w.arrived_mask[buf] = 0;
-                    break;
-                }
-            }
-            for (int lane = 0; lane < 32; lane++) {
-                int t = int(wi) * 32 + lane;
-                if (t < nthreads && fb.fibers[t].state == Fiber::at_warp)
-                    fb.fibers[t].state = Fiber::running;
-            }
-            w.waiting = 0;
-            released = true;
-        }
+        bool stuck_mismatch = false;
+        bool released = release_warps(fb, stuck_mismatch);
+        if (!fb.bs.error.empty() && !stuck_mismatch) return;  // a bad shuffle source
         // Release the block barrier once every live thread waits at it.
         if (fb.at_barrier > 0 && fb.at_barrier == alive) {
             for (int t = 0; t < nthreads; t++)
@@ -342,15 +680,64 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
             released = true;
         }
         if (!ran && !released && alive > 0) {
-            fb.bs.error = fb.at_barrier > 0
-                              ? "__syncthreads: " + std::to_string(fb.at_barrier) + " of " +
+            if (stuck_mismatch) return;  // the message release_warps wrote
+            int waiting_at_warp = 0;
+            for (const Warp& w : fb.bs.warps)
+                waiting_at_warp += __builtin_popcount(w.waiting_mask);
+            fb.bs.error = waiting_at_warp > 0
+                              ? warp_deadlock_message(fb)
+                              : "__syncthreads: " + std::to_string(fb.at_barrier) + " of " +
                                     std::to_string(alive) +
                                     " live threads wait at a barrier the others never reach "
-                                    "(a barrier inside a divergent branch?)"
-                              : "warp deadlock: lanes wait at different warp operations";
+                                    "(a barrier inside a divergent branch?)";
             return;
         }
+        if (stuck_mismatch) fb.bs.error.clear();  // others may still move: decide later
     }
+}
+
+// A SIGSEGV in a guard page of a shared array, on a fiber: note it and return to the
+// scheduler, which fails the launch with the array's name. Anything else: the previous
+// handler (or the default, a core dump) takes the signal again.
+inline struct sigaction& previous_segv_action() {
+    static struct sigaction a;
+    return a;
+}
+inline void segv_handler(int sig, siginfo_t* info, void* context) {
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
+    const SharedRegion* hit = nullptr;
+    const int count = std::min(guard_count.load(), GUARD_TABLE_SIZE);
+    for (int g = 0; g < count && !hit; g++)
+        if (addr >= guard_table[g].lo.load() && addr < guard_table[g].hi.load())
+            hit = guard_table[g].region.load();
+    FiberBlock* fb = t_fb;
+    if (hit && fb && fb->current >= 0 && !fb->fault_region) {
+        fb->fault_addr = reinterpret_cast<const unsigned char*>(addr);
+        fb->fault_thread = fb->current;
+        fb->fault_region = hit;
+        fb->fibers[fb->current].state = Fiber::at_barrier;  // never resumed
+        yield_to_scheduler();
+    }
+    struct sigaction& prev = previous_segv_action();
+    if (prev.sa_flags & SA_SIGINFO && prev.sa_sigaction) {
+        prev.sa_sigaction(sig, info, context);
+        return;
+    }
+    sigaction(SIGSEGV, &prev, nullptr);  // returning re-runs the access under that handler
+}
+// At every launch: a test framework may have put its own handler in place since (doctest does
+// for each test case); that one becomes the previous handler.
+inline void install_segv_handler() {
+    static std::mutex m;
+    std::lock_guard<std::mutex> lock(m);
+    struct sigaction now {};
+    sigaction(SIGSEGV, nullptr, &now);
+    if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == segv_handler) return;
+    struct sigaction a {};
+    a.sa_sigaction = segv_handler;
+    a.sa_flags = SA_SIGINFO | SA_NODEFER;  // NODEFER: the handler leaves by a fiber switch
+    sigemptyset(&a.sa_mask);
+    sigaction(SIGSEGV, &a, &previous_segv_action());
 }
 #endif  // !EMU_THREADS
 
@@ -358,13 +745,12 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
 #ifdef EMU_THREADS
 struct ThreadBlock {
     BlockState bs;
-    std::vector<unsigned char> dyn;
+    SharedArena arena;
     std::unique_ptr<std::barrier<>> bar;
     std::mutex error_mutex;
 };
 inline thread_local ThreadBlock* t_tb = nullptr;
 
-struct ThreadFailure {};
 [[noreturn]] inline void fail_in_thread(const std::string& msg) {
     {
         std::lock_guard<std::mutex> lock(t_tb->error_mutex);
@@ -376,16 +762,23 @@ struct ThreadFailure {};
 
 inline void syncthreads(const char*, int) { t_tb->bar->arrive_and_wait(); }
 
-inline const uint64_t* warp_rendezvous(uint64_t value, unsigned mask) {
+// The whole warp meets (the kernels under ThreadSanitizer use full masks).
+inline const ThreadState& warp_rendezvous(const WarpOp& op) {
     ThreadState& ts = cur();
     Warp& w = t_tb->bs.warps[ts.tid / 32];
-    int lane = ts.tid % 32, buf = ts.warp_ops & 1;
-    if (!(mask >> lane & 1)) fail_in_thread("warp operation: lane not in its own mask");
-    w.slots[buf][lane] = value;
+    const int lane = ts.tid % 32, buf = ts.warp_ops & 1;
+    if (!(op.mask >> lane & 1)) fail_in_thread("warp operation: lane not in its own mask");
+    w.slots[buf][lane] = op.value;
     w.bar->arrive_and_wait();
     ts.warp_ops++;
-    return w.slots[buf];
+    uint64_t votes = 0;
+    for (int x = 0; x < 32; x++)
+        if ((op.mask >> x & 1) && w.slots[buf][x]) votes |= 1u << x;
+    ts.result = op.kind == WarpKind::vote ? votes : op.src >= 0 ? w.slots[buf][op.src] : op.value;
+    ts.group = op.mask & w.alive_mask;
+    return ts;
 }
+inline void install_segv_handler() {}
 #endif
 
 // ---- warp operations over the rendezvous --------------------------------------------------
@@ -404,23 +797,18 @@ inline T from_bits(uint64_t b) {
 }
 inline int lane_id() { return cur().tid % 32; }
 
-inline void check_source_lane(int src) {
-#ifndef EMU_THREADS
-    Warp& w = t_fb->bs.warps[cur().tid / 32];
-    if (!(w.released_mask[(cur().warp_ops - 1) & 1] >> src & 1))
-        fail_in_thread("shuffle reads lane " + std::to_string(src) +
-                       ", which has exited or does not exist (undefined on a GPU)");
-#else
-    (void)src;
-#endif
+// One warp operation of this lane: what it is, where it is called, its mask and value.
+inline const ThreadState& warp_op(WarpKind kind, const char* what, unsigned mask, int src,
+                                  uint64_t value, const std::source_location& loc) {
+    WarpOp op;
+    op.kind = kind, op.what = what, op.mask = mask, op.src = src, op.value = value;
+    op.file = loc.file_name(), op.line = loc.line(), op.column = loc.column();
+    return warp_rendezvous(op);
 }
-
 template <class T>
-inline T shfl_to(unsigned mask, T v, int src_lane_fn_result, bool keep_own) {
-    const uint64_t* slots = warp_rendezvous(to_bits(v), mask);
-    if (keep_own) return v;
-    check_source_lane(src_lane_fn_result);
-    return from_bits<T>(slots[src_lane_fn_result]);
+inline T shuffle(const char* what, unsigned mask, T v, int src, const std::source_location& loc) {
+    const ThreadState& ts = warp_op(WarpKind::shuffle, what, mask, src, to_bits(v), loc);
+    return src < 0 ? v : from_bits<T>(ts.result);
 }
 
 }  // namespace emu
@@ -431,54 +819,55 @@ inline T shfl_to(unsigned mask, T v, int src_lane_fn_result, bool keep_own) {
 #define gridDim (::emu::cur().block->grid_dim)
 #define warpSize 32
 
+// Every warp intrinsic takes its caller's position (a default argument): two calls on
+// different lines, or at different columns of one line, are different operations.
+#define EMU_CALL_SITE std::source_location emu_site = std::source_location::current()
 #define __syncthreads() ::emu::syncthreads(__FILE__, __LINE__)
-inline void __syncwarp(unsigned mask = 0xffffffffu) { ::emu::warp_rendezvous(0, mask); }
+inline void __syncwarp(unsigned mask = 0xffffffffu, EMU_CALL_SITE) {
+    ::emu::warp_op(::emu::WarpKind::sync, "__syncwarp", mask, -1, 0, emu_site);
+}
 
 template <class T>
-inline T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
+inline T __shfl_sync(unsigned mask, T v, int src, int width = 32, EMU_CALL_SITE) {
     int lane = ::emu::lane_id();
     int target = (lane & ~(width - 1)) + (src & (width - 1));
-    return ::emu::shfl_to(mask, v, target, false);
+    return ::emu::shuffle("__shfl_sync", mask, v, target, emu_site);
 }
 template <class T>
-inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32, EMU_CALL_SITE) {
     int lane = ::emu::lane_id();
     int in_seg = lane & (width - 1);
     bool own = in_seg + int(delta) >= width;
-    return ::emu::shfl_to(mask, v, own ? lane : lane + int(delta), own);
+    return ::emu::shuffle("__shfl_down_sync", mask, v, own ? -1 : lane + int(delta), emu_site);
 }
 template <class T>
-inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32, EMU_CALL_SITE) {
     int lane = ::emu::lane_id();
     int in_seg = lane & (width - 1);
     bool own = in_seg - int(delta) < 0;
-    return ::emu::shfl_to(mask, v, own ? lane : lane - int(delta), own);
+    return ::emu::shuffle("__shfl_up_sync", mask, v, own ? -1 : lane - int(delta), emu_site);
 }
 template <class T>
-inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32, EMU_CALL_SITE) {
     int lane = ::emu::lane_id();
     int target = lane ^ lane_mask;
     bool own = (target & ~(width - 1)) != (lane & ~(width - 1));
-    return ::emu::shfl_to(mask, v, own ? lane : target, own);
+    return ::emu::shuffle("__shfl_xor_sync", mask, v, own ? -1 : target, emu_site);
 }
-inline unsigned __ballot_sync(unsigned mask, int pred) {
-    const uint64_t* slots = ::emu::warp_rendezvous(pred ? 1 : 0, mask);
-    unsigned bits = 0;
-    for (int lane = 0; lane < 32; lane++)
-        if ((mask >> lane & 1) && slots[lane]) bits |= 1u << lane;
-    return bits;
+inline unsigned __ballot_sync(unsigned mask, int pred, EMU_CALL_SITE) {
+    return unsigned(
+        ::emu::warp_op(::emu::WarpKind::vote, "__ballot_sync", mask, -1, pred ? 1 : 0, emu_site)
+            .result);
 }
-inline int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0; }
-inline int __all_sync(unsigned mask, int pred) {
-    // Lanes in the mask that exist must all vote true.
-    unsigned votes = __ballot_sync(mask, pred);
-#ifndef EMU_THREADS
-    unsigned present = ::emu::t_fb->bs.warps[::emu::cur().tid / 32].released_mask[
-        (::emu::cur().warp_ops - 1) & 1] & mask;
-#else
-    unsigned present = mask;
-#endif
-    return (votes & present) == present;
+inline int __any_sync(unsigned mask, int pred, EMU_CALL_SITE) {
+    return ::emu::warp_op(::emu::WarpKind::vote, "__any_sync", mask, -1, pred ? 1 : 0, emu_site)
+               .result != 0;
+}
+inline int __all_sync(unsigned mask, int pred, EMU_CALL_SITE) {
+    // The lanes that take part (live, in the mask) must all vote true.
+    const ::emu::ThreadState& ts =
+        ::emu::warp_op(::emu::WarpKind::vote, "__all_sync", mask, -1, pred ? 1 : 0, emu_site);
+    return (unsigned(ts.result) & ts.group) == ts.group;
 }
 
 template <class T>
@@ -493,6 +882,7 @@ inline T atomicMax(T* address, T value) {
     }
     return old;
 }
+
 template <class T>
 inline T __ldg(const T* p) { return *p; }
 
@@ -538,6 +928,7 @@ enum cudaMemcpyKind {
     cudaMemcpyDefault
 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
 struct cudaDeviceProp {
     char name[256];
     size_t totalGlobalMem;
@@ -616,8 +1007,13 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
     p->totalGlobalMem = emu_physical_bytes();
     p->major = 9;
     p->minor = 0;
-    p->multiProcessorCount = 1;
+    p->multiProcessorCount = 132;  // an H200's: the host code's grid decisions run as there
     p->sharedMemPerBlockOptin = 227 * 1024;
+    return cudaSuccess;
+}
+inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
+    if (attr != cudaDevAttrMultiProcessorCount) return cudaErrorInvalidValue;
+    *value = 132;
     return cudaSuccess;
 }
 inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
@@ -629,7 +1025,6 @@ inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
 // refuse fails here too: at most 48 KB of dynamic shared memory unless the kernel opted in
 // with cudaFuncSetAttribute (up to sm_90's 227 KB), and the grid and block limits.
 namespace emu {
-constexpr size_t DEFAULT_DYNAMIC_SHARED = 48 * 1024, MAX_DYNAMIC_SHARED = 227 * 1024;
 inline std::mutex& attribute_mutex() {
     static std::mutex m;
     return m;
@@ -638,10 +1033,14 @@ inline std::vector<std::pair<const void*, size_t>>& dynamic_shared_optin() {
     static std::vector<std::pair<const void*, size_t>> v;  // kernel -> its opted-in maximum
     return v;
 }
-inline size_t dynamic_shared_limit(const void* kernel) {
+inline size_t dynamic_shared_limit(const void* kernel, bool* opted_in = nullptr) {
     std::lock_guard<std::mutex> lock(attribute_mutex());
+    if (opted_in) *opted_in = false;
     for (const auto& [k, bytes] : dynamic_shared_optin())
-        if (k == kernel) return bytes;
+        if (k == kernel) {
+            if (opted_in) *opted_in = true;
+            return bytes;
+        }
     return DEFAULT_DYNAMIC_SHARED;
 }
 }  // namespace emu
@@ -692,10 +1091,15 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
     if (nblocks <= 0 || grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
         refuse("grid of " + std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" +
                std::to_string(grid.z) + " blocks (y and z at most 65535)");
-    if (shmem > dynamic_shared_limit(kernel))
+    bool opted_in = false;
+    const size_t dynamic_limit = dynamic_shared_limit(kernel, &opted_in);
+    if (shmem > dynamic_limit)
         refuse(std::to_string(shmem) + " bytes of dynamic shared memory, over the kernel's " +
-               std::to_string(dynamic_shared_limit(kernel)) +
+               std::to_string(dynamic_limit) +
                " (above 48 KB a kernel opts in with cudaFuncSetAttribute)");
+    // Static + dynamic: 48 KB in all without the opt-in, 227 KB with it (checked as the block
+    // declares its arrays).
+    const size_t total_limit = opted_in ? MAX_DYNAMIC_SHARED : DEFAULT_DYNAMIC_SHARED;
     auto block_index = [&](long b) {
         return dim3(unsigned(b % grid.x), unsigned(b / grid.x % grid.y),
                     unsigned(b / (long(grid.x) * grid.y)));
@@ -707,13 +1111,14 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
     const int nwarps = (nthreads + 31) / 32;
     std::string error;
 #ifndef EMU_THREADS
+    install_segv_handler();
     int workers = config().workers > 0
                       ? config().workers
                       : std::min(4, int(std::max(1u, std::thread::hardware_concurrency())));
     workers = int(std::min<long>(workers, nblocks));
     std::atomic<long> next{0};
     std::mutex error_mutex;
-    // Fiber blocks (and their stacks) are kept between launches, one per worker.
+    // Fiber blocks (their stacks and shared memory) are kept between launches, one per worker.
     static std::vector<std::unique_ptr<FiberBlock>> pool;
     static std::mutex pool_mutex;
     {
@@ -737,12 +1142,13 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
         fb.bs.error.clear();
         fb.bs.grid_dim = grid;
         fb.bs.block_dim = block;
-        fb.dyn.resize(shmem);
-        fb.bs.dyn_shared = &fb.dyn;
+        fb.bs.arena = &fb.arena;
+        fb.fault_region = nullptr;
         for (long b; (b = next.fetch_add(1)) < nblocks;) {
             fb.bs.block_idx = block_index(b);
-            std::fill(fb.dyn.begin(), fb.dyn.end(), 0xFF);
+            fb.arena.begin_block(shmem, total_limit);
             run_block_fibers(fb, nthreads);
+            if (fb.bs.error.empty()) fb.bs.error = fb.arena.end_block();
             if (!fb.bs.error.empty()) {
                 std::lock_guard<std::mutex> lock(error_mutex);
                 if (error.empty()) error = fb.bs.error;
@@ -750,6 +1156,7 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
                 break;
             }
         }
+        fb.current = -1;
         t_current = nullptr;
         t_fb = nullptr;
     };
@@ -764,15 +1171,17 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
     ThreadBlock tb;
     tb.bs.grid_dim = grid;
     tb.bs.block_dim = block;
-    tb.dyn.resize(shmem);
-    tb.bs.dyn_shared = &tb.dyn;
+    tb.bs.arena = &tb.arena;
     tb.bs.warps.resize(nwarps);
     for (long b = 0; b < nblocks; b++) {
         tb.bs.block_idx = block_index(b);
-        std::fill(tb.dyn.begin(), tb.dyn.end(), 0xFF);
+        tb.arena.begin_block(shmem, total_limit);
         tb.bar = std::make_unique<std::barrier<>>(nthreads);
-        for (int w = 0; w < nwarps; w++)
-            tb.bs.warps[w].bar = std::make_unique<std::barrier<>>(std::min(32, nthreads - 32 * w));
+        for (int w = 0; w < nwarps; w++) {
+            const int lanes = std::min(32, nthreads - 32 * w);
+            tb.bs.warps[w].bar = std::make_unique<std::barrier<>>(lanes);
+            tb.bs.warps[w].alive_mask = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
+        }
         std::vector<std::thread> threads;
         threads.reserve(nthreads);
         for (int t = 0; t < nthreads; t++)
@@ -790,6 +1199,8 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
                 t_current = nullptr;
             });
         for (auto& th : threads) th.join();
+        error = tb.arena.end_block();
+        if (!error.empty()) break;
     }
 #endif
     if (!error.empty()) {

@@ -12,8 +12,8 @@ constexpr int PLANTED_TILE = 16;
 
 __global__ void planted_tiled_matmul_kernel(const float* A, const float* B, float* C, int M,
                                             int N, int K, bool with_first_barrier) {
-    __shared__ float As[PLANTED_TILE][PLANTED_TILE];
-    __shared__ float Bs[PLANTED_TILE][PLANTED_TILE];
+    SHARED(float, As, [PLANTED_TILE][PLANTED_TILE]);
+    SHARED(float, Bs, [PLANTED_TILE][PLANTED_TILE]);
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int i = blockIdx.y * PLANTED_TILE + ty, j = blockIdx.x * PLANTED_TILE + tx;
     float acc = 0.0f;
