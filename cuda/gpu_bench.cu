@@ -152,7 +152,9 @@ int main(int argc, char** argv) try {
                     N, cublas_ms[0], cublas_ms[1], cublas_ms[2], cublas_ms[3]);
         double best = 0;
         const char* best_name = "";
-        for (const auto& [tile, name] : tiles) {
+        for (const auto& row : tiles) {
+            const SgemmTile tile = row.tile;  // a plain name: clang 14 cannot capture a binding
+            const char* name = row.name;
             std::printf("  %-22s", name);
             for (int t = 0; t < 4; t++) {
                 const bool ta = t & 2, tb = t & 1;
