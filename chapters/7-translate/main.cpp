@@ -29,7 +29,9 @@
 // model is section 5's, in chapters/5-blocks/decoder.h (built on blocks.h, section 3's
 // MultiHeadAttention and section 4's positional_encoding); Adam and the warm-up schedule are in
 // common/optim.h.
+#if __has_include(<malloc.h>)  // mallopt: glibc (macOS has no malloc.h)
 #include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -40,12 +42,11 @@
 #include <string>
 #include <vector>
 
-#include <omp.h>
-
 #include "chapters/5-blocks/decoder.h"
 #include "chapters/7-translate/korean_numbers.h"
 #include "common/cli.h"
 #include "common/optim.h"
+#include "common/parallel.h"
 #include "common/plot/plot.h"
 #include "common/random.h"
 #include "common/serialize.h"
@@ -199,8 +200,10 @@ int main(int argc, char** argv) {
     LnPlacement placement = post_ln ? LnPlacement::PostLN : LnPlacement::PreLN;
     // Every training step allocates and frees the same few hundred buffers. Keep freed memory in
     // the heap instead of handing it back to the kernel (and taking page faults to get it again).
+#if defined(M_MMAP_THRESHOLD)
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
 
     // The fixed held-out set: a shuffle of 1..99999 under a constant seed; the first 1000 are
     // never trained on, whatever --seed says.
