@@ -23,10 +23,10 @@ struct Make {
 // `make -s help` in the project with the given variables; only the probes run (no compiling).
 Make make_help(const std::string& vars) {
     const std::string out = "/tmp/transformer-test-make-" + std::to_string(::getpid()) + ".out";
-    // A make that runs the tests hands its jobserver and variables down: start afresh.
-    const std::string cmd = "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C '" +
-                            std::string(PROJECT_ROOT) + "' help NVCC= " + vars + " >" + out +
-                            " 2>&1";
+    // A make that runs the tests hands down its jobserver and its variables (OPENMP=0 among them,
+    // in that build): start from an empty environment.
+    const std::string cmd = "env -i PATH=\"$PATH\" make -s -C '" + std::string(PROJECT_ROOT) +
+                            "' help NVCC= " + vars + " >" + out + " 2>&1";
     const int status = std::system(cmd.c_str());
     Make m{WIFEXITED(status) ? WEXITSTATUS(status) : -1, testutil::read_file_abs(out)};
     std::remove(out.c_str());
