@@ -14,9 +14,10 @@ OPT        ?= -O2
 # -fno-trapping-math: no floating-point trap is ever enabled here, and saying so lets GCC turn
 # the selects in exp_fast (the clamp, exp(-inf) = 0) into vector blends, so the softmax and LSTM
 # gate loops vectorise. It changes no result: no reassociation, no contraction, no flush to zero.
-CXXFLAGS  := -std=c++20 $(OPT) $(ARCH_FLAGS) -fno-trapping-math -fopenmp -Wall -Wextra -MMD -MP -I. \
+# OpenMP's flags are added by the portability block below (OPENMP=0 builds without it).
+CXXFLAGS  := -std=c++20 $(OPT) $(ARCH_FLAGS) -fno-trapping-math -Wall -Wextra -MMD -MP -I. \
              -I$(DOCTEST_INC) -I$(STB_INC) -DPROJECT_FONT='"$(FONT)"' $(EXTRA_CXXFLAGS)
-LDFLAGS   := -fopenmp $(EXTRA_LDFLAGS)
+LDFLAGS   := $(EXTRA_LDFLAGS)
 LDLIBS    := -lm
 
 COMMON_SRC  := $(wildcard common/*.cpp common/*/*.cpp)
@@ -53,14 +54,14 @@ chapters: deps $(CHAPTERS:%=$(BUILD)/bin/%) ## build the chapter programs only
 build: deps $(PROGRAMS) $(BUILD)/bin/tests ## build every program into $(BUILD)/bin without running them
 
 test: build ## build and run the doctest suite
-	$(BUILD)/bin/tests
+	$(RUNNER) $(BUILD)/bin/tests
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  make \1\t\2/' | expand -t 24
 	@for c in $(NUMBERED); do n=$${c%%-*}; printf '  make %-17srun chapters/%s\n' "ch$$n" "$$c"; done
 
 clean: ## remove build outputs (figures/ stays: it is committed)
-	rm -rf build build-san
+	rm -rf build build-san $(CROSS_BUILD) $(PORT_DIR)
 
 sanitize: ## run the test suite built with AddressSanitizer + UndefinedBehaviorSanitizer
 	$(MAKE) BUILD=build-san EXTRA_CXXFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
@@ -94,17 +95,133 @@ bench: $(BENCHES:%=$(BUILD)/bin/%) ## speed benchmarks, side by side with the pe
 NEEDS := $(DOCTEST_INC)/doctest.h:doctest-dev $(STB_INC)/stb_image_write.h:libstb-dev \
          $(STB_INC)/stb_truetype.h:libstb-dev $(FONT):fonts-nanum
 deps: ## check (and where possible install) the Debian packages the build needs
-	@missing=""; for pair in $(NEEDS); do f=$${pair%%:*}; p=$${pair##*:}; \
-	  [ -e "$$f" ] || missing="$$missing $$p"; done; \
+	@missing=""; files=""; for pair in $(NEEDS); do f=$${pair%%:*}; p=$${pair##*:}; \
+	  [ -e "$$f" ] || { missing="$$missing $$p"; files="$$files $$f"; }; done; \
 	missing=$$(echo $$missing | tr ' ' '\n' | sort -u | tr '\n' ' '); \
 	if [ -n "$${missing// /}" ]; then \
+	  command -v apt-get >/dev/null || { echo "missing:$$files -- no apt-get here: install them and point DOCTEST_INC, STB_INC, FONT at them (README.md, Platforms)" >&2; exit 1; }; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO=sudo; \
 	  else echo "missing Debian package(s):$$missing -- install with: sudo apt-get install$$missing" >&2; exit 1; fi; \
 	  echo "installing Debian package(s):$$missing"; \
-	  ($$SUDO apt-get install -y -qq $$missing >/dev/null 2>&1 || \
-	   ($$SUDO apt-get update -qq >/dev/null 2>&1 && $$SUDO apt-get install -y -qq $$missing >/dev/null 2>&1)) || \
+	  ($$SUDO apt-get install -y -qq --no-remove $$missing >/dev/null 2>&1 || \
+	   ($$SUDO apt-get update -qq >/dev/null 2>&1 && $$SUDO apt-get install -y -qq --no-remove $$missing >/dev/null 2>&1)) || \
 	  { echo "could not install:$$missing -- run: sudo apt-get update && sudo apt-get install$$missing" >&2; exit 1; }; \
 	fi
+
+# ---- portability: OpenMP or not, other compilers, other CPUs ------------------------------------
+# README.md's "Platforms" says what is built and tested where; `make portability` runs each of
+# those configurations here, one after another, and prints one line for each.
+#
+# OPENMP=1 runs the CPU kernels on OpenMP threads. OPENMP=0 builds without OpenMP: one thread,
+# the same results (common/parallel.h; -fopenmp-simd keeps every `omp simd` loop as it is).
+# Unset, it is 1 where $(CXX) builds an OpenMP program: as it is; for clang, with the libomp of
+# another LLVM installed here or Homebrew's; or with the libomp-N-dev that `make deps` installs
+# for clang N. Otherwise it is 0, and one line says so. The probe runs once per compiler and
+# flags; sub-makes receive its answer through the environment.
+OPENMP ?=
+# A prefix for running this build's programs (make cross-test: qemu-aarch64).
+RUNNER ?=
+comma := ,
+
+OMP_PROBE := \#include <omp.h>\nint main() {\n    int n = 0;\n\#pragma omp parallel for \
+  schedule(dynamic) reduction(+ : n)\n    for (int i = 0; i < 64; i++) n += omp_get_thread_num() \
+  >= 0;\n    return n == 64 ? 0 : 1;\n}\n
+# $(call probe,SOURCE,FLAGS): yes if $(CXX) FLAGS builds SOURCE into a program that runs.
+probe = $(shell d=$$(mktemp -d) && printf '$(1)' > $$d/p.cpp && $(CXX) $(2) $$d/p.cpp -o $$d/p \
+  >/dev/null 2>&1 && $(RUNNER) $$d/p && echo yes; rm -rf $$d)
+may_install = $(if $(shell command -v apt-get),$(shell [ "$$(id -u)" = 0 ] || sudo -n true \
+  2>/dev/null && echo yes))
+
+PORT_KEY := $(CXX)|$(OPENMP)|$(ARCH_FLAGS)|$(RUNNER)
+ifneq ($(PORT_KEY),$(PORT_CACHED_KEY))
+PORT_OMP_CXXFLAGS :=
+PORT_OMP_LDFLAGS :=
+PORT_NEED :=
+PORT_NOTE :=
+PORT_CLANG := $(if $(shell $(CXX) --version 2>&1 | grep -i clang),yes)
+ifneq ($(OPENMP),0)
+ifeq ($(call probe,$(OMP_PROBE),-fopenmp),yes)
+PORT_OMP_CXXFLAGS := -fopenmp
+PORT_OMP_LDFLAGS := -fopenmp
+else ifeq ($(PORT_CLANG),yes)
+# clang without an omp.h: the newest LLVM libomp on this system (Debian's clang-16 next to
+# libomp-dev, which is clang 14's; its folder is searched last, after clang's own headers), then
+# Homebrew's (macOS, untested), then install libomp-N-dev (never removing another, so on Debian
+# clang-16 and libomp-dev do not push each other out).
+PORT_LLVM := $(patsubst %/lib/libomp.so,%,$(lastword $(sort \
+  $(wildcard /usr/lib/llvm-*/lib/libomp.so))))
+PORT_LLVM_INC := $(dir $(firstword $(wildcard $(PORT_LLVM)/lib/clang/*/include/omp.h)))
+PORT_LLVM_LD := -fopenmp -L$(PORT_LLVM)/lib -Wl$(comma)-rpath$(comma)$(PORT_LLVM)/lib
+PORT_BREW := $(shell brew --prefix libomp 2>/dev/null)
+PORT_BREW_CXX := -Xpreprocessor -fopenmp -I$(PORT_BREW)/include
+PORT_LLVM_OK := $(if $(PORT_LLVM_INC),$(call probe,$(OMP_PROBE),-fopenmp \
+  -idirafter $(PORT_LLVM_INC) $(PORT_LLVM_LD)))
+PORT_BREW_OK := $(if $(PORT_BREW),$(call probe,$(OMP_PROBE),$(PORT_BREW_CXX) -L$(PORT_BREW)/lib \
+  -lomp))
+ifeq ($(PORT_LLVM_OK),yes)
+PORT_OMP_CXXFLAGS := -fopenmp -idirafter $(PORT_LLVM_INC)
+PORT_OMP_LDFLAGS := $(PORT_LLVM_LD)
+PORT_NOTE := openmp: $(CXX) has no omp.h of its own; using the libomp in $(PORT_LLVM)
+else ifeq ($(PORT_BREW_OK),yes)
+PORT_OMP_CXXFLAGS := $(PORT_BREW_CXX)
+PORT_OMP_LDFLAGS := -L$(PORT_BREW)/lib -lomp
+else ifeq ($(call may_install),yes)
+PORT_OMP_CXXFLAGS := -fopenmp
+PORT_OMP_LDFLAGS := -fopenmp
+PORT_NEED := $(shell $(CXX) -print-resource-dir)/include/omp.h:libomp-$(firstword \
+  $(subst ., ,$(shell $(CXX) -dumpversion)))-dev
+endif
+endif
+endif
+ifeq ($(PORT_OMP_CXXFLAGS),)
+ifeq ($(OPENMP),1)
+$(error openmp: $(CXX) cannot build an OpenMP program here: install an OpenMP runtime (Debian: \
+  libomp-dev for clang; macOS: brew install libomp), or build without one: make OPENMP=0)
+endif
+ifneq ($(OPENMP),0)
+PORT_NOTE := openmp: $(CXX) cannot build an OpenMP program here, so this is an OPENMP=0 build \
+  (one thread, the same results); for threads install libomp-dev (Debian) or libomp (Homebrew)
+endif
+PORT_OMP_CXXFLAGS := $(if $(call probe,int main() { return 0; }\n,-fopenmp-simd),-fopenmp-simd)
+endif
+# The CPU the compiler targets (-march=native resolved): part of the float path the tests name.
+PORT_CPU := $(shell $(CXX) $(ARCH_FLAGS) -\#\#\# -c -x c++ /dev/null -o /dev/null 2>&1 | \
+  grep -oE '"-march=[^"]*"|"-target-cpu" "[^"]*"' | tail -1 | sed -E 's/.*[=" ]([^"=]*)"$$/\1/')
+export PORT_CACHED_KEY := $(PORT_KEY)
+export PORT_OMP_CXXFLAGS PORT_OMP_LDFLAGS PORT_NEED PORT_NOTE PORT_CLANG PORT_CPU
+ifneq ($(PORT_NOTE),)
+$(info $(PORT_NOTE))
+endif
+endif
+
+CXXFLAGS += $(PORT_OMP_CXXFLAGS)
+# clang warns of each `#pragma omp simd` loop it leaves scalar: attention's row maxima (LLVM
+# vectorises a float max only when told there are no NaNs), Adam's step (std::sqrt may set
+# errno), the backward of sin, cos and pow (library calls). GCC vectorises the maxima and leaves
+# the others scalar without a word; a maximum is exact in any order, so every value is the same.
+CXXFLAGS += $(if $(PORT_CLANG),-Wno-pass-failed)
+LDFLAGS += $(PORT_OMP_LDFLAGS)
+NEEDS += $(PORT_NEED)
+# The tests name the float path they run on, and run the programs through RUNNER.
+$(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_CPU='"$(PORT_CPU)"' -DPROJECT_RUNNER='"$(RUNNER)"'
+
+# aarch64: Debian's cross compiler builds everything but the nvcc parts into $(CROSS_BUILD), and
+# the test suite runs under qemu-user, which also runs every program the tests start.
+CROSS_CXX ?= aarch64-linux-gnu-g++
+CROSS_ROOT ?= /usr/aarch64-linux-gnu
+CROSS_BUILD ?= build-aarch64
+CROSS_NEEDS := /usr/bin/aarch64-linux-gnu-g++:g++-aarch64-linux-gnu \
+               /usr/bin/qemu-aarch64:qemu-user
+.PHONY: cross-test portability
+cross-test: ## aarch64: cross-compile everything, run the test suite under qemu-aarch64
+	@$(MAKE) --no-print-directory deps NEEDS='$(CROSS_NEEDS)'
+	$(MAKE) --no-print-directory BUILD=$(CROSS_BUILD) CXX='$(CROSS_CXX)' ARCH_FLAGS= NVCC= \
+	    RUNNER='qemu-aarch64 -L $(CROSS_ROOT)' test
+
+# One line per configuration (.ci/portability): pass or FAIL, its test count, time and log.
+PORT_DIR ?= build-port
+portability: ## build and test: clang 14 and 16, AVX2, no AVX2, aarch64 (qemu), OPENMP=0
+	@MAKE='$(MAKE)' PORT_DIR='$(PORT_DIR)' bash .ci/portability
 
 # ---- compile ---------------------------------------------------------------------------
 $(BUILD)/obj/%.o: %.cpp | deps

@@ -5,12 +5,12 @@
 #include "common/cli.h"
 #include "common/gemm.h"
 #include "common/memory.h"
+#include "common/parallel.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <dlfcn.h>
-#include <omp.h>
 #include <random>
 #include <vector>
 

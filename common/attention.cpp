@@ -14,11 +14,11 @@
 
 #include "common/gemm.h"
 #include "common/memory.h"
+#include "common/parallel.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <omp.h>
 #include <stdexcept>
 #include <string>
 

@@ -13,7 +13,8 @@
 // step loads NR/W vectors of B, broadcasts MR values of A and does MR*NR/W fused multiply-adds,
 // so almost every instruction is an FMA. The ISA is chosen at compile time (-march=native):
 //   AVX-512: 12 x 32 tile (24 zmm accumulators)   AVX2+FMA: 6 x 16 tile (12 ymm accumulators)
-//   otherwise a portable 4 x 8 tile written with GCC vector extensions.
+//   aarch64 NEON: 6 x 16 tile (24 q accumulators)  otherwise a portable 4 x 8 tile written with
+//   GCC vector extensions (on x86-64 without FMA each multiply-add rounds twice: SGEMM_FUSED).
 // Every ISA runs the same templated kernel; only the handful of vector operations differ.
 //
 // Threads: OpenMP splits the rows (or, for short and wide products, the columns) of C between
@@ -25,14 +26,16 @@
 #include "common/gemm.h"
 
 #include "common/memory.h"
+#include "common/parallel.h"
 
 #include <algorithm>
 #include <array>
-#include <omp.h>
 #include <utility>
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 namespace {
@@ -59,8 +62,19 @@ struct Simd {
     static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
     static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
 };
+#elif defined(__aarch64__)
+struct Simd {  // NEON, which every aarch64 CPU has: 32 registers of 4 floats
+    using V = float32x4_t;
+    static constexpr int W = 4, MR = 6, NV = 4;  // tile 6 x 16 (24 accumulators)
+    static V zero() { return vdupq_n_f32(0.0f); }
+    static V load(const float* p) { return vld1q_f32(p); }
+    static void store(float* p, V v) { vst1q_f32(p, v); }
+    static V bcast(float x) { return vdupq_n_f32(x); }
+    static V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }  // c + a*b, one rounding
+    static V mul(V a, V b) { return vmulq_f32(a, b); }
+};
 #else
-struct Simd {
+struct Simd {  // portable: GCC's and clang's vector extensions, 4 floats (SSE2 on x86-64)
     typedef float V __attribute__((vector_size(16)));
     static constexpr int W = 4, MR = 4, NV = 2;  // tile 4 x 8
     static V zero() { return V{0, 0, 0, 0}; }
@@ -71,17 +85,24 @@ struct Simd {
     }
     static void store(float* p, V v) { __builtin_memcpy(p, &v, sizeof v); }
     static V bcast(float x) { return V{x, x, x, x}; }
-    static V fma(V a, V b, V c) { return a * b + c; }
+    static V fma(V a, V b, V c) {  // rounded as sgemm_madd (gemm.h) rounds, lane by lane
+        if constexpr (SGEMM_FUSED)
+            return V{sgemm_madd(a[0], b[0], c[0]), sgemm_madd(a[1], b[1], c[1]),
+                     sgemm_madd(a[2], b[2], c[2]), sgemm_madd(a[3], b[3], c[3])};
+        return a * b + c;
+    }
     static V mul(V a, V b) { return a * b; }
 };
 #endif
 
 constexpr int MR = Simd::MR;            // rows of the register tile
 constexpr int NR = Simd::W * Simd::NV;  // columns of the register tile
-constexpr int MC = 144;                 // rows of A per L2 block (a multiple of 4, 6 and 12)
+// FlashAttention (common/attention.cpp) steps through packed K and V in tiles of 256 columns,
+// which must start on a panel boundary.
+static_assert(256 % NR == 0, "NR must divide attention's Bc = 256");
+constexpr int MC = 144;                 // rows of A per L2 block (a multiple of every MR)
 constexpr int KC = 256;                 // shared dimension per block: Bp panel = KC*NR*4 bytes
 constexpr int NC = 4096;                // columns of B per L3 block (a multiple of NR)
-constexpr int NC_ROUNDED = (NC + NR - 1) / NR * NR;
 constexpr int DIRECT_B_MAX_M = 16;      // up to this many rows, a row-major B is read in place
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }

@@ -22,6 +22,24 @@ void sgemm_pack_b(bool trans_b, int K, int N, const float* B, int ldb, float* Bp
 void sgemm_packed_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
                     const float* Bp, long panel_stride, float beta, float* C, int ldc);
 
+// Whether sgemm's micro-kernels round each multiply-add once (a fused multiply-add: x86-64 with
+// FMA, every aarch64) or twice (x86-64 without FMA, e.g. `make ARCH_FLAGS=`). Fixed at compile
+// time by the instructions the build targets.
+constexpr bool SGEMM_FUSED =
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA) || defined(__FP_FAST_FMAF)
+    true;
+#else
+    false;
+#endif
+
+// a * b + c rounded as sgemm's micro-kernels round it. Code that must equal sgemm bit for bit
+// (ops.cpp's direct loop for tiny products) uses this rather than std::fma, which on a CPU
+// without FMA would be exact where sgemm is not (and a slow library call).
+inline float sgemm_madd(float a, float b, float c) {
+    if constexpr (SGEMM_FUSED) return __builtin_fmaf(a, b, c);
+    return a * b + c;
+}
+
 // The textbook triple loop with the same contract: the reference the tests compare against.
 void sgemm_reference(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                      int lda, const float* B, int ldb, float beta, float* C, int ldc);

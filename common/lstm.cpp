@@ -11,11 +11,11 @@
 
 #include "common/gemm.h"
 #include "common/memory.h"
+#include "common/parallel.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <omp.h>
 #include <thread>
 #include <stdexcept>
 #include <string>
@@ -105,7 +105,8 @@ void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const fl
     Chain chain(B, d);
 #pragma omp parallel num_threads(chain.T)
     {
-        const auto [k0, k1] = chain.units(d);
+        const std::pair<int, int> mine = chain.units(d);
+        const int k0 = mine.first, k1 = mine.second;  // clang < 16 cannot capture a binding
         // op(B) of gate q = W_hh^T's columns q d + k0 .. q d + k1, i.e. rows of W_hh
         float* const Wp = chain.packed();
         const long gate_floats = sgemm_packed_b_floats(d, k1 - k0);
@@ -155,7 +156,8 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
     Chain chain(B, d);
 #pragma omp parallel num_threads(chain.T)
     {
-        const auto [k0, k1] = chain.units(d);
+        const std::pair<int, int> mine = chain.units(d);
+        const int k0 = mine.first, k1 = mine.second;  // clang < 16 cannot capture a binding
         // op(B) = W_hh's columns k0..k1: (4d, k1 - k0)
         float* const Wp = chain.packed();
         sgemm_pack_b(false, 4 * d, k1 - k0, W_hh + k0, d, Wp);

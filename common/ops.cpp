@@ -7,9 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include <omp.h>
-
 #include "common/gemm.h"
+#include "common/parallel.h"
 #include "common/tensor.h"
 
 namespace {
@@ -220,8 +219,8 @@ void permute_copy(const float* src, const Shape& in_shape, const std::vector<int
 // C (M, N) = or += op(A) (M, K) @ op(B) (K, N), row-major, A (K, M) if ta, B (N, K) if tb.
 // For the attention's many tiny products (B * h of them, n and d_head small), where packing
 // and sgemm's parallel region cost more than the arithmetic. Each element is computed exactly
-// as sgemm's micro-kernel does (fma over k in order from 0, then C + acc), so the results are
-// bit-identical to sgemm's.
+// as sgemm's micro-kernel does (sgemm_madd over k in order from 0, then C + acc), so the results
+// are bit-identical to sgemm's.
 constexpr int64_t SMALL_DIM = 64;  // M, N, K up to this take the direct loop
 void small_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A,
                   const float* B, float* C, bool accumulate) {
@@ -237,7 +236,7 @@ void small_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float
             const float a = ta ? A[k * M + i] : A[i * K + k];
             const float* b = B + k * N;
             #pragma omp simd
-            for (int64_t j = 0; j < N; j++) acc[j] = std::fma(a, b[j], acc[j]);
+            for (int64_t j = 0; j < N; j++) acc[j] = sgemm_madd(a, b[j], acc[j]);
         }
         float* c = C + i * N;
         if (accumulate)

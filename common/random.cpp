@@ -217,13 +217,6 @@ inline double ziggurat(const Ziggurat& z, NextRaw&& next_raw) {
     return ziggurat_from(z, next_raw(), next_raw);
 }
 
-// PCG64's output function (XSL-RR) of an already advanced state.
-inline uint64_t pcg_output(u128 state) {
-    uint64_t x = (uint64_t)(state >> 64) ^ (uint64_t)state;
-    unsigned rot = (unsigned)(state >> 122);
-    return (x >> rot) | (x << ((64 - rot) & 63));
-}
-
 // n steps of the LCG at once: state -> a * state + c * inc. Squaring: O(log n) multiplies.
 struct Jump {
     u128 a, c;
@@ -328,6 +321,13 @@ struct Lanes {
     }
 };
 #else
+// PCG64's output function (XSL-RR) of an already advanced state; the AVX2 lanes have their own.
+inline uint64_t pcg_output(u128 state) {
+    uint64_t x = (uint64_t)(state >> 64) ^ (uint64_t)state;
+    unsigned rot = (unsigned)(state >> 122);
+    return (x >> rot) | (x << ((64 - rot) & 63));
+}
+
 struct Lanes {
     u128 s[LANES], m, c;
     Lanes(u128 first_state, u128 inc) {

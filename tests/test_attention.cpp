@@ -89,8 +89,9 @@ TEST_CASE("attention: naive and fused match the double reference at awkward shap
     // Longer than one 256-row tile, with a ragged last tile; and exactly two tiles.
     shapes.push_back({300, 24});
     shapes.push_back({512, 9});
-    for (auto [n, d_k] : shapes)
+    for (const Shape& shape : shapes)
             for (bool causal : {false, true}) {
+                const int n = shape.n, d_k = shape.d_k;  // clang 14 cannot capture a binding
                 CAPTURE(n);
                 CAPTURE(d_k);
                 CAPTURE(causal);

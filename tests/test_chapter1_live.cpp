@@ -189,9 +189,10 @@ TEST_CASE("chapter 1 --live: the key map, key by key") {
         {"next", A::Next},   {"down", A::Next}, {"m", A::Mask},    {"mask", A::Mask},
         {"마스크", A::Mask}, {"q", A::Quit},    {"Quit", A::Quit},
     };
-    for (const auto& [w, kind] : words) {
+    for (const auto& word : words) {
+        const char* w = word.first;  // plain names: clang before 16 cannot capture a binding
         CHECK_MESSAGE(live::parse_line_key(w, 4, a), w);
-        CHECK(a == A{kind});
+        CHECK(a == A{word.second});
     }
     for (const char* w : {"", "  ", "5", "0", "5번", "click", "mm", "3 4"})
         CHECK_FALSE_MESSAGE(live::parse_line_key(w, 4, a), "'" << w << "'");
@@ -278,8 +279,9 @@ TEST_CASE(
     live::Model m = article_model();
     for (int query = 0; query < 4; query++)
         for (bool causal : {false, true})
-            for (auto [W, H] :
+            for (auto size :
                  {std::pair{78, 21}, {80, 24}, {100, 30}, {120, 24}, {121, 24}, {200, 60}}) {
+                const int W = size.first, H = size.second;  // clang before 16: no binding capture
                 live::View v{query, causal};
                 live::Frame f = live::render(m, v, W, H, live::Colors::Palette256);
                 INFO("query " << query << std::string(causal ? " causal " : " ") << W << "x" << H);
@@ -328,7 +330,8 @@ TEST_CASE(
                 }
             }
     // Too small: one line saying so, in as many words as fit, and how to quit.
-    for (auto [W, H] : {std::pair{77, 24}, {80, 20}, {40, 10}, {10, 3}, {1, 1}}) {
+    for (auto size : {std::pair{77, 24}, {80, 20}, {40, 10}, {10, 3}, {1, 1}}) {
+        const int W = size.first, H = size.second;
         live::Frame f = live::render(m, {}, W, H, live::Colors::Palette256);
         INFO(W << "x" << H);
         REQUIRE(int(f.lines.size()) == H);

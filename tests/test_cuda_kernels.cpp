@@ -22,6 +22,7 @@
 #include "cuda/launch.h"
 #include "tests/util.h"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -153,10 +154,12 @@ void sgemm_case() {
     auto leading = [](int layout, int cols, int odd) {
         return layout == 0 ? cols + odd : (cols + 3) / 4 * 4 + 4;
     };
-    for (auto [M, N, K] : shapes)
+    for (const Shape& shape : shapes)
         for (int layout = 0; layout < 3; layout++)
             for (int ta = 0; ta < 2; ta++)
                 for (int tb = 0; tb < 2; tb++) {
+                    // plain ints: clang 14 cannot capture a binding
+                    const int M = shape.M, N = shape.N, K = shape.K;
                     // Leading dimensions wider than the matrix, to catch lda/ldb/ldc mix-ups.
                     int lda = leading(layout, ta ? M : K, 3), ldb = leading(layout, tb ? K : N, 2),
                         ldc = leading(layout, N, 1);
@@ -172,7 +175,9 @@ void sgemm_case() {
                                         B.data() + off + b * sb, ldb, 0.25f,
                                         ref.data() + off + b * sc, ldc);
                     auto dA = upload(A), dB = upload(B);
-                    for (auto [v, tile] : versions) {
+                    for (const auto& version : versions) {
+                        const SgemmVersion v = version.first;
+                        const SgemmTile tile = version.second;
                         INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta
                                   << " tb=" << tb << " layout=" << layout
                                   << " version=" << int(v) << " tile=" << int(tile));
@@ -191,10 +196,12 @@ void sgemm_case() {
                     }
                 }
     // beta = 0 must not read C: it starts as NaN, which any read would carry into the result.
-    for (auto [M, N, K] : {Shape{17, 33, 40}, Shape{257, 130, 68}, Shape{260, 270, 20}})
+    for (const Shape& shape : {Shape{17, 33, 40}, Shape{257, 130, 68}, Shape{260, 270, 20}})
         for (int layout = 0; layout < 2; layout++)
             for (int ta = 0; ta < 2; ta++)
                 for (int tb = 0; tb < 2; tb++) {
+                    // plain ints: clang 14 cannot capture a binding
+                    const int M = shape.M, N = shape.N, K = shape.K;
                     int lda = leading(layout, ta ? M : K, 3), ldb = leading(layout, tb ? K : N, 2),
                         ldc = leading(layout, N, 1);
                     long sa = long(ta ? K : M) * lda, sb = long(tb ? N : K) * ldb,
@@ -212,7 +219,9 @@ void sgemm_case() {
                         return in;
                     };
                     auto dA = upload(A), dB = upload(B);
-                    for (auto [v, tile] : versions) {
+                    for (const auto& version : versions) {
+                        const SgemmVersion v = version.first;
+                        const SgemmTile tile = version.second;
                         INFO("beta=0 M=" << M << " N=" << N << " K=" << K << " ta=" << ta
                                          << " tb=" << tb << " layout=" << layout
                                          << " version=" << int(v) << " tile=" << int(tile));
@@ -249,10 +258,12 @@ void sgemm_split_k_case() {
                             {257, 70, 1500, 2},
                             {8, 70, 2051, 2},
                             {16, 300, 1030, 1}};
-    for (auto [M, N, K, batch] : shapes)
+    for (const Shape& shape : shapes)
         for (int layout = 0; layout < 2; layout++)
             for (int ta = 0; ta < 2; ta++)
                 for (int tb = 0; tb < 2; tb++) {
+                    // plain ints: clang 14 cannot capture a binding
+                    const int M = shape.M, N = shape.N, K = shape.K, batch = shape.batch;
                     INFO("M=" << M << " N=" << N << " K=" << K << " batch=" << batch << " ta=" << ta
                               << " tb=" << tb << " layout=" << layout);
                     const int splits = sgemm_k_splits(ta, tb, M, N, K, batch);
@@ -305,12 +316,15 @@ void sgemm_empty_k_case() {
     const long sc = long(M) * N;
     auto C0 = random_vector(batch * sc, 9);
     gpu::Buffer<float> A(16), B(16);
-    for (auto [v, tile] : {std::pair{SgemmVersion::naive, SgemmTile::automatic},
-                           {SgemmVersion::tiled, SgemmTile::automatic},
-                           {SgemmVersion::register_tiled, SgemmTile::automatic},
-                           {SgemmVersion::warp_tiled, SgemmTile::automatic},
-                           {SgemmVersion::warp_tiled, SgemmTile::b256x128t16x8}})
+    for (auto version_tile : {std::pair{SgemmVersion::naive, SgemmTile::automatic},
+                              {SgemmVersion::tiled, SgemmTile::automatic},
+                              {SgemmVersion::register_tiled, SgemmTile::automatic},
+                              {SgemmVersion::warp_tiled, SgemmTile::automatic},
+                              {SgemmVersion::warp_tiled, SgemmTile::b256x128t16x8}})
         for (float beta : {0.5f, 0.0f}) {
+            // plain names: clang 14 cannot capture a binding
+            const SgemmVersion v = version_tile.first;
+            const SgemmTile tile = version_tile.second;
             INFO("version=" << int(v) << " tile=" << int(tile) << " beta=" << beta);
             auto dC = upload(beta == 0.0f ? std::vector<float>(C0.size(), NAN) : C0);
             sgemm_cuda(false, false, M, N, 0, 1.0f, A.data(), 4, B.data(), N, beta, dC.data(), N,
@@ -427,7 +441,9 @@ CUDA_TEST("softmax forward and backward over rows, causal and not", softmax_case
 
 // ---- reductions and permutes -------------------------------------------------------------------
 void reduce_case() {
-    for (auto [rows, cols] : {std::pair{1, 1}, {17, 40}, {100, 33}, {3, 1000}}) {
+    for (const std::pair<int, int>& shape : {std::pair{1, 1}, {17, 40}, {100, 33}, {3, 1000}}) {
+        // plain ints: clang 14 cannot capture a binding
+        const int rows = shape.first, cols = shape.second;
         INFO("rows=" << rows << " " << "cols=" << cols << " ");
         auto a = random_vector(size_t(rows) * cols, 30), b = random_vector(size_t(rows) * cols, 31);
         std::vector<float> dot_ref(rows), col_ref(cols);
@@ -576,8 +592,10 @@ void attention_case(bool fused, FlashVersion version = FlashVersion::register_ti
                 const int odd = int(shapes.size()) % 2;  // B = 2, h = 1 or B = 1, h = 2
                 shapes.push_back({1 + odd, 2 - odd, n, d_k});
             }
-    for (auto [B, h, n, d_k] : shapes)
+    for (const AttentionShape& shape : shapes)
         for (bool causal : {false, true}) {
+            // plain ints: clang 14 cannot capture a binding
+            const int B = shape.B, h = shape.h, n = shape.n, d_k = shape.d_k;
             INFO("B=" << B << " "
                       << "h=" << h << " "
                       << "n=" << n << " "
@@ -783,7 +801,9 @@ LstmRef lstm_reference(const std::vector<float>& x, const std::vector<float>& W_
 }
 
 void lstm_case() {
-    for (auto [n, B, d] : {std::tuple{1, 1, 24}, {17, 3, 40}, {33, 2, 17}}) {
+    for (const std::array<int, 3>& shape : {std::array{1, 1, 24}, {17, 3, 40}, {33, 2, 17}}) {
+        // plain ints: clang 14 cannot capture a binding
+        const int n = shape[0], B = shape[1], d = shape[2];
         INFO("n=" << n << " " << "B=" << B << " " << "d=" << d << " ");
         auto x = random_vector(size_t(n) * B * d, 60),
              W_ih = random_vector(size_t(4) * d * d, 61, -0.3f, 0.3f);

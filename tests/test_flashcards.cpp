@@ -9,6 +9,8 @@
 #include "tests/util.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -106,7 +108,18 @@ TEST_CASE(
     "flashcards: every number a card's 실습 line says a chapter prints, that chapter prints") {
     // "`make ch4` (... 1.1920928955078125e-07과 0.5570540428161621을 출력)": the numbers in the
     // text after `make chN` (up to the next `make`) must appear in chapter N's output, so the deck
-    // cannot drift from what the programs print.
+    // cannot drift from what the programs print. The card quotes chapter 4's digits as printed on
+    // testutil::REFERENCE_FLOAT_PATH; on another float path (tests/util.h) the last digits of its
+    // float32 differences move, so there each must be within 1e-6 of a number chapter 4 prints
+    // (the tolerance its own test allows against the article). Every other chapter prints the
+    // same digits on every path, and is matched exactly everywhere.
+    const bool reference = testutil::float_path() == testutil::REFERENCE_FLOAT_PATH;
+    auto printed_near = [&](const std::string& out, double value) {
+        const std::regex any(R"([0-9]+\.[0-9]+(e[-+][0-9]+)?)");
+        for (std::sregex_iterator it(out.begin(), out.end(), any), end; it != end; ++it)
+            if (std::fabs(std::strtod(it->str().c_str(), nullptr) - value) <= 1e-6) return true;
+        return false;
+    };
     cards::Deck deck = cards::load_deck(DECK);
     const std::regex number(R"([0-9]+\.[0-9]+(e[-+][0-9]+)?|[0-9]{5,})");
     std::map<char, std::string> output;  // chapter digit -> its stdout
@@ -134,9 +147,12 @@ TEST_CASE(
             if (n == '6' || n == '7') said.clear();  // timings and training: no fixed numbers
             for (std::sregex_iterator it(said.begin(), said.end(), number), end; it != end; ++it) {
                 std::string value = it->str();
-                CHECK_MESSAGE(chapter_output(n).find(value) != std::string::npos,
-                              "card " << c.number << " says `make ch" << std::string(1, n)
-                                      << "` prints " << value << ", and it does not");
+                const std::string& out = chapter_output(n);
+                const bool found = out.find(value) != std::string::npos ||
+                                   (!reference && n == '4' &&
+                                    printed_near(out, std::strtod(value.c_str(), nullptr)));
+                CHECK_MESSAGE(found, "card " << c.number << " says `make ch" << std::string(1, n)
+                                             << "` prints " << value << ", and it does not");
                 checked++;
             }
             k = next == std::string::npos ? next : c.demo.find("make ch", next);
@@ -749,8 +765,9 @@ TEST_CASE("flashcards: the full-screen program in a pseudo-terminal, and TERM=du
         std::string out = dir + "/screen.out";
         std::string cmd = "(for i in $(seq 200); do grep -q '1049h' " + out +
                           " 2>/dev/null && break; sleep 0.05; done; printf '" + keys +
-                          "') | TERM=" + term_name + " timeout 30 script -qec '" + PROJECT_BIN +
-                          "/flashcards " + run_args(path) + "' /dev/null >" + out + " 2>&1";
+                          "') | TERM=" + term_name + " timeout 30 script -qec '" + PROJECT_RUNNER +
+                          " " + PROJECT_BIN + "/flashcards " + run_args(path) + "' /dev/null >" +
+                          out + " 2>&1";
         int status = std::system(cmd.c_str());
         CHECK(WIFEXITED(status));
         CHECK(WEXITSTATUS(status) == 0);
@@ -769,8 +786,8 @@ TEST_CASE("flashcards: the full-screen program in a pseudo-terminal, and TERM=du
     // A dumb terminal gets the line mode: no escape codes at all.
     fs::remove(path);
     std::string cmd = "printf 'space\\n2\\nq\\n' | TERM=dumb timeout 30 script -qec '" +
-                      std::string(PROJECT_BIN) + "/flashcards " + run_args(path) +
-                      "' /dev/null >" + dir + "/dumb.out 2>&1";
+                      std::string(PROJECT_RUNNER) + " " + PROJECT_BIN + "/flashcards " +
+                      run_args(path) + "' /dev/null >" + dir + "/dumb.out 2>&1";
     CHECK(std::system(cmd.c_str()) == 0);
     screen = slurp(dir + "/dumb.out");
     CHECK(screen.find('\x1b') == std::string::npos);

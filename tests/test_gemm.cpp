@@ -152,11 +152,14 @@ TEST_CASE("gemm: B packed once, then sub-blocks of it multiplied (the FlashAtten
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++)
             for (int M : {1, 7, 17, 100})
-                for (auto [k0, K, j0, N] : {std::array<int, 4>{0, 300, 0, 5 * NR + 3},
-                                            std::array<int, 4>{37, 64, NR, 2 * NR},
-                                            std::array<int, 4>{5, 257, 2 * NR, 3 * NR + 3},
-                                            std::array<int, 4>{299, 1, 4 * NR, 7}})
+                for (const std::array<int, 4>& block :
+                     {std::array<int, 4>{0, 300, 0, 5 * NR + 3},
+                      std::array<int, 4>{37, 64, NR, 2 * NR},
+                      std::array<int, 4>{5, 257, 2 * NR, 3 * NR + 3},
+                      std::array<int, 4>{299, 1, 4 * NR, 7}})
                     for (float beta : {0.0f, 1.0f}) {
+                        // plain ints: clang 14 cannot capture a binding
+                        const int k0 = block[0], K = block[1], j0 = block[2], N = block[3];
                         CAPTURE(ta);
                         CAPTURE(tb);
                         CAPTURE(M);

@@ -1,6 +1,7 @@
 // common/plot: the data -> pixel transform, ticks and labels, colormaps, a rendered figure read
 // back from its PNG, determinism, and the one-line errors for a bad path or a missing font.
 #include "common/plot/plot.h"
+#include "tests/png.h"
 #include "tests/util.h"
 
 #include <cmath>
@@ -12,34 +13,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#pragma GCC diagnostic ignored "-Wunused-but-set-variable"
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#define STBI_ONLY_PNG
-#define STB_IMAGE_STATIC
-#define STB_IMAGE_IMPLEMENTATION
-#include <stb_image.h>
-#pragma GCC diagnostic pop
-
 namespace {
 
-struct Decoded {
-    int w = 0, h = 0;
-    std::vector<uint8_t> rgb;
-    const uint8_t* at(int x, int y) const { return &rgb[(size_t(y) * w + x) * 3]; }
-};
+using testutil::Decoded;
 
 Decoded decode(const std::vector<uint8_t>& png) {
-    Decoded d;
-    int comp = 0;
-    unsigned char* p = stbi_load_from_memory(png.data(), (int)png.size(), &d.w, &d.h, &comp, 3);
-    REQUIRE_MESSAGE(p != nullptr, "stb_image could not decode the PNG");
-    d.rgb.assign(p, p + size_t(d.w) * d.h * 3);
-    stbi_image_free(p);
+    Decoded d = testutil::decode_png(png.data(), png.size());
+    REQUIRE_MESSAGE(d.w > 0, "stb_image could not decode the PNG");
     return d;
 }
 

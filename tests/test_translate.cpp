@@ -40,7 +40,9 @@ TEST_CASE("translate: Sino-Korean number words follow the reading rules") {
         {10001, "만일"},    {10010, "만십"},     {15000, "만오천"}, {20000, "이만"},
         {21000, "이만천"},  {11111, "만천백십일"}, {60006, "육만육"},
         {99999, "구만구천구백구십구"}};
-    for (auto [n, words] : cases) {
+    for (const auto& c : cases) {
+        const int64_t n = c.first;  // plain names: clang 14 cannot capture a binding
+        const char* words = c.second;
         CHECK_MESSAGE(kn::to_words(n) == words, n);
         CHECK(kn::from_words(words) == n);
     }

@@ -11,7 +11,45 @@
 #include <unistd.h>
 #include <vector>
 
+// The Makefile's RUNNER, a prefix for every program the tests start (make cross-test: qemu),
+// and the CPU the compiler was told to target (-march=native resolved, e.g. cooperlake).
+#ifndef PROJECT_RUNNER
+#define PROJECT_RUNNER ""
+#endif
+#ifndef PROJECT_CPU
+#define PROJECT_CPU ""
+#endif
+
 namespace testutil {
+
+// The float path this build runs on. A float32 sum's last bits depend on the order and the
+// rounding of its steps, and those are fixed at compile time: fused multiply-adds or not, how
+// many lanes an `omp simd` loop reduces in, and how the compiler vectorised and contracted the
+// rest. The same source therefore prints slightly different digits, and draws a pixel one level
+// apart, on another CPU family or compiler; on one path it repeats itself bit for bit.
+inline std::string float_path() {
+#if defined(__AVX512F__)
+    std::string path = "x86-64 AVX-512";
+#elif defined(__AVX2__) && defined(__FMA__)
+    std::string path = "x86-64 AVX2+FMA";
+#elif defined(__x86_64__)
+    std::string path = "x86-64 without AVX2";
+#elif defined(__aarch64__)
+    std::string path = "aarch64 NEON";
+#else
+    std::string path = "another CPU";
+#endif
+#if defined(__clang__)
+    path += ", clang " + std::to_string(__clang_major__);
+#elif defined(__GNUC__)
+    path += ", g++ " + std::to_string(__GNUC__);
+#endif
+    if (*PROJECT_CPU) path += std::string(", ") + PROJECT_CPU;
+    return path;
+}
+// The path the committed figures/ were drawn on and the flash cards' digits were printed on:
+// this project's CI machine, `make` with its defaults (-march=native there is cooperlake).
+inline const std::string REFERENCE_FLOAT_PATH = "x86-64 AVX-512, g++ 12, cooperlake";
 
 struct Run {
     int exit_code;
@@ -22,6 +60,7 @@ struct Run {
 // Runs build/bin/<program> <args> (a shell fragment; no stdin) and captures stdout and stderr.
 // With timeout_s, a program still running after that many seconds is killed and the exit code
 // is 124 (timeout(1)): for a test of something that used to hang.
+// The Makefile's RUNNER goes in front (make cross-test runs the aarch64 programs under qemu).
 inline Run run(const std::string& program, const std::string& args = "",
                const std::string& stdin_text = "", int timeout_s = 0) {
     static int counter = 0;
@@ -33,8 +72,8 @@ inline Run run(const std::string& program, const std::string& args = "",
         f << stdin_text;
     }
     std::string cmd = (timeout_s > 0 ? "timeout -k 5 " + std::to_string(timeout_s) + " " : "") +
-                      std::string(PROJECT_BIN) + "/" + program + " " + args + " <" + in + " >" +
-                      tmp + ".out 2>" + tmp + ".err";
+                      std::string(PROJECT_RUNNER) + " " + PROJECT_BIN + "/" + program + " " + args +
+                      " <" + in + " >" + tmp + ".out 2>" + tmp + ".err";
     int status = std::system(cmd.c_str());
     auto slurp = [](const std::string& path) {
         std::ifstream f(path, std::ios::binary);

@@ -33,7 +33,9 @@
 // The model is section 5's EncoderDecoder (chapters/5-blocks/decoder.h, built on blocks.h,
 // section 3's MultiHeadAttention and section 4's positional_encoding); Adam and the warm-up
 // schedule are in common/optim.h.
+#if __has_include(<malloc.h>)  // mallopt: glibc (macOS has no malloc.h)
 #include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -44,14 +46,13 @@
 #include <string>
 #include <vector>
 
-#include <omp.h>
-
 #include "chapters/5-blocks/decoder.h"
 #include "chapters/7-translate/checkpoint.h"
 #include "chapters/7-translate/korean_numbers.h"
 #include "chapters/7-translate/task.h"
 #include "chapters/7-translate/train.h"
 #include "common/cli.h"
+#include "common/parallel.h"
 #include "common/plot/plot.h"
 #include "common/serialize.h"
 
@@ -111,8 +112,10 @@ int main(int argc, char** argv) {
     omp_set_num_threads(threads);
     // Every training step allocates and frees the same few hundred buffers. Keep freed memory in
     // the heap instead of handing it back to the kernel (and taking page faults to get it again).
+#if defined(M_MMAP_THRESHOLD)
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
 
     // A save that would fail is found now, not after the training it was meant to keep.
     if (!save_path.empty()) {

@@ -14,7 +14,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include <omp.h>
+#include "common/parallel.h"
 
 #include "common/terminal.h"
 

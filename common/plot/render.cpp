@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -88,7 +89,8 @@ void draw_legend(Canvas& cv, const AxesImpl& A, double dpi) {
                                "upper center", "center"};
         int best = -1;
         for (const char* loc : order) {
-            auto [x0, y0] = at(loc);
+            double x0, y0;  // not a structured binding: clang before 16 cannot capture one
+            std::tie(x0, y0) = at(loc);
             double x1 = x0 + w, y1 = y0 + h;
             auto in = [&](double x, double y) { return x >= x0 && x <= x1 && y >= y0 && y <= y1; };
             int bad = 0;
@@ -112,7 +114,7 @@ void draw_legend(Canvas& cv, const AxesImpl& A, double dpi) {
     } else {
         pos = at(A.legend_style.loc);
     }
-    auto [x0, y0] = pos;
+    const double x0 = pos.first, y0 = pos.second;
     double x1 = x0 + w, y1 = y0 + h, r = 0.2 * F;
     double edge = 1.0 * dpi / 72 / 2;
     // The frame: white at alpha .8 with a light grey rounded edge.

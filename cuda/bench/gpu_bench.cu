@@ -192,7 +192,9 @@ int main(int argc, char** argv) try {
             cublas_ms[2], tflop / cublas_ms[2] * 1e6, cublas_ms[3], tflop / cublas_ms[3] * 1e6);
         double best = 0;
         const char* best_name = "";
-        for (const auto& [tile, name] : tiles) {
+        for (const auto& row : tiles) {
+            const SgemmTile tile = row.tile;  // a plain name: clang 14 cannot capture a binding
+            const char* name = row.name;
             std::printf("  %-22s", name);
             for (int t = 0; t < 4; t++) {
                 const bool ta = t & 2, tb = t & 1;

@@ -61,7 +61,10 @@
 #include <math.h>
 #include <memory>
 #include <mutex>
+#include <version>
+#if __has_include(<source_location>)
 #include <source_location>
+#endif
 #include <stdexcept>
 #include <string>
 #include <sys/mman.h>
@@ -797,16 +800,36 @@ inline T from_bits(uint64_t b) {
 }
 inline int lane_id() { return cur().tid % 32; }
 
+// Where a warp operation is called from. std::source_location where the library has it; clang 14
+// with libstdc++ has not (it lacks __builtin_source_location), and gets the same three fields
+// from the builtins a default argument evaluates at the call site.
+#if defined(__cpp_lib_source_location)
+using SourceLocation = std::source_location;
+#else
+struct SourceLocation {
+    const char* file_ = "";
+    unsigned line_ = 0, column_ = 0;
+    static SourceLocation current(const char* file = __builtin_FILE(),
+                                  unsigned line = __builtin_LINE(),
+                                  unsigned column = __builtin_COLUMN()) {
+        return {file, line, column};
+    }
+    const char* file_name() const { return file_; }
+    unsigned line() const { return line_; }
+    unsigned column() const { return column_; }
+};
+#endif
+
 // One warp operation of this lane: what it is, where it is called, its mask and value.
 inline const ThreadState& warp_op(WarpKind kind, const char* what, unsigned mask, int src,
-                                  uint64_t value, const std::source_location& loc) {
+                                  uint64_t value, const SourceLocation& loc) {
     WarpOp op;
     op.kind = kind, op.what = what, op.mask = mask, op.src = src, op.value = value;
     op.file = loc.file_name(), op.line = loc.line(), op.column = loc.column();
     return warp_rendezvous(op);
 }
 template <class T>
-inline T shuffle(const char* what, unsigned mask, T v, int src, const std::source_location& loc) {
+inline T shuffle(const char* what, unsigned mask, T v, int src, const SourceLocation& loc) {
     const ThreadState& ts = warp_op(WarpKind::shuffle, what, mask, src, to_bits(v), loc);
     return src < 0 ? v : from_bits<T>(ts.result);
 }
@@ -821,7 +844,7 @@ inline T shuffle(const char* what, unsigned mask, T v, int src, const std::sourc
 
 // Every warp intrinsic takes its caller's position (a default argument): two calls on
 // different lines, or at different columns of one line, are different operations.
-#define EMU_CALL_SITE std::source_location emu_site = std::source_location::current()
+#define EMU_CALL_SITE ::emu::SourceLocation emu_site = ::emu::SourceLocation::current()
 #define __syncthreads() ::emu::syncthreads(__FILE__, __LINE__)
 inline void __syncwarp(unsigned mask = 0xffffffffu, EMU_CALL_SITE) {
     ::emu::warp_op(::emu::WarpKind::sync, "__syncwarp", mask, -1, 0, emu_site);

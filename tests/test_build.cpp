@@ -1,0 +1,98 @@
+// The Makefile's OpenMP probe, against a compiler that has no OpenMP (g++ refusing -fopenmp, as
+// Apple's clang does): left to itself the build becomes OPENMP=0 and says so in one line;
+// OPENMP=1 stops at once with one line naming both ways out, not a wall of link errors.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "common/parallel.h"
+#include "tests/util.h"
+
+namespace {
+
+struct Make {
+    int exit_code;
+    std::string out;  // stdout and stderr together
+};
+
+// `make -s help` in the project with the given variables; only the probes run (no compiling).
+Make make_help(const std::string& vars) {
+    const std::string out = "/tmp/transformer-test-make-" + std::to_string(::getpid()) + ".out";
+    // A make that runs the tests hands down its jobserver and its variables (OPENMP=0 among them,
+    // in that build): start from an empty environment.
+    const std::string cmd = "env -i PATH=\"$PATH\" make -s -C '" + std::string(PROJECT_ROOT) +
+                            "' help NVCC= " + vars + " >" + out + " 2>&1";
+    const int status = std::system(cmd.c_str());
+    Make m{WIFEXITED(status) ? WEXITSTATUS(status) : -1, testutil::read_file_abs(out)};
+    std::remove(out.c_str());
+    return m;
+}
+
+std::vector<std::string> lines_starting(const std::string& text, const std::string& prefix) {
+    std::vector<std::string> found;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        if (line.find(prefix) != std::string::npos) found.push_back(line);
+    return found;
+}
+
+}  // namespace
+
+TEST_CASE("build: a compiler without OpenMP is reported in one line") {
+    if (std::system("command -v make >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1") != 0) {
+        MESSAGE("not run: this machine has no make or no g++ to wrap");
+        return;
+    }
+    const std::string dir = "/tmp/transformer-test-cxx-" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string cxx = dir + "/c++";
+    {
+        std::ofstream f(cxx);
+        f << "#!/bin/sh\n"
+             "for a; do case $a in -fopenmp) echo \"unsupported option '$a'\" >&2; exit 1;; "
+             "esac; done\nexec g++ \"$@\"\n";
+    }
+    std::filesystem::permissions(cxx, std::filesystem::perms::owner_all);
+
+    // Unset: an OPENMP=0 build, one line that says so and how to get threads.
+    Make automatic = make_help("CXX=" + cxx);
+    CHECK(automatic.exit_code == 0);
+    auto said = lines_starting(automatic.out, "openmp:");
+    REQUIRE_MESSAGE(said.size() == 1, automatic.out);
+    CHECK(said[0].find("OPENMP=0") != std::string::npos);
+    CHECK(said[0].find("libomp") != std::string::npos);
+
+    // Asked for: stop with one line, naming the runtime to install and OPENMP=0.
+    Make asked = make_help("CXX=" + cxx + " OPENMP=1");
+    CHECK(asked.exit_code != 0);
+    said = lines_starting(asked.out, "openmp:");
+    REQUIRE_MESSAGE(said.size() == 1, asked.out);
+    CHECK(said[0].find("make OPENMP=0") != std::string::npos);
+    CHECK(std::count(asked.out.begin(), asked.out.end(), '\n') == 1);
+
+    // Said outright: no line at all.
+    Make serial = make_help("CXX=" + cxx + " OPENMP=0");
+    CHECK(serial.exit_code == 0);
+    CHECK(lines_starting(serial.out, "openmp:").empty());
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("build: without OpenMP, one thread answers every question the kernels ask") {
+    // common/parallel.h stands in for <omp.h> in an OPENMP=0 build; with OpenMP it is <omp.h>.
+    if (parallel::OPENMP) {
+        CHECK(omp_get_max_threads() >= 1);
+    } else {
+        MESSAGE("an OPENMP=0 build: every kernel runs on one thread");
+        CHECK(omp_get_max_threads() == 1);
+        omp_set_num_threads(4);  // ignored: there is one thread
+        CHECK(omp_get_max_threads() == 1);
+    }
+    CHECK(omp_in_parallel() == 0);
+    CHECK(omp_get_thread_num() == 0);
+    CHECK(omp_get_num_threads() == 1);
+}
