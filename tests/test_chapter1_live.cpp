@@ -65,12 +65,13 @@ size_t count(const std::string& s, const std::string& what) {
 }
 
 // Runs a bash script that drives the program on a pty: $OUT is the pty's output, $BIN the
-// program, $DIR a scratch folder; `waitfor TEXT N` waits until TEXT has appeared N times in $OUT
-// (keys go in only once the screen they are meant for is drawn). Returns the script's status.
+// program (behind the Makefile's RUNNER: qemu for make cross-test), $DIR a scratch folder;
+// `waitfor TEXT N` waits until TEXT has appeared N times in $OUT (keys go in only once the screen
+// they are meant for is drawn). Returns the script's status.
 int pty_script(const std::string& dir, const std::string& body) {
     std::ofstream(dir + "/drive.sh")
-        << "OUT=" << dir << "/screen.out; BIN=" << PROJECT_BIN << "/1-self-attention; DIR=" << dir
-        << "\n"
+        << "OUT=" << dir << "/screen.out; BIN=\"" << PROJECT_RUNNER
+        << (*PROJECT_RUNNER ? " " : "") << PROJECT_BIN << "/1-self-attention\"; DIR=" << dir << "\n"
         << "waitfor() { for i in $(seq 400); do [ \"$(grep -aoF -- \"$1\" \"$OUT\" 2>/dev/null | "
            "wc -l)\" -ge \"$2\" ] && return 0; sleep 0.05; done; return 1; }\n"
         << body << "\n";

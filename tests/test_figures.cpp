@@ -81,7 +81,8 @@ TEST_CASE("figures: committed PNGs of the deterministic chapters are up to date"
         const PixelDiff d = pixel_diff(fresh, committed);
         MESSAGE(name << ": " << d.changed << " of " << d.pixels << " pixels differ, by at most "
                      << d.max_level << " levels");
-        CHECK_MESSAGE(d.same_size, "figures/" << name << " has another size: stale, or undecodable");
+        CHECK_MESSAGE(d.same_size,
+                      "figures/" << name << " has another size: stale, or undecodable");
         CHECK_MESSAGE(d.max_level <= MAX_LEVELS, "figures/" << name << " is stale");
         CHECK_MESSAGE(d.changed * 1000000 <= MAX_CHANGED_PER_MILLION * std::max(d.pixels, 1L),
                       "figures/" << name << " is stale");
