@@ -119,12 +119,7 @@ TEST_CASE("atomic_file: two processes writing the same file at once never mix th
             ::_exit(0);
         }
     }
-    for (pid_t kid : kids) {
-        int status = 0;
-        ::waitpid(kid, &status, 0);
-        CHECK(WIFEXITED(status));
-        CHECK(WEXITSTATUS(status) == 0);
-    }
+    testutil::check_children_exit_zero(kids);
     std::string got = testutil::read_file_abs(path);
     CHECK((got == a || got == b));
     CHECK(entries(dir) == 1);

@@ -524,12 +524,7 @@ TEST_CASE("translate: two processes saving to one name each write whole files of
             ::_exit(0);
         }
     }
-    for (pid_t kid : kids) {
-        int status = 0;
-        ::waitpid(kid, &status, 0);
-        CHECK(WIFEXITED(status));
-        CHECK(WEXITSTATUS(status) == 0);
-    }
+    testutil::check_children_exit_zero(kids);
     serialize::Checkpoint ck = serialize::load(w);  // whole and checksum-valid
     const int64_t layers = ck.get("layers");
     CHECK((layers == 1 || layers == 2));

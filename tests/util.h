@@ -147,4 +147,15 @@ std::vector<float> central_difference(float* x, size_t n, float eps, Loss loss) 
     return numeric;
 }
 
+// Waits for every forked child and checks that each exited normally with status 0.
+template <class Pids>
+void check_children_exit_zero(const Pids& kids) {
+    for (pid_t kid : kids) {
+        int status = 0;
+        ::waitpid(kid, &status, 0);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+    }
+}
+
 }  // namespace testutil
