@@ -103,6 +103,17 @@ int main(int argc, char** argv) {
     if (threads < 1 || threads > 256) cli.fail("--threads must be in 1..256");
     if (!load_path.empty() && !save_path.empty() && load_path == save_path)
         cli.fail("--load and --save name the same file; give --save another name");
+    // The loaded file decides the model and nothing is trained: these would be ignored.
+    if (!load_path.empty()) {
+        std::string ignored;
+        for (const char* o : {"--layers", "--d-model", "--heads", "--norm", "--steps", "--batch",
+                              "--lr", "--warmup", "--seed"})
+            if (cli.given(o)) ignored += std::string(ignored.empty() ? "" : ", ") + o;
+        if (!ignored.empty())
+            cli.fail("--load takes the model from the file and trains nothing, so " + ignored +
+                     " would be ignored; drop them, or train without --load");
+    }
+    cli.check_figure_dir();  // now, not after the training
     tc.seed = mc.seed;
     // Pre-LN by default: at this budget it reached 99% in fewer steps than Post-LN did.
     mc.placement = norm == "post" ? LnPlacement::PostLN : LnPlacement::PreLN;
