@@ -293,16 +293,27 @@ TEST_CASE("cli: quote() with a limit cuts long bytes at a character and says how
     CHECK(cli::quote(std::string("a\0b", 3), 8) == "'a\\x00b'");  // a NUL does not end it
 }
 
-TEST_CASE("7-translate: a figure folder that cannot be written is found before the training") {
+TEST_CASE("cli: a figure folder that cannot be written is found before the long work") {
+    // Before: chapter 7 trained (and chapter 6 measured) first, then failed to draw.
     const std::string file = "/tmp/transformer-test-cli-figfile-" + std::to_string(::getpid());
     { std::ofstream(file) << "a file where the figure folder should be"; }
-    testutil::Run r =
-        testutil::run("7-translate", "--layers 1 --d-model 16 --heads 2 --batch 4 --steps 3 "
-                                     "--figure-dir " + file);
-    CHECK(r.exit_code == 2);
-    CHECK(r.out.empty());  // nothing trained
-    CHECK(r.err == "7-translate: error: --figure-dir '" + file + "': " + file +
-                       " is not a folder; choose another folder or pass --no-figures\n");
+    const std::pair<const char*, const char*> runs[] = {
+        {"7-translate", "--layers 1 --d-model 16 --heads 2 --batch 4 --steps 3"},
+        {"6-cost", "--seq-lens 8 --batch 1 --d-model 8 --heads 2 --warmup 0 --repeat 1 "
+                   "--path-lens 16"},
+        {"2-scaling", "--trials 100 --dims 4"}};
+    for (const auto& [program, args] : runs) {
+        CAPTURE(program);
+        testutil::Run r = testutil::run(program, std::string(args) + " --figure-dir " + file);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());  // nothing trained or measured
+        CHECK(r.err == std::string(program) + ": error: --figure-dir '" + file + "': " + file +
+                           " is not a folder; choose another folder or pass --no-figures\n");
+    }
+    // --no-figures skips the check.
+    CHECK(testutil::run("7-translate", "--figure-dir " + file + " --no-figures --steps 0 --layers "
+                                       "1 --d-model 16 --heads 2")
+              .exit_code == 0);
     std::remove(file.c_str());
 }
 
@@ -314,4 +325,18 @@ TEST_CASE("7-translate: --load with options that only training reads is refused"
     CHECK(r.err == "7-translate: error: --load takes the model from the file and trains nothing, "
                    "so --layers, --steps, --lr would be ignored; drop them, or train without "
                    "--load\n");
+}
+
+TEST_CASE("cli: sizes that would overflow a chapter's int arithmetic are refused up front") {
+    // 5-blocks: the feed-forward width 4 d overflowed int ("negative dimension in shape
+    // (-1073741824, 1073741824)"); a vocabulary of 2^31 - 1 reached std::bad_alloc.
+    testutil::Run r = testutil::run("5-blocks", "--d-model 1073741824 --heads 1 --depths 1");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("5-blocks: error: --d-model 1073741824 --vocab 50 at L = 1 need about ", 0) ==
+          0);
+    r = testutil::run("5-blocks", "--vocab 2147483647 --depths 1");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("5-blocks: error: --d-model 64 --vocab 2147483647 at L = 1 need about ", 0) ==
+          0);
 }

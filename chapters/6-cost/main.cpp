@@ -271,6 +271,7 @@ int main(int argc, char** argv) {
                            "--batch " + std::to_string(cfg.batch) + " --d-model " +
                                std::to_string(cfg.d_model) + " at n = " + std::to_string(n0));
     }
+    cli.check_figure_dir();  // before the measurement, not after it
 
     print_complexity(cfg.d_model);
 
