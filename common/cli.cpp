@@ -204,6 +204,17 @@ void check_stdout() {
     std::_Exit(1);
 }
 
+}  // namespace
+
+void check_stdout_at_exit(const std::string& program) {
+    std::snprintf(g_program, sizeof g_program, "%s", program.c_str());
+    static bool registered = false;
+    if (!registered) std::atexit(check_stdout);
+    registered = true;
+}
+
+namespace {
+
 std::string range_text(long lo, long hi) {
     return "out of range (an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + ")";
 }
@@ -214,9 +225,7 @@ Parser::Parser(std::string program, std::string about)
     : program_(std::move(program)), about_(std::move(about)) {
     std::snprintf(g_program, sizeof g_program, "%s", program_.c_str());
     std::set_terminate(report_uncaught);
-    static bool registered = false;
-    if (!registered) std::atexit(check_stdout);
-    registered = true;
+    check_stdout_at_exit(program_);
 }
 
 void Parser::add(Entry e) { entries_.push_back(std::move(e)); }

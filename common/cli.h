@@ -102,6 +102,11 @@ bool parse_int(const std::string& s, long& out);
 bool parse_double(const std::string& s, double& out);
 bool parse_int_list(const std::string& s, std::vector<int>& out);
 
+// What a Parser does for every program that builds one, for a main that has none: at exit,
+// stdout is flushed and checked, and a failed write ends the program with exit code 1 and
+// "<program>: error: cannot write output: <reason>".
+void check_stdout_at_exit(const std::string& program);
+
 // s in single quotes, printable as one line: \n \t \r \\ \' escaped, other control
 // characters, DEL and bytes that are not UTF-8 as \xNN; Hangul and other text kept.
 //   quote("8\n9") == "'8\\n9'"   quote("\x1b[2J") == "'\\x1b[2J'"
