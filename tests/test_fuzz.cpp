@@ -7,13 +7,18 @@
 // The seed is fixed: a failure repeats.
 #include "chapters/flashcards/deck.h"
 #include "chapters/flashcards/progress.h"
+#include "chapters/7-translate/checkpoint.h"
+#include "chapters/7-translate/train.h"
 #include "common/serialize.h"
 #include "tests/util.h"
 #include "tests/weights_bytes.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <climits>
 #include <cstring>
+#include <iterator>
+#include <memory>
 #include <map>
 #include <random>
 #include <string>
@@ -385,5 +390,94 @@ TEST_CASE("fuzz: the deck: cuts, bit flips, overflowing card numbers, control by
     }
     MESSAGE("deck fuzz: " << inputs.size() << " inputs, " << loaded << " loaded, " << refused
                           << " refused");
+    CHECK(loaded >= 1);
+}
+
+// The weights file as chapter 7 reads it (--load): serialize's checks, then the hyper-parameters
+// and the parameter count checked against the task before a model is built.
+TEST_CASE("fuzz: chapter 7's weights file: hyper-parameters and shapes set to edge values") {
+    translate::ModelConfig c;
+    c.layers = 1;
+    c.d_model = 8;
+    c.heads = 2;
+    std::unique_ptr<EncoderDecoder> model = translate::make_model(c);
+    const std::string path = "/tmp/fuzz-translate-" + std::to_string(::getpid()) + ".bin";
+    translate::save_model(path, *model, c, {2.0, 1.5, 1.0});
+    const std::string base = testutil::read_file_abs(path);
+    // The hyper-parameters' values and every tensor's dimensions, found by walking the file.
+    std::vector<size_t> values, dims;
+    size_t pos = 12;
+    auto u16 = [&](size_t at) {
+        return size_t((unsigned char)base[at] | (unsigned char)base[at + 1] << 8);
+    };
+    auto u32 = [&](size_t at) { return size_t(u16(at) | u16(at + 2) << 16); };
+    const size_t nh = u32(pos);
+    pos += 4;
+    for (size_t i = 0; i < nh; i++) {
+        pos += 2 + u16(pos);
+        values.push_back(pos);
+        pos += 8;
+    }
+    const size_t nt = u32(pos);
+    pos += 4;
+    for (size_t i = 0; i < nt; i++) {
+        pos += 2 + u16(pos);
+        const size_t nd = u32(pos);
+        pos += 4;
+        size_t numel = 1;
+        for (size_t d = 0; d < nd; d++) {
+            dims.push_back(pos);
+            numel *= size_t(u32(pos));
+            pos += 8;
+        }
+        pos += 4 * numel;
+    }
+    REQUIRE(pos + 8 == base.size());
+
+    std::vector<std::pair<std::string, std::string>> inputs;
+    const int64_t edges[] = {0, 1, -1, 2, 3, 24, 25, 4096, 4097, int64_t(1) << 31,
+                             (int64_t(1) << 32) + 8, INT64_MAX, INT64_MIN};
+    for (size_t v : values)
+        for (int64_t e : edges)
+            inputs.push_back({"hyper-parameter at " + std::to_string(v) + " = " +
+                                  std::to_string(e),
+                              weights_bytes::rechecksum(set_field(base, v, 8, uint64_t(e)))});
+    Mutator m(7);
+    for (int k = 0; k < 60; k++) {
+        const size_t d = dims[m.below(dims.size())];
+        const int64_t e = edges[m.below(std::size(edges))];
+        inputs.push_back({"dimension at " + std::to_string(d) + " = " + std::to_string(e),
+                          weights_bytes::rechecksum(set_field(base, d, 8, uint64_t(e)))});
+    }
+    for (int k = 0; k < 60; k++) {
+        const size_t keep = m.below(base.size());
+        inputs.push_back({"cut to " + std::to_string(keep), base.substr(0, keep)});
+    }
+    for (int k = 0; k < 40; k++)
+        inputs.push_back({"bit flip " + std::to_string(k), weights_bytes::rechecksum(m.flip(base))});
+    CHECK(inputs.size() >= 200);
+
+    int loaded = 0, refused = 0;
+    for (const auto& [what, bytes] : inputs) {
+        CAPTURE(what);
+        weights_bytes::write_file(path, bytes);
+        try {
+            translate::Loaded l = translate::load_model(path);
+            loaded++;
+            CHECK(l.model->num_parameters() == translate::parameter_count(l.config));
+            CHECK(uint64_t(l.model->num_parameters()) <= bytes.size() / 4);
+        } catch (const std::runtime_error& e) {
+            refused++;
+            const std::string msg = e.what();
+            CHECK_MESSAGE(msg.rfind(path + ": ", 0) == 0, msg);
+            const std::string problem = message_problem(msg, path.size() + 400);
+            CHECK_MESSAGE(problem.empty(), problem << ": " << msg.substr(0, 300));
+        } catch (const std::exception& e) {
+            FAIL_CHECK("not a one-line refusal: " << e.what());
+        }
+    }
+    std::remove(path.c_str());
+    MESSAGE("chapter 7 weights fuzz: " << inputs.size() << " inputs, " << loaded << " loaded, "
+                                       << refused << " refused");
     CHECK(loaded >= 1);
 }
