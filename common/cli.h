@@ -2,12 +2,14 @@
 //
 //   cli::Parser cli("2-scaling", "Section 2: why divide by sqrt(d_k)");
 //   int trials = 20000;           cli.option("--trials", trials, "Monte Carlo trials per d_k");
+//   int repeat = 5;               cli.option("--repeat", repeat, "timed runs").range(1, 1000);
 //   std::vector<int> dims = {4};  cli.option("--dims", dims, "comma-separated list of d_k");
 //   std::string mask = "none";    cli.choice("--mask", mask, {"none", "causal"}, "the mask");
 //   std::string deck = "deck.md"; cli.path("--deck", deck, "the deck to read");  // not ""
 //   cli.figures(figure_dir, no_figures, "2-scaling.png");  // --figure-dir DIR, --no-figures
 //   bool quiet = false;           cli.flag("--quiet", quiet, "print less");
 //   cli.parse(argc, argv);        // exits 0 after --help, exits 2 on a bad flag or value
+//   cli.check_figure_dir();       // before long work: the figure folder can be written
 //
 // --help shows each option with a placeholder for its value: N for an integer, X for a number,
 // LIST for a comma-separated list, TEXT for text, FILE for a path, a|b for a choice; the last
@@ -22,7 +24,7 @@
 // "-" (this project reads and writes no standard streams by that name; ./- is a file named -).
 // --help (or -h) anywhere prints the help, even where a value was expected.
 // Output: once a Parser exists, the program's exit checks that everything printed to stdout was
-// written; if not (a full disk, a closed pipe's reader gone) it prints
+// written; if not (a full disk, an I/O error) it prints
 // "<program>: error: cannot write output: <reason>" and the exit code is 1.
 #pragma once
 #include <functional>

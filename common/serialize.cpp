@@ -149,7 +149,7 @@ void walk(Reader& r, Checkpoint* ck) {
         }
         if (too_big)
             r.fail("tensor " + shown(name) + " declares shape " + shape_str(shape) +
-                   (zero ? ", too many dimensions' worth of values (corrupt file)"
+                   (zero ? ", whose other dimensions multiply past 2^62 (corrupt file)"
                          : ", more values than the " + std::to_string(left) +
                                " bytes left in the file hold (corrupt or truncated file)"));
         const uint64_t bytes = zero ? 0 : numel * sizeof(float);

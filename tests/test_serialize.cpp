@@ -49,8 +49,8 @@ TEST_CASE("serialize: a shape whose element count overflows is refused, never wr
     // A zero dimension holds no data, but the others are still bounded (2^62).
     CHECK(load_error(Builder().head({}, 1).tensor("w", {big, big, 0}, 0).done()).empty());
     CHECK(load_error(Builder().head({}, 1).tensor("w", {big, big, 2, 0}, 0).done()) ==
-          tmp("w.bin") + ": tensor 'w' declares shape (2147483648, 2147483648, 2, 0), too many "
-                         "dimensions' worth of values (corrupt file)");
+          tmp("w.bin") + ": tensor 'w' declares shape (2147483648, 2147483648, 2, 0), whose "
+                         "other dimensions multiply past 2^62 (corrupt file)");
     CHECK(load_error(Builder().head({}, 1).tensor("w", {3, 0}, 0).done()).empty());
     // A product that fits exactly loads.
     CHECK(load_error(Builder().head({{"layers", 1}}, 1).tensor("w", {2, 3}, 6).done()).empty());
