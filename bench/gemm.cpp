@@ -34,11 +34,11 @@ int main(int argc, char** argv) {
     cli::Parser cli("bench-gemm", "sgemm GFLOP/s, ours beside OpenBLAS (best of --repeat runs)");
     cli.option("--sizes", sizes, "square sizes M = N = K");
     cli.option("--repeat", repeat,
-               "timed blocks of calls per size and library (the best is reported)");
+               "timed blocks of calls per size and library (the best is reported)")
+        .range(1, 1'000'000);
     cli.parse(argc, argv);
-    if (repeat < 1) cli.fail("--repeat must be at least 1");
-    for (int s : sizes)
-        if (s < 1) cli.fail("--sizes must be positive");
+    for (int s : sizes)  // n * n floats per matrix, n^3 multiply-adds: n is kept to 2^16
+        if (s < 1 || s > 65536) cli.fail("--sizes must be between 1 and 65536");
 
     CblasSgemm openblas = nullptr;
     if (void* lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL)) {

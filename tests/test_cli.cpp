@@ -245,6 +245,10 @@ TEST_CASE("cli: integers and numbers are written one way; out of range is said s
                                  "1..1000000)"},
         {"6-cost", "--warmup -1", "bad value '-1' for --warmup: out of range (an integer in "
                                   "0..1000000)"},
+        // batch * 512 was an int.
+        {"bench-layers", "--batch 4194304",
+         "bad value '4194304' for --batch: out of range (an integer in 1..65536)"},
+        {"bench-gemm", "--sizes 70000", "--sizes must be between 1 and 65536"},
     };
     for (const Case& c : cases) {
         CAPTURE(c.args);
