@@ -343,4 +343,17 @@ TEST_CASE("cli: sizes that would overflow a chapter's int arithmetic are refused
     CHECK(r.exit_code == 2);
     CHECK(r.err.rfind("5-blocks: error: --d-model 64 --vocab 2147483647 at L = 1 need about ", 0) ==
           0);
+    // 7-translate: a batch of 2^31 - 1 sentences built for minutes (their tokens an int);
+    // --steps 2147483647 counted its int loop past the end.
+    r = testutil::run("7-translate", "--batch 2147483647");
+    CHECK(r.err == "7-translate: error: bad value '2147483647' for --batch: out of range (an "
+                   "integer in 1..1000000)\n");
+    r = testutil::run("7-translate", "--steps 2147483647");
+    CHECK(r.err == "7-translate: error: bad value '2147483647' for --steps: out of range (an "
+                   "integer in 0..100000000)\n");
+    r = testutil::run("7-translate", "--batch 1000000 --layers 24 --d-model 4096 --heads 8");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("7-translate: error: --batch 1000000 --layers 24 --d-model 4096 need about ",
+                      0) == 0);
 }
