@@ -120,7 +120,7 @@ if step gpu-bench-build 90 build.log "$NVCC" -std=c++20 -O3 -I. -arch="${ARCH:-s
         -o "$BUILD/bin/gpu-bench"; then
     step gpu-bench 120 gpu-bench.txt "$BUILD/bin/gpu-bench"
     cat "$OUT/gpu-bench.txt"
-    grep '^target ' "$OUT/gpu-bench.txt" >>"$OUT/summary.txt"
+    grep -a -E '^(target |MISMATCH |gpu-bench: FAILED)' "$OUT/gpu-bench.txt" >>"$OUT/summary.txt"
 else
     tail -5 "$OUT/build.log"
 fi
