@@ -165,7 +165,6 @@ template <int D>
 __global__ void __launch_bounds__(Br)
 forward_kernel(const float* Q, const float* K, const float* V, float* O, float* L, int n,
                int d_k, float scale, bool causal) {
-    CHECK_LAUNCH_BOUNDS(Br);
     SHARED(float, Kj, [Bc][D]);    // K_j (16-byte rows: float4 reads)
     SHARED(float, Vj, [Bc][D]);    // V_j
     SHARED(float, Sij, [Bc][Br]);  // S_ij, thread t's row in column t
@@ -233,7 +232,6 @@ __global__ void __launch_bounds__(Br)
 backward_dq_kernel(const float* Q, const float* K, const float* V, const float* dO,
                    const float* L, const float* Dvec, float* dQ, int n, int d_k, float scale,
                    bool causal) {
-    CHECK_LAUNCH_BOUNDS(Br);
     SHARED(float, Kj, [Bc][D]);  // K_j (16-byte rows: float4 reads)
     SHARED(float, Vj, [Bc][D]);  // V_j
     const long head = (long)blockIdx.y * n * d_k;
@@ -279,7 +277,6 @@ __global__ void __launch_bounds__(Bc)
 backward_dkdv_kernel(const float* Q, const float* K, const float* V, const float* dO,
                      const float* L, const float* Dvec, float* dK, float* dV, int n, int d_k,
                      float scale, bool causal) {
-    CHECK_LAUNCH_BOUNDS(Bc);
     SHARED(float, Qi, [Br][D]);   // Q_i (16-byte rows: float4 reads)
     SHARED(float, dOi, [Br][D]);  // dO_i
     SHARED(float, Li, [Br]);      // L_i
@@ -532,7 +529,6 @@ template <int D>
 __global__ void __launch_bounds__(FA_THREADS, 3)
 forward_kernel(const float* Q, const float* K, const float* V, float* O,
                                float* L, int n, int d_k, float scale, bool causal, bool vec) {
-    CHECK_LAUNCH_BOUNDS(FA_THREADS);
     constexpr int ld = FA_LD<D>;
     DYNAMIC_SHARED(float, smem);  // carved into the tiles (each bounds-checked by the emulator)
     SHARED_TILE(float, Qs, smem, FA_BR * ld);     // (Br, D + 4)    Q_i
@@ -618,7 +614,6 @@ __global__ void __launch_bounds__(FA_THREADS)
 backward_kernel(const float* Q, const float* K, const float* V, const float* dO,
                                 const float* L, const float* Dvec, float* dQ, float* dK,
                                 float* dV, int n, int d_k, float scale, bool causal, bool vec) {
-    CHECK_LAUNCH_BOUNDS(FA_THREADS);
     constexpr int ld = FA_LD<D>;
     DYNAMIC_SHARED(float, smem);  // carved into the tiles (each bounds-checked by the emulator)
     SHARED_TILE(float, Ks, smem, FA_BC * ld);       // (Bc, D + 4)    K_j

@@ -8,7 +8,9 @@
 //   SHARED_TILE(float, Qs, smem, n);   // float* Qs = smem; smem += n (the emulator: an array of
 //                                      // its own, bounds-checked, named, so an overrun into the
 //                                      // next tile is an error)
-//   CHECK_LAUNCH_BOUNDS(256);          // first statement of a kernel __launch_bounds__(256)
+//   CHECK_LAUNCH_BOUNDS(256);          // the emulator build inserts it as the first statement
+//                                      // of every kernel __launch_bounds__(256) (in any
+//                                      // spelling: cuda/emu/launch_bounds.pl); not by hand
 // The last three are macros so that the emulator (cuda/emu/emulator.h) can check shared memory
 // bounds and the launch bounds; on a device SHARED is __shared__ and CHECK_LAUNCH_BOUNDS is
 // nothing (the hardware refuses a launch over a kernel's bounds).

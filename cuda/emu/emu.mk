@@ -20,12 +20,13 @@ EMU_INSTRUMENT := -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -g
 EMU_RC_KERNEL_OBJ := $(KERNEL_SRC:%.cu=$(BUILD)/emu-rc/%.o)
 EMU_RC_OBJ := $(BUILD)/emu-rc/cuda/emu/racecheck.o $(BUILD)/emu-rc/cuda/emu/racecheck_tests.o
 
-$(BUILD)/emu-rc/cuda/%.o: cuda/%.cu | deps
+$(BUILD)/emu-rc/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl | deps
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -x c++ -c $< -o $@
-$(BUILD)/emu-rc/cuda/emu/racecheck_tests.o: cuda/emu/racecheck_tests.cpp | deps
+	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
+$(BUILD)/emu-rc/cuda/emu/racecheck_tests.o: cuda/emu/racecheck_tests.cpp \
+                                            cuda/emu/launch_bounds.pl | deps
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -c $< -o $@
+	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
 # The hooks themselves: never instrumented.
 $(BUILD)/emu-rc/cuda/emu/racecheck.o: cuda/emu/racecheck.cpp | deps
 	@mkdir -p $(dir $@)

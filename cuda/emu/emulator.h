@@ -36,8 +36,9 @@
 //                                          memory, and static + dynamic at most 48 KB, or 227 KB
 //                                          (sm_90) after cudaFuncSetAttribute; a kernel declared
 //                                          __launch_bounds__(N) checks its block against N in its
-//                                          first statement, CHECK_LAUNCH_BOUNDS(N): a launch a
-//                                          GPU would refuse throws here too
+//                                          first statement, CHECK_LAUNCH_BOUNDS(N), which the build
+//                                          inserts (cuda/emu/launch_bounds.pl): a launch a GPU
+//                                          would refuse throws here too
 //   the device                            sm_90, 132 SMs (an H200's), so that the host code's
 //                                          grid decisions (split-K) run as on that GPU
 //

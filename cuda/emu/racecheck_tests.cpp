@@ -451,3 +451,22 @@ TEST_CASE("emulator checks: an overrun from one carved shared tile into the next
     CHECK_MESSAGE(small.find("shared tile `tb`") != std::string::npos, small);
     CHECK_MESSAGE(small.find("fewer bytes than the tiles") != std::string::npos, small);
 }
+
+// ---- __launch_bounds__, checked at every launch without a hand-written call ---------------
+// The three spellings nvcc accepts; none has CHECK_LAUNCH_BOUNDS in its body: the build's
+// cuda/emu/launch_bounds.pl inserts it.
+__global__ void __launch_bounds__(64) bounds_after_void(int* out) { out[threadIdx.x] = 1; }
+__global__ __launch_bounds__(64) void bounds_before_void(int* out) { out[threadIdx.x] = 2; }
+__launch_bounds__(64, 2) __global__ void bounds_first(int* out) { out[threadIdx.x] = 3; }
+
+TEST_CASE("emulator checks: a block over __launch_bounds__, without a hand-written check") {
+    gpu::Buffer<int> out(128);
+    for (void (*k)(int*) : {bounds_after_void, bounds_before_void, bounds_first}) {
+        const std::string e =
+            launch_error([&] { launch_kernel(k, dim3(1), dim3(128), 0, out.data()); });
+        CHECK_MESSAGE(e.find("128 threads per block, over the kernel's __launch_bounds__(64)") !=
+                          std::string::npos,
+                      e);
+        CHECK(launch_error([&] { launch_kernel(k, dim3(1), dim3(64), 0, out.data()); }).empty());
+    }
+}
