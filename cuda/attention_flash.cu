@@ -165,7 +165,6 @@ template <int D>
 __global__ void __launch_bounds__(Br)
 forward_kernel(const float* Q, const float* K, const float* V, float* O, float* L, int n,
                int d_k, float scale, bool causal) {
-    CHECK_LAUNCH_BOUNDS(Br);
     SHARED(float, Kj, [Bc][D]);    // K_j (16-byte rows: float4 reads)
     SHARED(float, Vj, [Bc][D]);    // V_j
     SHARED(float, Sij, [Bc][Br]);  // S_ij, thread t's row in column t
@@ -233,7 +232,6 @@ __global__ void __launch_bounds__(Br)
 backward_dq_kernel(const float* Q, const float* K, const float* V, const float* dO,
                    const float* L, const float* Dvec, float* dQ, int n, int d_k, float scale,
                    bool causal) {
-    CHECK_LAUNCH_BOUNDS(Br);
     SHARED(float, Kj, [Bc][D]);  // K_j (16-byte rows: float4 reads)
     SHARED(float, Vj, [Bc][D]);  // V_j
     const long head = (long)blockIdx.y * n * d_k;
@@ -279,7 +277,6 @@ __global__ void __launch_bounds__(Bc)
 backward_dkdv_kernel(const float* Q, const float* K, const float* V, const float* dO,
                      const float* L, const float* Dvec, float* dK, float* dV, int n, int d_k,
                      float scale, bool causal) {
-    CHECK_LAUNCH_BOUNDS(Bc);
     SHARED(float, Qi, [Br][D]);   // Q_i (16-byte rows: float4 reads)
     SHARED(float, dOi, [Br][D]);  // dO_i
     SHARED(float, Li, [Br]);      // L_i
@@ -532,13 +529,12 @@ template <int D>
 __global__ void __launch_bounds__(FA_THREADS, 3)
 forward_kernel(const float* Q, const float* K, const float* V, float* O,
                                float* L, int n, int d_k, float scale, bool causal, bool vec) {
-    CHECK_LAUNCH_BOUNDS(FA_THREADS);
     constexpr int ld = FA_LD<D>;
-    DYNAMIC_SHARED(float, smem);
-    float* Qs = smem;             // (Br, D + 4)    Q_i
-    float* Ks = Qs + FA_BR * ld;  // (Bc, D + 4)    K_j
-    float* Vs = Ks + FA_BC * ld;  // (Bc, D + 4)    V_j
-    float* Ps = Vs + FA_BC * ld;  // (Br, Bc + 4)   P_ij, unnormalised
+    DYNAMIC_SHARED(float, smem);  // carved into the tiles (each bounds-checked by the emulator)
+    SHARED_TILE(float, Qs, smem, FA_BR * ld);     // (Br, D + 4)    Q_i
+    SHARED_TILE(float, Ks, smem, FA_BC * ld);     // (Bc, D + 4)    K_j
+    SHARED_TILE(float, Vs, smem, FA_BC * ld);     // (Bc, D + 4)    V_j
+    SHARED_TILE(float, Ps, smem, FA_BR * FA_LDP); // (Br, Bc + 4)   P_ij, unnormalised
     const int tr = threadIdx.x / 8, tc = threadIdx.x % 8;
     const long head = (long)blockIdx.y * n * d_k;
     Q += head, K += head, V += head, O += head;
@@ -618,17 +614,16 @@ __global__ void __launch_bounds__(FA_THREADS)
 backward_kernel(const float* Q, const float* K, const float* V, const float* dO,
                                 const float* L, const float* Dvec, float* dQ, float* dK,
                                 float* dV, int n, int d_k, float scale, bool causal, bool vec) {
-    CHECK_LAUNCH_BOUNDS(FA_THREADS);
     constexpr int ld = FA_LD<D>;
-    DYNAMIC_SHARED(float, smem);
-    float* Ks = smem;                 // (Bc, D + 4)    K_j
-    float* Vs = Ks + FA_BC * ld;      // (Bc, D + 4)    V_j
-    float* Qs = Vs + FA_BC * ld;      // (Br, D + 4)    Q_i
-    float* dOs = Qs + FA_BR * ld;     // (Br, D + 4)    dO_i
-    float* Ps = dOs + FA_BR * ld;     // (Br, Bc + 4)   P_ij
-    float* dSs = Ps + FA_BR * FA_LDP; // (Br, Bc + 4)   dS_ij
-    float* Ls = dSs + FA_BR * FA_LDP; // (Br)           L_i
-    float* Ds = Ls + FA_BR;           // (Br)           D_i
+    DYNAMIC_SHARED(float, smem);  // carved into the tiles (each bounds-checked by the emulator)
+    SHARED_TILE(float, Ks, smem, FA_BC * ld);       // (Bc, D + 4)    K_j
+    SHARED_TILE(float, Vs, smem, FA_BC * ld);       // (Bc, D + 4)    V_j
+    SHARED_TILE(float, Qs, smem, FA_BR * ld);       // (Br, D + 4)    Q_i
+    SHARED_TILE(float, dOs, smem, FA_BR * ld);      // (Br, D + 4)    dO_i
+    SHARED_TILE(float, Ps, smem, FA_BR * FA_LDP);   // (Br, Bc + 4)   P_ij
+    SHARED_TILE(float, dSs, smem, FA_BR * FA_LDP);  // (Br, Bc + 4)   dS_ij
+    SHARED_TILE(float, Ls, smem, FA_BR);            // (Br)           L_i
+    SHARED_TILE(float, Ds, smem, FA_BR);            // (Br)           D_i
     const int tr = threadIdx.x / 8, tc = threadIdx.x % 8;
     const long head = (long)blockIdx.y * n * d_k;
     Q += head, K += head, V += head, dO += head, dQ += head, dK += head, dV += head;

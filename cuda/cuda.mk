@@ -72,9 +72,12 @@ endif
 # 6-cost-emu and gpu-bench-emu, which the tests run at small sizes.
 EMU_KERNEL_OBJ := $(KERNEL_SRC:%.cu=$(BUILD)/emu/%.o)
 
-$(BUILD)/emu/cuda/%.o: cuda/%.cu | deps
+# Each source goes through cuda/emu/launch_bounds.pl, which makes every kernel declared
+# __launch_bounds__(N) check its block against N at each launch (no hand-written call).
+EMU_LB := perl cuda/emu/launch_bounds.pl
+$(BUILD)/emu/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl | deps
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -x c++ -c $< -o $@
+	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
 
 $(BUILD)/bin/tests: $(EMU_KERNEL_OBJ)
 

@@ -5,7 +5,12 @@
 //   CUDA_CHECK(cudaMalloc(&p, bytes));                          // throws with the call's text
 //   SHARED(float, As, [BK][BM]);       // __shared__ float As[BK][BM], 16-byte aligned
 //   DYNAMIC_SHARED(float, smem);       // extern __shared__: the launch's dynamic bytes
-//   CHECK_LAUNCH_BOUNDS(256);          // first statement of a kernel __launch_bounds__(256)
+//   SHARED_TILE(float, Qs, smem, n);   // float* Qs = smem; smem += n (the emulator: an array of
+//                                      // its own, bounds-checked, named, so an overrun into the
+//                                      // next tile is an error)
+//   CHECK_LAUNCH_BOUNDS(256);          // the emulator build inserts it as the first statement
+//                                      // of every kernel __launch_bounds__(256) (in any
+//                                      // spelling: cuda/emu/launch_bounds.pl); not by hand
 // The last three are macros so that the emulator (cuda/emu/emulator.h) can check shared memory
 // bounds and the launch bounds; on a device SHARED is __shared__ and CHECK_LAUNCH_BOUNDS is
 // nothing (the hardware refuses a launch over a kernel's bounds).
@@ -21,6 +26,9 @@
     T* name = reinterpret_cast<T*>(dyn_shared_bytes_)
 #endif
 #define SHARED(T, name, dims) __shared__ __align__(16) T name dims
+#define SHARED_TILE(T, name, cursor, count) \
+    T* name = (cursor);                      \
+    (cursor) += (count)
 #define CHECK_LAUNCH_BOUNDS(...) ((void)0)
 #else
 #include "cuda/emu/emulator.h"

@@ -91,7 +91,6 @@ __global__ void __launch_bounds__(RT_THREADS)
 sgemm_register_tiled_kernel(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                             const float* A, int lda, long stride_a, const float* B, int ldb,
                             long stride_b, float beta, float* C, int ldc, long stride_c) {
-    CHECK_LAUNCH_BOUNDS(RT_THREADS);
     SHARED(float, As, [BK][BM]);  // k-major: a thread reads TM consecutive rows of one k
     SHARED(float, Bs, [BK][BN]);
     const int tid = threadIdx.x;
@@ -176,7 +175,9 @@ sgemm_register_tiled_kernel(bool trans_a, bool trans_b, int M, int N, int K, flo
 #if defined(__CUDACC__)
 #define WT_UNROLL _Pragma("unroll")
 #else
-#define WT_UNROLL
+// g++ for the emulator: unrolled too, so that acc and the fragments stay in registers rather
+// than on the stack, where every access would be a call into the emulator's access checks.
+#define WT_UNROLL _Pragma("GCC unroll 16")
 #endif
 // The shape of the tiles, as one type so that gpu-bench can time other shapes beside the
 // default (the register budget, and so the best shape, differs between GPUs).
@@ -355,7 +356,6 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
 sgemm_warp_tiled_kernel(int M, int N, int K, float alpha, const float* A, int lda,
                         long stride_a, const float* B, int ldb, long stride_b, float beta,
                         float* C, int ldc, long stride_c, int k_split) {
-    CHECK_LAUNCH_BOUNDS(T::THREADS);
     constexpr int BM = T::BM, BN = T::BN, TM = T::TM, TN = T::TN;
     constexpr int MITER = T::MITER, NITER = T::NITER;
     SHARED(float, As, [2][T::BK][T::LDA]);  // (buffer, k, rows of op(A))
@@ -464,7 +464,6 @@ __global__ void __launch_bounds__(256)
 sgemm_few_rows_nt_kernel(int M, int N, int K, float alpha, const float* A, int lda,
                          long stride_a, const float* B, int ldb, long stride_b, float beta,
                          float* C, int ldc, long stride_c) {
-    CHECK_LAUNCH_BOUNDS(256);
     const int lane = threadIdx.x % 32, j = blockIdx.x * 8 + threadIdx.x / 32;  // column of C
     if (j >= N) return;  // the whole warp leaves together
     A += blockIdx.z * stride_a;
@@ -496,7 +495,6 @@ __global__ void __launch_bounds__(256)
 sgemm_few_rows_nn_kernel(int M, int N, int K, float alpha, const float* A, int lda,
                          long stride_a, const float* B, int ldb, long stride_b, float beta,
                          float* C, int ldc, long stride_c, int k_split) {
-    CHECK_LAUNCH_BOUNDS(256);
     SHARED(float, partial, [8][FEW_ROWS][32]);  // (warp, row of C, lane)
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int j = blockIdx.x * 32 + lane;  // this lane's column of C
@@ -533,7 +531,6 @@ sgemm_few_rows_nn_kernel(int M, int N, int K, float alpha, const float* A, int l
 __global__ void __launch_bounds__(256)
 sgemm_split_k_sum_kernel(const float* W, int splits, int ldw, long stride_w, int M, int N,
                          float beta, float* C, int ldc, long stride_c) {
-    CHECK_LAUNCH_BOUNDS(256);
     const long e = blockIdx.x * 256L + threadIdx.x;  // element (i, j) of C_b
     if (e >= (long)M * N) return;
     const int i = int(e / N), j = int(e % N);
@@ -547,7 +544,6 @@ sgemm_split_k_sum_kernel(const float* W, int splits, int ldw, long stride_w, int
 // K = 0: op(A) op(B) is an empty sum, C_b = beta C_b (beta = 0 reads nothing: C may hold NaN).
 __global__ void __launch_bounds__(256)
 sgemm_scale_kernel(int M, int N, float beta, float* C, int ldc, long stride_c) {
-    CHECK_LAUNCH_BOUNDS(256);
     const long e = blockIdx.x * 256L + threadIdx.x;
     if (e >= (long)M * N) return;
     float& c = C[blockIdx.z * stride_c + e / N * ldc + e % N];

@@ -32,14 +32,14 @@ __global__ void block_reverse_kernel(const int* in, int* out) {
 __global__ void warp_ops_kernel(int* out) {
     int lane = threadIdx.x % 32, t = threadIdx.x;
     int* o = out + t * 8;
-    o[0] = __shfl_sync(0xffffffffu, lane * 10, 3);         // everyone reads lane 3
-    o[1] = __shfl_down_sync(0xffffffffu, lane, 5);         // lane + 5, or its own past 31
-    o[2] = __shfl_up_sync(0xffffffffu, lane, 2);           // lane - 2, or its own below 2
-    o[3] = __shfl_xor_sync(0xffffffffu, lane, 1);          // neighbour swap
-    o[4] = int(__ballot_sync(0xffffffffu, lane % 2 == 0)); // even lanes
+    o[0] = __shfl_sync(0xffffffffu, lane * 10, 3);          // everyone reads lane 3
+    o[1] = __shfl_down_sync(0xffffffffu, lane, 5);          // lane + 5, or its own past 31
+    o[2] = __shfl_up_sync(0xffffffffu, lane, 2);            // lane - 2, or its own below 2
+    o[3] = __shfl_xor_sync(0xffffffffu, lane, 1);           // neighbour swap
+    o[4] = int(__ballot_sync(0xffffffffu, lane % 2 == 0));  // even lanes
     o[5] = __any_sync(0xffffffffu, lane == 31);
     o[6] = __all_sync(0xffffffffu, lane < 31);
-    o[7] = __shfl_xor_sync(0xffffffffu, lane, 4, 8);       // within groups of 8
+    o[7] = __shfl_xor_sync(0xffffffffu, lane, 4, 8);  // within groups of 8
     atomicAdd(&out[64 * 8], 1);
     atomicMax(&out[64 * 8 + 1], int(blockIdx.x * 100 + t));
 }
@@ -55,8 +55,8 @@ __global__ void divergent_barrier_kernel(int* out) {
 }
 
 __global__ void shuffle_from_exited_lane_kernel(int* out) {
-    if (threadIdx.x >= 16) return;                              // lanes 16..31 leave
-    out[threadIdx.x] = __shfl_down_sync(0x0000ffffu, 1, 8);     // lane 8 + 8 = 16 is gone
+    if (threadIdx.x >= 16) return;                           // lanes 16..31 leave
+    out[threadIdx.x] = __shfl_down_sync(0x0000ffffu, 1, 8);  // lane 8 + 8 = 16 is gone
 }
 
 __global__ void dynamic_shared_kernel(float* out) {
@@ -220,7 +220,8 @@ std::string launch_error(Launch launch) {
 TEST_CASE("cuda emulator: __syncthreads is a barrier, shared memory is per block") {
     const int blocks = 5;
     std::vector<int> in(64 * blocks);
-    for (size_t i = 0; i < in.size(); i++) in[i] = int(i);
+    for (size_t i = 0; i < in.size(); i++)
+        in[i] = int(i);
     gpu::Buffer<int> din(in.size()), dout(in.size());
     CUDA_CHECK(cudaMemcpy(din.data(), in.data(), in.size() * 4, cudaMemcpyHostToDevice));
     for (int workers : {1, 2}) {
@@ -228,7 +229,8 @@ TEST_CASE("cuda emulator: __syncthreads is a barrier, shared memory is per block
         launch_kernel(block_reverse_kernel, dim3(blocks), dim3(64), 0, din.data(), dout.data());
         auto out = copy_back(dout.data(), in.size());
         for (int b = 0; b < blocks; b++)
-            for (int t = 0; t < 64; t++) REQUIRE(out[b * 64 + t] == in[b * 64 + 63 - t]);
+            for (int t = 0; t < 64; t++)
+                REQUIRE(out[b * 64 + t] == in[b * 64 + 63 - t]);
     }
     emu::set_workers(0);
 }
@@ -306,8 +308,10 @@ TEST_CASE("cuda emulator: the device's launch rules are enforced") {
 TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
     const int M = 40, N = 33, K = 50;
     std::vector<float> A(M * K), B(K * N), ref(M * N);
-    for (size_t i = 0; i < A.size(); i++) A[i] = float(int(i * 7 % 13) - 6) / 8;
-    for (size_t i = 0; i < B.size(); i++) B[i] = float(int(i * 5 % 11) - 5) / 8;
+    for (size_t i = 0; i < A.size(); i++)
+        A[i] = float(int(i * 7 % 13) - 6) / 8;
+    for (size_t i = 0; i < B.size(); i++)
+        B[i] = float(int(i * 5 % 11) - 5) / 8;
     sgemm_reference(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, ref.data(), N);
     gpu::Buffer<float> dA(A.size()), dB(B.size()), dC(ref.size());
     CUDA_CHECK(cudaMemcpy(dA.data(), A.data(), A.size() * 4, cudaMemcpyHostToDevice));
@@ -319,7 +323,8 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
             [&] { return copy_back(dC.data(), ref.size()); });
         auto C = copy_back(dC.data(), ref.size());
         bool close = true;
-        for (size_t i = 0; i < C.size(); i++) close = close && std::fabs(C[i] - ref[i]) < 1e-4f;
+        for (size_t i = 0; i < C.size(); i++)
+            close = close && std::fabs(C[i] - ref[i]) < 1e-4f;
         // With the barrier: right, and the same whichever order the threads run in. Without it:
         // the schedule check flags the kernel (and its result is wrong too).
         CHECK(same == with_barrier);
@@ -447,28 +452,37 @@ TEST_CASE("cuda emulator: __launch_bounds__ and the shared-memory limits are enf
     CHECK_MESSAGE(big.find("over the 48 KB a kernel may declare") != std::string::npos, big);
 }
 
-// The launch bounds are checked by each kernel's first statement: every kernel in cuda/ declared
-// __launch_bounds__(N, ...) must begin with CHECK_LAUNCH_BOUNDS(N).
-TEST_CASE("cuda emulator: every kernel with __launch_bounds__ checks them") {
-    const std::regex decl(R"(__global__\s+void\s+__launch_bounds__\(([^,)]+)[^)]*\)[^{;]*\{\s*)");
+// The launch bounds are checked at every launch without a hand-written call: the emulator build
+// passes each source through cuda/emu/launch_bounds.pl, which inserts CHECK_LAUNCH_BOUNDS(args)
+// as the first statement of every function declared __launch_bounds__(args), whatever the
+// spelling (emu-racecheck launches planted kernels of each). Here: it finds every declaration
+// in cuda/, and none in a comment.
+TEST_CASE("cuda emulator: every kernel with __launch_bounds__ gets its check from the build") {
     int kernels = 0;
     for (const auto& entry :
          std::filesystem::recursive_directory_iterator(std::string(PROJECT_ROOT) + "/cuda")) {
-        const std::string ext = entry.path().extension().string();
-        if (ext != ".cu" && ext != ".cuh") continue;
+        if (entry.path().extension().string() != ".cu") continue;
         std::ifstream in(entry.path());
-        std::stringstream ss;
-        ss << in.rdbuf();
-        const std::string text = ss.str();
-        for (auto it = std::sregex_iterator(text.begin(), text.end(), decl);
-             it != std::sregex_iterator(); ++it) {
-            kernels++;
-            const std::string bound = (*it)[1].str();
-            const std::string body = text.substr(size_t(it->position() + it->length()), 200);
-            CHECK_MESSAGE(body.rfind("CHECK_LAUNCH_BOUNDS(" + bound + ");", 0) == 0,
-                          entry.path().string() << ": a kernel declared __launch_bounds__(" << bound
-                                                << ") starts with " << body.substr(0, 60));
+        std::string text, line;
+        int declared = 0;
+        while (std::getline(in, line)) {
+            const size_t comment = line.find("//");
+            for (size_t at = 0; (at = line.find("__launch_bounds__(", at)) < comment; at++)
+                declared++;
         }
+        const std::string cmd = "perl " + std::string(PROJECT_ROOT) +
+                                "/cuda/emu/launch_bounds.pl " + entry.path().string();
+        FILE* pipe = popen(cmd.c_str(), "r");
+        REQUIRE(pipe);
+        char buf[4096];
+        for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) text.append(buf, n);
+        CHECK(pclose(pipe) == 0);
+        int inserted = 0;
+        for (size_t at = 0; (at = text.find("{ CHECK_LAUNCH_BOUNDS(", at)) != std::string::npos;
+             at++)
+            inserted++;
+        CHECK_MESSAGE(inserted == declared, entry.path().string());
+        kernels += inserted;
     }
     CHECK(kernels >= 11);
 }
@@ -549,17 +563,33 @@ TEST_CASE("cuda emulator: gpu-bench --quick runs every section and every cross-c
     CHECK(r.err.find("gpu-bench:") == std::string::npos);  // (sanitizer builds add warnings)
     CHECK(r.out.find("MISMATCH") == std::string::npos);
     for (const char* line :
-         {"sgemm 136^3: warp-tiled", "256x128, 16x8", "attention n=72 fused vs naive",
-          "attention fwd+bwd n=72", "naive's 6 products alone",
-          "FlashAttention version 1 (one thread per row): forward", "LSTM fused vs unfused gates",
-          "LSTM forward n=5", "LSTM gates alone, n=5 steps", "target LSTM gates alone, unfused",
-          "CUBLAS_DEFAULT_MATH (fp32, no TF32), NVIDIA_TF32_OVERRIDE=0", "cuBLAS: NN",
-          "dW_proj = dY^T O (TN 72 x 72, K = 1024): default", "2 slices of K",
+         {"sgemm 136^3: warp-tiled",
+          "256x128, 16x8",
+          "attention n=72 fused vs naive",
+          "attention fwd+bwd n=72",
+          "naive's 6 products alone",
+          "FlashAttention version 1 (one thread per row): forward",
+          "LSTM fused vs unfused gates",
+          "LSTM forward n=5",
+          "LSTM gates alone, n=5 steps",
+          "target LSTM gates alone, unfused",
+          "CUBLAS_DEFAULT_MATH (fp32, no TF32), NVIDIA_TF32_OVERRIDE=0",
+          "cuBLAS: NN",
+          "dW_proj = dY^T O (TN 72 x 72, K = 1024): default",
+          "2 slices of K",
           "dW_qkv = dQKV^T X (TN 216 x 72, K = 1024)",
-          "LSTM step dG_t W_hh (NN 8 x 256, K = 1024): default", "4 slices of K"})
+          "LSTM step dG_t W_hh (NN 8 x 256, K = 1024): default",
+          "4 slices of K",
+          "attention d_k=32 n=72: fused fwd+bwd",
+          "attention d_k=128 n=72: fused fwd+bwd",
+          "attention d_k=64 causal n=72: fused fwd+bwd",
+          "max |dV diff|",
+          "attention n=200 sampled rows vs double (64 query and 64 key rows of head 1): max |O",
+          "attention n=200 causal sampled rows vs double",
+          "max |L diff|"})
         CHECK_MESSAGE(r.out.find(line) != std::string::npos, line);
-    // Both sequence lengths time version 1 and compare its O, dQ and dK with version 2's.
-    const std::regex v1(R"(max \|dK diff\| = [0-9.e+-]+ \(against version 2\))");
+    // Both sequence lengths time version 1 and compare its O, dQ, dK and dV with version 2's.
+    const std::regex v1(R"(max \|dV diff\| = [0-9.e+-]+ \(against version 2\))");
     CHECK(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), v1),
                         std::sregex_iterator()) == 2);
     // Every tile shape reports all four transposes.
@@ -572,15 +602,43 @@ TEST_CASE("cuda emulator: gpu-bench --help and an unknown argument return at onc
     // Both used to start the full benchmark (minutes on a GPU, hours on the emulator).
     auto r = testutil::run("gpu-bench-emu", "--help", "", 60);
     CHECK(r.exit_code == 0);
-    CHECK(r.out.rfind("usage: gpu-bench [--quick]\n", 0) == 0);
+    CHECK(r.out.rfind("usage: gpu-bench [--quick] [--plant-mismatch | --plant-nan]\n", 0) == 0);
     CHECK(r.err.empty());
     r = testutil::run("gpu-bench-emu", "--bogus", "", 60);
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
     CHECK(r.err ==
-          "gpu-bench: error: unexpected argument '--bogus': the only option is --quick "
-          "(see --help)\n");
+          "gpu-bench: error: unexpected argument '--bogus': the options are --quick, "
+          "--plant-mismatch and --plant-nan (see --help)\n");
     r = testutil::run("gpu-bench-emu", "--quick extra", "", 60);
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("'extra'") != std::string::npos);
+}
+
+// A wrong result fails gpu-bench: one element of the first checked output (the 128x128 tile's
+// NN product against cuBLAS) is made wrong before its check, by 1 or by a NaN. The run goes on
+// to the end (every other check still passes) and exits 1, naming the check, the index and
+// both values; a NaN is not lost in a max (std::fmax drops it).
+TEST_CASE("cuda emulator: gpu-bench --quick fails on a planted mismatch and a planted NaN") {
+    const std::string check = "sgemm 136^3 128x128, 8x8 (default) NN vs cuBLAS";
+    auto r = testutil::run("gpu-bench-emu", "--quick --plant-mismatch");
+    CHECK(r.exit_code == 1);
+    const std::regex off("MISMATCH " +
+                         std::string(R"(sgemm 136\^3 128x128, 8x8 \(default\) NN vs)") +
+                         R"( cuBLAS: worst at index 6165: -?[0-9.e+-]+, reference -?[0-9.e+-]+ )"
+                         R"(\(\|diff\| 1 over the tolerance)");
+    CHECK_MESSAGE(std::regex_search(r.out, off), r.out);
+    CHECK(r.err.find("gpu-bench: FAILED: 1 cross-check(s) failed; the first: MISMATCH " + check) !=
+          std::string::npos);
+    CHECK(r.out.find("target LSTM gates alone") != std::string::npos);  // it ran to the end
+    r = testutil::run("gpu-bench-emu", "--plant-nan --quick");
+    CHECK(r.exit_code == 1);
+    const std::regex nan("MISMATCH " +
+                         std::string(R"(sgemm 136\^3 128x128, 8x8 \(default\) NN vs)") +
+                         R"( cuBLAS: not finite at index 6165: -?nan, reference -?[0-9.e+-]+)");
+    CHECK_MESSAGE(std::regex_search(r.out, nan), r.out);
+    CHECK(r.err.find("gpu-bench: FAILED: 1 cross-check(s) failed") != std::string::npos);
+    r = testutil::run("gpu-bench-emu", "--plant-nan --plant-mismatch", "", 60);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("exclude each other") != std::string::npos);
 }

@@ -16,6 +16,11 @@
 //   3. LSTM: the gate kernels alone, fused vs unfused (per-op), over n steps of precomputed
 //      pre-activations, and their h against each other; and the whole forward both ways
 // and at the end one line per target, "met" or "NOT MET" (gpu-check copies them to its summary).
+// Every cross-check that fails (a difference over its tolerance, or a NaN or inf in either
+// result) prints a line starting "MISMATCH" naming the check, its worst index and both values,
+// and gpu-bench then exits 1 after the targets: a wrong result is never a passing run.
+// --plant-mismatch (adds 1 to one element of the first checked output) and --plant-nan (writes
+// a NaN there) are for the tests: with either, gpu-bench must fail, naming that check.
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
 
@@ -24,46 +29,66 @@
 #else
 #include "cuda/emu/cublas_emulated.h"  // the emulator build, which the tests run with --quick
 #endif
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
 
 bool g_quick = false;  // --quick: one timed run, no warm-up (the times mean nothing there)
 
+// time_ms: the median of `repeats` timed runs after `warmups` untimed ones; g_last_min_ms is
+// the fastest of them (min and median are what the summary lines print).
+float g_last_min_ms = 0;
 float time_ms(const std::function<void()>& f, int warmups = 2, int repeats = 5) {
     if (g_quick) warmups = 0, repeats = 1;
-    for (int i = 0; i < warmups; i++) f();
-    cudaEvent_t a, b;
-    CUDA_CHECK(cudaEventCreate(&a));
-    CUDA_CHECK(cudaEventCreate(&b));
-    CUDA_CHECK(cudaEventRecord(a));
-    for (int i = 0; i < repeats; i++) f();
-    CUDA_CHECK(cudaEventRecord(b));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    CUDA_CHECK(cudaEventDestroy(a));
-    CUDA_CHECK(cudaEventDestroy(b));
-    return ms / repeats;
+    for (int i = 0; i < warmups; i++)
+        f();
+    std::vector<cudaEvent_t> ev(repeats + 1);
+    for (cudaEvent_t& e : ev)
+        CUDA_CHECK(cudaEventCreate(&e));
+    CUDA_CHECK(cudaEventRecord(ev[0]));
+    for (int i = 0; i < repeats; i++) {
+        f();
+        CUDA_CHECK(cudaEventRecord(ev[i + 1]));
+    }
+    CUDA_CHECK(cudaEventSynchronize(ev[repeats]));
+    std::vector<float> ms(repeats);
+    for (int i = 0; i < repeats; i++)
+        CUDA_CHECK(cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]));
+    for (cudaEvent_t& e : ev)
+        CUDA_CHECK(cudaEventDestroy(e));
+    std::sort(ms.begin(), ms.end());
+    g_last_min_ms = ms[0];
+    return repeats % 2 ? ms[repeats / 2] : 0.5f * (ms[repeats / 2 - 1] + ms[repeats / 2]);
 }
 
 }  // namespace
 
-__global__ void fill(float* p, long n, float s) {
+// p[i] = s * (a value in [-1, 1] in steps of 0.001), a different sequence for every seed, so
+// that operands filled with different seeds are independent (a swapped operand shows).
+__global__ void fill(float* p, long n, float s, unsigned seed) {
     long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (i < n) p[i] = s * float((i * 2654435761u) % 2001 - 1000) / 1000.0f;
+    if (i >= n) return;
+    unsigned long long h = (unsigned long long)i * 2654435761ull + seed * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    p[i] = s * float(long(h % 2001) - 1000) / 1000.0f;
 }
 namespace {
 
+unsigned g_next_seed = 1;  // every filled() buffer its own sequence
 gpu::Buffer<float> filled(size_t n, float s) {
     gpu::Buffer<float> b(n);
-    launch_kernel(fill, dim3(ceil_div(long(n), 256)), dim3(256), 0, b.data(), long(n), s);
+    launch_kernel(fill, dim3(ceil_div(long(n), 256)), dim3(256), 0, b.data(), long(n), s,
+                  g_next_seed++);
     return b;
 }
 
@@ -77,16 +102,198 @@ void target(const std::string& what, double value, double at_least) {
     g_targets.push_back(line);
 }
 
-// max |a - b| over two device arrays of n floats, and max |b|.
-void compare(const float* a, const float* b, size_t n, double& worst, double& scale) {
+// The cross-checks. check() copies a result and its reference (both n floats on the device)
+// back and fails when any element differs by more than tol * max |reference|, or when either
+// holds a NaN or inf (std::fmax would drop a NaN: it is looked for first). A failure prints one
+// line, "MISMATCH <check>: ...", with the worst index and both values, and gpu-bench exits 1.
+enum class Plant { none, mismatch, nan };
+Plant g_plant = Plant::none;  // --plant-mismatch / --plant-nan: into the first check's result
+int g_failed_checks = 0;
+std::string g_first_failure;
+
+struct Checked {
+    double worst = 0, scale = 0;  // max |a - b|, max |b|
+    bool ok = true;
+};
+
+void fail_check(const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    if (g_failed_checks++ == 0) g_first_failure = line;
+}
+
+Checked check_host(const std::string& what, std::vector<float> x, const std::vector<float>& y,
+                   double tol) {
+    const size_t n = x.size();
+    if (g_plant != Plant::none && n > 0) {  // before the check, as a wrong kernel would
+        const size_t at = n / 3;
+        x[at] = g_plant == Plant::nan ? std::nanf("") : x[at] + 1.0f;
+        g_plant = Plant::none;
+    }
+    Checked c;
+    size_t worst_at = 0, bad_at = n;
+    for (size_t i = 0; i < n; i++) {
+        if (!std::isfinite(x[i]) || !std::isfinite(y[i])) {
+            if (bad_at == n) bad_at = i;
+            continue;
+        }
+        const double d = std::fabs(double(x[i]) - y[i]);
+        if (d > c.worst) c.worst = d, worst_at = i;
+        c.scale = std::fmax(c.scale, std::fabs(double(y[i])));
+    }
+    char line[512];
+    if (bad_at < n) {
+        c.ok = false, c.worst = INFINITY;
+        std::snprintf(line, sizeof line,
+                      "MISMATCH %s: not finite at index %zu: %.9g, reference %.9g", what.c_str(),
+                      bad_at, double(x[bad_at]), double(y[bad_at]));
+        fail_check(line);
+    } else if (c.worst > tol * c.scale) {
+        c.ok = false;
+        std::snprintf(line, sizeof line,
+                      "MISMATCH %s: worst at index %zu: %.9g, reference %.9g (|diff| %.3g over "
+                      "the tolerance %.3g = %.0e * max |reference| %.3g)",
+                      what.c_str(), worst_at, double(x[worst_at]), double(y[worst_at]), c.worst,
+                      tol * c.scale, tol, c.scale);
+        fail_check(line);
+    }
+    return c;
+}
+
+Checked check(const std::string& what, const float* a, const float* b, size_t n, double tol) {
     std::vector<float> x(n), y(n);
     CUDA_CHECK(cudaMemcpy(x.data(), a, n * 4, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(y.data(), b, n * 4, cudaMemcpyDeviceToHost));
-    worst = 0, scale = 0;
-    for (size_t i = 0; i < n; i++) {
-        worst = std::fmax(worst, std::fabs(double(x[i]) - y[i]));
-        scale = std::fmax(scale, std::fabs(double(y[i])));
+    return check_host(what, std::move(x), y, tol);
+}
+
+const char* names_of(int k) {
+    static const char* const names[] = {"O", "dQ", "dK", "dV"};
+    return names[k];
+}
+
+// Fused attention at one large n (B = 1, h = 2, d_k = 64), causal or not, against a double
+// reference for the last head: 64 query rows, whole (O, L, dQ), and 64 key rows, whole (dK,
+// dV). Every row's softmax statistics are recomputed in double on the host (all cores), so
+// nothing of the GPU's result enters the reference.
+void sampled_reference_check(int n, bool causal) {
+    const int B = 1, h = 2, d_k = 64, rows = 64;
+    const size_t sz = size_t(B) * h * n * d_k;
+    auto Q = filled(sz, 1), K = filled(sz, 1), V = filled(sz, 1), dO = filled(sz, 1);
+    gpu::Buffer<float> O(sz), dQ(sz), dK(sz), dV(sz), L(size_t(B) * h * n);
+    attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), B, h, n, d_k,
+                                 causal);
+    attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(),
+                                  dQ.data(), dK.data(), dV.data(), B, h, n, d_k, causal);
+    const size_t head = size_t(h - 1) * n * d_k, per_head = size_t(n) * d_k;
+    auto host = [&](const gpu::Buffer<float>& b, size_t off, size_t count) {
+        std::vector<float> x(count);
+        CUDA_CHECK(cudaMemcpy(x.data(), b.data() + off, count * 4, cudaMemcpyDeviceToHost));
+        return x;
+    };
+    // The last head of Q, K, V, dO (n, d_k); the GPU's O, dQ, dK, dV, L of that head.
+    const auto q = host(Q, head, per_head), k = host(K, head, per_head),
+               v = host(V, head, per_head), dout = host(dO, head, per_head);
+    const auto o_gpu = host(O, head, per_head), dq_gpu = host(dQ, head, per_head),
+               dk_gpu = host(dK, head, per_head), dv_gpu = host(dV, head, per_head),
+               l_gpu = host(L, size_t(h - 1) * n, n);
+    const double scale = 1.0 / std::sqrt(double(d_k));
+    auto dot = [&](const std::vector<float>& a, int i, const std::vector<float>& b, int j) {
+        double s = 0;
+        for (int d = 0; d < d_k; d++)
+            s += double(a[size_t(i) * d_k + d]) * b[size_t(j) * d_k + d];
+        return s;
+    };
+    // Every row i: L_i (natural log), O_i and D_i = dO_i . O_i, in double.
+    std::vector<double> Lr(n), Dr(n), Or(per_head);
+    {
+        auto rows_from = [&](int r0, int step) {
+            std::vector<double> s(n);
+            for (int i = r0; i < n; i += step) {
+                const int end = causal ? i + 1 : n;
+                double m = -INFINITY;
+                for (int j = 0; j < end; j++)
+                    m = std::max(m, s[j] = scale * dot(q, i, k, j));
+                double l = 0;
+                std::vector<double> o(d_k, 0.0);
+                for (int j = 0; j < end; j++) {
+                    const double p = std::exp(s[j] - m);
+                    l += p;
+                    for (int d = 0; d < d_k; d++)
+                        o[d] += p * v[size_t(j) * d_k + d];
+                }
+                Lr[i] = m + std::log(l);
+                double D = 0;
+                for (int d = 0; d < d_k; d++) {
+                    Or[size_t(i) * d_k + d] = o[d] / l;
+                    D += double(dout[size_t(i) * d_k + d]) * (o[d] / l);
+                }
+                Dr[i] = D;
+            }
+        };
+        const int workers = std::max(1, std::min(64, int(std::thread::hardware_concurrency())));
+        std::vector<std::thread> pool;
+        for (int w = 0; w < workers; w++)
+            pool.emplace_back(rows_from, w, workers);
+        for (auto& t : pool)
+            t.join();
     }
+    // The sampled rows, spread over the whole length (first and last included).
+    std::vector<int> sample(rows);
+    for (int r = 0; r < rows; r++)
+        sample[r] = int((long(n - 1) * r) / (rows - 1));
+    std::vector<float> o_ref, o_got, l_ref, l_got, dq_ref, dq_got, dk_ref, dk_got, dv_ref, dv_got;
+    for (int i : sample) {  // query rows: O_i, L_i, dQ_i = scale sum_j dS_ij K_j
+        std::vector<double> dq(d_k, 0.0);
+        for (int j = 0; j < (causal ? i + 1 : n); j++) {
+            const double p = std::exp(scale * dot(q, i, k, j) - Lr[i]);
+            const double ds = p * (dot(dout, i, v, j) - Dr[i]);
+            for (int d = 0; d < d_k; d++)
+                dq[d] += scale * ds * k[size_t(j) * d_k + d];
+        }
+        for (int d = 0; d < d_k; d++) {
+            o_ref.push_back(float(Or[size_t(i) * d_k + d]));
+            o_got.push_back(o_gpu[size_t(i) * d_k + d]);
+            dq_ref.push_back(float(dq[d]));
+            dq_got.push_back(dq_gpu[size_t(i) * d_k + d]);
+        }
+        l_ref.push_back(float(Lr[i]));
+        l_got.push_back(l_gpu[i]);
+    }
+    for (int j : sample) {  // key rows: dV_j = sum_i P_ij dO_i, dK_j = scale sum_i dS_ij Q_i
+        std::vector<double> dk(d_k, 0.0), dv(d_k, 0.0);
+        for (int i = causal ? j : 0; i < n; i++) {
+            const double p = std::exp(scale * dot(q, i, k, j) - Lr[i]);
+            const double ds = p * (dot(dout, i, v, j) - Dr[i]);
+            for (int d = 0; d < d_k; d++) {
+                dv[d] += p * dout[size_t(i) * d_k + d];
+                dk[d] += scale * ds * q[size_t(i) * d_k + d];
+            }
+        }
+        for (int d = 0; d < d_k; d++) {
+            dk_ref.push_back(float(dk[d]));
+            dk_got.push_back(dk_gpu[size_t(j) * d_k + d]);
+            dv_ref.push_back(float(dv[d]));
+            dv_got.push_back(dv_gpu[size_t(j) * d_k + d]);
+        }
+    }
+    const std::string what = std::string("attention n=") + std::to_string(n) +
+                             (causal ? " causal" : "") + " sampled rows vs double";
+    std::printf("%s (64 query and 64 key rows of head %d):", what.c_str(), h - 1);
+    const struct {
+        const char* name;
+        std::vector<float>& got;
+        std::vector<float>& ref;
+    } parts[] = {{"O", o_got, o_ref},
+                 {"L", l_got, l_ref},
+                 {"dQ", dq_got, dq_ref},
+                 {"dK", dk_got, dk_ref},
+                 {"dV", dv_got, dv_ref}};
+    for (const auto& part : parts) {
+        const Checked c = check_host(what + " " + part.name, part.got, part.ref, 2e-3);
+        std::printf(" max |%s diff| = %.2g (max |%s| = %.3g)%s", part.name, c.worst, part.name,
+                    c.scale, c.ok ? "" : " (MISMATCH)");
+    }
+    std::printf("\n");
 }
 
 }  // namespace
@@ -94,25 +301,39 @@ void compare(const float* a, const float* b, size_t n, double& worst, double& sc
 // --quick: every section at small sizes, for the emulator build the tests run (it checks this
 // program's shapes, strides and comparisons; its times mean nothing there).
 int main(int argc, char** argv) try {
-    const bool quick = argc == 2 && std::strcmp(argv[1], "--quick") == 0;
-    if (argc > 1 && !quick) {  // before any device work: --help, or a one-line refusal
-        if (argc == 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+    bool quick = false;
+    for (int i = 1; i < argc; i++) {  // before any device work: --help, or a one-line refusal
+        const char* a = argv[i];
+        if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
             std::printf(
-                "usage: gpu-bench [--quick]\nthe speed targets on the GPU: sgemm, fused "
-                "attention, LSTM gates\n  --quick  every section at small sizes\n");
+                "usage: gpu-bench [--quick] [--plant-mismatch | --plant-nan]\nthe speed targets "
+                "on the GPU: sgemm, fused attention, LSTM gates; every result cross-checked (exit "
+                "1 on a mismatch)\n  --quick           every section at small sizes\n"
+                "  --plant-mismatch  add 1 to one element of the first checked result (a test: "
+                "gpu-bench must fail)\n  --plant-nan       write a NaN there instead\n");
             return 0;
         }
-        const char* bad = "--quick";  // the first argument that is not --quick (or a repeat)
-        for (int i = argc - 1; i >= 1; i--)
-            if (std::strcmp(argv[i], "--quick") != 0) bad = argv[i];
-        std::string shown;  // control bytes as '?', so the line stays one line
-        for (const char* c = bad; *c && shown.size() < 40; c++)
-            shown += (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
-        std::fprintf(stderr,
-                     "gpu-bench: error: unexpected argument '%s': the only option is "
-                     "--quick (see --help)\n",
-                     shown.c_str());
-        return 2;
+        if (!std::strcmp(a, "--quick")) {
+            quick = true;
+        } else if (!std::strcmp(a, "--plant-mismatch") || !std::strcmp(a, "--plant-nan")) {
+            const Plant p = !std::strcmp(a, "--plant-nan") ? Plant::nan : Plant::mismatch;
+            if (g_plant != Plant::none && g_plant != p) {
+                std::fprintf(stderr,
+                             "gpu-bench: error: --plant-mismatch and --plant-nan "
+                             "exclude each other: give one\n");
+                return 2;
+            }
+            g_plant = p;
+        } else {
+            std::string shown;  // control bytes as '?', so the line stays one line
+            for (const char* c = a; *c && shown.size() < 40; c++)
+                shown += (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
+            std::fprintf(stderr,
+                         "gpu-bench: error: unexpected argument '%s': the options are --quick, "
+                         "--plant-mismatch and --plant-nan (see --help)\n",
+                         shown.c_str());
+            return 2;
+        }
     }
     g_quick = quick;
     // Before the CUDA libraries start: no TF32 anywhere (gpu-check sets it too).
@@ -144,15 +365,15 @@ int main(int argc, char** argv) try {
         const float one = 1, zero = 0;
         // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets B first.
         auto cublas_run = [&](bool ta, bool tb, float* out) {
-            cublas_check(cublasSgemm(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                     ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, N, N, &one, B.data(), N,
-                                     A.data(), N, &zero, out, N),
-                         "cublasSgemm");
+            cublas_check(
+                cublasSgemm(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            N, N, N, &one, B.data(), N, A.data(), N, &zero, out, N),
+                "cublasSgemm");
         };
         auto ours_run = [&](bool ta, bool tb, SgemmVersion v,
                             SgemmTile tile = SgemmTile::automatic) {
-            sgemm_cuda(ta, tb, N, N, N, 1.0f, A.data(), N, B.data(), N, 0.0f, C.data(), N, 1, 0,
-                       0, 0, v, tile);
+            sgemm_cuda(ta, tb, N, N, N, 1.0f, A.data(), N, B.data(), N, 0.0f, C.data(), N, 1, 0, 0,
+                       0, v, tile);
         };
         const double tflop = 2.0 * N * N * N / 1e12;
         float warp = time_ms([&] { ours_run(false, false, SgemmVersion::warp_tiled); });
@@ -172,12 +393,14 @@ int main(int argc, char** argv) try {
         // uses NT for Q K^T and TN for P^T dO), each beside cuBLAS, and each result against
         // cuBLAS's: the same products in a different order of additions, so only rounding
         // may differ. The fastest shape is the one to make the default on this GPU.
-        const struct { SgemmTile tile; const char* name; } tiles[] = {
-            {SgemmTile::b128x128t8x8, "128x128, 8x8 (default)"},
-            {SgemmTile::b128x64t8x8, "128x64, 8x8 (N <= 64)"},
-            {SgemmTile::b128x128t8x16, "128x128, 8x16"},
-            {SgemmTile::b128x256t8x16, "128x256, 8x16"},
-            {SgemmTile::b256x128t16x8, "256x128, 16x8"}};
+        const struct {
+            SgemmTile tile;
+            const char* name;
+        } tiles[] = {{SgemmTile::b128x128t8x8, "128x128, 8x8 (default)"},
+                     {SgemmTile::b128x64t8x8, "128x64, 8x8 (N <= 64)"},
+                     {SgemmTile::b128x128t8x16, "128x128, 8x16"},
+                     {SgemmTile::b128x256t8x16, "128x256, 8x16"},
+                     {SgemmTile::b256x128t16x8, "256x128, 16x8"}};
         float cublas_ms[4];
         std::vector<gpu::Buffer<float>> refs;  // cuBLAS's result for each transpose pair
         for (int t = 0; t < 4; t++) {
@@ -199,11 +422,11 @@ int main(int argc, char** argv) try {
             for (int t = 0; t < 4; t++) {
                 const bool ta = t & 2, tb = t & 1;
                 float w = time_ms([&] { ours_run(ta, tb, SgemmVersion::warp_tiled, tile); });
-                double worst, scale;
-                compare(C.data(), refs[t].data(), size_t(N) * N, worst, scale);
+                const std::string what = std::string("sgemm ") + std::to_string(N) + "^3 " + name +
+                                         " " + (ta ? 'T' : 'N') + (tb ? 'T' : 'N') + " vs cuBLAS";
+                const Checked c = check(what, C.data(), refs[t].data(), size_t(N) * N, 1e-4);
                 std::printf("  %c%c %.2fx (%.0f GFLOP/s)%s", ta ? 'T' : 'N', tb ? 'T' : 'N',
-                            cublas_ms[t] / w, tflop / w * 1e6,
-                            worst <= 1e-4 * scale ? "" : " MISMATCH");
+                            cublas_ms[t] / w, tflop / w * 1e6, c.ok ? "" : " (MISMATCH)");
                 if (t == 0 && cublas_ms[t] / w > best) best = cublas_ms[t] / w, best_name = name;
             }
             std::printf("\n");
@@ -239,11 +462,12 @@ int main(int argc, char** argv) try {
                              "cublasSgemm");
             });
             const float t_one = per_call([&] { ours(one_pass); });
-            double worst1, scale;
-            compare(out.data(), ref.data(), size_t(M) * Nn, worst1, scale);
+            const std::string name = std::string("sgemm ") + what;
+            const Checked c1 =
+                check(name + " one pass vs cuBLAS", out.data(), ref.data(), size_t(M) * Nn, 1e-4);
             const float t_split = per_call([&] { ours(SgemmTile::automatic); });
-            double worst2;
-            compare(out.data(), ref.data(), size_t(M) * Nn, worst2, scale);
+            const Checked c2 =
+                check(name + " default vs cuBLAS", out.data(), ref.data(), size_t(M) * Nn, 1e-4);
             const double gflop = 2.0 * M * Nn * double(K) / 1e9;
             const int slices = sgemm_k_splits(ta, tb, M, Nn, K);
             std::printf(
@@ -252,8 +476,7 @@ int main(int argc, char** argv) try {
                 "the split is %.2fx the one pass%s\n",
                 what, ta ? 'T' : 'N', tb ? 'T' : 'N', M, Nn, K, t_split, gflop / t_split * 1e3,
                 slices, t_one, gflop / t_one * 1e3, t_cublas, gflop / t_cublas * 1e3,
-                t_one / t_split,
-                worst1 <= 1e-4 * scale && worst2 <= 1e-4 * scale ? "" : " MISMATCH");
+                t_one / t_split, c1.ok && c2.ok ? "" : " (MISMATCH)");
         };
         std::printf("sgemm on small grids (fewer tiles than SMs):\n");
         const int rows = quick ? 1024 : 8 * 16384, d = quick ? 72 : 512;
@@ -284,11 +507,16 @@ int main(int argc, char** argv) try {
             double flops = 4.0 * B * h * double(n) * n * d_k * 3.5;
             float naive = -1;
             double naive_peak = 0;
+            const float fused_min = g_last_min_ms;
             // The two paths must agree at these sizes too: keep the fused results.
-            gpu::Buffer<float> O_f(sz), dQ_f(sz), dK_f(sz);
+            gpu::Buffer<float> O_f(sz), dQ_f(sz), dK_f(sz), dV_f(sz);
             CUDA_CHECK(cudaMemcpy(O_f.data(), O.data(), sz * 4, cudaMemcpyDeviceToDevice));
             CUDA_CHECK(cudaMemcpy(dQ_f.data(), dQ.data(), sz * 4, cudaMemcpyDeviceToDevice));
             CUDA_CHECK(cudaMemcpy(dK_f.data(), dK.data(), sz * 4, cudaMemcpyDeviceToDevice));
+            CUDA_CHECK(cudaMemcpy(dV_f.data(), dV.data(), sz * 4, cudaMemcpyDeviceToDevice));
+            const char* names[] = {"O", "dQ", "dK", "dV"};
+            const float* fused_out[] = {O_f.data(), dQ_f.data(), dK_f.data(), dV_f.data()};
+            const float* last_out[] = {O.data(), dQ.data(), dK.data(), dV.data()};
             try {
                 gpu::reset_peak();
                 gpu::Buffer<float> P(size_t(B) * h * n * n);
@@ -302,30 +530,30 @@ int main(int argc, char** argv) try {
                 naive_peak = double(gpu::peak_bytes());
             } catch (const std::bad_alloc&) {
             }
+            const float naive_min = g_last_min_ms;
             if (naive >= 0) {
-                const char* names[] = {"O", "dQ", "dK"};
-                const float* fused_out[] = {O_f.data(), dQ_f.data(), dK_f.data()};
-                const float* naive_out[] = {O.data(), dQ.data(), dK.data()};
                 std::printf("attention n=%d fused vs naive:", n);
-                for (int k = 0; k < 3; k++) {
-                    double worst, scale;
-                    compare(fused_out[k], naive_out[k], sz, worst, scale);
-                    std::printf(" max |%s diff| = %.2g (max |%s| = %.3g)%s", names[k], worst,
-                                names[k], scale, worst <= 1e-3 * scale ? "" : " MISMATCH");
+                for (int k = 0; k < 4; k++) {
+                    const Checked c = check(
+                        "attention n=" + std::to_string(n) + " " + names[k] + ", fused vs naive",
+                        fused_out[k], last_out[k], sz, 1e-3);
+                    std::printf(" max |%s diff| = %.2g (max |%s| = %.3g)%s", names[k], c.worst,
+                                names[k], c.scale, c.ok ? "" : " (MISMATCH)");
                 }
                 std::printf("\n");
             }
             std::printf(
-                "attention fwd+bwd n=%d: fused %.2f ms (%.1f TFLOP/s, target >= 20), naive "
-                "%.2f ms: speed-up %.2fx (target >= 1.5x at 4096), peak %.0f MB vs %.0f MB: "
-                "%.1fx less (target >= 8x)  [inputs %.0f MB]\n",
-                n, fused, flops / fused / 1e9, naive, naive / fused, fused_peak / 1048576,
-                naive_peak / 1048576, naive_peak / fused_peak, double(base) / 1048576);
+                "attention fwd+bwd n=%d: fused %.2f ms (min %.2f; %.1f TFLOP/s, target >= 20), "
+                "naive %.2f ms (min %.2f): speed-up %.2fx (target >= 1.5x at 4096), peak %.0f MB "
+                "vs %.0f MB: %.1fx less (target >= 8x)  [inputs %.0f MB]\n",
+                n, fused, fused_min, flops / fused / 1e9, naive, naive_min, naive / fused,
+                fused_peak / 1048576, naive_peak / 1048576, naive_peak / fused_peak,
+                double(base) / 1048576);
             const std::string at = " at n=" + std::to_string(n);
             target("fused attention fwd+bwd TFLOP/s" + at, flops / fused / 1e9, 20);
             if (naive >= 0) {
-                target("fused attention peak memory, naive / fused" + at,
-                       naive_peak / fused_peak, 8);
+                target("fused attention peak memory, naive / fused" + at, naive_peak / fused_peak,
+                       8);
                 if (n == ns.back())
                     target("fused attention speed-up over naive" + at, naive / fused, 1.5);
             }
@@ -386,23 +614,78 @@ int main(int argc, char** argv) try {
                                               dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n,
                                               d_k, false, v1);
             });
-            std::printf("  FlashAttention version 1 (one thread per row): forward %.2f ms "
-                        "(%.1f TFLOP/s), backward %.2f ms, fwd+bwd %.2f ms (%.1f TFLOP/s); "
-                        "version 2 (register tiles) is %.2fx faster forward, %.2fx backward, "
-                        "%.2fx in all;",
-                        fwd1, flops / 3.5 / fwd1 / 1e9, bwd1, both1, flops / both1 / 1e9,
-                        fwd1 / fwd, bwd1 / bwd, both1 / fused);
-            const char* names[] = {"O", "dQ", "dK"};
-            const float* v2_out[] = {O_f.data(), dQ_f.data(), dK_f.data()};
-            const float* v1_out[] = {O.data(), dQ.data(), dK.data()};
-            for (int k = 0; k < 3; k++) {
-                double worst, scale;
-                compare(v1_out[k], v2_out[k], sz, worst, scale);
-                std::printf(" max |%s diff| = %.2g%s", names[k], worst,
-                            worst <= 1e-3 * scale ? "" : " MISMATCH");
+            std::printf(
+                "  FlashAttention version 1 (one thread per row): forward %.2f ms "
+                "(%.1f TFLOP/s), backward %.2f ms, fwd+bwd %.2f ms (%.1f TFLOP/s); "
+                "version 2 (register tiles) is %.2fx faster forward, %.2fx backward, "
+                "%.2fx in all;",
+                fwd1, flops / 3.5 / fwd1 / 1e9, bwd1, both1, flops / both1 / 1e9, fwd1 / fwd,
+                bwd1 / bwd, both1 / fused);
+            for (int k = 0; k < 4; k++) {
+                const Checked c = check("attention n=" + std::to_string(n) + " " + names[k] +
+                                            ", FlashAttention version 1 vs version 2",
+                                        last_out[k], fused_out[k], sz, 1e-3);
+                std::printf(" max |%s diff| = %.2g%s", names[k], c.worst,
+                            c.ok ? "" : " (MISMATCH)");
             }
             std::printf(" (against version 2)\n");
         }
+        // The other head widths the kernels are compiled for, and the causal mask, beside
+        // d_k = 64: timed, and checked against the naive path.
+        const int n = ns.back();
+        const struct {
+            int d_k;
+            bool causal;
+        } others[] = {{32, false}, {128, false}, {64, true}};
+        for (const auto& o : others) {
+            const int dk = o.d_k;
+            const bool causal = o.causal;
+            const size_t sz = size_t(B) * h * n * dk;
+            auto Q = filled(sz, 1), K = filled(sz, 1), V = filled(sz, 1), dO = filled(sz, 1);
+            gpu::Buffer<float> O(sz), dQ(sz), dK(sz), dV(sz), L(size_t(B) * h * n);
+            gpu::Buffer<float> O_f(sz), dQ_f(sz), dK_f(sz), dV_f(sz);
+            const float fused = time_ms([&] {
+                attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O_f.data(), L.data(), B,
+                                             h, n, dk, causal);
+                attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O_f.data(), L.data(),
+                                              dO.data(), dQ_f.data(), dK_f.data(), dV_f.data(), B,
+                                              h, n, dk, causal);
+            });
+            const float fused_min = g_last_min_ms;
+            const double flops = 4.0 * B * h * double(n) * n * dk * 3.5 * (causal ? 0.5 : 1.0);
+            const std::string what = "attention d_k=" + std::to_string(dk) +
+                                     (causal ? " causal" : "") + " n=" + std::to_string(n);
+            std::printf("%s: fused fwd+bwd %.2f ms (min %.2f; %.1f TFLOP/s)", what.c_str(), fused,
+                        fused_min, flops / fused / 1e9);
+            try {
+                gpu::Buffer<float> P(size_t(B) * h * n * n);
+                const float naive = time_ms([&] {
+                    attention_naive_forward_cuda(Q.data(), K.data(), V.data(), O.data(), P.data(),
+                                                 B, h, n, dk, causal);
+                    attention_naive_backward_cuda(Q.data(), K.data(), V.data(), P.data(), dO.data(),
+                                                  dQ.data(), dK.data(), dV.data(), B, h, n, dk,
+                                                  causal);
+                });
+                std::printf(", naive %.2f ms (min %.2f): speed-up %.2fx;", naive, g_last_min_ms,
+                            naive / fused);
+                const float* f_out[] = {O_f.data(), dQ_f.data(), dK_f.data(), dV_f.data()};
+                const float* n_out[] = {O.data(), dQ.data(), dK.data(), dV.data()};
+                for (int k = 0; k < 4; k++) {
+                    const Checked c = check(what + " " + names_of(k) + ", fused vs naive", f_out[k],
+                                            n_out[k], sz, 1e-3);
+                    std::printf(" max |%s diff| = %.2g%s", names_of(k), c.worst,
+                                c.ok ? "" : " (MISMATCH)");
+                }
+            } catch (const std::bad_alloc&) {
+                std::printf(", naive: does not fit");
+            }
+            std::printf("\n");
+        }
+        // Correctness at chapter 6's largest GPU size, causal and not, against a
+        // double-precision reference: 64 query rows (O, L, dQ) and 64 key rows (dK, dV) of the
+        // last head, each whole.
+        for (bool causal : {false, true})
+            sampled_reference_check(quick ? 200 : 16384, causal);
     }
     {  // 3. LSTM gates
         const int n = quick ? 5 : 256, B = quick ? 2 : 8, d = quick ? 24 : 512;
@@ -421,11 +704,11 @@ int main(int argc, char** argv) try {
             lstm_forward_cuda(x.data(), Wi.data(), Wh.data(), b.data(), n, B, d, hb.data(),
                               cb.data(), g.data(), false);
         });
-        double worst, scale;
-        compare(h_fused.data() + size_t(B) * d, hb.data() + size_t(B) * d, size_t(n) * B * d, worst,
-                scale);
-        std::printf("LSTM fused vs unfused gates: max |h diff| = %.2g (max |h| = %.3g)%s\n", worst,
-                    scale, worst <= 1e-5 * scale ? "" : " MISMATCH");
+        const Checked ch =
+            check("LSTM forward h, unfused vs fused gates", hb.data() + size_t(B) * d,
+                  h_fused.data() + size_t(B) * d, size_t(n) * B * d, 1e-5);
+        std::printf("LSTM fused vs unfused gates: max |h diff| = %.2g (max |h| = %.3g)%s\n",
+                    ch.worst, ch.scale, ch.ok ? "" : " (MISMATCH)");
         std::printf(
             "LSTM forward n=%d B=%d d=%d, GEMMs included: fused gates %.2f ms, "
             "unfused %.2f ms (%.2fx)\n",
@@ -451,17 +734,27 @@ int main(int argc, char** argv) try {
         CUDA_CHECK(cudaMemcpy(h_gates_fused.data(), hg.data(), (n + 1) * step * 4,
                               cudaMemcpyDeviceToDevice));
         const float gates_unfused = time_ms([&] { gates_only(false); });
-        compare(h_gates_fused.data() + step, hg.data() + step, n * step, worst, scale);
+        const Checked cg_ = check("LSTM gates alone h, unfused vs fused", hg.data() + step,
+                                  h_gates_fused.data() + step, n * step, 1e-5);
         std::printf(
             "LSTM gates alone, n=%d steps: fused %.3f ms (%.2f us a step), unfused %.3f "
             "ms (%.2f us a step, 9 kernels): fused %.2fx faster (target >= 5x); max |h "
             "diff| = %.2g%s\n",
             n, gates_fused, gates_fused * 1e3 / n, gates_unfused, gates_unfused * 1e3 / n,
-            gates_unfused / gates_fused, worst, worst <= 1e-5 * scale ? "" : " MISMATCH");
+            gates_unfused / gates_fused, cg_.worst, cg_.ok ? "" : " (MISMATCH)");
         target("LSTM gates alone, unfused / fused time", gates_unfused / gates_fused, 5);
     }
     std::printf("\n");
-    for (const std::string& line : g_targets) std::printf("%s\n", line.c_str());
+    for (const std::string& line : g_targets)
+        std::printf("%s\n", line.c_str());
+    if (g_failed_checks > 0) {
+        std::printf("gpu-bench: FAILED: %d cross-check(s) failed; the first: %s\n", g_failed_checks,
+                    g_first_failure.c_str());
+        std::fprintf(stderr, "gpu-bench: FAILED: %d cross-check(s) failed; the first: %s\n",
+                     g_failed_checks, g_first_failure.c_str());
+        return 1;
+    }
+    return 0;
 } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu-bench: %s\n", e.what());
     return 1;

@@ -20,21 +20,34 @@
 //                                          mask (lanes that exited count as absent, as on sm_70+);
 //                                          different sites or masks are an error
 //   atomicAdd atomicMax                   std::atomic_ref (blocks may run on several workers)
-//   cudaMalloc                            host memory filled with NaN bytes (CUDA does not zero)
+//   SHARED_TILE(T, name, cursor, n)       a tile carved from the dynamic shared memory: here an
+//                                          array of its own, bounds-checked and named like SHARED
+//   cudaMalloc                            pages filled with NaN bytes (CUDA does not zero) between
+//                                          two guard pages, 256-byte aligned, in one reserved range
+//   access checks (emu-racecheck)         where the kernels are compiled with the access hooks
+//                                          (cuda/emu/emu.mk, racecheck.cpp): on_access checks every
+//                                          load and store: a shared-memory race between warps in
+//                                          one barrier epoch (shadow state per word, whatever the
+//                                          schedule; __syncwarp and warp operations order only one
+//                                          warp's lanes; atomics exempt), an access outside a
+//                                          shared array or tile or a cudaMalloc'd buffer, a
+//                                          misaligned float2/float4; naming threads and lines
 //   launch rules                          block and grid limits; at most 48 KB of static shared
 //                                          memory, and static + dynamic at most 48 KB, or 227 KB
 //                                          (sm_90) after cudaFuncSetAttribute; a kernel declared
 //                                          __launch_bounds__(N) checks its block against N in its
-//                                          first statement, CHECK_LAUNCH_BOUNDS(N): a launch a
-//                                          GPU would refuse throws here too
+//                                          first statement, CHECK_LAUNCH_BOUNDS(N), which the build
+//                                          inserts (cuda/emu/launch_bounds.pl): a launch a GPU
+//                                          would refuse throws here too
 //   the device                            sm_90, 132 SMs (an H200's), so that the host code's
 //                                          grid decisions (split-K) run as on that GPU
 //
 // Two ways to run a block's threads:
 //   fibers (default)   one fiber per CUDA thread, all on one OS thread; a barrier is
 //                      a yield to the block's scheduler. Fast, deterministic. emu::set_schedule
-//                      runs the threads forward or in reverse between barriers: a kernel whose
-//                      result changes with the order has a missing barrier (a race).
+//                      runs the threads forward or in reverse between barriers, and the blocks
+//                      first to last or last to first: a kernel whose result changes with the
+//                      order has a missing barrier (a race), or blocks that race on global memory.
 //   EMU_THREADS        one std::thread per CUDA thread and std::barrier: slow, but a missing
 //                      __syncthreads is a real data race that ThreadSanitizer reports
 //                      (`make emu-tsan`). Warp operations there are full-warp barriers, without
@@ -57,7 +70,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <functional>
+#include <link.h>
 #include <math.h>
 #include <memory>
 #include <mutex>
@@ -69,6 +84,7 @@
 #include <string>
 #include <sys/mman.h>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 #include <unistd.h>
@@ -82,7 +98,7 @@
 // call per switch that made the emulator several times slower); ucontext elsewhere and under
 // the sanitizers, which know how to follow swapcontext.
 #if !defined(EMU_THREADS) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && \
-    !defined(__SANITIZE_THREAD__)
+    (!defined(__SANITIZE_THREAD__) || defined(EMU_INSTRUMENTED))
 #define EMU_FAST_SWITCH 1
 extern "C" void emu_switch_stack(void** save_sp, void* new_sp);
 __asm__(R"(
@@ -125,6 +141,16 @@ emu_switch_stack:
         ::emu::shared_at(emu_shared_site_##name, sizeof(T dims)))
 // clang-format on
 #define DYNAMIC_SHARED(T, name) T* name = reinterpret_cast<T*>(::emu::dynamic_shared())
+// SHARED_TILE(T, name, cursor, count): the next `count` T of the dynamic shared memory, from
+// `cursor` on (a T*, advanced past them). Here each tile is an array of its own, bounds-checked
+// and named like a SHARED one: an overrun from one tile into the next is an error.
+// clang-format off
+#define SHARED_TILE(T, name, cursor, count)                                                \
+    static ::emu::SharedSite emu_shared_site_##name{#name, __FILE__, __LINE__, true};      \
+    T* name = reinterpret_cast<T*>(::emu::shared_tile(emu_shared_site_##name,              \
+        reinterpret_cast<const unsigned char*>(cursor), sizeof(T) * size_t(count)));        \
+    cursor += (count)
+// clang-format on
 #define CHECK_LAUNCH_BOUNDS(...) ::emu::check_launch_bounds(__VA_ARGS__)
 
 struct dim3 {
@@ -197,6 +223,7 @@ struct SharedSite {
     const char* name;
     const char* file;
     int line;
+    bool tile = false;          // SHARED_TILE: carved from the dynamic shared memory
     std::atomic<int> slot{-1};  // index into every runner's regions, given at first use
 };
 inline std::atomic<int>& next_shared_slot() {
@@ -209,7 +236,133 @@ inline size_t page_bytes() {
     return page;
 }
 
+// ---- address spaces the access checks recognise ---------------------------------------------
+// The kernels' objects are compiled with the compiler's ThreadSanitizer instrumentation (make's
+// EMU_RACECHECK, cuda/cuda.mk) but linked without its runtime: every load and store of the
+// kernel code calls a hook in cuda/emu/racecheck.cpp, which calls emu::on_access below. Shared
+// arrays (every block runner's) and cudaMalloc'd buffers each lie in one reserved range of
+// address space, so a hook tells them apart from the stack and host memory with a comparison.
+// Each range is handed out in whole pages; a freed piece goes back to its range's free list.
+struct Space {
+    unsigned char* base = nullptr;
+    size_t size = 0, top = 0;
+    std::mutex mutex;
+    std::vector<std::pair<size_t, size_t>> free_list;  // (offset, bytes)
+
+    void reserve(size_t bytes) {
+        void* m = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        if (m != MAP_FAILED) base = static_cast<unsigned char*>(m), size = bytes;
+    }
+    // `bytes` (whole pages) of PROT_NONE address space in the range, or nullptr when full.
+    unsigned char* take(size_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex);
+        for (size_t i = 0; i < free_list.size(); i++)
+            if (free_list[i].second >= bytes) {
+                const size_t off = free_list[i].first;
+                free_list[i].first += bytes, free_list[i].second -= bytes;
+                if (free_list[i].second == 0) free_list.erase(free_list.begin() + long(i));
+                return base + off;
+            }
+        if (!base || size - top < bytes) return nullptr;
+        top += bytes;
+        return base + top - bytes;
+    }
+    void give(unsigned char* p, size_t bytes) {
+        mprotect(p, bytes, PROT_NONE);
+        madvise(p, bytes, MADV_DONTNEED);
+        std::lock_guard<std::mutex> lock(mutex);
+        free_list.push_back({size_t(p - base), bytes});
+    }
+    bool holds(const void* p) const {
+        return size_t(static_cast<const unsigned char*>(p) - base) < size;
+    }
+};
+// The ranges, reserved at first use (address space only: nothing is committed until used).
+// Their bounds are copied into plain variables that the hooks read.
+inline unsigned char* g_shared_base = nullptr;
+inline size_t g_shared_size = 0;
+inline unsigned char* g_global_base = nullptr;
+inline size_t g_global_size = 0;
+inline unsigned g_page_shift = 12;
+inline Space& shared_space() {
+    static Space* s = [] {
+        auto* sp = new Space;
+        sp->reserve(size_t(256) << 20);  // every runner's shared arrays: 256 MB
+        g_page_shift = unsigned(__builtin_ctzl(page_bytes()));
+        g_shared_size = sp->size;
+        g_shared_base = sp->base;
+        return sp;
+    }();
+    return *s;
+}
+
 struct SharedRegion;
+// Per page of the shared range: the region whose data it holds (nullptr: a guard page).
+// (Never destroyed, like the tables below: regions and buffers are freed by static destructors
+// at exit too.)
+inline std::vector<const SharedRegion*>& shared_pages() {
+    static auto* v =
+        new std::vector<const SharedRegion*>(shared_space().size >> g_page_shift, nullptr);
+    return *v;
+}
+inline const SharedRegion* const* g_shared_pages = nullptr;
+
+// Shadow state of one 4-byte word of shared memory for the race check: its last write (the
+// barrier epoch it happened in, the thread, the code address) and the current epoch's reads
+// (the warps that read it, and up to two of the readers: the first, and one from another warp).
+struct ShadowWord {
+    uint32_t w_epoch = 0, r_epoch = 0;
+    uint32_t r_warps = 0;  // bit w: a thread of warp w read it in r_epoch
+    uint16_t w_tid = 0, r1_tid = 0, r2_tid = 0xFFFF;
+    const void* w_pc = nullptr;
+    const void* r1_pc = nullptr;
+    const void* r2_pc = nullptr;
+};
+
+// Per page of the global range: the bytes [lo, hi) of it that belong to a live cudaMalloc'd
+// buffer (0, 0: a guard page, or freed), and that buffer's number in the allocation table.
+struct GlobalPage {
+    uint32_t lo = 0, hi = 0;
+};
+inline GlobalPage* g_global_pages = nullptr;
+struct GlobalAlloc {
+    unsigned char* map = nullptr;  // [guard][data pages][guard]
+    size_t map_bytes = 0;
+    unsigned char* ptr = nullptr;  // 256-byte aligned, its end at most 255 bytes before the guard
+    size_t bytes = 0;
+};
+inline std::mutex& global_mutex() {
+    static auto* m = new std::mutex;
+    return *m;
+}
+inline std::unordered_map<uintptr_t, GlobalAlloc>& global_allocs() {
+    static auto* m = new std::unordered_map<uintptr_t, GlobalAlloc>;
+    return *m;
+}
+inline Space& global_space() {
+    static Space* s = [] {
+        auto* sp = new Space;
+        (void)shared_space();                   // g_page_shift
+        sp->reserve(size_t(64) << 30);          // every cudaMalloc'd buffer: 64 GB of addresses
+        const size_t pages = sp->size >> g_page_shift;
+        if (pages) {
+            void* t = mmap(nullptr, pages * sizeof(GlobalPage), PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (t == MAP_FAILED) {
+                munmap(sp->base, sp->size);
+                sp->base = nullptr, sp->size = 0;
+            } else {
+                g_global_pages = static_cast<GlobalPage*>(t);
+            }
+        }
+        g_global_size = sp->size;
+        g_global_base = sp->base;
+        return sp;
+    }();
+    return *s;
+}
+
 // What the SIGSEGV handler looks up (without locks): each region's whole mapping.
 struct GuardEntry {
     std::atomic<uintptr_t> lo{0}, hi{0};
@@ -229,6 +382,9 @@ struct SharedRegion {
     size_t bytes = 0;
     uint64_t gen = 0;  // the block that last filled it
     int guard = -1;    // its entry in guard_table
+    bool in_space = false;          // map lies in shared_space() (else a plain mmap)
+    ShadowWord* shadow = nullptr;   // one per 4-byte word of data (race check)
+    size_t shadow_bytes = 0;
 
     SharedRegion() = default;
     SharedRegion(const SharedRegion&) = delete;
@@ -237,8 +393,17 @@ struct SharedRegion {
 
     void unmap() {
         if (guard >= 0) guard_table[guard].lo = 0, guard_table[guard].hi = 0;
-        if (map) munmap(map, map_bytes);
+        if (map && in_space) {
+            std::vector<const SharedRegion*>& pages = shared_pages();
+            const size_t first = size_t(data - g_shared_base) >> g_page_shift;
+            for (size_t k = 0; k < (data_bytes >> g_page_shift); k++) pages[first + k] = nullptr;
+            shared_space().give(map, map_bytes);
+        } else if (map) {
+            munmap(map, map_bytes);
+        }
+        if (shadow) munmap(shadow, shadow_bytes);
         map = data = ptr = nullptr;
+        shadow = nullptr;
     }
     // Room for `n` bytes, the array's end at the data's end (rounded to 16 bytes).
     void place(size_t n) {
@@ -247,12 +412,27 @@ struct SharedRegion {
         if (!map || need != data_bytes) {
             unmap();
             map_bytes = need + 2 * page;
-            void* m = mmap(nullptr, map_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (m == MAP_FAILED) throw std::bad_alloc();
-            map = static_cast<unsigned char*>(m);
+            map = shared_space().take(map_bytes);
+            in_space = map != nullptr;
+            if (!map) {
+                void* m = mmap(nullptr, map_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (m == MAP_FAILED) throw std::bad_alloc();
+                map = static_cast<unsigned char*>(m);
+            }
             data = map + page;
             data_bytes = need;
             if (need && mprotect(data, need, PROT_READ | PROT_WRITE) != 0) throw std::bad_alloc();
+            shadow_bytes = std::max<size_t>(need / 4 * sizeof(ShadowWord), 1);
+            void* sh = mmap(nullptr, shadow_bytes, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (sh == MAP_FAILED) throw std::bad_alloc();
+            shadow = static_cast<ShadowWord*>(sh);
+            if (in_space) {
+                std::vector<const SharedRegion*>& pages = shared_pages();
+                g_shared_pages = pages.data();
+                const size_t first = size_t(data - g_shared_base) >> g_page_shift;
+                for (size_t k = 0; k < (need >> g_page_shift); k++) pages[first + k] = this;
+            }
             if (guard < 0) {
                 guard = guard_count.fetch_add(1);
                 if (guard >= GUARD_TABLE_SIZE) {  // full: take an entry a freed region left
@@ -284,8 +464,10 @@ struct SharedRegion {
     }
     std::string name() const {
         if (!site) return "the dynamic shared memory (" + std::to_string(bytes) + " bytes)";
-        return std::string("shared array `") + site->name + "` (" + site->file + ":" +
-               std::to_string(site->line) + ", " + std::to_string(bytes) + " bytes)";
+        return std::string(site->tile ? "shared tile `" : "shared array `") + site->name +
+               "` (" + site->file + ":" + std::to_string(site->line) + ", " +
+               std::to_string(bytes) + " bytes" +
+               (site->tile ? ", carved from the dynamic shared memory)" : ")");
     }
     // Where byte p lies relative to the array, in words.
     std::string where(const unsigned char* p) const {
@@ -337,14 +519,39 @@ struct BlockState {
 inline thread_local ThreadState* t_current = nullptr;
 inline ThreadState& cur() { return *t_current; }
 
+// The checks the access hooks make (all on; the tests turn one off to show that its planted
+// bug then goes unseen, and EMU_RACECHECK=0 in the environment turns the race check off, to
+// measure what it costs).
+enum Check : unsigned {
+    check_races = 1,         // shared memory: another warp's access in the same barrier epoch
+    check_shared_bounds = 2, // shared memory: an access outside its array (padding, before it)
+    check_global_bounds = 4, // a cudaMalloc'd buffer: an access past its end or before its start
+    check_alignment = 8,     // an N-byte access (float2, float4: 8, 16) at an address not N-aligned
+    all_checks = 15
+};
 struct Config {
     Schedule schedule = Schedule::forward;
     int workers = 0;  // 0: min(hardware threads, 4)
     size_t stack_bytes = 64 * 1024;
+    unsigned checks = all_checks;
 };
 inline Config& config() {
-    static Config c;
+    static Config c = [] {
+        Config k;
+        const char* e = std::getenv("EMU_RACECHECK");
+        if (e && std::strcmp(e, "0") == 0) k.checks &= ~unsigned(check_races);
+        return k;
+    }();
     return c;
+}
+// Whether this object was compiled with the access hooks (EMU_RACECHECK=1, GCC; see
+// cuda/cuda.mk): the checks above exist only there.
+constexpr bool instrumented() {
+#ifdef EMU_INSTRUMENTED
+    return true;
+#else
+    return false;
+#endif
 }
 inline void set_schedule(Schedule s) { config().schedule = s; }
 inline void set_workers(int n) { config().workers = n; }
@@ -352,6 +559,7 @@ inline void set_workers(int n) { config().workers = n; }
 inline void* dynamic_shared() { return cur().block->arena->dynamic.ptr; }
 
 [[noreturn]] inline void fail_in_thread(const std::string& msg);
+inline std::string thread_name(int tid);
 
 // A SHARED declaration: the block's copy of the array, placed and filled by the first thread
 // of the block that reaches it.
@@ -371,7 +579,7 @@ inline void* shared_at(SharedSite& site, size_t bytes) {
     std::unique_ptr<SharedRegion>& r = a.regions[slot];
     if (!r) r = std::make_unique<SharedRegion>(), r->site = &site;
     if (r->gen != a.gen) {
-        a.static_bytes += bytes;
+        if (!site.tile) a.static_bytes += bytes;
         if (a.static_bytes > STATIC_SHARED_MAX)
             fail_in_thread("static shared memory: " + std::to_string(a.static_bytes) +
                            " bytes with `" + site.name + "` (" + site.file + ":" +
@@ -391,6 +599,20 @@ inline void* shared_at(SharedSite& site, size_t bytes) {
         a.touched.push_back(r.get());
     }
     return r->ptr;
+}
+
+// SHARED_TILE: the tile must lie inside the launch's dynamic shared memory (the cursor walks
+// through it as on a GPU); the kernel gets an array of its own, as SHARED would give it.
+inline void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t bytes) {
+    const SharedRegion& dyn = cur().block->arena->dynamic;
+    const long off = long(cursor - dyn.ptr);
+    if (off < 0 || size_t(off) + bytes > dyn.bytes)
+        fail_in_thread(std::string("shared tile `") + site.name + "` (" + site.file + ":" +
+                       std::to_string(site.line) + "): " + std::to_string(bytes) +
+                       " bytes from byte " + std::to_string(off) + " of the dynamic shared " +
+                       "memory, which has " + std::to_string(dyn.bytes) +
+                       ": the launch gives fewer bytes than the tiles carved from them");
+    return shared_at(site, bytes);
 }
 
 // CHECK_LAUNCH_BOUNDS(N [, min blocks]): a GPU refuses to launch a kernel declared
@@ -432,6 +654,9 @@ struct FiberBlock {
     int at_barrier = 0;
     const char* barrier_file = nullptr;  // where the first waiting thread called __syncthreads
     int barrier_line = 0;
+    // The race check's barrier epoch: a new number at every block start and barrier release.
+    uint32_t epoch = 0;
+    bool in_kernel = false;  // a fiber runs (the access hooks ignore the scheduler's own work)
     // Set by the SIGSEGV handler (which allocates nothing): a guard page was touched.
     const SharedRegion* fault_region = nullptr;
     const unsigned char* fault_addr = nullptr;
@@ -621,10 +846,16 @@ inline std::string warp_deadlock_message(FiberBlock& fb) {
     return "warp deadlock";
 }
 
+inline uint32_t next_epoch() {
+    static std::atomic<uint32_t> e{1};
+    return e.fetch_add(1, std::memory_order_relaxed);
+}
+
 inline void run_block_fibers(FiberBlock& fb, int nthreads) {
     const bool reverse = config().schedule == Schedule::reverse;
     int alive = nthreads;
     t_fb = &fb;
+    fb.epoch = next_epoch();
     for (int t = 0; t < nthreads; t++) {
         Fiber& f = fb.fibers[t];
         f.state = Fiber::running;
@@ -648,11 +879,13 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
             if (f.state != Fiber::running) continue;
             fb.current = t;
             t_current = &f.ts;
+            fb.in_kernel = true;
 #ifdef EMU_FAST_SWITCH
             emu_switch_stack(&fb.scheduler_sp, f.sp);
 #else
             swapcontext(&fb.scheduler, &f.ctx);
 #endif
+            fb.in_kernel = false;
             ran = true;
             if (fb.fault_region) {
                 const Fiber& bad = fb.fibers[fb.fault_thread];
@@ -680,6 +913,7 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
             for (int t = 0; t < nthreads; t++)
                 if (fb.fibers[t].state == Fiber::at_barrier) fb.fibers[t].state = Fiber::running;
             fb.at_barrier = 0;
+            fb.epoch = next_epoch();  // what was before the barrier is ordered before what follows
             released = true;
         }
         if (!ran && !released && alive > 0) {
@@ -741,6 +975,132 @@ inline void install_segv_handler() {
     a.sa_flags = SA_SIGINFO | SA_NODEFER;  // NODEFER: the handler leaves by a fiber switch
     sigemptyset(&a.sa_mask);
     sigaction(SIGSEGV, &a, &previous_segv_action());
+}
+
+// ---- the access hooks' checks (fibers) -----------------------------------------------------
+// Code addresses go into a message as "{code 0x...}"; run_grid turns them into file:line
+// (resolve_code_addresses) once the launch has stopped.
+inline std::string code_at(const void* pc) {
+    char b[48];
+    std::snprintf(b, sizeof b, "{code %p}", pc);
+    return b;
+}
+inline std::string dims(dim3 d) {
+    return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
+}
+inline std::string thread_name(int tid) {
+    const FiberBlock& fb = *t_fb;
+    return "thread " + dims(fb.fibers[tid].ts.thread_idx) + " (warp " + std::to_string(tid / 32) +
+           ")";
+}
+inline std::string block_name() { return "block " + dims(t_fb->bs.block_idx); }
+
+[[noreturn, gnu::noinline, gnu::cold]] inline void race_error(const SharedRegion& r, const unsigned char* p, bool write,
+                                    const void* pc, const char* other_did, int other,
+                                    const void* other_pc) {
+    const FiberBlock& fb = *t_fb;
+    fail_in_thread("shared-memory race on byte " + std::to_string(p - r.ptr) + " of " + r.name() +
+                   " in " + block_name() + ": " + thread_name(fb.current) +
+                   (write ? " writes it at " : " reads it at ") + code_at(pc) + ", and " +
+                   thread_name(other) + " " + other_did + " it at " + code_at(other_pc) +
+                   ", with no __syncthreads between them (a __syncwarp or a warp shuffle orders "
+                   "only the lanes of one warp)");
+}
+
+inline void shared_access(FiberBlock& fb, const unsigned char* p, size_t n, bool write,
+                          const void* pc) {
+    const SharedRegion* r = g_shared_pages[size_t(p - g_shared_base) >> g_page_shift];
+    if (!r) return;  // a guard page: the access faults, and the SIGSEGV handler names it
+    const unsigned checks = config().checks;
+    if ((checks & check_shared_bounds) && (p < r->ptr || p + n > r->ptr + r->bytes))
+        fail_in_thread("shared memory out of bounds: " + thread_name(fb.current) + " of " +
+                       block_name() + (write ? " writes " : " reads ") + std::to_string(n) +
+                       " bytes at " + code_at(pc) + ": " + r->where(p));
+    if (!(checks & check_races)) return;
+    const uint32_t e = fb.epoch;
+    const int tid = fb.current, warp = tid >> 5;
+    const uint32_t bit = 1u << warp;
+    const size_t first = size_t(p - r->data) >> 2, last = size_t(p + n - 1 - r->data) >> 2;
+    for (size_t w = first; w <= last; w++) {
+        ShadowWord& sw = r->shadow[w];
+        const unsigned char* at = r->data + 4 * w;
+        if (sw.w_epoch == e && (sw.w_tid >> 5) != warp)
+            race_error(*r, at, write, pc, "wrote", sw.w_tid, sw.w_pc);
+        if (write) {
+            if (sw.r_epoch == e && (sw.r_warps & ~bit)) {
+                const bool first_other = (sw.r1_tid >> 5) != warp;
+                race_error(*r, at, write, pc, "read", first_other ? sw.r1_tid : sw.r2_tid,
+                           first_other ? sw.r1_pc : sw.r2_pc);
+            }
+            sw.w_epoch = e, sw.w_tid = uint16_t(tid), sw.w_pc = pc;
+        } else if (sw.r_epoch != e) {
+            sw.r_epoch = e, sw.r_warps = bit, sw.r1_tid = uint16_t(tid), sw.r1_pc = pc;
+            sw.r2_tid = 0xFFFF;
+        } else if (!(sw.r_warps & bit)) {
+            sw.r_warps |= bit;
+            if (sw.r2_tid == 0xFFFF) sw.r2_tid = uint16_t(tid), sw.r2_pc = pc;
+        }
+    }
+}
+
+inline std::string global_where(const unsigned char* p) {
+    std::lock_guard<std::mutex> lock(global_mutex());
+    for (const auto& [key, a] : global_allocs()) {
+        if (p < a.map || p >= a.map + a.map_bytes) continue;
+        const std::string buf = "a cudaMalloc'd buffer of " + std::to_string(a.bytes) + " bytes";
+        if (p < a.ptr) return std::to_string(a.ptr - p) + " bytes before the start of " + buf;
+        return "byte " + std::to_string(p - a.ptr) + " of " + buf + ", past its end";
+    }
+    return "no live cudaMalloc'd buffer (freed memory, or a guard page between buffers)";
+}
+
+inline void global_access(FiberBlock& fb, const unsigned char* p, size_t n, bool write,
+                          const void* pc) {
+    if (!(config().checks & check_global_bounds)) return;
+    const size_t off = size_t(p - g_global_base), page = size_t(1) << g_page_shift;
+    const GlobalPage& pg = g_global_pages[off >> g_page_shift];
+    const size_t in = off & (page - 1);
+    if (in >= pg.lo && in + n <= pg.hi) return;
+    if (in >= pg.lo && pg.hi == page && in + n > page) {  // on into the next page
+        const GlobalPage& next = g_global_pages[(off >> g_page_shift) + 1];
+        if (next.lo == 0 && in + n - page <= next.hi) return;
+    }
+    const unsigned char* bad = in < pg.lo || in >= pg.hi ? p : p + (pg.hi - in);
+    fail_in_thread("global memory out of bounds: " + thread_name(fb.current) + " of " +
+                   block_name() + (write ? " writes " : " reads ") + std::to_string(n) +
+                   " bytes at " + code_at(pc) + ": " + global_where(bad));
+}
+
+// One load or store of n bytes by the kernel code (the hooks in cuda/emu/racecheck.cpp).
+// sized: the compiler's N-byte access of a type aligned to N (so it must be N-aligned).
+// The hooks call it only for an address in one of the two ranges, or a misaligned one
+// (access_matters); most accesses (the stack, host memory) end there.
+__attribute__((always_inline)) inline bool access_matters(const void* addr, size_t n, bool sized) {
+    const uintptr_t p = uintptr_t(addr);
+    return (p - uintptr_t(g_shared_base) < g_shared_size) |
+           (p - uintptr_t(g_global_base) < g_global_size) | (sized & ((p & (n - 1)) != 0));
+}
+__attribute__((noinline)) inline void on_access(const void* addr, size_t n, bool write,
+                                                bool sized, const void* pc) {
+    const unsigned char* p = static_cast<const unsigned char*>(addr);
+    const bool in_shared = uintptr_t(p) - uintptr_t(g_shared_base) < g_shared_size;
+    const bool in_global = uintptr_t(p) - uintptr_t(g_global_base) < g_global_size;
+    const bool misaligned = sized && n > 1 && (uintptr_t(p) & (n - 1));
+    if (!in_shared && !in_global && !misaligned) return;
+    FiberBlock* fb = t_fb;
+    if (!fb || !fb->in_kernel || n == 0) return;
+    if (misaligned && (config().checks & check_alignment)) {
+        char where[64];
+        std::snprintf(where, sizeof where, "%p", addr);
+        fail_in_thread("misaligned " + std::to_string(n) + "-byte " +
+                       (write ? "store to " : "load from ") + where + " (" +
+                       std::to_string(uintptr_t(p) & (n - 1)) + " bytes past a " +
+                       std::to_string(n) + "-byte boundary) by " + thread_name(fb->current) +
+                       " of " + block_name() + " at " + code_at(pc) +
+                       ": a GPU faults; float2 and float4 accesses need 8- and 16-byte alignment");
+    }
+    if (in_shared) shared_access(*fb, p, n, write, pc);
+    else if (in_global) global_access(*fb, p, n, write, pc);
 }
 #endif  // !EMU_THREADS
 
@@ -989,10 +1349,37 @@ inline cudaError_t cudaGetLastError() {
     return e;
 }
 inline cudaError_t cudaPeekAtLastError() { return ::emu::last_error(); }
+// A buffer is whole pages in emu::global_space(), a guard page (PROT_NONE) on each side, its
+// start 256-byte aligned as cudaMalloc's and its end at most 255 bytes before the second guard;
+// the access hooks check every kernel access against its exact bounds (the pages' [lo, hi)).
 inline cudaError_t cudaMalloc(void** p, size_t bytes) {
-    *p = std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
-    if (!*p) return cudaErrorMemoryAllocation;
-    std::memset(*p, 0xFF, bytes);  // NaN bytes: reading memory nobody wrote shows up
+    using namespace ::emu;
+    const size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+    const size_t page = page_bytes(), data_bytes = (rounded + page - 1) / page * page;
+    Space& space = global_space();
+    unsigned char* map = space.base ? space.take(data_bytes + 2 * page) : nullptr;
+    if (!map || mprotect(map + page, data_bytes, PROT_READ | PROT_WRITE) != 0) {
+        if (map) space.give(map, data_bytes + 2 * page);
+        if (space.base && rounded <= space.size) return cudaErrorMemoryAllocation;
+        *p = std::aligned_alloc(256, rounded);  // no address space reserved: unchecked
+        if (!*p) return cudaErrorMemoryAllocation;
+        std::memset(*p, 0xFF, bytes);
+        return cudaSuccess;
+    }
+    unsigned char* ptr = map + page + data_bytes - rounded;
+    const size_t first = size_t(map + page - space.base) >> g_page_shift;
+    const size_t start = size_t(ptr - (map + page)), end = start + bytes;
+    for (size_t k = 0; k < data_bytes / page; k++) {
+        const size_t lo = k * page, hi = lo + page;
+        g_global_pages[first + k].lo = uint32_t(std::max(start, lo) - lo);
+        g_global_pages[first + k].hi = uint32_t(std::max(std::min(end, hi), lo) - lo);
+    }
+    {
+        std::lock_guard<std::mutex> lock(global_mutex());
+        global_allocs()[uintptr_t(ptr)] = GlobalAlloc{map, data_bytes + 2 * page, ptr, bytes};
+    }
+    std::memset(ptr, 0xFF, bytes);  // NaN bytes: reading memory nobody wrote shows up
+    *p = ptr;
     return cudaSuccess;
 }
 template <class T>
@@ -1000,7 +1387,23 @@ inline cudaError_t cudaMalloc(T** p, size_t bytes) {
     return cudaMalloc(reinterpret_cast<void**>(p), bytes);
 }
 inline cudaError_t cudaFree(void* p) {
-    std::free(p);
+    using namespace ::emu;
+    if (!p) return cudaSuccess;
+    if (!global_space().holds(p)) {
+        std::free(p);
+        return cudaSuccess;
+    }
+    GlobalAlloc a;
+    {
+        std::lock_guard<std::mutex> lock(global_mutex());
+        auto it = global_allocs().find(uintptr_t(p));
+        if (it == global_allocs().end()) return cudaErrorInvalidValue;
+        a = it->second;
+        global_allocs().erase(it);
+    }
+    const size_t page = page_bytes(), first = size_t(a.map + page - g_global_base) >> g_page_shift;
+    for (size_t k = 0; k < (a.map_bytes - 2 * page) / page; k++) g_global_pages[first + k] = {};
+    global_space().give(a.map, a.map_bytes);
     return cudaSuccess;
 }
 inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
@@ -1098,10 +1501,82 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b)
 // ---- the launch -------------------------------------------------------------------------------
 namespace emu {
 
+// "{code 0x...}" in a message -> "file:line" from the program's line tables (addr2line; the
+// objects with kernels are compiled with -g1), or "code address 0x..." where that fails.
+inline std::string resolve_code_addresses(std::string msg) {
+    for (size_t at; (at = msg.find("{code ")) != std::string::npos;) {
+        const size_t end = msg.find('}', at);
+        if (end == std::string::npos) break;
+        const std::string hexpc = msg.substr(at + 6, end - at - 6);
+        const uintptr_t pc = uintptr_t(std::strtoull(hexpc.c_str(), nullptr, 16));
+        struct Found {
+            uintptr_t pc, rel = 0;
+            std::string file;
+        } found{pc, 0, ""};
+        dl_iterate_phdr(
+            [](dl_phdr_info* info, size_t, void* data) {
+                Found& f = *static_cast<Found*>(data);
+                for (int k = 0; k < info->dlpi_phnum; k++) {
+                    const ElfW(Phdr)& ph = info->dlpi_phdr[k];
+                    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+                    if (ph.p_type != PT_LOAD || f.pc < lo || f.pc >= lo + ph.p_memsz) continue;
+                    f.rel = f.pc - info->dlpi_addr;
+                    f.file = info->dlpi_name ? info->dlpi_name : "";
+                    if (f.file.empty()) {
+                        char self[4096];
+                        const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+                        f.file = len > 0 ? std::string(self, size_t(len)) : "";
+                    }
+                    return 1;
+                }
+                return 0;
+            },
+            &found);
+        std::string where = "code address " + hexpc;
+        if (!found.file.empty() && found.file.find('\'') == std::string::npos) {
+            char cmd[4400];
+            std::snprintf(cmd, sizeof cmd, "addr2line -e '%s' 0x%lx 2>/dev/null",
+                          found.file.c_str(), (unsigned long)(found.rel - 1));
+            if (FILE* pipe = popen(cmd, "r")) {
+                char line[1024] = "";
+                if (std::fgets(line, sizeof line, pipe)) {
+                    std::string l(line);
+                    const size_t cut = l.find_first_of(" \n");
+                    if (cut != std::string::npos) l.resize(cut);
+                    if (!l.empty() && l.find("??") == std::string::npos) {
+                        const size_t root = l.find("/cuda/"), tests = l.find("/tests/");
+                        if (root != std::string::npos) l = l.substr(root + 1);
+                        else if (tests != std::string::npos) l = l.substr(tests + 1);
+                        where = l;
+                    }
+                }
+                pclose(pipe);
+            }
+        }
+        msg.replace(at, end + 1 - at, where);
+    }
+    return msg;
+}
+
 // Runs body() once per CUDA thread of every block; throws std::runtime_error on an error,
 // or when the launch breaks a rule the device enforces (kernel: for its shared-memory opt-in).
+// The kernels launched so far (each template instance once): emu-racecheck's count.
+inline std::mutex& launched_mutex() {
+    static std::mutex m;
+    return m;
+}
+inline std::vector<const void*>& launched_kernels() {
+    static std::vector<const void*> v;
+    return v;
+}
+
 inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<void()>& body,
                      const void* kernel = nullptr) {
+    if (kernel) {
+        std::lock_guard<std::mutex> lock(launched_mutex());
+        std::vector<const void*>& v = launched_kernels();
+        if (std::find(v.begin(), v.end(), kernel) == v.end()) v.push_back(kernel);
+    }
     const int nthreads = int(block.x * block.y * block.z);
     const long nblocks = long(grid.x) * grid.y * grid.z;
     auto refuse = [&](const std::string& why) {
@@ -1167,8 +1642,11 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
         fb.bs.block_dim = block;
         fb.bs.arena = &fb.arena;
         fb.fault_region = nullptr;
+        // The reverse schedule also runs the blocks last to first: a kernel whose blocks race
+        // on global memory (one reads what another writes) gives a different result.
+        const bool reverse_blocks = config().schedule == Schedule::reverse;
         for (long b; (b = next.fetch_add(1)) < nblocks;) {
-            fb.bs.block_idx = block_index(b);
+            fb.bs.block_idx = block_index(reverse_blocks ? nblocks - 1 - b : b);
             fb.arena.begin_block(shmem, total_limit);
             run_block_fibers(fb, nthreads);
             if (fb.bs.error.empty()) fb.bs.error = fb.arena.end_block();
@@ -1228,7 +1706,7 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
 #endif
     if (!error.empty()) {
         last_error() = cudaErrorLaunchFailure;
-        throw std::runtime_error("emulator: " + error);
+        throw std::runtime_error("emulator: " + resolve_code_addresses(error));
     }
 }
 

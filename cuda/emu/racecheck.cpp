@@ -1,0 +1,94 @@
+// The access hooks of the emulator's checks (cuda/emu/emulator.h, emu::on_access): the objects
+// that hold kernels are compiled with GCC's ThreadSanitizer instrumentation (-fsanitize=thread,
+// cuda/cuda.mk's EMU_INSTRUMENT) and linked with this file instead of ThreadSanitizer's
+// runtime. Every load and store of theirs calls one of the functions below, with its address
+// and size; the caller's return address names the source line in a report. Atomics do the
+// operation and nothing else: they are exempt from the race check, as on a GPU. This file itself
+// is compiled without the instrumentation.
+#include "cuda/emu/emulator.h"
+
+#include <cstdint>
+
+#define EMU_PC __builtin_return_address(0)
+// The hooks' fast path: nothing to check for most addresses.
+#define EMU_HOOK(N, WRITE, SIZED)                                    \
+    {                                                                \
+        if (__builtin_expect(::emu::access_matters(p, N, SIZED), 0)) \
+            ::emu::on_access(p, N, WRITE, SIZED, EMU_PC);            \
+    }
+
+extern "C" {
+void __tsan_init() {}
+void __tsan_func_entry(void*) {}
+void __tsan_func_exit() {}
+void __tsan_vptr_update(void**, void*) {}
+void __tsan_vptr_read(void**) {}
+
+#define EMU_SIZED(N)                                                                               \
+    void __tsan_read##N(void* p) EMU_HOOK(N, false, true) void __tsan_write##N(void* p)            \
+        EMU_HOOK(N, true, true) void __tsan_unaligned_read##N(void* p)                             \
+            EMU_HOOK(N, false, false) void __tsan_unaligned_write##N(void* p)                      \
+                EMU_HOOK(N, true, false) void __tsan_volatile_read##N(void* p)                     \
+                    EMU_HOOK(N, false, true) void __tsan_volatile_write##N(void* p) EMU_HOOK(      \
+                        N, true, true) void __tsan_unaligned_volatile_read##N(void* p)             \
+                        EMU_HOOK(N, false, false) void __tsan_unaligned_volatile_write##N(void* p) \
+                            EMU_HOOK(N, true, false)
+EMU_SIZED(1)
+EMU_SIZED(2)
+EMU_SIZED(4)
+EMU_SIZED(8)
+EMU_SIZED(16)
+#undef EMU_SIZED
+
+void __tsan_read_range(void* p, unsigned long n) { ::emu::on_access(p, n, false, false, EMU_PC); }
+void __tsan_write_range(void* p, unsigned long n) { ::emu::on_access(p, n, true, false, EMU_PC); }
+
+// Atomics: the operation itself, sequentially consistent whatever order was asked for (never
+// weaker than asked).
+#define EMU_ATOMIC(BITS, T)                                                                     \
+    T __tsan_atomic##BITS##_load(const volatile T* a, int) {                                    \
+        return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                            \
+    }                                                                                           \
+    void __tsan_atomic##BITS##_store(volatile T* a, T v, int) {                                 \
+        __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                               \
+    }                                                                                           \
+    T __tsan_atomic##BITS##_exchange(volatile T* a, T v, int) {                                 \
+        return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                     \
+    }                                                                                           \
+    T __tsan_atomic##BITS##_fetch_add(volatile T* a, T v, int) {                                \
+        return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                      \
+    }                                                                                           \
+    T __tsan_atomic##BITS##_fetch_sub(volatile T* a, T v, int) {                                \
+        return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                      \
+    }                                                                                           \
+    T __tsan_atomic##BITS##_fetch_and(volatile T* a, T v, int) {                                \
+        return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                      \
+    }                                                                                           \
+    T __tsan_atomic##BITS##_fetch_or(volatile T* a, T v, int) {                                 \
+        return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                       \
+    }                                                                                           \
+    T __tsan_atomic##BITS##_fetch_xor(volatile T* a, T v, int) {                                \
+        return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                      \
+    }                                                                                           \
+    T __tsan_atomic##BITS##_fetch_nand(volatile T* a, T v, int) {                               \
+        return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                     \
+    }                                                                                           \
+    int __tsan_atomic##BITS##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {     \
+        return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+    }                                                                                           \
+    int __tsan_atomic##BITS##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {       \
+        return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+    }                                                                                           \
+    T __tsan_atomic##BITS##_compare_exchange_val(volatile T* a, T c, T v, int, int) {           \
+        __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);       \
+        return c;                                                                               \
+    }
+EMU_ATOMIC(8, uint8_t)
+EMU_ATOMIC(16, uint16_t)
+EMU_ATOMIC(32, uint32_t)
+EMU_ATOMIC(64, uint64_t)
+#undef EMU_ATOMIC
+
+void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+}

@@ -1,0 +1,472 @@
+// emu-racecheck (cuda/emu/emu.mk, part of `make test`): the emulator's access checks
+// (cuda/emu/emulator.h, on_access), which exist where the kernels are compiled with the access
+// hooks. First every kernel in cuda/ at small sizes, which must run clean; then one planted bug
+// per check, each caught and named, and each missed with its check turned off (or, for the
+// carved tiles, with the tiles carved by hand), so that no test here passes without its check.
+#include <doctest.h>
+
+#include "cuda/kernels.h"
+#include "cuda/launch.h"
+
+#include <cmath>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <csignal>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+static_assert(emu::instrumented(), "emu-racecheck is built with EMU_INSTRUMENT (cuda/emu/emu.mk)");
+
+template <class Launch>
+std::string launch_error(Launch launch) {
+    try {
+        launch();
+    } catch (const std::exception& e) {
+        cudaGetLastError();
+        return e.what();
+    }
+    return "";
+}
+
+// Runs f() in a forked child: a planted fault that no check catches kills the child only.
+struct ChildResult {
+    bool exited;  // the child returned normally (a signal: false)
+    std::string text;
+};
+template <class F>
+ChildResult in_child(F f) {
+    int fd[2];
+    REQUIRE(pipe(fd) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(fd[0]);
+        signal(SIGSEGV,
+               SIG_DFL);  // an uncaught fault ends the child quietly (not doctest's report)
+        std::string text;
+        try {
+            text = f();
+        } catch (const std::exception& e) {
+            text = std::string("exception: ") + e.what();
+        }
+        if (write(fd[1], text.data(), text.size()) < 0) _exit(3);
+        _exit(0);
+    }
+    close(fd[1]);
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;)
+        text.append(buf, size_t(n));
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return {WIFEXITED(status) && WEXITSTATUS(status) == 0, text};
+}
+
+// With one check turned off for the scope.
+struct Without {
+    unsigned saved;
+    explicit Without(unsigned check) : saved(emu::config().checks) {
+        emu::config().checks &= ~check;
+    }
+    ~Without() { emu::config().checks = saved; }
+};
+
+gpu::Buffer<float> filled(size_t n, unsigned seed = 1) {
+    std::vector<float> v(n);
+    unsigned long long s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (float& x : v) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x = float(double(s >> 40) / 16777216.0 - 0.5);
+    }
+    gpu::Buffer<float> d(n);
+    if (n) CUDA_CHECK(cudaMemcpy(d.data(), v.data(), n * 4, cudaMemcpyHostToDevice));
+    return d;
+}
+
+// Whether this build can turn a code address into file:line (addr2line and line tables; not,
+// say, under qemu-user). Where it cannot, the reports name the code address instead.
+bool lines_resolve() {
+    static const bool yes = [] {
+        const std::string s = emu::resolve_code_addresses(
+            emu::code_at(reinterpret_cast<const char*>(&lines_resolve) + 1));
+        return s.find("racecheck_tests.cpp:") != std::string::npos;
+    }();
+    return yes;
+}
+// "file:LINE" where lines resolve, else "code address".
+std::string at_line(int line) {
+    return lines_resolve() ? "cuda/emu/racecheck_tests.cpp:" + std::to_string(line)
+                           : std::string("code address");
+}
+
+}  // namespace
+
+// ---- every kernel, clean ------------------------------------------------------------------
+TEST_CASE("emulator checks: every kernel in cuda/ runs clean under the access checks") {
+    CHECK(emu::config().checks == emu::all_checks);  // (EMU_RACECHECK=0: to time the check)
+    auto clean = [](const char* what, auto f) {
+        const std::string e = launch_error(f);
+        CHECK_MESSAGE(e.empty(), what << ": " << e);
+    };
+    // sgemm: every version, every tile shape, every transpose; a ragged shape (guards, the
+    // scalar path: ld odd), an aligned one (float4, the unguarded inner loop), few rows (the
+    // few-rows kernels), a deep K on a small grid (split-K and its sum).
+    const SgemmTile tiles[] = {SgemmTile::automatic,        SgemmTile::b128x128t8x8,
+                               SgemmTile::b128x64t8x8,      SgemmTile::b128x128t8x16,
+                               SgemmTile::b128x256t8x16,    SgemmTile::b256x128t16x8,
+                               SgemmTile::few_rows_one_pass};
+    const SgemmVersion versions[] = {SgemmVersion::naive, SgemmVersion::tiled,
+                                     SgemmVersion::register_tiled, SgemmVersion::warp_tiled};
+    struct Shape {
+        int M, N, K;
+    };
+    for (Shape sh :
+         {Shape{130, 129, 17}, Shape{128, 128, 16}, Shape{8, 96, 200}, Shape{64, 64, 4096}})
+        for (int t = 0; t < 4; t++) {
+            const bool ta = t & 2, tb = t & 1;
+            const int lda = ta ? sh.M : sh.K, ldb = tb ? sh.K : sh.N;
+            auto A = filled(size_t(sh.M) * sh.K), B = filled(size_t(sh.K) * sh.N, 2);
+            gpu::Buffer<float> C(size_t(sh.M) * sh.N);
+            for (SgemmVersion v : versions)
+                for (SgemmTile tile : tiles) {
+                    if (v != SgemmVersion::warp_tiled && tile != SgemmTile::automatic) continue;
+                    if (sh.K == 4096 && tile != SgemmTile::automatic) continue;
+                    clean("sgemm", [&] {
+                        sgemm_cuda(ta, tb, sh.M, sh.N, sh.K, 1.0f, A.data(), lda, B.data(), ldb,
+                                   0.0f, C.data(), sh.N, 1, 0, 0, 0, v, tile);
+                    });
+                }
+        }
+    {
+        const int rows = 140, cols = 70;  // causal: two 70 x 70 blocks
+        auto S = filled(size_t(rows) * cols), dP = filled(size_t(rows) * cols, 3);
+        gpu::Buffer<float> P(size_t(rows) * cols), dS(size_t(rows) * cols), out(cols);
+        for (bool causal : {false, true})
+            clean("softmax", [&] { softmax_forward_cuda(S.data(), P.data(), rows, cols, causal); });
+        clean("softmax backward",
+              [&] { softmax_backward_cuda(P.data(), dP.data(), dS.data(), rows, cols); });
+        clean("row_dot", [&] { row_dot_cuda(S.data(), dP.data(), out.data(), 1, cols); });
+        clean("column_sum", [&] { column_sum_cuda(S.data(), out.data(), rows, cols); });
+        clean("sum", [&] { sum_cuda(S.data(), out.data(), long(rows) * cols); });
+        clean("max_abs", [&] { max_abs_cuda(S.data(), out.data(), long(rows) * cols); });
+    }
+    {
+        const int B = 2, n = 5, h = 3, d_k = 4;
+        const size_t sz = size_t(B) * n * h * d_k;
+        auto x = filled(sz), qkv = filled(3 * sz);
+        gpu::Buffer<float> y(sz), Q(sz), K(sz), V(sz), back(3 * sz);
+        clean("split_heads", [&] { split_heads_cuda(x.data(), y.data(), B, n, h, d_k); });
+        clean("merge_heads", [&] { merge_heads_cuda(y.data(), x.data(), B, n, h, d_k); });
+        clean("split_qkv",
+              [&] { split_qkv_cuda(qkv.data(), Q.data(), K.data(), V.data(), B, n, h, d_k); });
+        clean("merge_qkv",
+              [&] { merge_qkv_cuda(Q.data(), K.data(), V.data(), back.data(), B, n, h, d_k); });
+    }
+    // Attention: naive, FlashAttention 1 and 2 at every head width they are compiled for,
+    // causal and not, the float4 path (d_k % 4 == 0) and the scalar one (d_k = 30).
+    for (int d_k : {30, 64, 128})
+        for (bool causal : {false, true}) {
+            const int B = 1, h = 2, n = 70;
+            const size_t sz = size_t(B) * h * n * d_k;
+            auto Q = filled(sz, 1), K = filled(sz, 2), V = filled(sz, 3), dO = filled(sz, 4);
+            gpu::Buffer<float> O(sz), L(size_t(B) * h * n), dQ(sz), dK(sz), dV(sz);
+            gpu::Buffer<float> P(size_t(B) * h * n * n);
+            if (d_k == 64)
+                clean("naive attention", [&] {
+                    attention_naive_forward_cuda(Q.data(), K.data(), V.data(), O.data(), P.data(),
+                                                 B, h, n, d_k, causal);
+                    attention_naive_backward_cuda(Q.data(), K.data(), V.data(), P.data(), dO.data(),
+                                                  dQ.data(), dK.data(), dV.data(), B, h, n, d_k,
+                                                  causal);
+                });
+            for (FlashVersion v : {FlashVersion::simple, FlashVersion::register_tiled})
+                clean("fused attention", [&] {
+                    attention_fused_forward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(),
+                                                 B, h, n, d_k, causal, v);
+                    attention_fused_backward_cuda(Q.data(), K.data(), V.data(), O.data(), L.data(),
+                                                  dO.data(), dQ.data(), dK.data(), dV.data(), B, h,
+                                                  n, d_k, causal, v);
+                });
+        }
+    {
+        const int n = 3, B = 2, d = 24;
+        auto x = filled(size_t(n) * B * d), Wi = filled(size_t(4) * d * d, 2),
+             Wh = filled(size_t(4) * d * d, 3), b = filled(size_t(4) * d, 4),
+             dh = filled(size_t(n) * B * d, 5);
+        gpu::Buffer<float> hb(size_t(n + 1) * B * d), cb(size_t(n + 1) * B * d),
+            g(size_t(n) * B * 4 * d), dx(size_t(n) * B * d), dWi(size_t(4) * d * d),
+            dWh(size_t(4) * d * d), db(size_t(4) * d), tmp(size_t(B) * d);
+        for (bool fused : {true, false})
+            clean("lstm forward", [&] {
+                CUDA_CHECK(cudaMemset(hb.data(), 0, size_t(B) * d * 4));
+                CUDA_CHECK(cudaMemset(cb.data(), 0, size_t(B) * d * 4));
+                lstm_forward_cuda(x.data(), Wi.data(), Wh.data(), b.data(), n, B, d, hb.data(),
+                                  cb.data(), g.data(), fused);
+            });
+        clean("lstm backward", [&] {
+            lstm_backward_cuda(x.data(), Wi.data(), Wh.data(), hb.data(), cb.data(), g.data(),
+                               dh.data(), n, B, d, dx.data(), dWi.data(), dWh.data(), db.data());
+        });
+    }
+    const size_t kernels = emu::launched_kernels().size();
+    MESSAGE("distinct kernels launched under the checks: " << kernels);
+    CHECK(kernels >= 60);
+}
+
+// ---- planted bugs ---------------------------------------------------------------------------
+namespace {
+
+// Two warps: each thread writes its word, then reads the other warp's mirror word. Between them
+// a __syncthreads (correct), a __syncwarp or a shuffle (a race: they order one warp's lanes
+// only; the fiber scheduler ran every thread to them before releasing any, so the schedule
+// check could not see it).
+enum class Between { syncthreads, syncwarp, shuffle };
+__global__ void mirror_kernel(float* out, Between between) {
+    SHARED(float, tile, [64]);
+    float v = float(threadIdx.x);
+    tile[threadIdx.x] = v;  // the write (MIRROR_WRITE_LINE)
+    if (between == Between::syncthreads)
+        __syncthreads();
+    else if (between == Between::syncwarp)
+        __syncwarp();
+    else
+        v += __shfl_xor_sync(0xffffffffu, v, 1);
+    out[threadIdx.x] = tile[63 - threadIdx.x] + 0.0f * v;  // the read (MIRROR_READ_LINE)
+}
+constexpr int MIRROR_WRITE_LINE = 233, MIRROR_READ_LINE = 240;
+
+// Atomics on one shared word from every warp, then a read after the barrier: no race.
+__global__ void shared_atomics_kernel(int* out) {
+    SHARED(int, count, [1]);
+    if (threadIdx.x == 0) count[0] = 0;
+    __syncthreads();
+    atomicAdd(&count[0], 1);
+    __syncthreads();
+    out[threadIdx.x] = count[0];
+}
+
+// A float4 copied between p + 32 (aligned) and p + offset floats: loaded from there, or
+// stored there.
+__global__ void vector_access_kernel(float* p, int offset, bool store) {
+    if (threadIdx.x != 0) return;
+    float4* aligned = reinterpret_cast<float4*>(p + 32);
+    float4* moved = reinterpret_cast<float4*>(p + offset);
+    if (store)
+        *moved = *aligned;
+    else
+        *aligned = *moved;
+}
+
+// Thread 0 reads in[index] into out[0].
+__global__ void global_read_kernel(const float* in, float* out, long index) {
+    if (threadIdx.x == 0) out[0] = in[index];
+}
+
+// Thread 0 reads row[index] of a 64-float shared array.
+__global__ void shared_read_kernel(float* out, int index) {
+    SHARED(float, row, [64]);
+    row[threadIdx.x] = 1.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = row[index];
+}
+
+// Two 32-float tiles carved from the dynamic shared memory; thread 0 reads a[index]: a[32] is an
+// overrun into b (on a GPU, b[0]). by_hand: carved by pointer arithmetic, as before SHARED_TILE.
+__global__ void carved_kernel(float* out, int index, bool by_hand) {
+    DYNAMIC_SHARED(float, smem);
+    float* a = smem;
+    float* b = smem + 32;
+    if (!by_hand) {
+        SHARED_TILE(float, ta, smem, 32);
+        SHARED_TILE(float, tb, smem, 32);
+        a = ta, b = tb;
+    }
+    a[threadIdx.x] = 1.0f;
+    b[threadIdx.x] = 2.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = a[index];
+}
+
+}  // namespace
+
+TEST_CASE("emulator checks: a race between warps with a __syncwarp or a shuffle between") {
+    gpu::Buffer<float> out(64);
+    for (Between between : {Between::syncwarp, Between::shuffle}) {
+        CAPTURE(int(between));
+        auto run = [&] { launch_kernel(mirror_kernel, dim3(1), dim3(64), 0, out.data(), between); };
+        const std::string e = launch_error(run);
+        CHECK_MESSAGE(e.find("shared-memory race on byte ") != std::string::npos, e);
+        CHECK_MESSAGE(e.find("of shared array `tile`") != std::string::npos, e);
+        // Both threads (one of each warp) and both source lines: the write and the read.
+        CHECK_MESSAGE(std::regex_search(e, std::regex(R"(thread \(\d+,0,0\) \(warp 1\))")), e);
+        CHECK_MESSAGE(std::regex_search(e, std::regex(R"(thread \(\d+,0,0\) \(warp 0\))")), e);
+        CHECK_MESSAGE(e.find(at_line(MIRROR_WRITE_LINE)) != std::string::npos, e);
+        CHECK_MESSAGE(e.find(at_line(MIRROR_READ_LINE)) != std::string::npos, e);
+        // What the check adds: the schedule comparison passes this kernel, and so does the
+        // launch with the race check off.
+        CHECK(emu::same_under_both_schedules(
+            [&] {
+                Without off(emu::check_races);
+                run();
+            },
+            [&] {
+                std::vector<float> v(64);
+                CUDA_CHECK(cudaMemcpy(v.data(), out.data(), 256, cudaMemcpyDeviceToHost));
+                return v;
+            }));
+        Without off(emu::check_races);
+        CHECK(launch_error(run).empty());
+    }
+    // Correct: a __syncthreads between; atomics from every warp on one word.
+    CHECK(launch_error([&] {
+              launch_kernel(mirror_kernel, dim3(1), dim3(64), 0, out.data(), Between::syncthreads);
+          }).empty());
+    gpu::Buffer<int> counts(96);
+    CHECK(launch_error([&] {
+              launch_kernel(shared_atomics_kernel, dim3(2), dim3(96), 0, counts.data());
+          }).empty());
+    std::vector<int> c(96);
+    CUDA_CHECK(cudaMemcpy(c.data(), counts.data(), 96 * 4, cudaMemcpyDeviceToHost));
+    CHECK(c == std::vector<int>(96, 96));
+}
+
+TEST_CASE("emulator checks: a misaligned float4 load and store") {
+    for (bool store : {false, true}) {
+        CAPTURE(store);
+        auto run = [store] {
+            gpu::Buffer<float> p(128);
+            return launch_error([&] {
+                launch_kernel(vector_access_kernel, dim3(1), dim3(32), 0, p.data(), 1, store);
+            });
+        };
+        ChildResult r = in_child(run);
+        REQUIRE_MESSAGE(r.exited, "the child died: the access was not caught");
+        CHECK_MESSAGE(r.text.find(std::string("misaligned 16-byte ") +
+                                  (store ? "store to " : "load from ")) != std::string::npos,
+                      r.text);
+        CHECK_MESSAGE(
+            r.text.find("(4 bytes past a 16-byte boundary) by thread (0,0,0)") != std::string::npos,
+            r.text);
+        CHECK_MESSAGE(r.text.find(lines_resolve() ? "racecheck_tests.cpp:" : "code address") !=
+                          std::string::npos,
+                      r.text);
+        // Aligned: fine.
+        gpu::Buffer<float> p(128);
+        CHECK(launch_error([&] {
+                  launch_kernel(vector_access_kernel, dim3(1), dim3(32), 0, p.data(), 4, store);
+              }).empty());
+        // Without the check: the store faults (the child dies), the load goes unseen.
+        ChildResult off = in_child([&] {
+            Without w(emu::check_alignment);
+            return run();
+        });
+        CHECK((!off.exited || off.text.empty()));
+    }
+}
+
+TEST_CASE("emulator checks: a global read past a buffer's end or before its start") {
+    gpu::Buffer<float> out(1);
+    struct Case {
+        long index;
+        const char* expect;
+    };
+    for (Case c : {Case{100, "byte 400 of a cudaMalloc'd buffer of 400 bytes, past its end"},
+                   Case{1000, "byte 4000 of a cudaMalloc'd buffer of 400 bytes, past its end"},
+                   Case{-1, "4 bytes before the start of a cudaMalloc'd buffer of 400 bytes"}}) {
+        CAPTURE(c.index);
+        float* in = nullptr;
+        CUDA_CHECK(cudaMalloc(&in, 400));  // 100 floats: the slack to 512 bytes is checked too
+        ChildResult r = in_child([&] {
+            return launch_error([&] {
+                launch_kernel(global_read_kernel, dim3(1), dim3(32), 0, in, out.data(), c.index);
+            });
+        });
+        REQUIRE_MESSAGE(r.exited, "the child died: the access was not caught");
+        CHECK_MESSAGE(r.text.find("global memory out of bounds: thread (0,0,0) (warp 0) of block "
+                                  "(0,0,0) reads 4 bytes at") != std::string::npos,
+                      r.text);
+        CHECK_MESSAGE(r.text.find(c.expect) != std::string::npos, r.text);
+        if (c.index == 100) {  // inside the last page: only the check sees it
+            Without off(emu::check_global_bounds);
+            CHECK(launch_error([&] {
+                      launch_kernel(global_read_kernel, dim3(1), dim3(32), 0, in, out.data(),
+                                    c.index);
+                  }).empty());
+        }
+        CUDA_CHECK(cudaFree(in));
+    }
+}
+
+TEST_CASE("emulator checks: a shared read before an array's start or in its padding") {
+    gpu::Buffer<float> out(1);
+    for (int index : {-1, -3}) {
+        CAPTURE(index);
+        auto run = [&] {
+            return launch_error([&] {
+                launch_kernel(shared_read_kernel, dim3(1), dim3(64), 0, out.data(), index);
+            });
+        };
+        const std::string e = run();
+        CHECK_MESSAGE(e.find("shared memory out of bounds: thread (0,0,0) (warp 0) of block "
+                             "(0,0,0) reads 4 bytes at") != std::string::npos,
+                      e);
+        CHECK_MESSAGE(e.find(std::to_string(-4 * index) +
+                             " bytes before the start of shared array `row`") != std::string::npos,
+                      e);
+        Without off(emu::check_shared_bounds);
+        CHECK(run().empty());  // it reads the NaN padding, unseen
+    }
+}
+
+TEST_CASE("emulator checks: an overrun from one carved shared tile into the next") {
+    gpu::Buffer<float> out(1);
+    auto run = [&](int index, bool by_hand) {
+        return launch_error([&] {
+            launch_kernel(carved_kernel, dim3(1), dim3(32), 64 * sizeof(float), out.data(), index,
+                          by_hand);
+        });
+    };
+    ChildResult r = in_child([&] { return run(32, false); });
+    REQUIRE_MESSAGE(r.exited, "the child died: the access was not caught");
+    CHECK_MESSAGE(r.text.find("shared memory out of bounds") != std::string::npos, r.text);
+    CHECK_MESSAGE(r.text.find("byte 128 of shared tile `ta`") != std::string::npos, r.text);
+    CHECK_MESSAGE(r.text.find("carved from the dynamic shared memory") != std::string::npos,
+                  r.text);
+    CHECK(run(31, false).empty());
+    // Carved by hand the overrun reads b[0]: a valid address, nothing to see.
+    CHECK(run(32, true).empty());
+    float v = 0;
+    CUDA_CHECK(cudaMemcpy(&v, out.data(), 4, cudaMemcpyDeviceToHost));
+    CHECK(v == 2.0f);
+    // Tiles that do not fit the launch's dynamic shared memory.
+    const std::string small = launch_error([&] {
+        launch_kernel(carved_kernel, dim3(1), dim3(32), 40 * sizeof(float), out.data(), 0, false);
+    });
+    CHECK_MESSAGE(small.find("shared tile `tb`") != std::string::npos, small);
+    CHECK_MESSAGE(small.find("fewer bytes than the tiles") != std::string::npos, small);
+}
+
+// ---- __launch_bounds__, checked at every launch without a hand-written call ---------------
+// The three spellings nvcc accepts; none has CHECK_LAUNCH_BOUNDS in its body: the build's
+// cuda/emu/launch_bounds.pl inserts it.
+__global__ void __launch_bounds__(64) bounds_after_void(int* out) { out[threadIdx.x] = 1; }
+__global__ __launch_bounds__(64) void bounds_before_void(int* out) { out[threadIdx.x] = 2; }
+__launch_bounds__(64, 2) __global__ void bounds_first(int* out) { out[threadIdx.x] = 3; }
+
+TEST_CASE("emulator checks: a block over __launch_bounds__, without a hand-written check") {
+    gpu::Buffer<int> out(128);
+    for (void (*k)(int*) : {bounds_after_void, bounds_before_void, bounds_first}) {
+        const std::string e =
+            launch_error([&] { launch_kernel(k, dim3(1), dim3(128), 0, out.data()); });
+        CHECK_MESSAGE(e.find("128 threads per block, over the kernel's __launch_bounds__(64)") !=
+                          std::string::npos,
+                      e);
+        CHECK(launch_error([&] { launch_kernel(k, dim3(1), dim3(64), 0, out.data()); }).empty());
+    }
+}
