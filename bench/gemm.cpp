@@ -74,15 +74,15 @@ int main(int argc, char** argv) {
     cli::Parser cli("bench-gemm", "sgemm GFLOP/s, ours beside OpenBLAS (best of --repeat runs)");
     cli.option("--sizes", sizes, "square sizes M = N = K");
     cli.option("--repeat", repeat,
-               "timed blocks of calls per size and library (the best is reported)");
+               "timed blocks of calls per size and library (the best is reported)")
+        .range(1, 1'000'000);
     cli.flag("--openblas-best", print_best,
              "print this CPU's best OpenBLAS cores, the one to set first, and exit");
     cli.flag("--openblas-only", openblas_only,
              "time OpenBLAS alone, one 'gflops N TRANSB G' line each (the rerun's child)");
     cli.parse(argc, argv);
-    if (repeat < 1 || repeat > 1000) cli.fail("--repeat must be 1 to 1000");
-    for (int s : sizes)
-        if (s < 1 || s > 16384) cli.fail("--sizes must be 1 to 16384");
+    for (int s : sizes)  // n * n floats per matrix, n^3 multiply-adds: n is kept to 2^16
+        if (s < 1 || s > 65536) cli.fail("--sizes must be between 1 and 65536");
 
     const openblas::Best best = openblas::best_for_this_cpu();
     if (print_best) {

@@ -51,10 +51,13 @@ int main(int argc, char** argv) {
     int batch = 8, d_model = 512, heads = 8, repeat = 3;
     cli::Parser cli("bench-layers", "attention (naive, fused) and LSTM forward+backward");
     cli.option("--seq-lens", seq_lens, "sequence lengths n");
-    cli.option("--batch", batch, "batch size B");
-    cli.option("--d-model", d_model, "model width (LSTM input and hidden width too)");
+    // Bounds that keep the int products below (batch * 512, 3 * d_model) inside an int.
+    cli.option("--batch", batch, "batch size B").range(1, 65536);
+    cli.option("--d-model", d_model, "model width (LSTM input and hidden width too)")
+        .range(1, 65536);
     cli.option("--heads", heads, "attention heads");
-    cli.option("--repeat", repeat, "timed runs per cell after one warm-up (the mean is shown)");
+    cli.option("--repeat", repeat, "timed runs per cell after one warm-up (the mean is shown)")
+        .range(1, 1'000'000);
     cli.parse(argc, argv);
     if (batch < 1 || d_model < 1 || heads < 1 || repeat < 1) cli.fail("sizes must be positive");
     if (d_model % heads != 0) cli.fail("--d-model must be a multiple of --heads");

@@ -58,15 +58,13 @@ int main(int argc, char** argv) {
     bool no_peer = false;
     cli::Parser cli("bench-translate",
                     "chapter 7's training step beside PyTorch, same batches, one thread each");
-    cli.option("--steps", steps, "timed steps per side (the median is reported)");
-    cli.option("--warmup", warmup, "untimed steps before them");
-    cli.option("--seed", seed, "the batches' and the weights' seed");
+    cli.option("--steps", steps, "timed steps per side (the median is reported)")
+        .range(1, 100'000);
+    cli.option("--warmup", warmup, "untimed steps before them").range(0, 100'000);
+    cli.option("--seed", seed, "the batches' and the weights' seed").range(0, 1'000'000'000);
     cli.option("--peer", peer, "the python that runs chapters/7-translate/peer_torch.py", "PY");
     cli.flag("--no-peer", no_peer, "time ours only");
     cli.parse(argc, argv);
-    if (steps < 1 || steps > 100000) cli.fail("--steps must be 1 to 100000");
-    if (warmup < 0 || warmup > 100000) cli.fail("--warmup must be 0 to 100000");
-    if (seed < 0) cli.fail("--seed must be >= 0");
 
     omp_set_num_threads(1);  // one thread each, as chapter 7 trains
 #if defined(M_MMAP_THRESHOLD)  // as chapter 7's main does

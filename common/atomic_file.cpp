@@ -2,6 +2,8 @@
 #include "common/atomic_file.h"
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <dirent.h>
@@ -63,8 +65,54 @@ std::string resolve(const std::string& path) {
     return target;
 }
 
+namespace {
+
+// The part of the temporary name before ".tmp.<pid>": the file name itself, or for a long one
+// its first bytes (cut at a character boundary), '~' and 16 hex digits of FNV-1a-64 of it.
+// 232 + ".tmp." + a pid of up to 10 digits + leeway stays under NAME_MAX = 255.
+std::string temp_stem(const std::string& base) {
+    constexpr size_t MAX_STEM = 232;
+    if (base.size() <= MAX_STEM) return base;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (unsigned char c : base) h = (h ^ c) * 0x100000001b3ULL;
+    size_t keep = MAX_STEM - 17;
+    while (keep > 0 && (static_cast<unsigned char>(base[keep]) & 0xC0) == 0x80) keep--;
+    char hash[24];
+    std::snprintf(hash, sizeof hash, "~%016llx", static_cast<unsigned long long>(h));
+    return base.substr(0, keep) + hash;
+}
+
+std::string temp_prefix(const std::string& target) {
+    const std::string dir = parent_dir(target), stem = temp_stem(base_name(target)) + ".tmp.";
+    return target.find('/') == std::string::npos ? stem : (dir == "/" ? "/" : dir + "/") + stem;
+}
+
+}  // namespace
+
 std::string temp_name(const std::string& target) {
-    return target + ".tmp." + std::to_string(::getpid());
+    return temp_prefix(target) + std::to_string(::getpid());
+}
+
+void check_writable(const std::string& path, bool create_folders) {
+    const std::string target = resolve(path), dir = parent_dir(target);
+    if (std::string what = not_regular(target); !what.empty())
+        throw Error(target + " is " + what + ", not a regular file");
+    if (base_name(target).size() > 255)  // NAME_MAX on Linux, macOS and the BSDs
+        throw Error("cannot write " + target + ": " + std::strerror(ENAMETOOLONG));
+    struct stat st;
+    if (::stat(target.c_str(), &st) != 0 && errno != ENOENT)
+        throw Error("cannot write " + target + ": " + std::strerror(errno));
+    if (create_folders) make_folders(dir);
+    const std::string tmp = temp_name(target);
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) throw Error("cannot create " + tmp + ": " + std::strerror(errno));
+    ::close(fd);
+    ::unlink(tmp.c_str());
+}
+
+void check_folder_writable(const std::string& dir) {
+    make_folders(dir);
+    check_writable((dir.empty() || dir.back() == '/' ? dir : dir + "/") + ".write-test", false);
 }
 
 std::string not_regular(const std::string& path) {
@@ -74,7 +122,7 @@ std::string not_regular(const std::string& path) {
 }
 
 int remove_stale(const std::string& target) {
-    const std::string prefix = base_name(target) + ".tmp.", dir = parent_dir(target);
+    const std::string prefix = base_name(temp_prefix(target)), dir = parent_dir(target);
     DIR* d = ::opendir(dir.c_str());
     if (!d) return 0;
     int removed = 0;

@@ -1,34 +1,72 @@
 #include "common/cli.h"
 
+#include "common/atomic_file.h"
 #include "common/memory.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <sstream>
+#include <unistd.h>
 
 namespace cli {
 
-bool parse_int(const std::string& s, long& out) {
+namespace {
+
+// What strtol and strtod would also take but a person does not mean: leading spaces (trailing
+// ones are refused), a '+' sign, hexadecimal ("0x1p3" is 8.0 to strtod), "nan", "inf".
+bool plain_number_text(const std::string& s, bool allow_dot_exp) {
     if (s.empty()) return false;
-    char* end = nullptr;
-    errno = 0;
-    long v = std::strtol(s.c_str(), &end, 10);
-    if (errno != 0 || *end != '\0') return false;
-    out = v;
+    size_t i = s[0] == '-' ? 1 : 0;
+    if (i == s.size()) return false;
+    for (; i < s.size(); i++) {
+        const char c = s[i];
+        const bool ok = (c >= '0' && c <= '9') ||
+                        (allow_dot_exp && (c == '.' || c == 'e' || c == 'E' ||
+                                           ((c == '-' || c == '+') && (s[i - 1] == 'e' ||
+                                                                       s[i - 1] == 'E'))));
+        if (!ok) return false;
+    }
     return true;
 }
 
-bool parse_double(const std::string& s, double& out) {
-    if (s.empty()) return false;
+}  // namespace
+
+NumberParse parse_int_checked(const std::string& s, long lo, long hi, long& out) {
+    if (!plain_number_text(s, false)) return NumberParse::not_a_number;
+    char* end = nullptr;
+    errno = 0;
+    long v = std::strtol(s.c_str(), &end, 10);
+    if (*end != '\0') return NumberParse::not_a_number;
+    if (errno == ERANGE || v < lo || v > hi) return NumberParse::out_of_range;
+    out = v;
+    return NumberParse::ok;
+}
+
+bool parse_int(const std::string& s, long& out) {
+    return parse_int_checked(s, LONG_MIN, LONG_MAX, out) == NumberParse::ok;
+}
+
+NumberParse parse_double_checked(const std::string& s, double& out) {
+    if (!plain_number_text(s, true)) return NumberParse::not_a_number;
     char* end = nullptr;
     errno = 0;
     double v = std::strtod(s.c_str(), &end);
-    if (errno != 0 || *end != '\0') return false;
+    if (*end != '\0') return NumberParse::not_a_number;
+    // Overflow (1e999) is out of range; underflow to a tiny or zero value is a number.
+    if (!std::isfinite(v)) return NumberParse::out_of_range;
     out = v;
-    return true;
+    return NumberParse::ok;
+}
+
+bool parse_double(const std::string& s, double& out) {
+    return parse_double_checked(s, out) == NumberParse::ok;
 }
 
 bool parse_int_list(const std::string& s, std::vector<int>& out) {
@@ -37,7 +75,7 @@ bool parse_int_list(const std::string& s, std::vector<int>& out) {
     std::string item;
     while (std::getline(ss, item, ',')) {
         long x;
-        if (!parse_int(item, x) || x < -2147483647L || x > 2147483647L) return false;
+        if (parse_int_checked(item, INT_MIN, INT_MAX, x) != NumberParse::ok) return false;
         v.push_back(int(x));
     }
     if (v.empty() || (!s.empty() && s.back() == ',')) return false;
@@ -102,6 +140,14 @@ std::string quote(const std::string& s) {
     return out + "'";
 }
 
+std::string quote(std::string_view s, size_t max_bytes) {
+    if (s.size() <= max_bytes) return quote(std::string(s));
+    size_t cut = max_bytes;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
+        cut--;  // not inside a character
+    return quote(std::string(s.substr(0, cut))) + "...(" + std::to_string(s.size()) + " bytes)";
+}
+
 namespace {
 
 std::string join(const std::vector<int>& v) {
@@ -140,52 +186,113 @@ char g_program[64] = "program";  // for the handler below, which may run when me
     std::_Exit(1);
 }
 
+// At exit: stdout's buffer is flushed here, where a failure can still be said, and its file
+// descriptor closed (a close can report a failed write too, e.g. on NFS). A program whose output
+// went to a full disk must not exit 0 as if it had written it. (The FILE itself stays open:
+// libstdc++ flushes std::cout through it later.)
+void check_stdout() {
+    errno = 0;
+    const bool flushed = std::fflush(stdout) == 0;
+    int err = flushed ? 0 : errno;
+    const bool had_error = std::ferror(stdout) != 0;
+    errno = 0;
+    const bool closed = ::close(STDOUT_FILENO) == 0 || errno == EBADF;
+    if (!closed && err == 0) err = errno;
+    if (flushed && !had_error && closed) return;
+    std::fprintf(stderr, "%s: error: cannot write output: %s\n", g_program,
+                 err ? std::strerror(err) : "a write to standard output failed");
+    std::_Exit(1);
+}
+
+}  // namespace
+
+void check_stdout_at_exit(const std::string& program) {
+    std::snprintf(g_program, sizeof g_program, "%s", program.c_str());
+    static bool registered = false;
+    if (!registered) std::atexit(check_stdout);
+    registered = true;
+}
+
+namespace {
+
+std::string range_text(long lo, long hi) {
+    return "out of range (an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + ")";
+}
+
 }  // namespace
 
 Parser::Parser(std::string program, std::string about)
     : program_(std::move(program)), about_(std::move(about)) {
     std::snprintf(g_program, sizeof g_program, "%s", program_.c_str());
     std::set_terminate(report_uncaught);
+    check_stdout_at_exit(program_);
 }
 
 void Parser::add(Entry e) { entries_.push_back(std::move(e)); }
 
-void Parser::option(const std::string& name, int& value, const std::string& help,
-                    const std::string& placeholder) {
+Parser& Parser::option(const std::string& name, int& value, const std::string& help,
+                       const std::string& placeholder) {
     add({name, help, std::to_string(value), "integer", placeholder, true,
-         [&value](const std::string& s) {
+         [&value](const std::string& s, const Entry& e) -> std::string {
              long x;
-             if (!parse_int(s, x) || x < -2147483647L || x > 2147483647L) return false;
-             value = int(x);
-             return true;
-         }});
+             switch (parse_int_checked(s, e.lo, e.hi, x)) {
+                 case NumberParse::ok: value = int(x); return "";
+                 case NumberParse::out_of_range: return range_text(e.lo, e.hi);
+                 default: return "expected integer";
+             }
+         },
+         -2147483647L, 2147483647L});
+    return *this;
 }
 
-void Parser::option(const std::string& name, long& value, const std::string& help,
-                    const std::string& placeholder) {
+Parser& Parser::option(const std::string& name, long& value, const std::string& help,
+                       const std::string& placeholder) {
     add({name, help, std::to_string(value), "integer", placeholder, true,
-         [&value](const std::string& s) { return parse_int(s, value); }});
+         [&value](const std::string& s, const Entry& e) -> std::string {
+             switch (parse_int_checked(s, e.lo, e.hi, value)) {
+                 case NumberParse::ok: return "";
+                 case NumberParse::out_of_range: return range_text(e.lo, e.hi);
+                 default: return "expected integer";
+             }
+         },
+         LONG_MIN + 1, LONG_MAX});
+    return *this;
+}
+
+Parser& Parser::range(long lo, long hi) {
+    Entry& e = entries_.back();
+    e.lo = std::max(e.lo, lo);
+    e.hi = std::min(e.hi, hi);
+    return *this;
 }
 
 void Parser::option(const std::string& name, double& value, const std::string& help,
                     const std::string& placeholder) {
     add({name, help, shortest(value), "number", placeholder, true,
-         [&value](const std::string& s) { return parse_double(s, value); }});
+         [&value](const std::string& s, const Entry&) -> std::string {
+             switch (parse_double_checked(s, value)) {
+                 case NumberParse::ok: return "";
+                 case NumberParse::out_of_range: return "out of range (a finite number)";
+                 default: return "expected number (decimal, finite)";
+             }
+         }});
 }
 
 void Parser::option(const std::string& name, std::string& value, const std::string& help,
                     const std::string& placeholder) {
     add({name, help, value.empty() ? "\"\"" : value, "text", placeholder, true,
-         [&value](const std::string& s) {
+         [&value](const std::string& s, const Entry&) -> std::string {
              value = s;
-             return true;
+             return "";
          }});
 }
 
 void Parser::option(const std::string& name, std::vector<int>& value, const std::string& help,
                     const std::string& placeholder) {
     add({name, help, join(value), "comma-separated list of integers", placeholder, true,
-         [&value](const std::string& s) { return parse_int_list(s, value); }});
+         [&value](const std::string& s, const Entry& e) -> std::string {
+             return parse_int_list(s, value) ? "" : "expected " + e.kind;
+         }});
 }
 
 void Parser::path(const std::string& name, std::string& value, const std::string& help,
@@ -193,10 +300,12 @@ void Parser::path(const std::string& name, std::string& value, const std::string
     add({name, help, value.empty() ? "\"\"" : value,
          placeholder == "DIR" ? "a folder name, not empty (. for this folder)"
                               : "a file name, not empty",
-         placeholder, true, [&value](const std::string& s) {
-             if (s.empty()) return false;
+         placeholder, true, [&value](const std::string& s, const Entry& e) -> std::string {
+             if (s.empty()) return "expected " + e.kind;
+             if (s == "-")
+                 return "'-' is not standard input or output here; for a file named -, write ./-";
              value = s;
-             return true;
+             return "";
          }});
 }
 
@@ -207,25 +316,44 @@ void Parser::choice(const std::string& name, std::string& value, std::vector<std
         bar += (i ? "|" : "") + choices[i];
         words += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
     }
-    add({name, help, value, words, bar, true, [&value, choices](const std::string& s) {
+    add({name, help, value, words, bar, true,
+         [&value, choices](const std::string& s, const Entry& e) -> std::string {
              for (const std::string& c : choices)
                  if (s == c) {
                      value = s;
-                     return true;
+                     return "";
                  }
-             return false;
+             return "expected " + e.kind;
          }});
 }
 
 void Parser::figures(std::string& dir, bool& skip, const std::string& file) {
     path("--figure-dir", dir, "folder for " + file + ", created if missing", "DIR");
     flag("--no-figures", skip, "do not write " + file);
+    figure_dir_ = &dir;
+    no_figures_ = &skip;
+}
+
+void Parser::check_figure_dir() const {
+    if (!figure_dir_ || *no_figures_) return;
+    try {
+        atomic_file::check_folder_writable(*figure_dir_);
+    } catch (const atomic_file::Error& e) {
+        fail("--figure-dir " + quote(*figure_dir_) + ": " + e.what() +
+             "; choose another folder or pass --no-figures");
+    }
+}
+
+bool Parser::given(const std::string& name) const {
+    for (const Entry& e : entries_)
+        if (e.name == name) return e.given;
+    return false;
 }
 
 void Parser::flag(const std::string& name, bool& value, const std::string& help) {
-    add({name, help, "", "", "", false, [&value](const std::string&) {
+    add({name, help, "", "", "", false, [&value](const std::string&, const Entry&) {
              value = true;
-             return true;
+             return std::string();
          }});
 }
 
@@ -256,35 +384,41 @@ void Parser::print_help() const {
 }
 
 void Parser::parse(int argc, char** argv) {
-    for (int i = 1; i < argc; i++) {
-        std::string arg = argv[i], value;
-        bool inline_value = false;
-        if (arg == "--help" || arg == "-h") {
+    // --help wins wherever it stands: `--save --help` asks for help, not for a file "--help".
+    for (int i = 1; i < argc; i++)
+        if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
             print_help();
             std::exit(0);
         }
+    for (int i = 1; i < argc; i++) {
+        std::string arg = argv[i], value;
+        bool inline_value = false;
         if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
             value = arg.substr(eq + 1);
             arg = arg.substr(0, eq);
             inline_value = true;
         }
-        const Entry* found = nullptr;
-        for (const Entry& e : entries_)
+        Entry* found = nullptr;
+        for (Entry& e : entries_)
             if (e.name == arg) found = &e;
         if (!found && arg.rfind("-", 0) != 0)
             fail("unexpected argument " + quote(arg) + ": every option is a --flag (see --help)");
         if (!found) fail("unknown flag " + quote(arg) + " (see --help)");
+        found->given = true;
         if (!found->takes_value) {
             if (inline_value) fail(arg + " takes no value");
-            found->set("");
+            found->set("", *found);
             continue;
         }
         if (!inline_value) {
             if (i + 1 >= argc) fail(arg + " needs a value (" + found->kind + ")");
             value = argv[++i];
+            if (value.rfind("--", 0) == 0)
+                fail(arg + " needs a value (" + found->kind + "), not the flag " + quote(value) +
+                     " (for a value that starts with --, write " + arg + "=VALUE)");
         }
-        if (!found->set(value))
-            fail("bad value " + quote(value) + " for " + arg + ": expected " + found->kind);
+        if (std::string why = found->set(value, *found); !why.empty())
+            fail("bad value " + quote(value) + " for " + arg + ": " + why);
     }
 }
 

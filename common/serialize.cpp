@@ -1,16 +1,17 @@
 #include "common/serialize.h"
 
 #include "common/atomic_file.h"
+#include "common/cli.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <fcntl.h>
 #include <map>
 #include <stdexcept>
 
@@ -41,36 +42,133 @@ struct Writer {
     }
 };
 
-// Reader that refuses to run past the end: each read names what it was reading.
+// Reads the file at offsets (pread), never past `end`: each read names what it was reading, a
+// read error names the file. The loader walks the file twice with it: first the structure only
+// (names and shapes, no data), so that a file whose size is not what its header declares is
+// refused before anything is allocated; then again, reading each tensor's data into place.
 struct Reader {
-    const std::vector<uint8_t>& bytes;
-    size_t pos = 0, end;
+    int fd;
+    uint64_t pos, end;  // end: where the checksum starts
     const std::string& path;
     [[noreturn]] void fail(const std::string& why) const {
         throw std::runtime_error(path + ": " + why);
     }
-    void need(size_t n, const char* what) const {
+    void need(uint64_t n, const std::string& what) const {
         if (n > end - pos)
-            fail(std::string("truncated file (ends inside ") + what + " at byte " +
-                 std::to_string(pos) + ")");
+            fail("truncated file (ends inside " + what + " at byte " + std::to_string(pos) + ")");
+    }
+    // Exactly n bytes at `at` into dst, or a one-line error naming the file.
+    void read_at(uint64_t at, void* dst, size_t n) const {
+        char* p = static_cast<char*>(dst);
+        while (n > 0) {
+            const size_t chunk = std::min<size_t>(n, size_t(1) << 30);
+            ssize_t got = ::pread(fd, p, chunk, off_t(at));
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) fail(std::string("cannot read: ") + std::strerror(errno));
+            if (got == 0) fail("the file became shorter while it was read");
+            p += got;
+            at += uint64_t(got);
+            n -= size_t(got);
+        }
     }
     template <class T>
     T get(const char* what) {
         need(sizeof(T), what);
         T v;
-        std::memcpy(&v, bytes.data() + pos, sizeof(T));
+        read_at(pos, &v, sizeof(T));
         pos += sizeof(T);
         return v;
     }
     std::string get_name(const char* what) {
         uint16_t n = get<uint16_t>(what);
         need(n, what);
-        std::string s(reinterpret_cast<const char*>(bytes.data() + pos), n);
+        std::string s(n, '\0');
+        read_at(pos, s.data(), n);
         pos += n;
         return s;
     }
 };
 
+// A name from the file, as it may appear in a message: quoted, escaped, at most 64 bytes.
+std::string shown(const std::string& name) { return cli::quote(name, 64); }
+
+// Walks the file after the magic. With `ck`, reads every tensor's data into it; without, only
+// checks that the declared sizes account for the file exactly.
+void walk(Reader& r, Checkpoint* ck) {
+    r.pos = 8;
+    uint32_t version = r.get<uint32_t>("the version");
+    if (version != FORMAT_VERSION)
+        r.fail("version " + std::to_string(version) + ", this program reads version " +
+               std::to_string(FORMAT_VERSION));
+    uint32_t nh = r.get<uint32_t>("the hyper-parameter count");
+    // Each entry takes at least 2 + 8 bytes: a count the file cannot hold is refused at once.
+    if (uint64_t(nh) * 10 > r.end - r.pos)
+        r.fail("truncated or corrupt file (declares " + std::to_string(nh) +
+               " hyper-parameters, more than the " + std::to_string(r.end - r.pos) +
+               " bytes left can hold)");
+    for (uint32_t i = 0; i < nh; i++) {
+        std::string name = r.get_name("a hyper-parameter name");
+        int64_t value = r.get<int64_t>("a hyper-parameter value");
+        if (ck) ck->hparams.push_back({name, value});
+    }
+    uint32_t nt = r.get<uint32_t>("the tensor count");
+    if (uint64_t(nt) * 6 > r.end - r.pos)  // a name length and a rank at least
+        r.fail("truncated or corrupt file (declares " + std::to_string(nt) +
+               " tensors, more than the " + std::to_string(r.end - r.pos) +
+               " bytes left can hold)");
+    for (uint32_t i = 0; i < nt; i++) {
+        std::string name = r.get_name("a tensor name");
+        uint32_t nd = r.get<uint32_t>("a tensor's rank");
+        if (nd > 8)
+            r.fail("tensor " + shown(name) + " claims " + std::to_string(nd) +
+                   " dims (corrupt file)");
+        r.need(uint64_t(nd) * 8, "a tensor's shape");
+        Shape shape;
+        // The data must fit in the bytes left before the checksum. Each factor is checked
+        // before it multiplies, so the product never wraps (2^31 x 2^31 x 4 bytes is not 0).
+        // A zero dimension makes no data; the other dimensions' product is then held to 2^62
+        // (Tensor multiplies them all in 64 bits).
+        const uint64_t left = r.end - r.pos - uint64_t(nd) * 8;
+        for (uint32_t d = 0; d < nd; d++) {
+            int64_t n = r.get<int64_t>("a tensor's shape");
+            if (n < 0 || n > (int64_t(1) << 31))
+                r.fail("tensor " + shown(name) + " has a bad dimension " + std::to_string(n));
+            shape.push_back(n);
+        }
+        const bool zero = std::find(shape.begin(), shape.end(), 0) != shape.end();
+        const uint64_t cap = zero ? uint64_t(1) << 62 : left / sizeof(float);
+        uint64_t numel = 1;
+        bool too_big = false;
+        for (int64_t n : shape) {
+            if (n == 0) continue;
+            if (numel > cap / uint64_t(n)) {
+                too_big = true;
+                break;
+            }
+            numel *= uint64_t(n);
+        }
+        if (too_big)
+            r.fail("tensor " + shown(name) + " declares shape " + shape_str(shape) +
+                   (zero ? ", whose other dimensions multiply past 2^62 (corrupt file)"
+                         : ", more values than the " + std::to_string(left) +
+                               " bytes left in the file hold (corrupt or truncated file)"));
+        const uint64_t bytes = zero ? 0 : numel * sizeof(float);
+        r.need(bytes, "the data of tensor " + shown(name));
+        if (ck) {
+            Tensor t = Tensor::empty(shape);
+            r.read_at(r.pos, t.data(), size_t(bytes));
+            for (uint64_t k = 0; k < bytes / sizeof(float); k++)
+                if (!std::isfinite(t.data()[k]))
+                    r.fail("tensor " + shown(name) +
+                           " holds NaN or infinite values (saved from a diverged run?)");
+            ck->tensors.push_back({name, t});
+        }
+        r.pos += bytes;
+    }
+    if (r.pos != r.end)
+        r.fail("its header declares " + std::to_string(r.pos + 8) + " bytes, the file has " +
+               std::to_string(r.end + 8) + " (truncated, or bytes appended; save it again)");
+}
 
 }  // namespace
 
@@ -86,11 +184,11 @@ void check_writable(const std::string& path) {
     if (stat(folder.c_str(), &st) != 0)
         throw std::runtime_error(path + ": the folder " + folder +
                                  " does not exist; create it or save elsewhere");
-    const std::string tmp = atomic_file::temp_name(target);
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw std::runtime_error(path + ": cannot write here: " + std::strerror(errno));
-    std::fclose(f);
-    std::remove(tmp.c_str());
+    try {
+        atomic_file::check_writable(target, false);  // the name, the folder, a temporary file
+    } catch (const atomic_file::Error& e) {
+        throw std::runtime_error(path + ": cannot save here: " + e.what());
+    }
 }
 
 int64_t Checkpoint::get(const std::string& name) const {
@@ -138,61 +236,46 @@ Checkpoint load(const std::string& path) {
     if (S_ISDIR(st.st_mode)) throw std::runtime_error(path + ": is a folder, not a weights file");
     if (!S_ISREG(st.st_mode))
         throw std::runtime_error(path + ": is not a regular file (a device or a pipe?)");
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)),
-                               std::istreambuf_iterator<char>());
-    Reader r{bytes, 0, bytes.size(), path};
-    if (bytes.size() < 8 || std::memcmp(bytes.data(), MAGIC, 8) != 0)
+    struct Fd {
+        int fd;
+        ~Fd() {
+            if (fd >= 0) ::close(fd);
+        }
+    } f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (f.fd < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+    if (fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
+        throw std::runtime_error(path + ": is not a regular file (a device or a pipe?)");
+    const uint64_t size = uint64_t(st.st_size);
+    Reader r{f.fd, 0, size, path};
+    // The magic first, by reading it (some files, such as /proc's, report size 0).
+    char magic[8] = {};
+    ssize_t got;
+    while ((got = ::pread(f.fd, magic, 8, 0)) < 0 && errno == EINTR) {
+    }
+    if (got < 0) r.fail(std::string("cannot read: ") + std::strerror(errno));
+    if (got < 8 || std::memcmp(magic, MAGIC, 8) != 0)
         r.fail("not a weights file (bad magic; expected one written by --save)");
-    if (bytes.size() < 8 + 4 + 8)
-        r.fail("truncated file (" + std::to_string(bytes.size()) + " bytes)");
-    r.pos = 8;
-    r.end = bytes.size() - 8;  // the checksum trails the body
-    uint32_t version = r.get<uint32_t>("the version");
-    if (version != FORMAT_VERSION)
-        r.fail("version " + std::to_string(version) + ", this program reads version " +
-               std::to_string(FORMAT_VERSION));
+    if (size < 8 + 4 + 8) r.fail("truncated file (" + std::to_string(size) + " bytes)");
+    r.end = size - 8;  // the checksum trails the body
+
+    walk(r, nullptr);  // the sizes it declares are the file's: nothing is allocated before
+
+    // The checksum, in chunks of 1 MiB.
+    uint64_t h = 0xcbf29ce484222325ULL;
+    std::vector<uint8_t> chunk(size_t(1) << 20);
+    for (uint64_t at = 0; at < r.end;) {
+        const size_t n = size_t(std::min<uint64_t>(chunk.size(), r.end - at));
+        r.read_at(at, chunk.data(), n);
+        for (size_t i = 0; i < n; i++) h = (h ^ chunk[i]) * 0x100000001b3ULL;
+        at += n;
+    }
+    uint64_t stored;
+    r.read_at(r.end, &stored, 8);
+    if (stored != h) r.fail("checksum mismatch (the file is corrupt or truncated; save it again)");
 
     Checkpoint ck;
     ck.path = path;
-    uint32_t nh = r.get<uint32_t>("the hyper-parameter count");
-    for (uint32_t i = 0; i < nh; i++) {
-        std::string name = r.get_name("a hyper-parameter name");
-        ck.hparams.push_back({name, r.get<int64_t>("a hyper-parameter value")});
-    }
-    uint32_t nt = r.get<uint32_t>("the tensor count");
-    for (uint32_t i = 0; i < nt; i++) {
-        std::string name = r.get_name("a tensor name");
-        uint32_t nd = r.get<uint32_t>("a tensor's rank");
-        if (nd > 8)
-            r.fail("tensor \"" + name + "\" claims " + std::to_string(nd) + " dims (corrupt file)");
-        Shape shape;
-        int64_t numel = 1;
-        for (uint32_t d = 0; d < nd; d++) {
-            int64_t n = r.get<int64_t>("a tensor's shape");
-            if (n < 0 || n > (int64_t(1) << 31))
-                r.fail("tensor \"" + name + "\" has a bad dimension");
-            shape.push_back(n);
-            numel *= n;
-        }
-        r.need(size_t(numel) * sizeof(float), ("the data of " + name).c_str());
-        Tensor t = Tensor::empty(shape);
-        std::memcpy(t.data(), bytes.data() + r.pos, size_t(numel) * sizeof(float));
-        r.pos += size_t(numel) * sizeof(float);
-        for (int64_t k = 0; k < numel; k++)
-            if (!std::isfinite(t.data()[k]))
-                r.fail("tensor \"" + name + "\" holds NaN or infinite values (saved from a " +
-                       "diverged run?)");
-        ck.tensors.push_back({name, t});
-    }
-    if (r.pos != r.end)
-        r.fail("truncated or corrupt file (" + std::to_string(r.end - r.pos) +
-               " unexplained bytes before the checksum)");
-    uint64_t stored;
-    std::memcpy(&stored, bytes.data() + r.end, 8);
-    if (stored != fnv1a(bytes.data(), r.end))
-        r.fail("checksum mismatch (the file is corrupt or truncated; save it again)");
+    walk(r, &ck);
     return ck;
 }
 
@@ -204,10 +287,10 @@ void copy_into(const Checkpoint& ck, const Named& params, const std::string& pat
                                  " tensors, the model has " + std::to_string(params.size()));
     for (const auto& [name, p] : params) {
         auto it = stored.find(name);
-        if (it == stored.end()) throw std::runtime_error(path + ": no tensor \"" + name + "\"");
+        if (it == stored.end()) throw std::runtime_error(path + ": no tensor " + shown(name));
         const Tensor& src = *it->second;
         if (src.shape() != p.shape())
-            throw std::runtime_error(path + ": tensor \"" + name + "\" has shape " +
+            throw std::runtime_error(path + ": tensor " + shown(name) + " has shape " +
                                      shape_str(src.shape()) + ", the model expects " +
                                      shape_str(p.shape()));
         Tensor dst = p;  // shares storage with the parameter

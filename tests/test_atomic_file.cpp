@@ -4,6 +4,7 @@
 #include "tests/util.h"
 
 #include <filesystem>
+#include <fstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -123,5 +124,70 @@ TEST_CASE("atomic_file: two processes writing the same file at once never mix th
     std::string got = testutil::read_file_abs(path);
     CHECK((got == a || got == b));
     CHECK(entries(dir) == 1);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("atomic_file: a legal name of 246 to 255 bytes is written through a short temporary") {
+    // "<name>.tmp.<pid>" exceeded NAME_MAX (255) for these: every save failed.
+    std::string dir = fresh_dir("long");
+    for (size_t len : {size_t(230), size_t(232), size_t(233), size_t(246), size_t(250),
+                       size_t(255)}) {
+        CAPTURE(len);
+        const std::string name = std::string(len - 4, 'n') + ".tsv";
+        const std::string path = dir + "/" + name, tmp = atomic_file::temp_name(path);
+        CHECK(atomic_file::parent_dir(tmp) == dir);  // in the same folder
+        const std::string tmp_base = tmp.substr(dir.size() + 1);
+        CHECK(tmp_base.size() <= 255);
+        if (len <= 232) CHECK(tmp == path + ".tmp." + std::to_string(::getpid()));
+        atomic_file::check_writable(path, false);
+        atomic_file::write(path, "first");
+        atomic_file::write(path, "second");
+        CHECK(testutil::read_file_abs(path) == "second");
+    }
+    CHECK(entries(dir) == 6);  // no temporary file left
+    // Two long names that share their first 240 bytes have different temporary names.
+    const std::string a = dir + "/" + std::string(240, 'x') + "a", b = dir + "/" +
+                          std::string(240, 'x') + "b";
+    CHECK(atomic_file::temp_name(a) != atomic_file::temp_name(b));
+    // Multi-byte characters are not cut in half.
+    const std::string hangul = dir + "/" + [] {
+        std::string s;
+        for (int i = 0; i < 84; i++) s += "가";  // 252 bytes
+        return s;
+    }();
+    const std::string t = atomic_file::temp_name(hangul);
+    CHECK(t.size() - dir.size() - 1 <= 255);
+    CHECK(t.substr(dir.size() + 1).find("가가~") != std::string::npos);
+    // A long name's leftover from a killed process is removed like a short one's.
+    const std::string path = dir + "/" + std::string(250, 'k');
+    const std::string stem = atomic_file::temp_name(path);
+    const std::string dead = stem.substr(0, stem.rfind('.') + 1) + std::to_string(dead_pid());
+    { std::ofstream(dead) << "left over"; }
+    atomic_file::write(path, "new");
+    CHECK_FALSE(fs::exists(dead));
+    // One byte more than NAME_MAX is refused by the check, before any work, in one line.
+    const std::string too_long = dir + "/" + std::string(256, 'z');
+    CHECK(error_of([&] { atomic_file::check_writable(too_long, false); }) ==
+          "cannot write " + too_long + ": File name too long");
+    fs::remove_all(dir);
+}
+
+TEST_CASE("atomic_file: check_writable and check_folder_writable say what a write would") {
+    std::string dir = fresh_dir("check");
+    atomic_file::check_folder_writable(dir + "/new/sub");  // created, a file can go there
+    CHECK(fs::is_directory(dir + "/new/sub"));
+    CHECK(entries(dir + "/new/sub") == 0);  // the probe is gone
+    { std::ofstream(dir + "/file") << "x"; }
+    CHECK(error_of([&] { atomic_file::check_folder_writable(dir + "/file"); }) ==
+          dir + "/file is not a folder");
+    CHECK(error_of([&] { atomic_file::check_writable(dir + "/missing/x", false); })
+              .rfind("cannot create " + dir + "/missing/x.tmp.", 0) == 0);
+    if (::geteuid() != 0) {  // root writes into a read-only folder all the same
+        fs::create_directories(dir + "/ro");
+        fs::permissions(dir + "/ro", fs::perms::owner_read | fs::perms::owner_exec);
+        CHECK(error_of([&] { atomic_file::check_folder_writable(dir + "/ro"); })
+                  .find("Permission denied") != std::string::npos);
+        fs::permissions(dir + "/ro", fs::perms::owner_all);
+    }
     fs::remove_all(dir);
 }

@@ -3,6 +3,8 @@
 #include "tests/util.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <sys/wait.h>
 #include <tuple>
@@ -146,4 +148,212 @@ TEST_CASE("cli: --help names what each option takes") {
         r = testutil::run(program, "--help");
         CHECK_MESSAGE(r.out.find(" VALUE ") == std::string::npos, std::string(program));
     }
+}
+
+namespace {
+
+// Runs build/bin/<program> <args> with stdout sent to `out` (a shell redirection target) and
+// returns the exit code and stderr.
+std::pair<int, std::string> run_to(const std::string& program, const std::string& args,
+                                   const std::string& out) {
+    const std::string err = "/tmp/transformer-test-cli-" + std::to_string(::getpid()) + ".err";
+    const std::string cmd = std::string(PROJECT_RUNNER) + " " + PROJECT_BIN + "/" + program + " " +
+                            args + " </dev/null >" + out + " 2>" + err;
+    const int status = std::system(cmd.c_str());
+    std::string text = testutil::read_file_abs(err);
+    std::remove(err.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+}
+
+}  // namespace
+
+TEST_CASE("cli: output that cannot be written is an error, in every program") {
+    // /dev/full: every write fails with ENOSPC. Before, every program exited 0 without a word.
+    for (const char* program : {"1-self-attention", "2-scaling", "3-multi-head",
+                                "4-positional-encoding", "5-blocks", "6-cost", "7-translate",
+                                "8-ablations", "flashcards", "bench-gemm", "bench-layers"}) {
+        CAPTURE(program);
+        auto [code, err] = run_to(program, "--help", "/dev/full");
+        CHECK(code == 1);
+        CHECK(err == std::string(program) + ": error: cannot write output: No space left on "
+                                            "device\n");
+        CHECK(run_to(program, "--help", "/dev/null").first == 0);
+    }
+    // A real run: chapter 3's table, and the flash cards' summary.
+    auto [code, err] = run_to("3-multi-head", "", "/dev/full");
+    CHECK(code == 1);
+    CHECK(err == "3-multi-head: error: cannot write output: No space left on device\n");
+    std::tie(code, err) = run_to("flashcards", "--stats --progress /tmp/no-such-folder-" +
+                                                   std::to_string(::getpid()) + "/p.tsv",
+                                 "/dev/full");
+    CHECK(code == 1);
+    CHECK(err == "flashcards: error: cannot write output: No space left on device\n");
+}
+
+TEST_CASE("cli: integers and numbers are written one way; out of range is said so") {
+    long i = 7;
+    using cli::NumberParse;
+    for (const char* bad : {" 5", "5 ", "+5", "0x10", "5e2", "", "-", "1,000", "٣"}) {
+        CAPTURE(bad);
+        CHECK(cli::parse_int_checked(bad, -100, 100, i) == NumberParse::not_a_number);
+    }
+    CHECK(cli::parse_int_checked("-5", -100, 100, i) == NumberParse::ok);
+    CHECK(i == -5);
+    CHECK(cli::parse_int_checked("007", -100, 100, i) == NumberParse::ok);
+    CHECK(i == 7);
+    CHECK(cli::parse_int_checked("101", -100, 100, i) == NumberParse::out_of_range);
+    CHECK(cli::parse_int_checked("99999999999999999999999", -100, 100, i) ==
+          NumberParse::out_of_range);
+    CHECK(i == 7);
+    double d = 1;
+    for (const char* bad : {"nan", "NaN", "inf", "-inf", "infinity", "0x1p3", " 1", "1 ", "+1",
+                            "1e", "e5", ".", "1.2.3", ""}) {
+        CAPTURE(bad);
+        CHECK(cli::parse_double_checked(bad, d) == NumberParse::not_a_number);
+    }
+    CHECK(cli::parse_double_checked("1e999", d) == NumberParse::out_of_range);
+    CHECK(cli::parse_double_checked("-2.5e-3", d) == NumberParse::ok);
+    CHECK(d == -2.5e-3);
+    CHECK(cli::parse_double_checked(".5", d) == NumberParse::ok);
+    CHECK(d == 0.5);
+    std::vector<int> v;
+    CHECK_FALSE(cli::parse_int_list("4, 16", v));
+    CHECK_FALSE(cli::parse_int_list("4,2147483648", v));
+
+    // In the programs: one line each, exit 2, before any work.
+    struct Case {
+        const char *program, *args, *err;
+    };
+    const Case cases[] = {
+        {"3-multi-head", "--batch ' 5'", "bad value ' 5' for --batch: expected integer"},
+        {"3-multi-head", "--batch '5 '", "bad value '5 ' for --batch: expected integer"},
+        {"3-multi-head", "--batch +5", "bad value '+5' for --batch: expected integer"},
+        {"3-multi-head", "--batch 2147483648",
+         "bad value '2147483648' for --batch: out of range (an integer in "
+         "-2147483647..2147483647)"},
+        {"6-cost", "--mem-limit nan",
+         "bad value 'nan' for --mem-limit: expected number (decimal, finite)"},
+        {"6-cost", "--mem-limit inf",
+         "bad value 'inf' for --mem-limit: expected number (decimal, finite)"},
+        {"6-cost", "--mem-limit 0x1p3",
+         "bad value '0x1p3' for --mem-limit: expected number (decimal, finite)"},
+        {"7-translate", "--lr 1e999", "bad value '1e999' for --lr: out of range (a finite number)"},
+        // warmup + repeat was one int: 2147483647 + 1 ran no timed run and printed 0.0 ms.
+        {"6-cost", "--warmup 2147483647 --repeat 1",
+         "bad value '2147483647' for --warmup: out of range (an integer in 0..1000000)"},
+        {"6-cost", "--repeat 0", "bad value '0' for --repeat: out of range (an integer in "
+                                 "1..1000000)"},
+        {"6-cost", "--warmup -1", "bad value '-1' for --warmup: out of range (an integer in "
+                                  "0..1000000)"},
+        // batch * 512 was an int.
+        {"bench-layers", "--batch 4194304",
+         "bad value '4194304' for --batch: out of range (an integer in 1..65536)"},
+        {"bench-gemm", "--sizes 70000", "--sizes must be between 1 and 65536"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.args);
+        testutil::Run r = testutil::run(c.program, c.args);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err == std::string(c.program) + ": error: " + c.err + "\n");
+    }
+}
+
+TEST_CASE("cli: a value never swallows the next flag, and '-' is not a file name") {
+    // Before: a weights file named --no-figures, and the figure drawn.
+    testutil::Run r = testutil::run("7-translate", "--steps 1 --save --no-figures");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "7-translate: error: --save needs a value (a file name, not empty), not the "
+                   "flag '--no-figures' (for a value that starts with --, write --save=VALUE)\n");
+    r = testutil::run("2-scaling", "--figure-dir --no-figures");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("2-scaling: error: --figure-dir needs a value", 0) == 0);
+    CHECK_FALSE(std::filesystem::exists("--no-figures"));
+    r = testutil::run("3-multi-head", "--batch --n 4");
+    CHECK(r.err == "3-multi-head: error: --batch needs a value (integer), not the flag '--n' (for "
+                   "a value that starts with --, write --batch=VALUE)\n");
+    // A negative number is a value, not a flag.
+    r = testutil::run("2-scaling", "--seed -1");
+    CHECK(r.err.find("--seed must be a non-negative integer") != std::string::npos);
+    // --help wins wherever it stands.
+    r = testutil::run("7-translate", "--save --help");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind("usage: 7-translate [options]", 0) == 0);
+    // '-' would be a file named '-': refused with the way to mean one.
+    r = testutil::run("7-translate", "--save -");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "7-translate: error: bad value '-' for --save: '-' is not standard input or "
+                   "output here; for a file named -, write ./-\n");
+    r = testutil::run("flashcards", "--progress - --stats");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("'-' is not standard input or output here") != std::string::npos);
+}
+
+TEST_CASE("cli: quote() with a limit cuts long bytes at a character and says how many") {
+    CHECK(cli::quote(std::string_view("short"), 8) == "'short'");
+    CHECK(cli::quote(std::string(3'000'000, 'x'), 8) == "'xxxxxxxx'...(3000000 bytes)");
+    CHECK(cli::quote(std::string_view("가나다라"), 4) == "'가'...(12 bytes)");  // not mid-character
+    CHECK(cli::quote(std::string("a\0b", 3), 8) == "'a\\x00b'");  // a NUL does not end it
+}
+
+TEST_CASE("cli: a figure folder that cannot be written is found before the long work") {
+    // Before: chapter 7 trained (and chapter 6 measured) first, then failed to draw.
+    const std::string file = "/tmp/transformer-test-cli-figfile-" + std::to_string(::getpid());
+    { std::ofstream(file) << "a file where the figure folder should be"; }
+    const std::pair<const char*, const char*> runs[] = {
+        {"7-translate", "--layers 1 --d-model 16 --heads 2 --batch 4 --steps 3"},
+        {"6-cost", "--seq-lens 8 --batch 1 --d-model 8 --heads 2 --warmup 0 --repeat 1 "
+                   "--path-lens 16"},
+        {"2-scaling", "--trials 100 --dims 4"}};
+    for (const auto& [program, args] : runs) {
+        CAPTURE(program);
+        testutil::Run r = testutil::run(program, std::string(args) + " --figure-dir " + file);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());  // nothing trained or measured
+        CHECK(r.err == std::string(program) + ": error: --figure-dir '" + file + "': " + file +
+                           " is not a folder; choose another folder or pass --no-figures\n");
+    }
+    // --no-figures skips the check.
+    CHECK(testutil::run("7-translate", "--figure-dir " + file + " --no-figures --steps 0 --layers "
+                                       "1 --d-model 16 --heads 2")
+              .exit_code == 0);
+    std::remove(file.c_str());
+}
+
+TEST_CASE("7-translate: --load with options that only training reads is refused") {
+    // Before: --steps 500 --lr 3 --layers 4 were ignored without a word.
+    testutil::Run r = testutil::run("7-translate", "--load w.bin --steps 500 --lr 3 --layers 4");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "7-translate: error: --load takes the model from the file and trains nothing, "
+                   "so --layers, --steps, --lr would be ignored; drop them, or train without "
+                   "--load\n");
+}
+
+TEST_CASE("cli: sizes that would overflow a chapter's int arithmetic are refused up front") {
+    // 5-blocks: the feed-forward width 4 d overflowed int ("negative dimension in shape
+    // (-1073741824, 1073741824)"); a vocabulary of 2^31 - 1 reached std::bad_alloc.
+    testutil::Run r = testutil::run("5-blocks", "--d-model 1073741824 --heads 1 --depths 1");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("5-blocks: error: --d-model 1073741824 --vocab 50 at L = 1 need about ", 0) ==
+          0);
+    r = testutil::run("5-blocks", "--vocab 2147483647 --depths 1");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("5-blocks: error: --d-model 64 --vocab 2147483647 at L = 1 need about ", 0) ==
+          0);
+    // 7-translate: a batch of 2^31 - 1 sentences built for minutes (their tokens an int);
+    // --steps 2147483647 counted its int loop past the end.
+    r = testutil::run("7-translate", "--batch 2147483647");
+    CHECK(r.err == "7-translate: error: bad value '2147483647' for --batch: out of range (an "
+                   "integer in 1..1000000)\n");
+    r = testutil::run("7-translate", "--steps 2147483647");
+    CHECK(r.err == "7-translate: error: bad value '2147483647' for --steps: out of range (an "
+                   "integer in 0..100000000)\n");
+    r = testutil::run("7-translate", "--batch 1000000 --layers 24 --d-model 4096 --heads 8");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("7-translate: error: --batch 1000000 --layers 24 --d-model 4096 need about ",
+                      0) == 0);
 }

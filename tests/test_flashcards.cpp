@@ -878,3 +878,84 @@ TEST_CASE("flashcards: a killed run's temporary progress file is removed by the 
     CHECK(files == 1);
     fs::remove_all(dir);
 }
+
+TEST_CASE("flashcards: the review count stops at 999999999, and that file reads back") {
+    // Before: the count went on to 1000000000, which the reader (9 digits) refuses.
+    cards::Progress p;
+    p.session = 3;
+    p.cards[1] = cards::CardState{1, cards::Rating::Hard, 2, cards::MAX_REVIEWS - 1};
+    cards::rate(p, 1, cards::Rating::Hard, 3);
+    CHECK(p.cards[1].reviews == cards::MAX_REVIEWS);
+    cards::rate(p, 1, cards::Rating::Medium, 3);
+    CHECK(p.cards[1].reviews == cards::MAX_REVIEWS);
+    cards::Progress back = cards::parse_progress(cards::format_progress(p), "p.tsv");
+    CHECK(back.cards[1].reviews == cards::MAX_REVIEWS);
+    // And through the program: a card at the cap is rated once more and the file still loads.
+    std::string dir = temp_dir("last-review"), path = dir + "/p.tsv";
+    write(path,
+          "# transformer-cards progress v1\nsession\t4\ncard\tbox\trating\tsession\treviews\n"
+          "1\t1\t어려움\t4\t999999999\n");
+    testutil::Run r = testutil::run("flashcards", run_args(path), "space\n3\nq\n");
+    CHECK(r.exit_code == 0);
+    CHECK(cards::load_progress(path).cards.at(1).reviews == cards::MAX_REVIEWS);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("flashcards: bytes of a corrupt progress file reach the terminal quoted and cut") {
+    const std::string head =
+        "# transformer-cards progress v1\nsession\t2\ncard\tbox\trating\tsession\treviews\n";
+    // An ESC sequence (retitle, clear), a NUL, a 3 MB field: each shown as escaped text.
+    std::string e = error_of([&] {
+        cards::parse_progress(head + "1\t1\t\x1b]0;pwned\x07\x1b[2J\t1\t1\n", "p.tsv");
+    });
+    CHECK(e == "p.tsv:4: bad rating '\\x1b]0;pwned\\x07\\x1b[2J' (쉬움, 보통 or 어려움); fix the "
+               "line or start over with --reset");
+    e = error_of([&] {
+        cards::parse_progress(head + std::string("1\0x\t1\t어려움\t1\t1\n", 18), "p.tsv");
+    });
+    CHECK(e == "p.tsv:4: bad card number '1\\x00x'; fix the line or start over with --reset");
+    e = error_of([&] {
+        cards::parse_progress(head + "1\t1\t어려움\t1\t" + std::string(3'000'000, '7') + "\n",
+                              "p.tsv");
+    });
+    CHECK(e == "p.tsv:4: bad review count '" + std::string(40, '7') +
+                   "'...(3000000 bytes) (1 to 999999999); fix the line or start over with --reset");
+    e = error_of([&] {
+        cards::parse_progress("# transformer-cards progress v1\nsession\t\x1b[2J" +
+                                  std::string(100, 'x') + "\n",
+                              "p.tsv");
+    });
+    CHECK(e == "p.tsv:2: expected 'session<TAB>N', got 'session\\t\\x1b[2J" + std::string(28, 'x') +
+                   "'...(112 bytes); fix the line or start over with --reset");
+    // A deck's bad heading, the same way.
+    e = error_of([&] { cards::parse_deck("## " + std::string(5000, 'q') + "\n", "d.md"); });
+    CHECK(e == "d.md:1: a card heading must look like '## 7. question', got '" +
+                   std::string(60, 'q') + "'...(5000 bytes)");
+}
+
+TEST_CASE("flashcards: a 255-byte progress file name works; one that cannot be saved is said "
+          "before the first rating") {
+    std::string dir = temp_dir("long-name");
+    const std::string path = dir + "/" + std::string(251, 'p') + ".tsv";  // 255 bytes
+    testutil::Run r = testutil::run("flashcards", run_args(path), "space\n1\nspace\n2\nq\n");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK(cards::load_progress(path).cards.size() == 2);  // both ratings kept
+    // 256 bytes is not a legal name: refused up front, before a card is shown (before, the
+    // first rating was made and then lost).
+    const std::string bad = dir + "/" + std::string(252, 'p') + ".tsv";
+    r = testutil::run("flashcards", run_args(bad), "space\n1\nq\n");
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("flashcards: " + bad + ": cannot read the progress file: File name too "
+                      "long;", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    // The same in a folder that does not exist yet.
+    const std::string deep = dir + "/new/" + std::string(252, 'p') + ".tsv";
+    r = testutil::run("flashcards", run_args(deep), "space\n1\nq\n");
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err == "flashcards: " + deep + ": cannot save progress: cannot write " + deep +
+                       ": File name too long; choose a writable --progress FILE\n");
+    fs::remove_all(dir);
+}

@@ -187,6 +187,17 @@ int main(int argc, char** argv) {
             "their ratio 0/0; use --d-model 2 or more");
     if (vocab < 2) cli.fail("--vocab must be at least 2");
     if (digits < 0 || digits > 17) cli.fail("--digits must be in 0..17");
+    {
+        // Held at once, in floats, for the deepest stack: its weights and their gradients (12 d^2
+        // per block, the head d x vocab), and the activations of 8 x 32 positions (about 20 d
+        // per block, 3 vocab for the logits). Beyond the machine, refused here, before int sizes
+        // such as the feed-forward width 4 d could overflow.
+        const double L = *std::max_element(depths.begin(), depths.end()), d = d_model,
+                     V = vocab;
+        cli.require_memory(4 * (2 * (L * 12 * d * d + d * V) + 256 * (L * 20 * d + 3 * V)),
+                           "--d-model " + std::to_string(d_model) + " --vocab " +
+                               std::to_string(vocab) + " at L = " + std::to_string(int(L)));
+    }
 
     std::vector<double> fig_post, fig_pre;
     int status = 0;  // a figure that cannot be written still lets the decoder's section print

@@ -228,8 +228,10 @@ int main(int argc, char** argv) {
     cli.option("--batch", cfg.batch, "batch size");
     cli.option("--d-model", cfg.d_model, "model width (the LSTM's input and hidden width too)");
     cli.option("--heads", cfg.heads, "attention heads");
-    cli.option("--warmup", cfg.warmup, "untimed runs per cell");
-    cli.option("--repeat", cfg.repeat, "timed runs per cell (the mean is printed)");
+    // warmup + repeat runs are counted in one int: each is held to a million.
+    cli.option("--warmup", cfg.warmup, "untimed runs per cell").range(0, 1'000'000);
+    cli.option("--repeat", cfg.repeat, "timed runs per cell (the mean is printed)")
+        .range(1, 1'000'000);
     cli.option("--mem-limit", mem_limit_mb, "MB a cell may need (0: the physical memory)", "MB");
     cli.figures(figure_dir, no_figures, "6-cost.png (figure 3) and 6-path-length.png");
     cli.option("--path-lens", path_lens, "n for the path-length measurement after the table",
@@ -254,8 +256,6 @@ int main(int argc, char** argv) {
         cli.fail(
             "--device cuda: the fused kernels take heads up to 128 wide, and d_model / heads = " +
             std::to_string(cfg.d_model / cfg.heads) + "; use more --heads");
-    if (cfg.warmup < 0) cli.fail("--warmup must be 0 or more");
-    if (cfg.repeat < 1) cli.fail("--repeat must be at least 1");
     if (mem_limit_mb < 0)
         cli.fail("--mem-limit must be 0 (physical memory) or a positive number of MB");
     cfg.limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * MIB : mem::physical_bytes();
@@ -271,6 +271,7 @@ int main(int argc, char** argv) {
                            "--batch " + std::to_string(cfg.batch) + " --d-model " +
                                std::to_string(cfg.d_model) + " at n = " + std::to_string(n0));
     }
+    cli.check_figure_dir();  // before the measurement, not after it
 
     print_complexity(cfg.d_model);
 

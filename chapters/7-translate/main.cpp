@@ -76,15 +76,17 @@ int main(int argc, char** argv) {
     std::string norm = "pre", save_path, load_path, figure_dir = "figures";
     bool no_figures = false;
     cli.option("--layers", mc.layers, "encoder blocks = decoder blocks N");
-    cli.option("--d-model", mc.d_model, "model width d_model");
+    // Bounds on the counts that multiply: d_model as a weights file may declare it, steps and
+    // warm-up steps as int loop counters, sentences per batch times their tokens.
+    cli.option("--d-model", mc.d_model, "model width d_model").range(1, 4096);
     cli.option("--heads", mc.heads, "attention heads h (must divide d_model)");
     cli.choice("--norm", norm, {"pre", "post"},
                "pre: LayerNorm before each sublayer (Xiong et al. 2020); post: after each "
                "residual sum (the paper)");
-    cli.option("--steps", tc.steps, "training steps (batches)");
-    cli.option("--batch", tc.batch, "sentences per batch");
+    cli.option("--steps", tc.steps, "training steps (batches)").range(0, 100'000'000);
+    cli.option("--batch", tc.batch, "sentences per batch").range(1, 1'000'000);
     cli.option("--lr", tc.lr, "factor on the paper's learning-rate schedule");
-    cli.option("--warmup", tc.warmup, "warm-up steps of the schedule");
+    cli.option("--warmup", tc.warmup, "warm-up steps of the schedule").range(1, 100'000'000);
     cli.option("--seed", mc.seed, "seed of the weights and of the training order");
     cli.option("--threads", threads,
                "OpenMP threads (one suits these small matrices on a shared machine)");
@@ -103,6 +105,28 @@ int main(int argc, char** argv) {
     if (threads < 1 || threads > 256) cli.fail("--threads must be in 1..256");
     if (!load_path.empty() && !save_path.empty() && load_path == save_path)
         cli.fail("--load and --save name the same file; give --save another name");
+    // The loaded file decides the model and nothing is trained: these would be ignored.
+    if (!load_path.empty()) {
+        std::string ignored;
+        for (const char* o : {"--layers", "--d-model", "--heads", "--norm", "--steps", "--batch",
+                              "--lr", "--warmup", "--seed"})
+            if (cli.given(o)) ignored += std::string(ignored.empty() ? "" : ", ") + o;
+        if (!ignored.empty())
+            cli.fail("--load takes the model from the file and trains nothing, so " + ignored +
+                     " would be ignored; drop them, or train without --load");
+    }
+    if (load_path.empty()) {
+        // Held at once while training, in floats: the weights, their gradients and Adam's two
+        // moments; per token of a batch (about 12 per sentence, source and target) and per
+        // block, some 40 d_model activations and 3 attention rows of 12 per head.
+        const double d = mc.d_model, L = mc.layers, tokens = 12.0 * tc.batch;
+        const double params = double(parameter_count(mc));
+        cli.require_memory(4 * (4 * params + tokens * 2 * L * (40 * d + 3 * 12 * mc.heads)),
+                           "--batch " + std::to_string(tc.batch) + " --layers " +
+                               std::to_string(mc.layers) + " --d-model " +
+                               std::to_string(mc.d_model));
+    }
+    cli.check_figure_dir();  // now, not after the training
     tc.seed = mc.seed;
     // Pre-LN by default: at this budget it reached 99% in fewer steps than Post-LN did.
     mc.placement = norm == "post" ? LnPlacement::PostLN : LnPlacement::PreLN;

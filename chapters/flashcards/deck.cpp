@@ -1,6 +1,7 @@
 // Parsing the deck: every mistake in deck.md is reported as file:line with the fix.
 #include "chapters/flashcards/deck.h"
 
+#include "common/cli.h"
 #include "common/terminal.h"
 
 #include <algorithm>
@@ -122,8 +123,8 @@ Deck parse_deck(std::string_view text, const std::string& path) {
             int number = 0;
             if (dot == std::string_view::npos || !parse_nonneg(h.substr(0, dot), number) ||
                 (dot + 1 < h.size() && h[dot + 1] != ' '))
-                throw Error(at(path, ln) + "a card heading must look like '## 7. question', got '" +
-                            std::string(h) + "'");
+                throw Error(at(path, ln) + "a card heading must look like '## 7. question', got " +
+                            cli::quote(h, 60));
             int expected = int(pending.size()) + 1;
             if (number != expected)
                 throw Error(at(path, ln) + "card number " + std::to_string(number) + " where " +

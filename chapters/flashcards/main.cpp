@@ -105,8 +105,16 @@ void with_signals_held(Save save) {
 
 // Saves the rating just made. The file may hold ratings another run saved meanwhile; the
 // session carries on with them.
+// A save that fails (checked before the session, so only a disk that filled or a folder that
+// changed since) says which rating it could not keep.
 void save_rating(const std::string& path, cards::Session& s) {
-    with_signals_held([&] { s.progress = cards::save_rating(path, s.progress, s.last_rated); });
+    try {
+        with_signals_held(
+            [&] { s.progress = cards::save_rating(path, s.progress, s.last_rated); });
+    } catch (const cards::Error& e) {
+        throw cards::Error(std::string(e.what()) + " (the rating of card " +
+                           std::to_string(s.last_rated) + " was not saved)");
+    }
 }
 
 std::string summary(const cards::Session& s, const std::string& path) {

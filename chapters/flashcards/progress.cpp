@@ -2,6 +2,7 @@
 #include "chapters/flashcards/progress.h"
 
 #include "common/atomic_file.h"
+#include "common/cli.h"
 #include "common/terminal.h"
 
 #include <algorithm>
@@ -19,6 +20,10 @@ namespace cards {
 namespace {
 constexpr std::string_view MAGIC = "# transformer-cards progress v1";
 constexpr std::string_view HEADER = "card\tbox\trating\tsession\treviews";
+
+// Bytes of the file shown in a message: quoted and escaped (no escape code reaches the
+// terminal, no NUL cuts the line), at most 40 bytes of them.
+std::string shown(std::string_view field) { return cli::quote(field, 40); }
 }  // namespace
 
 Progress parse_progress(std::string_view text, const std::string& path) {
@@ -44,8 +49,7 @@ Progress parse_progress(std::string_view text, const std::string& path) {
         }
         if (!have_session) {
             if (f.size() != 2 || f[0] != "session" || !parse_nonneg(f[1], p.session))
-                throw Error(at(path, ln) + "expected 'session<TAB>N', got '" + std::string(line) +
-                            "'" + fix);
+                throw Error(at(path, ln) + "expected 'session<TAB>N', got " + shown(line) + fix);
             have_session = true;
             continue;
         }
@@ -62,23 +66,24 @@ Progress parse_progress(std::string_view text, const std::string& path) {
         int card, box, rated_in, reviews;
         Rating r;
         if (!parse_nonneg(f[0], card) || card < 1)
-            throw Error(at(path, ln) + "bad card number '" + std::string(f[0]) + "'" + fix);
+            throw Error(at(path, ln) + "bad card number " + shown(f[0]) + fix);
         if (!parse_nonneg(f[1], box) || box < 1 || box > BOXES)
-            throw Error(at(path, ln) + "bad box '" + std::string(f[1]) + "' (boxes are 1 to " +
+            throw Error(at(path, ln) + "bad box " + shown(f[1]) + " (boxes are 1 to " +
                         std::to_string(BOXES) + ")" + fix);
         if (!parse_rating_name(f[2], r))
-            throw Error(at(path, ln) + "bad rating '" + std::string(f[2]) +
-                        "' (쉬움, 보통 or 어려움)" + fix);
+            throw Error(at(path, ln) + "bad rating " + shown(f[2]) + " (쉬움, 보통 or 어려움)" +
+                        fix);
         if ((r == Rating::Hard && box != 1) || (r == Rating::Medium && box != 2) ||
             (r == Rating::Easy && box < 3))
             throw Error(at(path, ln) + "box " + std::to_string(box) +
                         " does not follow from the rating " + rating_name(r) +
                         " (어려움 -> 1, 보통 -> 2, 쉬움 -> 3 or more)" + fix);
         if (!parse_nonneg(f[3], rated_in) || rated_in < 1 || rated_in > p.session)
-            throw Error(at(path, ln) + "bad session '" + std::string(f[3]) + "' (1 to " +
+            throw Error(at(path, ln) + "bad session " + shown(f[3]) + " (1 to " +
                         std::to_string(p.session) + ")" + fix);
         if (!parse_nonneg(f[4], reviews) || reviews < 1)
-            throw Error(at(path, ln) + "bad review count '" + std::string(f[4]) + "'" + fix);
+            throw Error(at(path, ln) + "bad review count " + shown(f[4]) + " (1 to " +
+                        std::to_string(MAX_REVIEWS) + ")" + fix);
         if (p.cards.count(card))
             throw Error(at(path, ln) + "card " + std::to_string(card) + " appears twice" + fix);
         p.cards[card] = CardState{box, r, rated_in, reviews};
@@ -161,6 +166,17 @@ void check_writable(const std::string& path_in) {
     if (::access(dir.c_str(), W_OK | X_OK) != 0)
         throw Error(path_in + ": cannot save progress in " + dir + ": " + std::strerror(errno) +
                     "; choose a writable --progress FILE");
+    // What a save does, tried now: the name's length, then (when its folder exists) a
+    // temporary file beside it. A failure at the first rating would lose that rating.
+    try {
+        if (dir == atomic_file::parent_dir(path))
+            atomic_file::check_writable(path, false);
+        else if (path.size() - path.find_last_of('/') - 1 > 255)
+            throw atomic_file::Error("cannot write " + path + ": " + std::strerror(ENAMETOOLONG));
+    } catch (const atomic_file::Error& e) {
+        throw Error(path_in + ": cannot save progress: " + e.what() +
+                    "; choose a writable --progress FILE");
+    }
 }
 
 void save_progress(const std::string& path_in, const Progress& p) {

@@ -19,15 +19,16 @@ Progress parse_progress(std::string_view text, const std::string& path);
 std::string format_progress(const Progress& p);
 // A missing file is an empty Progress; an unreadable or corrupt one throws (and is not touched).
 Progress load_progress(const std::string& path);
-// Writes path.tmp.<pid>, fsyncs it, renames it over path and fsyncs the folder: a crash leaves
-// either the old file or the new one. Creates missing parent folders, keeps the file's mode and
+// Writes a temporary file beside it (atomic_file::temp_name), fsyncs it, renames it over path
+// and fsyncs the folder: a crash leaves either the old file or the new one. Creates missing parent folders, keeps the file's mode and
 // a symlink's link, and refuses a file without its owner's write bit. Throws Error on failure.
 void save_progress(const std::string& path, const Progress& p);
 // Saves one rating: re-reads the file under a lock on its folder and replaces only `card` with
 // mine's, so two programs reviewing at once keep each other's ratings. Returns what it wrote.
 Progress save_rating(const std::string& path, const Progress& mine, int card);
-// Throws the Error a save would, before a session starts: a read-only progress file, or a
-// folder that is not one or cannot be written.
+// Throws the Error a save would, before a session starts: a read-only progress file, a name
+// too long, or a folder that is not one or cannot be written (a temporary file is created and
+// removed there).
 void check_writable(const std::string& path);
 // $XDG_STATE_HOME/transformer-cards/progress.tsv, else ~/.local/state/transformer-cards/...
 std::string default_progress_path();

@@ -40,7 +40,7 @@ void rate(Progress& p, int card, Rating r, int session) {
     s.box = next_box(s.box, r);
     s.last = r;
     s.rated_in = session;
-    s.reviews++;
+    s.reviews = s.reviews < MAX_REVIEWS ? s.reviews + 1 : MAX_REVIEWS;
     p.session = std::max(p.session, session);
 }
 

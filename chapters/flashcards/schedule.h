@@ -21,14 +21,15 @@ struct CardState {
     int box = 0;                 // 1..BOXES once rated
     Rating last = Rating::Hard;  // the latest rating
     int rated_in = 0;            // the session of the latest rating (1, 2, ...)
-    int reviews = 0;             // how many times it was rated
+    int reviews = 0;             // how many times it was rated (at most MAX_REVIEWS)
 };
 inline int due_in(const CardState& s) { return s.rated_in + interval(s.box); }
 
-// The progress file holds session numbers of at most 9 digits. The count stops there: a session
-// after session MAX_SESSION is numbered MAX_SESSION again, so nothing the program saves is a
-// file it would refuse to read.
+// The progress file holds numbers of at most 9 digits. The counts stop there: a session after
+// session MAX_SESSION is numbered MAX_SESSION again, and a card rated MAX_REVIEWS times keeps
+// that count, so nothing the program saves is a file it would refuse to read.
 constexpr int MAX_SESSION = 999'999'999;
+constexpr int MAX_REVIEWS = 999'999'999;
 inline int next_session(int last) { return last < MAX_SESSION ? last + 1 : MAX_SESSION; }
 
 // What is known of every card; progress.h saves it as the progress file.
