@@ -1,7 +1,13 @@
 // bench-gemm: our sgemm's GFLOP/s at square sizes 256..2048, side by side with OpenBLAS when
 // libopenblas is installed (loaded at run time with dlopen, so the build never needs it).
 // Both run in the same process, alternating, so a busy machine slows both alike; the ratio is
-// the number to read.
+// the number to read. The yardstick is named: the OpenBLAS core that ran (bench/openblas.h),
+// and where that core is below what this CPU supports, OpenBLAS runs again in a child process
+// with OPENBLAS_CORETYPE set to the best one, and the ratio is taken against the faster.
+//
+//   bench-gemm                     the table
+//   bench-gemm --openblas-best     prints this CPU's best OpenBLAS cores (for the torch peers)
+#include "bench/openblas.h"
 #include "common/cli.h"
 #include "common/gemm.h"
 #include "common/memory.h"
@@ -10,20 +16,53 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <dlfcn.h>
+#include <map>
 #include <random>
+#include <string>
+#include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace {
 
-// cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)
-using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
-                            int, float, float*, int);
-constexpr int CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112;
-
 double seconds_now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
+}
+
+// Each timing is a block of calls lasting ~50 ms: a single small call (0.3 ms at 256) is at the
+// mercy of one interruption and of the other library's threads still spinning from its last call.
+template <class F> double block_seconds(F&& f, int calls) {
+    const double t0 = seconds_now();
+    for (int c = 0; c < calls; c++) f();
+    return (seconds_now() - t0) / calls;
+}
+
+// OpenBLAS alone, rerun in a child with OPENBLAS_CORETYPE=core: GFLOP/s per (size, A@B^T?),
+// read from the child's "gflops N TB G" lines. Empty where the child failed.
+std::map<std::pair<int, int>, double> rerun_openblas(const std::string& core,
+                                                     const std::vector<int>& sizes, int repeat,
+                                                     std::string& child_core) {
+    std::map<std::pair<int, int>, double> out;
+    char self[4096];
+    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return out;
+    self[len] = 0;
+    std::string cmd = "OPENBLAS_CORETYPE=" + core + " '" + self + "' --openblas-only --repeat " +
+                      std::to_string(repeat) + " --sizes ";
+    for (size_t i = 0; i < sizes.size(); i++) cmd += (i ? "," : "") + std::to_string(sizes[i]);
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return out;
+    char line[512];
+    while (std::fgets(line, sizeof line, p)) {
+        int n = 0, tb = 0;
+        double g = 0;
+        char name[128];
+        if (std::sscanf(line, "gflops %d %d %lf", &n, &tb, &g) == 3) out[{n, tb}] = g;
+        else if (std::sscanf(line, "core %127s", name) == 1) child_core = name;
+    }
+    if (pclose(p) != 0) out.clear();
+    return out;
 }
 
 }  // namespace
@@ -31,36 +70,70 @@ double seconds_now() {
 int main(int argc, char** argv) {
     std::vector<int> sizes = {256, 512, 1024, 2048};
     int repeat = 5;
+    bool openblas_only = false, print_best = false;
     cli::Parser cli("bench-gemm", "sgemm GFLOP/s, ours beside OpenBLAS (best of --repeat runs)");
     cli.option("--sizes", sizes, "square sizes M = N = K");
     cli.option("--repeat", repeat,
                "timed blocks of calls per size and library (the best is reported)")
         .range(1, 1'000'000);
+    cli.flag("--openblas-best", print_best,
+             "print this CPU's best OpenBLAS cores, the one to set first, and exit");
+    cli.flag("--openblas-only", openblas_only,
+             "time OpenBLAS alone, one 'gflops N TRANSB G' line each (the rerun's child)");
     cli.parse(argc, argv);
     for (int s : sizes)  // n * n floats per matrix, n^3 multiply-adds: n is kept to 2^16
         if (s < 1 || s > 65536) cli.fail("--sizes must be between 1 and 65536");
 
-    CblasSgemm openblas = nullptr;
-    if (void* lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL)) {
-        openblas = reinterpret_cast<CblasSgemm>(dlsym(lib, "cblas_sgemm"));
-        // Give OpenBLAS the same number of threads as our OpenMP.
-        if (auto set = reinterpret_cast<void (*)(int)>(dlsym(lib, "openblas_set_num_threads")))
-            set(omp_get_max_threads());
+    const openblas::Best best = openblas::best_for_this_cpu();
+    if (print_best) {
+        for (size_t i = 0; i < best.cores.size(); i++)
+            std::printf("%s%s", i ? " " : "", best.cores[i].c_str());
+        std::printf("\n");
+        return 0;
     }
 
-    std::printf("sgemm, row-major, %d thread(s), best of %d\n", omp_get_max_threads(), repeat);
-    if (openblas)
-        std::printf("%6s %6s | %12s | %12s | %6s\n", "size", "op", "ours GFLOP/s", "OpenBLAS",
-                    "ratio");
-    else
-        std::printf("%6s %6s | %12s   (libopenblas.so.0 not found: apt-get install "
-                    "libopenblas-dev for the comparison)\n",
-                    "size", "op", "ours GFLOP/s");
+    const openblas::Library blas = openblas::load();
+    // Give OpenBLAS the same number of threads as our OpenMP.
+    if (blas.set_num_threads) blas.set_num_threads(omp_get_max_threads());
+    if (openblas_only && !blas.sgemm) cli.fail("--openblas-only: libopenblas.so.0 not found");
+    const std::string rerun = blas.sgemm ? openblas::rerun_core(blas.core, best) : "";
+    std::map<std::pair<int, int>, double> rerun_gflops;
+    std::string rerun_reported;
+    if (rerun != "" && !openblas_only)
+        rerun_gflops = rerun_openblas(rerun, sizes, repeat, rerun_reported);
+
+    if (openblas_only) {
+        std::printf("core %s\n", blas.core.c_str());
+    } else {
+        std::printf("sgemm, row-major, %d thread(s), best of %d\n", omp_get_max_threads(), repeat);
+        if (blas.sgemm) {
+            std::printf("yardstick: %s; core %s (this CPU's best: %s)\n", blas.config.c_str(),
+                        blas.core.c_str(), openblas::list(best.cores).c_str());
+            if (rerun != "" && rerun_gflops.empty())
+                std::printf("  the rerun with OPENBLAS_CORETYPE=%s failed: the ratio is against "
+                            "%s alone\n", rerun.c_str(), blas.core.c_str());
+            else if (rerun != "")
+                std::printf("  %s is below this CPU: OpenBLAS ran again in a child process with "
+                            "OPENBLAS_CORETYPE=%s (it reported %s); the ratio is against the "
+                            "faster\n", blas.core.c_str(), rerun.c_str(), rerun_reported.c_str());
+        }
+        if (blas.sgemm && !rerun_gflops.empty())
+            std::printf("%6s %6s | %12s | %18s | %18s | %6s\n", "size", "op", "ours GFLOP/s",
+                        ("OpenBLAS " + blas.core).c_str(), ("OpenBLAS " + rerun).c_str(),
+                        "ratio");
+        else if (blas.sgemm)
+            std::printf("%6s %6s | %12s | %18s | %6s\n", "size", "op", "ours GFLOP/s",
+                        ("OpenBLAS " + blas.core).c_str(), "ratio");
+        else
+            std::printf("%6s %6s | %12s   (libopenblas.so.0 not found: apt-get install "
+                        "libopenblas-dev for the comparison)\n",
+                        "size", "op", "ours GFLOP/s");
+    }
 
     std::mt19937 rng(0);
     std::uniform_real_distribution<float> U(-1.0f, 1.0f);
     for (int n : sizes) {
-        mem::Buffer<float> A((size_t)n * n), B((size_t)n * n), C((size_t)n * n);
+        mem::Buffer<float> A((size_t)n * n), B((size_t)n * n), C((size_t)n * n);  // (n, n) each
         for (size_t i = 0; i < A.size(); i++) A[i] = U(rng), B[i] = U(rng);
         const double flops = 2.0 * n * n * n;
         for (int variant = 0; variant < 2; variant++) {
@@ -70,31 +143,39 @@ int main(int argc, char** argv) {
                 sgemm(false, tb, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
             };
             auto theirs = [&] {
-                openblas(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, n, n, n,
-                         1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+                blas.sgemm(openblas::CblasRowMajor, openblas::CblasNoTrans,
+                           tb ? openblas::CblasTrans : openblas::CblasNoTrans, n, n, n, 1.0f,
+                           A.data(), n, B.data(), n, 0.0f, C.data(), n);
             };
-            // Each timing is a block of calls lasting ~50 ms: a single small call (0.3 ms at
-            // 256) is at the mercy of one interruption and of the other library's threads
-            // still spinning from its last call.
-            const auto block_seconds = [](auto&& f, int calls) {
-                const double t0 = seconds_now();
-                for (int c = 0; c < calls; c++) f();
-                return (seconds_now() - t0) / calls;
-            };
+            if (openblas_only) {
+                const int calls = std::max(1, (int)(0.05 / block_seconds(theirs, 1)));
+                double best_theirs = 1e30;
+                for (int r = 0; r < repeat; r++)
+                    best_theirs = std::min(best_theirs, block_seconds(theirs, calls));
+                std::printf("gflops %d %d %.3f\n", n, variant, flops / best_theirs * 1e-9);
+                std::fflush(stdout);
+                continue;
+            }
             const int calls = std::max(1, (int)(0.05 / block_seconds(ours, 1)));  // + warm-up
-            if (openblas) block_seconds(theirs, 1);
+            if (blas.sgemm) block_seconds(theirs, 1);
             double best_ours = 1e30, best_theirs = 1e30;
             for (int r = 0; r < repeat; r++) {
                 best_ours = std::min(best_ours, block_seconds(ours, calls));
-                if (openblas) best_theirs = std::min(best_theirs, block_seconds(theirs, calls));
+                if (blas.sgemm) best_theirs = std::min(best_theirs, block_seconds(theirs, calls));
             }
             const double g_ours = flops / best_ours * 1e-9;
-            if (openblas) {
+            const char* op = tb ? "A@B^T" : "A@B";
+            if (!blas.sgemm) {
+                std::printf("%6d %6s | %12.1f\n", n, op, g_ours);
+            } else if (rerun_gflops.count({n, variant})) {
                 const double g_theirs = flops / best_theirs * 1e-9;
-                std::printf("%6d %6s | %12.1f | %12.1f | %5.2fx\n", n, tb ? "A@B^T" : "A@B",
-                            g_ours, g_theirs, g_ours / g_theirs);
+                const double g_rerun = rerun_gflops[{n, variant}];
+                std::printf("%6d %6s | %12.1f | %18.1f | %18.1f | %5.2fx\n", n, op, g_ours,
+                            g_theirs, g_rerun, g_ours / std::max(g_theirs, g_rerun));
             } else {
-                std::printf("%6d %6s | %12.1f\n", n, tb ? "A@B^T" : "A@B", g_ours);
+                const double g_theirs = flops / best_theirs * 1e-9;
+                std::printf("%6d %6s | %12.1f | %18.1f | %5.2fx\n", n, op, g_ours, g_theirs,
+                            g_ours / g_theirs);
             }
             std::fflush(stdout);
         }

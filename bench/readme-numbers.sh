@@ -22,7 +22,16 @@ for a in "$@"; do
     esac
 done
 
+# A README number comes from a run on an otherwise idle machine: the load average before the run
+# at most 1.0 (one busy core's worth), or --update refuses it.
+MAX_LOAD=1.0
 if [ -z "$input" ]; then
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    if [ "$update" = 1 ] && awk -v l="$load" -v m="$MAX_LOAD" 'BEGIN { exit !(l > m) }'; then
+        echo "readme-numbers.sh: the load average is $load (above $MAX_LOAD): other jobs share" \
+            "the cores; wait for an idle machine before writing the README's numbers" >&2
+        exit 1
+    fi
     mkdir -p build
     input=build/bench.txt
     {
@@ -36,6 +45,14 @@ if [ -z "$input" ]; then
     mv "$input.tmp.$$" "$input"
 fi
 [ -r "$input" ] || { echo "readme-numbers.sh: cannot read $input" >&2; exit 1; }
+if [ "$update" = 1 ]; then
+    load=$(sed -n 's/^# load before: //p' "$input" | head -1)
+    if [ -z "$load" ] || awk -v l="$load" -v m="$MAX_LOAD" 'BEGIN { exit !(l > m) }'; then
+        echo "readme-numbers.sh: $input was run at load average ${load:-unknown} before it" \
+            "(above $MAX_LOAD): the README's numbers come from an idle machine; run again there" >&2
+        exit 1
+    fi
+fi
 
 lines=$(awk '
     /^# date: /        { date = substr($0, 9) }
@@ -49,12 +66,21 @@ lines=$(awk '
         n = $1; if (!(n in seen)) { seen[n] = 1; ns[++count] = n }
         ms[n, $3] = $5; mb[n, $3] = $7
     }
-    # bench-gemm: "  1024    A@B |        150.1 |        136.5 |  1.10x" (no OpenBLAS: 4 fields)
+    # the bench-gemm yardstick: "yardstick: OpenBLAS 0.3.21 ...; core Prescott (this CPU has best:
+    # ...)", then, where it reran, "  Prescott is below this CPU: ... OPENBLAS_CORETYPE=SkylakeX"
+    /^yardstick: / { core = $0; sub(/.*; core /, "", core); sub(/ .*/, "", core)
+                     blas = $3 }
+    /is below this CPU: OpenBLAS ran again/ {
+        rerun = $0; sub(/.*OPENBLAS_CORETYPE=/, "", rerun); sub(/ .*/, "", rerun) }
+    # bench-gemm: "  1024    A@B |  150.1 |  136.5 |  1.10x" (a rerun adds a column before the
+    # ratio; no OpenBLAS: 4 fields)
     ($2 == "A@B" || $2 == "A@B^T") && $3 == "|" {
-        ratio = $8; sub(/x$/, "", ratio)
+        ratio = $NF; sub(/x$/, "", ratio)
         gemm = gemm (gemm == "" ? "" : ", ") $1 "³ " $2 " " $4 " GFLOP/s"
-        gemm = gemm (NF >= 8 ? " (" ratio "x OpenBLAS)" : "")
+        gemm = gemm (NF >= 8 ? " (" ratio "x)" : "")
     }
+    # bench-translate: "chapter 7 training step: ours X ms, PyTorch Y ms (R.RRx)"
+    /^chapter 7 training step: / { step = $0; sub(/^chapter 7 training step: /, "", step) }
     /libopenblas.so.0 not found/ { no_blas = 1 }
     END {
         if (count == 0) { print "no bench-layers table in the input" > "/dev/stderr"; exit 1 }
@@ -70,7 +96,12 @@ lines=$(awk '
         n = ns[count]
         printf ". At n = %s the fused layer holds %.1fx less memory than the naive one and takes %.2fx its time.", n,
                mb[n, "naive"] / mb[n, "fused"], ms[n, "fused"] / ms[n, "naive"]
-        if (gemm != "") printf " sgemm: %s%s.", gemm, no_blas ? " (OpenBLAS not installed)" : ""
+        if (gemm != "" && no_blas) printf " sgemm: %s (OpenBLAS not installed).", gemm
+        else if (gemm != "" && rerun != "")
+            printf " sgemm against OpenBLAS %s, core %s (it picked %s, below this CPU): %s.",
+                   blas, rerun, core, gemm
+        else if (gemm != "") printf " sgemm against OpenBLAS %s, core %s: %s.", blas, core, gemm
+        if (step != "") printf " Chapter 7'\''s training step, one thread: %s.", step
         if (load0 + 0 > cores / 2 || load1 + 0 > cores / 2)
             printf " Other jobs shared the cores during this run (load average above half the" \
                    " cores): its times are slower and noisier than the machine'\''s own%s.",

@@ -20,6 +20,9 @@ import os
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import torch_blas  # noqa: E402  (bench/torch_blas.py: the BLAS under torch, named)
+
 try:
     import torch
     import torch.nn as nn
@@ -144,6 +147,11 @@ def main():
                    help="torch.set_num_threads (default: the CPUs this process may use, "
                         "as OpenMP's default in the C++ programs)")
     p.add_argument("--only", default="naive,fused,lstm", help="which columns to run")
+    p.add_argument("--openblas-best", default="",
+                   help="this CPU's best OpenBLAS cores, comma-separated (bench-gemm "
+                        "--openblas-best); on the CPU, where torch's OpenBLAS runs another core, "
+                        "the table is measured again with OPENBLAS_CORETYPE set to the first")
+    p.add_argument("--cells-only", action="store_true", help=argparse.SUPPRESS)  # the rerun
     a = p.parse_args()
     try:
         seq_lens = [int(s) for s in a.seq_lens.split(",")]
@@ -177,34 +185,72 @@ def main():
     else:
         where = f"the CPU, {torch.get_num_threads()} thread(s)"
 
+    rerun = None
+    if a.device == "cpu":
+        blas_line = torch_blas.describe(torch)
+        best = [c for c in a.openblas_best.replace(" ", ",").split(",") if c]
+        rerun = None if a.cells_only else torch_blas.rerun_core(best)
+    names = ("naive", "fused", "lstm")
+    cells = {}  # (name, n) -> (ms, MB or None), None when it does not fit, a str when skipped
+    tty = sys.stderr.isatty() and not a.cells_only
+    for n in seq_lens:
+        for name in names:
+            if name not in only:
+                cells[name, n] = "-"
+            elif name == "fused" and not fused_attention_available(a.device):
+                cells[name, n] = "n/a (torch < 2.0)"
+            else:
+                if tty:  # progress: one line, rewritten; nothing when stderr is a file
+                    print(f"\r\033[K  n = {n}, {name} ...", end="", file=sys.stderr, flush=True)
+                cells[name, n] = measure(name, n, a)
+    if tty:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+    if a.cells_only:  # the rerun's child: machine-readable, for its parent
+        print(f"core {torch_blas.openblas_core()[0]}")
+        for (name, n), c in cells.items():
+            if isinstance(c, tuple):
+                print(f"cell {name} {n} {c[0]:.3f}")
+        return
+
+    rerun_ms = {}
+    if rerun:
+        argv = [a for a in sys.argv if not a.startswith("--openblas-best")]
+        if "--openblas-best" in sys.argv:  # the value given as a separate word
+            i = sys.argv.index("--openblas-best")
+            argv = sys.argv[:i] + sys.argv[i + 2:]
+        out = torch_blas.run_child(rerun, argv + ["--cells-only"])
+        for line in (out or "").splitlines():
+            f = line.split()
+            if len(f) == 4 and f[0] == "cell":
+                rerun_ms[f[1], int(f[2])] = float(f[3])
     print(f"torch {torch.__version__} on {where}; batch = {a.batch}, d_model = {a.d_model}, "
           f"heads = {a.heads}; forward+backward, mean of {a.repeat} after {a.warmup} warm-up(s)")
+    if a.device == "cpu":
+        print(blas_line)
+    loaded = torch_blas.openblas_core()[0] if a.device == "cpu" else None
+    if rerun and rerun_ms:
+        print(f"  {loaded} is below this CPU: measured again in a child process with "
+              f"OPENBLAS_CORETYPE={rerun}; each cell shows {loaded} / {rerun}, read the faster")
+    elif rerun:
+        print(f"  {loaded} is below this CPU, and the rerun with OPENBLAS_CORETYPE={rerun} failed")
     width = 26  # the longest column title
     print(f"{'n':>6} | {'naive (article module)':>{width}} | {'F.scaled_dot_product_attn':>{width}}"
           f" | {'nn.LSTM':>{width}}", flush=True)
-    tty = sys.stderr.isatty()
     for n in seq_lens:
-        cells = []
-        for name in ("naive", "fused", "lstm"):
-            if name not in only:
-                cells.append(f"{'-':>{width}}")
-                continue
-            if name == "fused" and not fused_attention_available(a.device):
-                cells.append(f"{'n/a (torch < 2.0)':>{width}}")
-                continue
-            if tty:  # progress: one line, rewritten; nothing when stderr is a file
-                print(f"\r\033[K  n = {n}, {name} ...", end="", file=sys.stderr, flush=True)
-            cell = measure(name, n, a)
-            if cell is None:
-                cells.append(f"{'out of memory':>{width}}")
-            elif cell[1] is None:
-                cells.append(f"{cell[0]:9.1f} ms".rjust(width))
+        row = []
+        for name in names:
+            c = cells[name, n]
+            if isinstance(c, str):
+                row.append(f"{c:>{width}}")
+            elif c is None:
+                row.append(f"{'out of memory':>{width}}")
+            elif (name, n) in rerun_ms:
+                row.append(f"{c[0]:8.1f} / {rerun_ms[name, n]:.1f} ms".rjust(width))
+            elif c[1] is None:
+                row.append(f"{c[0]:9.1f} ms".rjust(width))
             else:
-                cells.append(f"{cell[0]:9.1f} ms / {cell[1]:7.0f} MB".rjust(width))
-        if tty:
-            print("\r\033[K", end="", file=sys.stderr, flush=True)
-        print(f"{n:6d} | " + " | ".join(cells), flush=True)
-
+                row.append(f"{c[0]:9.1f} ms / {c[1]:7.0f} MB".rjust(width))
+        print(f"{n:6d} | " + " | ".join(row), flush=True)
 
 if __name__ == "__main__":
     main()

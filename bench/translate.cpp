@@ -1,0 +1,139 @@
+// bench-translate: chapter 7's training step (2 + 2 Pre-LN blocks, d_model 64, 4 heads, batch 64
+// of number words, Adam with the paper's schedule), timed beside the same model in PyTorch
+// (chapters/7-translate/peer_torch.py) on the same batches, one thread each.
+//
+// The batches are drawn once here, from chapter 7's training numbers, and written to a file the
+// peer reads, so both sides run the same token ids in the same order. A step is what
+// translate::train does per batch: the teacher-forced loss, backward, Adam's update, zero_grad.
+// Each side reports the median of --steps timed steps after --warmup untimed ones.
+//
+//   chapter 7 training step: ours X ms, PyTorch Y ms (R.RRx)      R = Y / X
+#include "bench/openblas.h"
+#include "chapters/7-translate/train.h"
+#include "common/cli.h"
+#include "common/optim.h"
+#include "common/parallel.h"
+#include "common/random.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#if __has_include(<malloc.h>)  // mallopt: glibc (macOS has no malloc.h)
+#include <malloc.h>
+#endif
+
+using namespace translate;
+
+namespace {
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// One batch per line group: "batch B S T", then the src (B*S), tgt_in and tgt_out (B*T) ids.
+void write_batches(const std::string& path, const std::vector<Batch>& batches) {
+    std::ofstream f(path);
+    for (const Batch& b : batches) {
+        f << "batch " << b.B << ' ' << b.S << ' ' << b.T << '\n';
+        for (const auto* ids : {&b.src, &b.tgt_in, &b.tgt_out}) {
+            for (size_t i = 0; i < ids->size(); i++) f << (i ? " " : "") << (*ids)[i];
+            f << '\n';
+        }
+    }
+    if (!f.flush()) throw std::runtime_error("cannot write the batch file " + path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int steps = 100, warmup = 20, seed = 0;
+    std::string peer = getenv("PEER_PYTHON") ? getenv("PEER_PYTHON") : "/usr/bin/python3";
+    bool no_peer = false;
+    cli::Parser cli("bench-translate",
+                    "chapter 7's training step beside PyTorch, same batches, one thread each");
+    cli.option("--steps", steps, "timed steps per side (the median is reported)")
+        .range(1, 100'000);
+    cli.option("--warmup", warmup, "untimed steps before them").range(0, 100'000);
+    cli.option("--seed", seed, "the batches' and the weights' seed").range(0, 1'000'000'000);
+    cli.option("--peer", peer, "the python that runs chapters/7-translate/peer_torch.py", "PY");
+    cli.flag("--no-peer", no_peer, "time ours only");
+    cli.parse(argc, argv);
+
+    omp_set_num_threads(1);  // one thread each, as chapter 7 trains
+#if defined(M_MMAP_THRESHOLD)  // as chapter 7's main does
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+
+    // The batches: 64 training numbers each, drawn uniformly (the lengths chapter 7 trains on).
+    const Split split = split_numbers();
+    torch_rng::Generator g(uint64_t(seed) + 1);
+    std::vector<Batch> batches;
+    for (int s = 0; s < warmup + steps; s++) {
+        std::vector<int64_t> ns;
+        for (int i = 0; i < 64; i++) ns.push_back(split.train[g.random64() % split.train.size()]);
+        batches.push_back(make_batch(ns));
+    }
+
+    ModelConfig mc;
+    mc.seed = seed;
+    auto model = make_model(mc);
+    optim::Adam adam(model->parameters());
+    std::vector<double> ms;  // (steps) the timed steps
+    for (int s = 0; s < warmup + steps; s++) {
+        const auto t0 = std::chrono::steady_clock::now();
+        Tensor loss = batch_loss(*model, batches[size_t(s)]);
+        loss.backward();
+        adam.step(optim::noam_lr(s + 1, mc.d_model, 200));
+        adam.zero_grad();
+        const double dt = std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - t0).count();
+        if (s >= warmup) ms.push_back(dt);
+    }
+    const double ours = median(ms);
+    int64_t tokens = 0;
+    for (const Batch& b : batches) tokens += b.tokens;
+
+    std::printf("chapter 7's model: %d + %d %s blocks, d_model %d, %d heads, batch 64, "
+                "%.1f real tokens a batch; one thread each, median of %d steps after %d\n",
+                mc.layers, mc.layers, placement_name(mc.placement), mc.d_model, mc.heads,
+                double(tokens) / double(batches.size()), steps, warmup);
+    if (no_peer) {
+        std::printf("chapter 7 training step: ours %.1f ms\n", ours);
+        return 0;
+    }
+    const std::string path = "build/bench-translate.batches." + std::to_string(getpid());
+    write_batches(path, batches);
+    std::string best;
+    for (const std::string& c : openblas::best_for_this_cpu().cores)
+        best += (best.empty() ? "" : ",") + c;
+    const std::string cmd = "'" + peer + "' chapters/7-translate/peer_torch.py --batches '" + path +
+                            "' --warmup " + std::to_string(warmup) + " --seed " +
+                            std::to_string(seed) + " --openblas-best '" + best + "'";
+    FILE* p = popen(cmd.c_str(), "r");
+    double theirs = -1;
+    char line[1024];
+    while (p && std::fgets(line, sizeof line, p)) {
+        double v;
+        if (std::sscanf(line, "median_ms %lf", &v) == 1) theirs = v;
+        else std::fputs(line, stdout);  // the peer's own lines: torch's BLAS, its core
+    }
+    const int rc = p ? pclose(p) : -1;
+    std::remove(path.c_str());
+    if (rc != 0 || theirs <= 0) {
+        std::printf("chapter 7 training step: ours %.1f ms (PyTorch peer failed or not "
+                    "installed: %s chapters/7-translate/peer_torch.py; Debian: apt-get install "
+                    "python3-torch)\n", ours, peer.c_str());
+        return 0;
+    }
+    std::printf("chapter 7 training step: ours %.1f ms, PyTorch %.1f ms (%.2fx)\n", ours, theirs,
+                theirs / ours);
+    return 0;
+}

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Chapter 7's training step in PyTorch: the peer bench-translate times ours beside.
+
+The same model as chapters/7-translate/train.h builds: 2 encoder + 2 decoder blocks, Pre-LN,
+d_model 64, 4 heads, the article's MultiHeadAttention (one qkv Linear without bias, W_O without
+bias), encoder-decoder attention (W_Q, then W_K and W_V stacked, W_O), the feed-forward net
+d -> 4d -> d, token embeddings times sqrt(d_model) plus section 4's sinusoids, a final LayerNorm
+on each side, the output head; cross-entropy over the real target tokens (ignore_index -100);
+Adam(0.9, 0.98, eps 1e-9) with the paper's learning-rate schedule. It reads the batches
+bench-translate drew (--batches FILE: "batch B S T" then src, tgt_in and tgt_out ids) and times
+one step per batch, as the C++ does: loss, backward, the update, zero_grad. One thread.
+Prints its BLAS, then "median_ms X" (the median of the steps after --warmup).
+
+    build/bin/bench-translate          (make bench runs it; it runs this script)
+"""
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import torch_blas  # noqa: E402  (bench/torch_blas.py: the BLAS under torch, named)
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit("peer_torch.py: torch is not importable by this interpreter; "
+             "run it with /usr/bin/python3 (Debian's python3-torch) or a python with torch")
+
+SRC_VOCAB, TGT_VOCAB, IGNORE = 14, 13, -100
+
+
+def attention(Q, K, V, mask=None):  # the article's scaled_dot_product_attention
+    scores = Q @ K.transpose(-2, -1) / (Q.shape[-1] ** 0.5)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ V
+
+
+class MultiHeadAttention(nn.Module):  # section 3's module
+    def __init__(self, d, h):
+        super().__init__()
+        self.h, self.dh = h, d // h
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.proj = nn.Linear(d, d, bias=False)
+
+    def forward(self, x, mask=None):
+        B, N, D = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.h, self.dh).permute(2, 0, 3, 1, 4)
+        o = attention(qkv[0], qkv[1], qkv[2], mask)
+        return self.proj(o.transpose(1, 2).reshape(B, N, D))
+
+
+class CrossAttention(nn.Module):  # chapters/5-blocks/decoder.h
+    def __init__(self, d, h):
+        super().__init__()
+        self.h, self.dh = h, d // h
+        self.q = nn.Linear(d, d, bias=False)
+        self.kv = nn.Linear(d, 2 * d, bias=False)
+        self.proj = nn.Linear(d, d, bias=False)
+
+    def forward(self, x, memory, mask=None):
+        B, T, D = x.shape
+        S = memory.shape[1]
+        q = self.q(x).reshape(B, T, self.h, self.dh).transpose(1, 2)
+        kv = self.kv(memory).reshape(B, S, 2, self.h, self.dh).permute(2, 0, 3, 1, 4)
+        o = attention(q, kv[0], kv[1], mask)
+        return self.proj(o.transpose(1, 2).reshape(B, T, D))
+
+
+def feed_forward(d):
+    return nn.Sequential(nn.Linear(d, 4 * d), nn.ReLU(), nn.Linear(4 * d, d))
+
+
+class Block(nn.Module):  # Pre-LN: x = x + Sublayer(LayerNorm(x))
+    def __init__(self, d, h):
+        super().__init__()
+        self.attn, self.ff = MultiHeadAttention(d, h), feed_forward(d)
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+
+    def forward(self, x, mask):
+        x = x + self.attn(self.ln1(x), mask)
+        return x + self.ff(self.ln2(x))
+
+
+class DecoderBlock(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.self_attn, self.cross_attn = MultiHeadAttention(d, h), CrossAttention(d, h)
+        self.ff = feed_forward(d)
+        self.ln1, self.ln2, self.ln3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
+
+    def forward(self, x, memory, self_mask, memory_mask):
+        x = x + self.self_attn(self.ln1(x), self_mask)
+        x = x + self.cross_attn(self.ln2(x), memory, memory_mask)
+        return x + self.ff(self.ln3(x))
+
+
+def sinusoids(n, d):  # section 4's positional encoding
+    pos = torch.arange(n, dtype=torch.float32)[:, None]
+    i = torch.arange(0, d, 2, dtype=torch.float32)
+    angle = pos / (10000 ** (i / d))
+    pe = torch.zeros(n, d)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return pe
+
+
+class EncoderDecoder(nn.Module):
+    def __init__(self, d=64, h=4, layers=2):
+        super().__init__()
+        self.d = d
+        self.src_embed, self.tgt_embed = nn.Embedding(SRC_VOCAB, d), nn.Embedding(TGT_VOCAB, d)
+        self.encoder = nn.ModuleList([Block(d, h) for _ in range(layers)])
+        self.decoder = nn.ModuleList([DecoderBlock(d, h) for _ in range(layers)])
+        self.enc_norm, self.dec_norm = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.head = nn.Linear(d, TGT_VOCAB)
+        with torch.no_grad():  # N(0, 1/d_model), as chapter 7's make_model draws them
+            for e in (self.src_embed, self.tgt_embed):
+                e.weight /= math.sqrt(d)
+
+    def embed(self, table, ids):
+        return table(ids) * math.sqrt(self.d) + sinusoids(ids.shape[1], self.d)
+
+    def forward(self, src, tgt_in, src_pad):
+        x = self.embed(self.src_embed, src)
+        for b in self.encoder:
+            x = b(x, src_pad)
+        memory = self.enc_norm(x)
+        T = tgt_in.shape[1]
+        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        y = self.embed(self.tgt_embed, tgt_in)
+        for b in self.decoder:
+            y = b(y, memory, causal, src_pad)
+        return self.head(self.dec_norm(y))
+
+
+def read_batches(path):
+    batches = []
+    with open(path) as f:
+        lines = f.read().split("\n")
+    i = 0
+    while i < len(lines) and lines[i].startswith("batch "):
+        B, S, T = (int(v) for v in lines[i].split()[1:])
+        src, tin, tout = ([int(v) for v in lines[i + k].split()] for k in (1, 2, 3))
+        src = torch.tensor(src).reshape(B, S)
+        batches.append((src, torch.tensor(tin).reshape(B, T), torch.tensor(tout).reshape(B * T),
+                        (src == 0).reshape(B, 1, 1, S)))
+        i += 4
+    if not batches:
+        sys.exit(f"peer_torch.py: {path!r} holds no batches")
+    return batches
+
+
+def noam_lr(step, d_model, warmup=200):
+    return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
+def median_step_ms(batches, warmup, seed):
+    torch.manual_seed(seed)
+    model = EncoderDecoder()
+    adam = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    ms = []
+    for s, (src, tin, tout, pad) in enumerate(batches):
+        t0 = time.perf_counter()
+        for group in adam.param_groups:
+            group["lr"] = noam_lr(s + 1, model.d)
+        logits = model(src, tin, pad)
+        loss = F.cross_entropy(logits.reshape(-1, TGT_VOCAB), tout, ignore_index=IGNORE)
+        loss.backward()
+        adam.step()
+        adam.zero_grad(set_to_none=False)  # ours sets every gradient to 0, as this does
+        if s >= warmup:
+            ms.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ms)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batches", required=True, help="the file bench-translate wrote")
+    p.add_argument("--warmup", type=int, default=20, help="untimed steps first")
+    p.add_argument("--seed", type=int, default=0, help="torch.manual_seed before the model")
+    p.add_argument("--openblas-best", default="",
+                   help="this CPU's best OpenBLAS cores, comma-separated; where torch's OpenBLAS "
+                        "runs another core, the steps are timed again with OPENBLAS_CORETYPE set "
+                        "to the first, and the faster counts")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the rerun
+    a = p.parse_args()
+    torch.set_num_threads(1)
+    batches = read_batches(a.batches)
+    if a.warmup < 0 or a.warmup >= len(batches):
+        p.error(f"--warmup must be 0 to {len(batches) - 1} (the file holds {len(batches)} batches)")
+    ms = median_step_ms(batches, a.warmup, a.seed)
+    if a.child:
+        print(f"median_ms {ms:.4f}")
+        return
+    print(torch_blas.describe(torch))
+    core = torch_blas.openblas_core()[0]
+    best = [c for c in a.openblas_best.split(",") if c]
+    rerun = torch_blas.rerun_core(best)
+    if rerun:
+        argv = [sys.argv[0], "--batches", a.batches, "--warmup", str(a.warmup),
+                "--seed", str(a.seed), "--child"]
+        out = torch_blas.run_child(rerun, argv) or ""
+        other = [float(line.split()[1]) for line in out.splitlines()
+                 if line.startswith("median_ms ")]
+        if other:
+            print(f"  PyTorch with OpenBLAS core {core}: {ms:.1f} ms, rerun with "
+                  f"OPENBLAS_CORETYPE={rerun}: {other[0]:.1f} ms; the faster counts")
+            ms = min(ms, other[0])
+        else:
+            print(f"  the rerun with OPENBLAS_CORETYPE={rerun} failed; {core} alone counts")
+    print(f"median_ms {ms:.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+// The benchmarks' yardstick (bench/openblas.h, bench/readme-numbers.sh): which OpenBLAS core
+// counts as this CPU's best, when the peer is rerun, and that the README's numbers are refused
+// from a busy machine and name the core they were measured against.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/openblas.h"
+#include "tests/util.h"
+
+using openblas::best_for;
+using openblas::rerun_core;
+
+TEST_CASE("yardstick: a core below the CPU is rerun with the best matching one") {
+    const auto avx512 = best_for(true, true, true, false, false);
+    const auto avx2_intel = best_for(false, true, true, false, false);
+    const auto avx2_amd = best_for(false, true, true, true, false);
+    const auto arm = best_for(false, false, false, false, true);
+    // The case of issue 27: OpenBLAS 0.3.21 on an unrecognised Cooper Lake picked Prescott.
+    CHECK(rerun_core("Prescott", avx512) == "SkylakeX");
+    CHECK(rerun_core("Haswell", avx512) == "SkylakeX");  // AVX2 kernels on an AVX-512 CPU
+    CHECK(rerun_core("Zen", avx512) == "SkylakeX");
+    CHECK(rerun_core("Cooperlake", avx512) == "");  // each AVX-512 core is the best
+    CHECK(rerun_core("SkylakeX", avx512) == "");
+    CHECK(rerun_core("Nehalem", avx2_intel) == "Haswell");
+    CHECK(rerun_core("Sandybridge", avx2_amd) == "Zen");
+    CHECK(rerun_core("Zen", avx2_intel) == "");
+    CHECK(rerun_core("Haswell", avx2_amd) == "");
+    CHECK(rerun_core("ARMV8", arm) == "");
+    CHECK(rerun_core("NEOVERSEN1", arm) == "");
+    // An SSE-era CPU has nothing better to offer; an unknown name on an AVX2 CPU is rerun.
+    CHECK(rerun_core("Prescott", best_for(false, false, false, false, false)) == "");
+    CHECK(rerun_core("SomethingNew", avx2_intel) == "Haswell");
+    CHECK(openblas::core_level("skylakex") == 3);  // OpenBLAS's names, in any case
+    CHECK(openblas::list({"A", "B", "C"}) == "A, B or C");
+}
+
+namespace {
+
+// A copy of the script beside a README with bench markers, in a folder of its own, so --update
+// can be run without touching the tree. Returns the folder.
+std::string scratch_copy() {
+    const std::string dir = "/tmp/transformer-test-yardstick-" + std::to_string(::getpid());
+    const std::string root = PROJECT_ROOT;
+    REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "/bench' && cp '" + root +
+                         "/bench/readme-numbers.sh' '" + dir + "/bench/'")
+                            .c_str()) == 0);
+    std::ofstream(dir + "/README.md") << "before\n<!-- bench:begin -->\nold\n<!-- bench:end -->\n";
+    return dir;
+}
+
+// A bench run as make bench prints it, taken at `load`, with the Prescott rerun of issue 27.
+void write_run(const std::string& path, const std::string& load) {
+    std::ofstream(path) << "# date: 2026-12-01\n# cpu: Test CPU\n# cores: 2\n# load before: "
+                        << load << "\n"
+                           "sgemm, row-major, 2 thread(s), best of 5\n"
+                           "yardstick: OpenBLAS 0.3.21 DYNAMIC_ARCH Prescott; core Prescott "
+                           "(this CPU's best: SkylakeX, Cooperlake or SapphireRapids)\n"
+                           "  Prescott is below this CPU: OpenBLAS ran again in a child process "
+                           "with OPENBLAS_CORETYPE=SkylakeX (it reported SkylakeX); the ratio is "
+                           "against the faster\n"
+                           "  size     op | ours GFLOP/s | OpenBLAS Prescott | OpenBLAS SkylakeX "
+                           "|  ratio\n"
+                           "  1024    A@B |        150.0 |              40.0 |             200.0 "
+                           "|  0.75x\n"
+                           "batch = 8, d_model = 512, heads = 8; forward+backward\n"
+                           "   512 | naive    |     214.0 |     285.2     285.2 | 1 2 3x\n"
+                           "   512 | fused    |     200.0 |      95.0      95.0 | 1 2 3x\n"
+                           "   512 | LSTM     |     300.0 |     132.0     132.0 | 1 2 3x\n"
+                           "chapter 7 training step: ours 30.0 ms, PyTorch 45.0 ms (1.50x)\n"
+                           "# load after: "
+                        << load << "\n";
+}
+
+}  // namespace
+
+TEST_CASE("yardstick: readme-numbers.sh refuses a busy run and names the core it compared to") {
+    const std::string dir = scratch_copy(), script = dir + "/bench/readme-numbers.sh";
+    const std::string busy = dir + "/busy.txt", idle = dir + "/idle.txt", out = dir + "/out.txt";
+    write_run(busy, "2.50");
+    write_run(idle, "0.40");
+    // A busy run: one line on stderr, exit 1, the README untouched.
+    const int status = std::system((script + " " + busy + " --update >" + out + " 2>&1").c_str());
+    CHECK(WEXITSTATUS(status) == 1);
+    const std::string refused = testutil::read_file_abs(out);
+    CHECK(refused.find("load average 2.50") != std::string::npos);
+    CHECK(std::count(refused.begin(), refused.end(), '\n') == 1);
+    CHECK(testutil::read_file_abs(dir + "/README.md").find("\nold\n") != std::string::npos);
+    // Printing without --update is allowed (the lines say the machine was busy).
+    CHECK(std::system((script + " " + busy + " >" + out + " 2>&1").c_str()) == 0);
+    // An idle run is written, naming the core the ratio was taken against and the one picked.
+    CHECK(std::system((script + " " + idle + " --update >" + out + " 2>&1").c_str()) == 0);
+    std::string readme = testutil::read_file_abs(dir + "/README.md");
+    for (size_t k; (k = readme.find("\n  ")) != std::string::npos;) readme.replace(k, 3, " ");
+    CHECK(readme.find("\nold\n") == std::string::npos);
+    CHECK(readme.find("core SkylakeX (it picked Prescott, below this CPU)") != std::string::npos);
+    CHECK(readme.find("1024³ A@B 150.0 GFLOP/s (0.75x)") != std::string::npos);
+    CHECK(readme.find("ours 30.0 ms, PyTorch 45.0 ms (1.50x)") != std::string::npos);
+    std::system(("rm -rf '" + dir + "'").c_str());
+}
