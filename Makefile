@@ -41,11 +41,19 @@ PROGRAMS    := $(CHAPTERS:%=$(BUILD)/bin/%) $(BENCHES:%=$(BUILD)/bin/%)
 .SECONDARY:  # keep object files between runs
 .PHONY: all chapters build test help clean sanitize format cards bench ablations deps $(NUMBERED:%=run-%)
 
-# `make` compiles the chapters on every core (make -jN given on the command line wins), then runs
-# them. The tests, the emulator's programs and the benchmarks are built by `make test` / `build`.
+# `make`, `make test`, `make build` and `make sanitize` compile on every core (make -jN given on
+# the command line wins; other goals, `make clean` among them, keep make's one job at a time).
+# `make` then runs the chapters; the tests, the emulator's programs and the benchmarks are built
+# by `make test` / `build`.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+PARALLEL_GOALS := all chapters build test sanitize
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+ifeq ($(filter-out $(PARALLEL_GOALS),$(or $(MAKECMDGOALS),all)),)
+MAKEFLAGS += -j$(JOBS)
+endif
+endif
 all: ## build the chapters (in parallel), run every chapter, write figures/
-	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS)) chapters
+	@$(MAKE) --no-print-directory chapters
 	@# One chapter at a time, even under make -j: chapter 6 times itself, and the logs stay apart.
 	@for c in $(RUN_BY_MAKE); do $(MAKE) --no-print-directory run-$$c || exit 1; done
 
