@@ -210,8 +210,12 @@ CXXFLAGS += $(PORT_OMP_CXXFLAGS)
 CXXFLAGS += $(if $(PORT_CLANG),-Wno-pass-failed)
 LDFLAGS += $(PORT_OMP_LDFLAGS)
 NEEDS += $(PORT_NEED)
-# The tests name the float path they run on, and run the programs through RUNNER.
-$(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_CPU='"$(PORT_CPU)"' -DPROJECT_RUNNER='"$(RUNNER)"'
+# The tests name the float path they run on (tests/util.h: the CPU, and the flags that change
+# how the compiler orders and vectorises float arithmetic: `make sanitize` is another path), and
+# run the programs through RUNNER.
+FLOAT_FLAGS := $(strip $(OPT) $(ARCH_FLAGS) $(PORT_OMP_CXXFLAGS) $(EXTRA_CXXFLAGS))
+$(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_CPU='"$(PORT_CPU)"' -DPROJECT_RUNNER='"$(RUNNER)"' \
+    -DPROJECT_FLOAT_FLAGS='"$(subst ',,$(subst ",,$(subst \,,$(FLOAT_FLAGS))))"'
 
 # aarch64: Debian's cross compiler builds everything but the nvcc parts into $(CROSS_BUILD), and
 # the test suite runs under qemu-user, which also runs every program the tests start. It runs with
