@@ -178,6 +178,29 @@ TEST_CASE("chapter 3: default output starts with the article's block") {
     CHECK(testutil::run("3-multi-head", "--d-model 100 --heads 3").exit_code == 2);
 }
 
+TEST_CASE("chapter 3: the memory check counts the table's largest module, as the table does") {
+    // Held at once: 11 (B, n, d) activations, 2 (B, h, n, n), the layer's 4 d^2 and the
+    // table's largest module (16 independent heads: the d^2 count its last line prints). At
+    // d_model 131072 that is more memory than any machine here has, so the program says how
+    // much before it allocates anything, and the figure must include all of the table's d^2.
+    auto table = testutil::run("3-multi-head");
+    REQUIRE(table.exit_code == 0);
+    long largest = 0;  // the largest "(NNd²)" of the table
+    for (size_t at = table.out.find("d²)"); at != std::string::npos;
+         at = table.out.find("d²)", at + 1)) {
+        const size_t open = table.out.rfind('(', at);
+        largest = std::max(largest, std::stol(table.out.substr(open + 1, at - open - 1)));
+    }
+    CHECK(largest == 64);
+    const double B = 1, N = 1, h = 8, d = 131072;
+    const double bytes = 4 * (11 * B * N * d + 2 * B * h * N * N + (4 + largest) * d * d);
+    auto r = testutil::run("3-multi-head", "--d-model 131072 --batch 1 --n 1");
+    CHECK(r.exit_code == 2);
+    char gb[32];
+    std::snprintf(gb, sizeof gb, "%.0f", bytes / 1e9);
+    CHECK_MESSAGE(r.err.find(std::string("need about ") + gb + " GB") != std::string::npos, r.err);
+}
+
 TEST_CASE("chapter 5: a figure that cannot be written still lets the decoder's section print") {
     // As chapter 1 does: the error is said, the rest of the output follows, the exit code is 1.
     const std::string file = "/tmp/transformer-test-5-blocks-" + std::to_string(::getpid());
