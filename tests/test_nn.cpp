@@ -201,6 +201,21 @@ TEST_CASE("chapter 3: the memory check counts the table's largest module, as the
     CHECK_MESSAGE(r.err.find(std::string("need about ") + gb + " GB") != std::string::npos, r.err);
 }
 
+TEST_CASE("chapter 5: positions are counted from 0, as section 4 counts them, and say so") {
+    // Section 4's "32번 위치" is PE[32] (the figure's rows 0..63); chapter 5's lines say the
+    // range they count in, so "3번 위치" reads as position 3 of 0..7, not as a fourth token.
+    auto r = testutil::run("5-blocks", "--no-figures --depths 6");
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("위치 8개(0~7번) 중 3번 위치의 입력만 바꾸면\n") != std::string::npos);
+    CHECK(r.out.find("(a) causal 마스크: 위치 8개(0~7번) 중 5번 위치의 토큰을 바꾸면\n"
+                     "    0~4번 위치 출력의 최대 차이: 0.0\n") != std::string::npos);
+    // The untrained demo stops at its length limit, and says so instead of implying it chose
+    // to end after 10 tokens.
+    CHECK(r.out.find("(c) 생성: 시작 토큰에서 출발해 10개 토큰 [") != std::string::npos);
+    CHECK(r.out.find("    끝 토큰(2)이 나오지 않아 길이 한도 10개에서 멈췄습니다 (학습 전)\n"
+                     "    인코더 호출 1회, 디코더 호출 10회") != std::string::npos);
+}
+
 TEST_CASE("chapter 5: a figure that cannot be written still lets the decoder's section print") {
     // As chapter 1 does: the error is said, the rest of the output follows, the exit code is 1.
     const std::string file = "/tmp/transformer-test-5-blocks-" + std::to_string(::getpid());
