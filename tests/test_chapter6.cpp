@@ -391,6 +391,18 @@ TEST_CASE("chapter6: the memory crossover follows d_model / h, not n = d_model")
     CHECK(memory_crossover(8, 512, 8) > memory_crossover(32, 512, 8));
 }
 
+TEST_CASE("chapter6: the path-length figure says which points its log axis leaves out") {
+    const std::vector<int> n = {16, 64, 256, 1024};
+    CHECK(path_length_zeros(n, {1e-3, 1e-9, 0, 0}) == "n ≥ 256");
+    CHECK(path_length_zeros(n, {1e-3, 0, 1e-9, 0}) == "n = 64, 1024");
+    CHECK(path_length_zeros(n, {1e-3, 1e-9, 1e-20, 0}) == "n = 1024");
+    CHECK(path_length_zeros(n, {0.1, 0.02, 0.01, 0.002}).empty());
+    // At the defaults the LSTM's points from n = 256 are exactly 0 (the table prints 0.000e+00).
+    const PathLengths p = path_lengths({128, 256, 512}, 512, 8, 1);
+    CHECK(path_length_zeros(p.n, p.lstm) == "n ≥ 256");
+    CHECK(path_length_zeros(p.n, p.attention).empty());
+}
+
 TEST_CASE("chapter6: the gradient's path: an LSTM's vanishes step by step, attention's as 1/n") {
     const PathLengths p = path_lengths({8, 16, 32, 64}, 32, 4, 3);
     REQUIRE(p.n.size() == 4);
