@@ -46,8 +46,10 @@ PROGRAMS    := $(CHAPTERS:%=$(BUILD)/bin/%) $(BENCHES:%=$(BUILD)/bin/%)
 # `make` then runs the chapters; the tests, the emulator's programs and the benchmarks are built
 # by `make test` / `build`.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# Only the top-level make adds it: a sub-make shares its parent's jobs (adding -j there would
+# start a second pool of jobs, and make would say so).
 PARALLEL_GOALS := all chapters build test sanitize
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
 ifeq ($(filter-out $(PARALLEL_GOALS),$(or $(MAKECMDGOALS),all)),)
 MAKEFLAGS += -j$(JOBS)
 endif
@@ -61,8 +63,12 @@ chapters: deps $(CHAPTERS:%=$(BUILD)/bin/%) ## build the chapter programs only
 
 build: deps $(PROGRAMS) $(BUILD)/bin/tests ## build every program into $(BUILD)/bin without running them
 
-test: build ## build and run the doctest suite
-	$(RUNNER) $(BUILD)/bin/tests
+# The suite runs in TEST_JOBS processes, each taking slices of consecutive test cases in turn
+# (tests/run-suite.sh); the last line adds them up. `build/bin/tests` runs it in one process,
+# with doctest's own options (-tc=NAME, -s, --duration=true).
+TEST_JOBS ?= $(JOBS)
+test: build ## build and run the doctest suite (on every core)
+	@bash tests/run-suite.sh $(TEST_JOBS) $(BUILD)/test-logs $(BUILD)/bin/tests $(RUNNER)
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  make \1\t\2/' | expand -t 24
@@ -87,13 +93,13 @@ sanitize: ## the whole test suite built with AddressSanitizer + UBSan (about 9 m
 	@logs=$(abspath $(SAN_LOGS)); \
 	ASAN_OPTIONS="log_path=$$logs/asan:detect_leaks=1:$$ASAN_OPTIONS" \
 	UBSAN_OPTIONS="log_path=$$logs/ubsan:print_stacktrace=1:$$UBSAN_OPTIONS" \
-	  $(RUNNER) $(SAN_BUILD)/bin/tests 2>&1 | tee $(SAN_BUILD)/tests.log; status=$${PIPESTATUS[0]}; \
+	  bash tests/run-suite.sh $(TEST_JOBS) $(SAN_BUILD)/test-logs $(SAN_BUILD)/bin/tests \
+	  $(RUNNER) | tee $(SAN_BUILD)/tests.log; status=$${PIPESTATUS[0]}; \
 	reports=$$(ls $$logs | wc -l); \
-	cases=$$(grep -oE 'test cases: *[0-9]+ \| *[0-9]+ passed' $(SAN_BUILD)/tests.log | tail -1 | \
-	  sed -E 's/test cases: *([0-9]+) \| *([0-9]+) passed/\2 of \1/'); \
+	cases=$$(tail -1 $(SAN_BUILD)/tests.log | grep -oE '[0-9]+ of [0-9]+ test cases passed'); \
 	[ $$reports = 0 ] || for f in $$logs/*; do echo "== $$f"; head -40 "$$f"; done; \
-	echo "sanitize: $${cases:-no} test cases passed; $$reports sanitizer reports (one file per" \
-	  "process that reported, in $(SAN_LOGS)/)"; \
+	echo "sanitize: $${cases:-no test cases passed}; $$reports sanitizer reports" \
+	  "(one file per process that reported, in $(SAN_LOGS)/)"; \
 	[ $$status = 0 ] && [ $$reports = 0 ]
 
 format: ## reformat every C++ source with .clang-format

@@ -58,8 +58,8 @@ TEST_CASE("chapter 1: --explain walks through one query") {
     CHECK(r.out.find("   k_3 = [ 1., -1.,  1.,  2.]  ->  q·k_3 = -5.0000\n") != std::string::npos);
     // The sum is the four weights added up (0.7856 + 0.1753 + 0.0391 + 0), not a literal.
     CHECK(r.out.find("2) √d_k(= 2.0000)로 나눔: 0.5000 -1.0000 -2.5000 -inf  (causal 마스크: j > "
-                     "i는 -inf)\n3) softmax 가중치: 0.7856 0.1753 0.0391 0.0000  (합 = 1.0000)\n") !=
-          std::string::npos);
+                     "i는 -inf)\n3) softmax 가중치: 0.7856 0.1753 0.0391 0.0000  "
+                     "(합 = 1.0000)\n") != std::string::npos);
     CHECK(r.out.find("   0.7856 × V_1 + 0.1753 × V_2 + 0.0391 × V_3 + 0.0000 × V_4\n"
                      "   = [2.1362, 1.3897, 0.4679, 0.2926]\n") != std::string::npos);
 }
