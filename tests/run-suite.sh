@@ -3,9 +3,10 @@
 #
 #   tests/run-suite.sh JOBS LOG_DIR PROGRAM [RUNNER...]
 #
-# The suite's test cases, in doctest's order, are cut into 4 x JOBS slices of consecutive cases
+# The suite's test cases, in doctest's order, are cut into 8 x JOBS slices of consecutive cases
 # (doctest's --first/--last); JOBS processes take the slices in turn, so a slow case holds up
-# one core, not the run. Each case runs once, in a process of its own slice, and every case
+# one core, not the run. The slices are small because slow cases sit together in doctest's order
+# (the CUDA emulator's sgemm and FlashAttention cases): in 8 slices they shared one. Each case runs once, in a process of its own slice, and every case
 # writes its temporary files under its own process id, so the slices do not meet. Each slice's
 # doctest output is kept in LOG_DIR; a failing slice's output is printed, and the last line adds
 # up the slices: "tests: N of M test cases passed, F failed (...)". Exit 0 when all passed.
@@ -20,7 +21,7 @@ if [ -z "$count" ] || [ "$count" = 0 ]; then
     echo "tests: $program lists no test cases" >&2
     exit 1
 fi
-slices=$((4 * jobs))
+slices=$((8 * jobs))
 [ "$slices" -gt "$count" ] && slices=$count
 per=$(((count + slices - 1) / slices))
 slices=$(((count + per - 1) / per))
