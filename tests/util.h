@@ -32,8 +32,9 @@ namespace testutil {
 // many lanes an `omp simd` loop reduces in, and how the compiler vectorised and contracted the
 // rest. The same source therefore prints slightly different digits, and draws a pixel one level
 // apart, on another CPU family or compiler, or with other flags (the sanitizers' instrumentation
-// moves what the optimiser does: `make sanitize` drew figure 2 a few pixels apart); on one path
-// it repeats itself bit for bit. The path names the CPU, the compiler and those flags.
+// changes what the optimiser does: on the CI machine `make sanitize` drew figure 4's PNG
+// byte-different); on one path it repeats itself bit for bit. The path names the CPU, the
+// compiler and those flags.
 inline std::string float_path() {
 #if defined(__AVX512F__)
     std::string path = "x86-64 AVX-512";
