@@ -41,11 +41,21 @@ PROGRAMS    := $(CHAPTERS:%=$(BUILD)/bin/%) $(BENCHES:%=$(BUILD)/bin/%)
 .SECONDARY:  # keep object files between runs
 .PHONY: all chapters build test help clean sanitize format cards bench ablations deps $(NUMBERED:%=run-%)
 
-# `make` compiles the chapters on every core (make -jN given on the command line wins), then runs
-# them. The tests, the emulator's programs and the benchmarks are built by `make test` / `build`.
+# `make`, `make test`, `make build` and `make sanitize` compile on every core (make -jN given on
+# the command line wins; other goals, `make clean` among them, keep make's one job at a time).
+# `make` then runs the chapters; the tests, the emulator's programs and the benchmarks are built
+# by `make test` / `build`.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# Only the top-level make adds it: a sub-make shares its parent's jobs (adding -j there would
+# start a second pool of jobs, and make would say so).
+PARALLEL_GOALS := all chapters build test sanitize
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
+ifeq ($(filter-out $(PARALLEL_GOALS),$(or $(MAKECMDGOALS),all)),)
+MAKEFLAGS += -j$(JOBS)
+endif
+endif
 all: ## build the chapters (in parallel), run every chapter, write figures/
-	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS)) chapters
+	@$(MAKE) --no-print-directory chapters
 	@# One chapter at a time, even under make -j: chapter 6 times itself, and the logs stay apart.
 	@for c in $(RUN_BY_MAKE); do $(MAKE) --no-print-directory run-$$c || exit 1; done
 
@@ -53,19 +63,48 @@ chapters: deps $(CHAPTERS:%=$(BUILD)/bin/%) ## build the chapter programs only
 
 build: deps $(PROGRAMS) $(BUILD)/bin/tests ## build every program into $(BUILD)/bin without running them
 
-test: build ## build and run the doctest suite
-	$(RUNNER) $(BUILD)/bin/tests
+# The suite runs in TEST_JOBS processes, each taking slices of consecutive test cases in turn
+# (tests/run-suite.sh); the last line adds them up. `build/bin/tests` runs it in one process,
+# with doctest's own options (-tc=NAME, -s, --duration=true).
+TEST_JOBS ?= $(JOBS)
+test: build ## build and run the doctest suite (on every core)
+	@bash tests/run-suite.sh $(TEST_JOBS) $(BUILD)/test-logs $(BUILD)/bin/tests $(RUNNER)
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  make \1\t\2/' | expand -t 24
 	@for c in $(NUMBERED); do n=$${c%%-*}; printf '  make %-17srun chapters/%s\n' "ch$$n" "$$c"; done
 
 clean: ## remove build outputs (figures/ stays: it is committed)
-	rm -rf build build-san $(CROSS_BUILD) $(PORT_DIR)
+	rm -rf build $(SAN_BUILD) $(CROSS_BUILD) $(PORT_DIR)
 
-sanitize: ## run the test suite built with AddressSanitizer + UndefinedBehaviorSanitizer
-	$(MAKE) BUILD=build-san EXTRA_CXXFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
-	    EXTRA_LDFLAGS='-fsanitize=address,undefined' test
+# make sanitize: everything built into build-san/ with AddressSanitizer (and its LeakSanitizer)
+# and UBSan, in parallel, then the whole suite, whose programs are the sanitized ones too. Every
+# process writes what the sanitizers say to build-san/sanitizer/ (a file per process that said
+# something), so a report from a program a test started is counted even where the test only
+# checks its exit code. The last line: the test cases passed and the reports found; it exits 1
+# unless all passed and there were none.
+SAN_BUILD := build-san
+SAN_LOGS  := $(SAN_BUILD)/sanitizer
+# A report's first line. The logs also hold ASan's warnings about the CUDA emulator's fibers
+# (makecontext/swapcontext, a stack switch it cannot follow); those are not reports.
+SAN_REPORT := ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:
+sanitize: ## the whole test suite built with AddressSanitizer + UBSan (18 min of CPU: 9 or more on 2 cores)
+	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) \
+	    EXTRA_CXXFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
+	    EXTRA_LDFLAGS='-fsanitize=address,undefined' build
+	@logs=$(abspath $(SAN_LOGS)); \
+	ASAN_OPTIONS="log_path=$$logs/asan:detect_leaks=1:$$ASAN_OPTIONS" \
+	UBSAN_OPTIONS="log_path=$$logs/ubsan:print_stacktrace=1:$$UBSAN_OPTIONS" \
+	  bash tests/run-suite.sh $(TEST_JOBS) $(SAN_BUILD)/test-logs $(SAN_BUILD)/bin/tests \
+	  $(RUNNER) | tee $(SAN_BUILD)/tests.log; status=$${PIPESTATUS[0]}; \
+	reported=$$(grep -lE '$(SAN_REPORT)' $$logs/* 2>/dev/null); \
+	reports=$$(cat /dev/null $$reported | grep -cE '$(SAN_REPORT)'); \
+	cases=$$(tail -1 $(SAN_BUILD)/tests.log | grep -oE '[0-9]+ of [0-9]+ test cases passed'); \
+	for f in $$reported; do echo "== $$f"; head -60 "$$f"; done; \
+	echo "sanitize: $${cases:-no test cases passed}; $$reports sanitizer reports" \
+	  "(logs in $(SAN_LOGS)/)"; \
+	[ $$status = 0 ] && [ $$reports = 0 ]
 
 format: ## reformat every C++ source with .clang-format
 	clang-format -i $$(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh')
@@ -205,8 +244,12 @@ CXXFLAGS += $(PORT_OMP_CXXFLAGS)
 CXXFLAGS += $(if $(PORT_CLANG),-Wno-pass-failed)
 LDFLAGS += $(PORT_OMP_LDFLAGS)
 NEEDS += $(PORT_NEED)
-# The tests name the float path they run on, and run the programs through RUNNER.
-$(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_CPU='"$(PORT_CPU)"' -DPROJECT_RUNNER='"$(RUNNER)"'
+# The tests name the float path they run on (tests/util.h: the CPU, and the flags that change
+# how the compiler orders and vectorises float arithmetic: `make sanitize` is another path), and
+# run the programs through RUNNER.
+FLOAT_FLAGS := $(strip $(OPT) $(ARCH_FLAGS) $(PORT_OMP_CXXFLAGS) $(EXTRA_CXXFLAGS))
+$(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_CPU='"$(PORT_CPU)"' -DPROJECT_RUNNER='"$(RUNNER)"' \
+    -DPROJECT_FLOAT_FLAGS='"$(subst ',,$(subst ",,$(subst \,,$(FLOAT_FLAGS))))"'
 
 # aarch64: Debian's cross compiler builds everything but the nvcc parts into $(CROSS_BUILD), and
 # the test suite runs under qemu-user, which also runs every program the tests start. It runs with

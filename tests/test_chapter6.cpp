@@ -1,6 +1,8 @@
 // Chapter 6 (cost): the layers agree, the memory they hold follows n^2 (naive) or n (fused,
 // LSTM), the memory prediction used to skip cells matches a real measured run, and the program
 // prints the article's tables, skips what does not fit and rejects bad flags. No timing here.
+#include "chapters/1-self-attention/attention.h"
+#include "chapters/3-multi-head/multi_head_attention.h"
 #include "chapters/6-cost/claims.h"
 #include "chapters/6-cost/layers.h"
 #include "common/gemm.h"
@@ -95,6 +97,41 @@ TEST_CASE("chapter6: naive and fused attention layers give the same output and g
         CHECK(testutil::allclose(fused.dW_o.data(), naive.dW_o.data(), naive.dW_o.size(), 1e-5,
                                  1e-4, "dW_o"));
     }
+}
+
+TEST_CASE("chapter6: AttentionLayer is section 3's MultiHeadAttention, forward and backward") {
+    // layers.h calls it section 3's module with the backward written out by hand: the same
+    // weights in chapter 3's autograd module and in the layer (naive and fused, with and without
+    // the causal mask) give the same y, and loss = sum(y * dy) the same dx, dW_qkv and dW_o.
+    std::mt19937 rng(7);
+    for (bool fused : {false, true})
+        for (bool causal : {false, true}) {
+            CAPTURE(fused);
+            CAPTURE(causal);
+            const int B = 2, n = 19, D = 24, h = 3;  // d_k = 8
+            mem::Buffer<float> x((size_t)B * n * D), dy((size_t)B * n * D);
+            fill(x, 1, rng), fill(dy, 1, rng);
+            AttentionLayer layer(D, h, fused, causal);
+            fill(layer.W_qkv, 0.3f, rng), fill(layer.W_o, 0.3f, rng);
+            mem::Buffer<float> y = layer.forward(x.data(), B, n);
+            mem::Buffer<float> dx = layer.backward(dy.data());
+
+            MultiHeadAttention mha(D, h);  // qkv.weight (3D, D), proj.weight (D, D): nn.Linear's
+            std::copy_n(layer.W_qkv.data(), layer.W_qkv.size(), mha.qkv.weight.data());
+            std::copy_n(layer.W_o.data(), layer.W_o.size(), mha.proj.weight.data());
+            Tensor X = Tensor::from(std::vector<float>(x.data(), x.data() + x.size()), {B, n, D});
+            X.requires_grad_();
+            Tensor Y = mha(X, causal ? causal_mask(n) : Tensor());  // (B, n, D)
+            Tensor dY = Tensor::from(std::vector<float>(dy.data(), dy.data() + dy.size()),
+                                     {B, n, D});
+            sum(Y * dY).backward();
+            CHECK(testutil::allclose(y.data(), Y.data(), y.size(), 1e-5, 1e-4, "y"));
+            CHECK(testutil::allclose(dx.data(), X.grad().data(), dx.size(), 1e-5, 1e-4, "dx"));
+            CHECK(testutil::allclose(layer.dW_qkv.data(), mha.qkv.weight.grad().data(),
+                                     layer.dW_qkv.size(), 1e-5, 1e-4, "dW_qkv"));
+            CHECK(testutil::allclose(layer.dW_o.data(), mha.proj.weight.grad().data(),
+                                     layer.dW_o.size(), 1e-5, 1e-4, "dW_o"));
+        }
 }
 
 TEST_CASE("chapter6: the layer's weight gradient agrees with finite differences") {
@@ -352,6 +389,18 @@ TEST_CASE("chapter6: the memory crossover follows d_model / h, not n = d_model")
     }
     CHECK(memory_crossover(1, 512, 8) > memory_crossover(8, 512, 8));
     CHECK(memory_crossover(8, 512, 8) > memory_crossover(32, 512, 8));
+}
+
+TEST_CASE("chapter6: the path-length figure says which points its log axis leaves out") {
+    const std::vector<int> n = {16, 64, 256, 1024};
+    CHECK(path_length_zeros(n, {1e-3, 1e-9, 0, 0}) == "n ≥ 256");
+    CHECK(path_length_zeros(n, {1e-3, 0, 1e-9, 0}) == "n = 64, 1024");
+    CHECK(path_length_zeros(n, {1e-3, 1e-9, 1e-20, 0}) == "n = 1024");
+    CHECK(path_length_zeros(n, {0.1, 0.02, 0.01, 0.002}).empty());
+    // At the defaults the LSTM's points from n = 256 are exactly 0 (the table prints 0.000e+00).
+    const PathLengths p = path_lengths({128, 256, 512}, 512, 8, 1);
+    CHECK(path_length_zeros(p.n, p.lstm) == "n ≥ 256");
+    CHECK(path_length_zeros(p.n, p.attention).empty());
 }
 
 TEST_CASE("chapter6: the gradient's path: an LSTM's vanishes step by step, attention's as 1/n") {

@@ -178,6 +178,79 @@ TEST_CASE("chapter 3: default output starts with the article's block") {
     CHECK(testutil::run("3-multi-head", "--d-model 100 --heads 3").exit_code == 2);
 }
 
+TEST_CASE("chapter 3: the memory check counts the table's largest module, as the table does") {
+    // Held at once: 11 (B, n, d) activations, 2 (B, h, n, n), the layer's 4 d^2 and the
+    // table's largest module (16 independent heads: the d^2 count its last line prints). At
+    // d_model 131072 that is more memory than any machine here has, so the program says how
+    // much before it allocates anything, and the figure must include all of the table's d^2.
+    auto table = testutil::run("3-multi-head");
+    REQUIRE(table.exit_code == 0);
+    long largest = 0;  // the largest "(NNd²)" of the table
+    for (size_t at = table.out.find("d²)"); at != std::string::npos;
+         at = table.out.find("d²)", at + 1)) {
+        const size_t open = table.out.rfind('(', at);
+        largest = std::max(largest, std::stol(table.out.substr(open + 1, at - open - 1)));
+    }
+    CHECK(largest == 64);
+    const double B = 1, N = 1, h = 8, d = 131072;
+    const double bytes = 4 * (11 * B * N * d + 2 * B * h * N * N + (4 + largest) * d * d);
+    auto r = testutil::run("3-multi-head", "--d-model 131072 --batch 1 --n 1");
+    CHECK(r.exit_code == 2);
+    char gb[32];
+    std::snprintf(gb, sizeof gb, "%.0f", bytes / 1e9);
+    CHECK_MESSAGE(r.err.find(std::string("need about ") + gb + " GB") != std::string::npos, r.err);
+}
+
+TEST_CASE("chapter 5: positions are counted from 0, as section 4 counts them, and say so") {
+    // Section 4's "32번 위치" is PE[32] (the figure's rows 0..63); chapter 5's lines say the
+    // range they count in, so "3번 위치" reads as position 3 of 0..7, not as a fourth token.
+    auto r = testutil::run("5-blocks", "--no-figures --depths 6");
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("위치 8개(0~7번) 중 3번 위치의 입력만 바꾸면\n") != std::string::npos);
+    CHECK(r.out.find("(a) causal 마스크: 위치 8개(0~7번) 중 5번 위치의 토큰을 바꾸면\n"
+                     "    0~4번 위치 출력의 최대 차이: 0.0\n") != std::string::npos);
+    // The untrained demo stops at its length limit, and says so instead of implying it chose
+    // to end after 10 tokens.
+    CHECK(r.out.find("(c) 생성: 시작 토큰에서 출발해 10개 토큰 [") != std::string::npos);
+    CHECK(r.out.find("    끝 토큰(2)이 나오지 않아 길이 한도 10개에서 멈췄습니다 (학습 전)\n"
+                     "    인코더 호출 1회, 디코더 호출 10회") != std::string::npos);
+}
+
+TEST_CASE("chapter 5: CrossAttention on x itself is section 3's attention, switches included") {
+    // Cross-attention with memory = x and section 3's stacked weights split into q and kv is
+    // MultiHeadAttention: by default, with the 1/sqrt(d_k) left out, and with a head removed
+    // (chapter 8's switches, which both take from HeadSwitches).
+    torch_rng::manual_seed(4);
+    const int d = 12, h = 3;
+    MultiHeadAttention mha(d, h);
+    CrossAttention ca(d, h);
+    const float* W = mha.qkv.weight.data();  // (3d, d): W_Q rows, then W_K and W_V
+    std::copy_n(W, d * d, ca.q.weight.data());
+    std::copy_n(W + d * d, 2 * d * d, ca.kv.weight.data());
+    std::copy_n(mha.proj.weight.data(), d * d, ca.proj.weight.data());
+    Tensor x = Tensor::from(torch_rng::randn(2 * 5 * d), {2, 5, d});
+    NoGradGuard no_grad;
+    auto max_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+        REQUIRE(a.size() == b.size());
+        double m = 0;
+        for (size_t i = 0; i < a.size(); i++) m = std::max(m, double(std::fabs(a[i] - b[i])));
+        return m;
+    };
+    auto same = [&](const char* what) {
+        INFO(what);
+        const std::vector<float> a = mha(x).to_vector(), b = ca(x, x).to_vector();
+        CHECK(max_diff(a, b) < 1e-5);
+        CHECK(max_diff(mha.last_attn.to_vector(), ca.last_attn.to_vector()) < 1e-6);
+        return a;
+    };
+    const std::vector<float> plain = same("default");
+    mha.scale_scores = ca.scale_scores = false;
+    CHECK(max_diff(same("scale_scores = false"), plain) > 1e-3);  // the switch does something
+    mha.scale_scores = ca.scale_scores = true;
+    mha.head_mask = ca.head_mask = Tensor::from({1.0f, 0.0f, 1.0f}, {3});
+    CHECK(max_diff(same("head 2 removed"), plain) > 1e-3);
+}
+
 TEST_CASE("chapter 5: a figure that cannot be written still lets the decoder's section print") {
     // As chapter 1 does: the error is said, the rest of the output follows, the exit code is 1.
     const std::string file = "/tmp/transformer-test-5-blocks-" + std::to_string(::getpid());

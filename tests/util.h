@@ -19,6 +19,11 @@
 #ifndef PROJECT_CPU
 #define PROJECT_CPU ""
 #endif
+// The flags the Makefile compiled this build with that shape its float path: OPT, ARCH_FLAGS,
+// OpenMP's and EXTRA_CXXFLAGS (make sanitize adds -fsanitize=... there).
+#ifndef PROJECT_FLOAT_FLAGS
+#define PROJECT_FLOAT_FLAGS ""
+#endif
 
 namespace testutil {
 
@@ -26,7 +31,10 @@ namespace testutil {
 // rounding of its steps, and those are fixed at compile time: fused multiply-adds or not, how
 // many lanes an `omp simd` loop reduces in, and how the compiler vectorised and contracted the
 // rest. The same source therefore prints slightly different digits, and draws a pixel one level
-// apart, on another CPU family or compiler; on one path it repeats itself bit for bit.
+// apart, on another CPU family or compiler, or with other flags (the sanitizers' instrumentation
+// changes what the optimiser does: on the CI machine `make sanitize` drew figure 4's PNG
+// byte-different); on one path it repeats itself bit for bit. The path names the CPU, the
+// compiler and those flags.
 inline std::string float_path() {
 #if defined(__AVX512F__)
     std::string path = "x86-64 AVX-512";
@@ -45,11 +53,13 @@ inline std::string float_path() {
     path += ", g++ " + std::to_string(__GNUC__);
 #endif
     if (*PROJECT_CPU) path += std::string(", ") + PROJECT_CPU;
+    if (*PROJECT_FLOAT_FLAGS) path += std::string(", ") + PROJECT_FLOAT_FLAGS;
     return path;
 }
 // The path the committed figures/ were drawn on and the flash cards' digits were printed on:
 // this project's CI machine, `make` with its defaults (-march=native there is cooperlake).
-inline const std::string REFERENCE_FLOAT_PATH = "x86-64 AVX-512, g++ 12, cooperlake";
+inline const std::string REFERENCE_FLOAT_PATH =
+    "x86-64 AVX-512, g++ 12, cooperlake, -O2 -march=native -fopenmp";
 
 struct Run {
     int exit_code;

@@ -91,8 +91,8 @@ std::string score_text(float s) {
 // the screen tells it apart from a small weight that rounds to 0.0000.
 std::string weight_text(float w) { return w == 0.0f ? "0" : fixed(w, 4); }
 
-// Row r of t as torch prints an integer-valued float tensor, one width for the whole tensor
-// ("[ 1.,  1., -1., -1.]"); 4 decimals when some value is not an integer.
+}  // namespace
+
 std::string row_text(const Tensor& t, int r) {
     const int rows = int(t.size(0)), cols = int(t.size(1));
     bool integers = true;
@@ -113,6 +113,8 @@ std::string row_text(const Tensor& t, int r) {
         s += (b ? ", " : "") + right(one(t.at({r, b})), w);
     return s + "]";
 }
+
+namespace {
 
 // The figure's colour map and its text colour rule (white on the dark half), as SGR codes.
 std::string cell_sgr(float w, Colors colors) {

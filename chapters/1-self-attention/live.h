@@ -37,6 +37,11 @@ struct Model {
     Tensor attn[2], out[2];  // (n, n), (n, d_v): [0] no mask, [1] causal
 };
 
+// Row r of t as torch prints an integer-valued float tensor, one width for the whole tensor
+// ("[ 1.,  1., -1., -1.]"); 4 decimals when some value is not an integer. The widget's rows, and
+// --explain's (main.cpp), so both print section 1's integers as the README and torch do.
+std::string row_text(const Tensor& t, int r);
+
 // What the reader has chosen.
 struct View {
     int query = 0;        // the query token i, 0-based

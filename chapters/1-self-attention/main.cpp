@@ -111,12 +111,7 @@ int main(int argc, char** argv) {
     const live::Model steps(X, Q, K, V);
     const int i = explain - 1, c = mask.defined() ? 1 : 0;
     const int d_k = int(Q.size(1));
-    auto row = [](const Tensor& t, int r) {  // Q, K and V hold integers here; `out` does not
-        std::string s = "[";
-        for (int j = 0; j < t.size(1); j++)
-            s += (j ? ", " : "") + py_repr(t.at({r, j}));
-        return s + "]";
-    };
+    auto row = live::row_text;  // Q, K and V hold integers: "[-1., -1., -1., -2.]", as --live
     std::printf("\n%d번 토큰의 쿼리 q_%d = %s\n", explain, explain, row(Q, i).c_str());
     std::printf("1) 키와의 내적 q·k_j:\n");
     for (int j = 0; j < n; j++)
@@ -131,7 +126,9 @@ int main(int argc, char** argv) {
     std::printf("3) softmax 가중치:");
     for (int j = 0; j < n; j++)
         std::printf(" %s", fixed(attn.at({i, j}), 4).c_str());
-    std::printf("  (합 = 1)\n4) V의 행을 가중합:\n");
+    double weight_sum = 0;  // the row's weights added up, as the reader would check them
+    for (int j = 0; j < n; j++) weight_sum += attn.at({i, j});
+    std::printf("  (합 = %s)\n4) V의 행을 가중합:\n", fixed(weight_sum, 4).c_str());
     for (int j = 0; j < n; j++)
         std::printf("   V_%d = %s\n", j + 1, row(V, j).c_str());
     std::printf("   ");

@@ -11,8 +11,12 @@
 //   build/bin/2-scaling                          the article's table, and figure 1 in figures/
 //   build/bin/2-scaling --trials 1000 --dims 8,32 --no-figures
 //
-// Read next: numpy_math.h beside this file (numpy's pairwise sums, and why they matter here),
-// and common/random.h for numpy's generator. Section 3 is chapters/3-multi-head/main.cpp.
+// The folder, in reading order:
+//   main.cpp            this file: softmax_np, the listing's loop, the table, and figure 1 at
+//                       the end
+//   numpy_math.h, .cpp  numpy's pairwise sums, on which the printed digits depend
+// numpy's generator is common/random.h. Section 3 starts at its listing,
+// chapters/3-multi-head/multi_head_attention.h.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -10,6 +10,7 @@
 //
 // Read multi_head_attention.h first (the article's listing; it calls section 1's attention in
 // chapters/1-self-attention/attention.h), then this file.
+#include <array>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -38,6 +39,9 @@ struct IndependentHeads : Module {
 };
 
 
+// The table's numbers of heads.
+constexpr std::array<int, 5> TABLE_HEADS = {1, 2, 4, 8, 16};
+
 int main(int argc, char** argv) {
     cli::Parser cli("3-multi-head", "Section 3: multi-head attention, shapes and parameter count");
     int d_model = 512, heads = 8, batch = 2, n = 10;
@@ -54,9 +58,12 @@ int main(int argc, char** argv) {
     if (batch < 1 || n < 1) cli.fail("--batch and --n must be at least 1");
     // Held at once, in floats: the input and the layer's activations (about 11 (B, n, d)
     // tensors), the scores and the weights (2 (B, h, n, n)), the layer's 4 d^2 weights, and the
-    // largest module of the table below (16 heads with full-size W_Q/W_K/W_V: 49 d^2).
+    // largest module of the table below, built while the layer still lives: TABLE_HEADS.back()
+    // heads with full-size W_Q/W_K/W_V, 3 h d^2 + W_O's h d^2 = 4 h d^2 (64 d^2 for 16 heads,
+    // the table's last line).
     const double B = batch, N = n, d = d_model;
-    cli.require_memory(4 * (11 * B * N * d + 2 * B * heads * N * N + (no_table ? 4 : 53) * d * d),
+    const double table_weights = no_table ? 0 : 4.0 * TABLE_HEADS.back();
+    cli.require_memory(4 * (11 * B * N * d + 2 * B * heads * N * N + (4 + table_weights) * d * d),
                        "--batch " + std::to_string(batch) + " --n " + std::to_string(n) +
                            " --d-model " + std::to_string(d_model) +
                            " --heads " + std::to_string(heads));
@@ -75,7 +82,7 @@ int main(int argc, char** argv) {
     std::printf("\n헤드 수에 따른 파라미터 수 (d_model = %d)\n", d_model);
     std::printf(
         "   h |        차원 분할 (논문) |      헤드별 독립 W_Q/W_K/W_V\n");  // Hangul: 2 columns
-    for (int h : {1, 2, 4, 8, 16}) {
+    for (int h : TABLE_HEADS) {
         if (d_model % h != 0) continue;
         int64_t split = MultiHeadAttention(d_model, h).num_parameters();
         int64_t independent = IndependentHeads(d_model, h).num_parameters();

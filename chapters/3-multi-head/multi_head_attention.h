@@ -14,22 +14,39 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "chapters/1-self-attention/attention.h"
 #include "common/nn.h"
 #include "common/tensor.h"
 
-struct MultiHeadAttention : Module {
+// Beyond the listing, for chapter 8's ablations: the two switches of one attention over h heads,
+// and that attention with them applied. scale_scores = false leaves out the 1/sqrt(d_k) of
+// section 2; head_mask (h), when set, multiplies each head's output by its entry before the
+// concat (0 removes the head: Michel et al. 2019's head mask). MultiHeadAttention below and
+// section 5's CrossAttention (chapters/5-blocks/decoder.h) both attend through attend().
+struct HeadSwitches {
+    bool scale_scores = true;
+    Tensor head_mask;          // (h) or undefined
+    mutable Tensor last_attn;  // (B, h, N, S) of the last call, for figures and experiments
+
+    // Section 1's attention for every head at once, q (B, h, N, d_head), k and v (B, h, S,
+    // d_head): returns the heads' outputs (B, h, N, d_head) and the weights (B, h, N, S).
+    std::pair<Tensor, Tensor> attend(Tensor q, const Tensor& k, const Tensor& v,
+                                     const Tensor& mask) const {
+        if (!scale_scores) q = q * std::sqrt(float(q.size(-1)));  // the division, undone
+        auto [o, a] = scaled_dot_product_attention(q, k, v, mask);
+        if (head_mask.defined()) o = o * reshape(head_mask, {1, q.size(1), 1, 1});
+        last_attn = a.detach();
+        return {o, a};
+    }
+};
+
+struct MultiHeadAttention : Module, HeadSwitches {
     int h, d_head;
     Linear qkv;   // W_Q, W_K, W_V stacked: (3 d_model, d_model)
     Linear proj;  // W_O: (d_model, d_model)
     bool print_shapes = false;  // the listing's three print lines (section 3 turns them on)
-    mutable Tensor last_attn;   // (B, h, N, N) of the last call, for figures and experiments
-    // Beyond the listing, for chapter 8's ablations: scale_scores = false leaves out the
-    // 1/sqrt(d_k) of section 2; head_mask (h), when set, multiplies each head's output by its
-    // entry before the concat (0 removes the head: Michel et al. 2019's head mask).
-    bool scale_scores = true;
-    Tensor head_mask;
 
     // self.h = n_heads; self.d_head = d_model // n_heads
     // self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
@@ -46,11 +63,8 @@ struct MultiHeadAttention : Module {
         qkv5 = permute(qkv5, {2, 0, 3, 1, 4});                       // (3, B, h, N, d_head)
         Tensor q = select(qkv5, 0), k = select(qkv5, 1), v = select(qkv5, 2);  // (B, h, N, d_head)
         if (print_shapes) std::printf("  헤드 분할 후 q: %s\n", shape_str(q.shape()).c_str());
-        if (!scale_scores) q = q * std::sqrt(float(d_head));  // the division, undone
-        auto [o, a] = scaled_dot_product_attention(q, k, v, mask);  // (B, h, N, d_head)
-        if (head_mask.defined()) o = o * reshape(head_mask, {1, h, 1, 1});
+        auto [o, a] = attend(q, k, v, mask);  // scaled_dot_product_attention: (B, h, N, d_head)
         if (print_shapes) std::printf("  어텐션 행렬 : %s\n", shape_str(a.shape()).c_str());
-        last_attn = a.detach();
         o = reshape(transpose(o, 1, 2), {B, N, D});  // concat: head i's d_head dims side by side
         if (print_shapes) std::printf("  concat 결과 : %s\n", shape_str(o.shape()).c_str());
         return proj(o);  // W_O mixes what the heads found

@@ -24,13 +24,12 @@
 
 // Encoder-decoder attention: queries from the decoder, keys and values from the encoder's top
 // output (`memory`), the same memory for every decoder layer. Built like section 3's module,
-// with the key and value projections on the memory side.
-struct CrossAttention : Module {
+// with the key and value projections on the memory side; its heads attend through section 3's
+// HeadSwitches::attend, so chapter 8's switches (scale_scores, head_mask) are the same code, and
+// last_attn is (B, h, T, S).
+struct CrossAttention : Module, HeadSwitches {
     int h, d_head;
     Linear q, kv, proj;         // W_Q (d, d); W_K and W_V stacked (2d, d); W_O (d, d)
-    mutable Tensor last_attn;   // (B, h, T, S) of the last call
-    bool scale_scores = true;   // as in MultiHeadAttention: chapter 8's ablations
-    Tensor head_mask;           // (h) or undefined, as in MultiHeadAttention
     CrossAttention(int d_model, int n_heads);
     // x (B, T, D) from the decoder, memory (B, S, D) from the encoder; memory_mask hides padding
     // keys (broadcast to (B, h, T, S)) and may be undefined. Returns (B, T, D).

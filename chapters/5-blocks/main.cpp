@@ -82,7 +82,9 @@ void feed_forward_claims(int d_check) {
                 "8·d² + 5·d)\n",
                 std::fabs(share - 2.0 / 3.0) < 0.02 ? "재현됨" : "재현되지 않음", 100 * share);
 
-    // Position-wise: positions 0..7 of one sentence, the input at position 3 changed.
+    // Position-wise: positions 0..7 of one sentence, the input at position 3 changed. Positions
+    // are counted from 0, as section 4 counts them ("32번 위치" is PE[32]); tokens of a sentence
+    // are counted from 1, as section 1 counts them ("1번 토큰"), and the output says which.
     torch_rng::manual_seed(3);
     FeedForward ffn(d_check);
     NoGradGuard no_grad;
@@ -99,8 +101,9 @@ void feed_forward_claims(int d_check) {
                 std::fabs(double(y.data()[i * d_check + c]) - y2.data()[i * d_check + c]);
             (i == j ? same : others) = std::max(i == j ? same : others, diff);
         }
-    std::printf("위치별 피드포워드 (d_model = %d): 위치 %d개 중 %d번 위치의 입력만 바꾸면\n",
-                d_check, N, j);
+    std::printf("위치별 피드포워드 (d_model = %d): 위치 %d개(0~%d번) 중 %d번 위치의 입력만 "
+                "바꾸면\n",
+                d_check, N, N - 1, j);
     std::printf("    다른 위치 출력의 최대 차이: %s\n", py_repr(others).c_str());
     std::printf("    %d번 위치 출력의 최대 차이: %s\n", j, fixed(same, 4).c_str());
     std::printf("판정: %s — 다른 위치의 출력은 %s\n",
@@ -129,12 +132,13 @@ void decoder_demo() {
     std::vector<int64_t> tgt = {START, 8, 3, 15, 6, 12, 10, 17};
     Tensor memory = model.encode(src, {1, int64_t(src.size())});
 
-    // (a) Change the target token at position 5: positions 0..4 cannot see it.
+    // (a) Change the target token at position 5 (of 0..7, counted as above): positions 0..4
+    // cannot see it.
     Tensor logits = model.decode(tgt, {1, T}, memory);
     std::vector<int64_t> changed = tgt;
     changed[5] = 19;
     Tensor logits2 = model.decode(changed, {1, T}, memory);
-    std::printf("(a) causal 마스크: 5번 위치의 토큰을 바꾸면\n");
+    std::printf("(a) causal 마스크: 위치 %d개(0~%d번) 중 5번 위치의 토큰을 바꾸면\n", T, T - 1);
     std::printf("    0~4번 위치 출력의 최대 차이: %s\n",
                 py_repr(max_abs_diff(logits, logits2, 0, 5)).c_str());
     std::printf("    5~7번 위치 출력의 최대 차이: %s\n",
@@ -145,12 +149,21 @@ void decoder_demo() {
                 shape_str(logits.shape()).c_str());
     std::printf("    위치마다 다음 토큰 예측 %d개가 동시에 나옵니다\n", T);
 
-    // (c) Greedy generation: the encoder once, the decoder once per new token.
+    // (c) Greedy generation: the encoder once, the decoder once per new token, until the end
+    // token or the length limit. Untrained, this model does not pick the end token within the
+    // limit, so it is the limit that stops it; the line says which of the two did.
     model.encoder_calls = model.decoder_calls = 0;
-    std::vector<int64_t> out = model.greedy_decode(src, START, END, 10);
+    const int max_len = 10;
+    std::vector<int64_t> out = model.greedy_decode(src, START, END, max_len);
     std::string toks;
     for (int64_t t : out) toks += (toks.empty() ? "" : " ") + std::to_string(t);
+    const bool ended = !out.empty() && out.back() == END;
     std::printf("(c) 생성: 시작 토큰에서 출발해 %zu개 토큰 [%s]\n", out.size(), toks.c_str());
+    if (ended)
+        std::printf("    끝 토큰(%lld)을 내어 멈췄습니다\n", (long long)END);
+    else
+        std::printf("    끝 토큰(%lld)이 나오지 않아 길이 한도 %d개에서 멈췄습니다 (학습 전)\n",
+                    (long long)END, max_len);
     std::printf("    인코더 호출 %d회, 디코더 호출 %d회 (토큰마다 1회)\n", model.encoder_calls,
                 model.decoder_calls);
 }

@@ -127,16 +127,46 @@ void print_path_lengths(const PathLengths& p, int d_model) {
         p.attention.back());
 }
 
+std::string path_length_zeros(const std::vector<int>& n, const std::vector<double>& g) {
+    std::vector<int> zeros;
+    for (size_t i = 0; i < n.size(); i++)
+        if (!(g[i] > 0)) zeros.push_back(n[i]);
+    if (zeros.empty()) return "";
+    // Zeros from some n to the end (what the LSTM gives): "n ≥ 256"; otherwise each n.
+    const size_t first = size_t(std::find(n.begin(), n.end(), zeros[0]) - n.begin());
+    if (zeros.size() == n.size() - first && zeros.size() > 1)
+        return "n ≥ " + std::to_string(zeros[0]);
+    std::string which = "n = ";
+    for (size_t i = 0; i < zeros.size(); i++) which += (i ? ", " : "") + std::to_string(zeros[i]);
+    return which;
+}
+
 void draw_path_lengths(const PathLengths& p, int d_model, const std::string& path) {
     plot::Figure fig(7, 4, 150);
     plot::Axes& ax = fig.subplot(1, 1, 0);
-    std::vector<double> n_l, g_l, n_a, g_a;  // zeros cannot sit on a log axis: left out
+    // Zeros cannot sit on a log axis: they are left out, and a note in the corner says which
+    // (the LSTM's gradient is exactly 0 in float32 from n = 256 at the defaults).
+    std::vector<double> n_l, g_l, n_a, g_a;
+    double lowest = 0, highest = 0;  // the values drawn
     for (size_t i = 0; i < p.n.size(); i++) {
         if (p.lstm[i] > 0) n_l.push_back(p.n[i]), g_l.push_back(p.lstm[i]);
         if (p.attention[i] > 0) n_a.push_back(p.n[i]), g_a.push_back(p.attention[i]);
+        for (double g : {p.lstm[i], p.attention[i]})
+            if (g > 0) {
+                lowest = lowest == 0 ? g : std::min(lowest, g);
+                highest = std::max(highest, g);
+            }
     }
     ax.plot(n_a, g_a, "o-", "Self-attention (경로 1단계)");
     ax.plot(n_l, g_l, "^-", "LSTM (경로 n단계)");
+    std::string note;
+    for (const auto& [name, g] : {std::pair{"LSTM", &p.lstm}, {"Self-attention", &p.attention}}) {
+        const std::string which = path_length_zeros(p.n, *g);
+        if (!which.empty()) note += (note.empty() ? "" : "; ") + (name + (", " + which));
+    }
+    if (!note.empty() && lowest > 0)  // right-aligned at the last n, halfway up the log axis
+        ax.text(p.n.back(), std::sqrt(lowest * highest), note + ": 정확히 0, 그리지 않음",
+                {.ha = plot::right, .va = plot::center});
     ax.set_xscale("log", 2);
     ax.set_yscale("log");
     ax.set_xlabel("시퀀스 길이 n");

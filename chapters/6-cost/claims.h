@@ -21,6 +21,10 @@ struct PathLengths {
 PathLengths path_lengths(const std::vector<int>& ns, int d_model, int heads, int probes = 4);
 void print_path_lengths(const PathLengths& p, int d_model);
 void draw_path_lengths(const PathLengths& p, int d_model, const std::string& path);
+// Which n of curve g the figure leaves out because g is 0 there (a log axis has no 0): "n ≥ 256"
+// for zeros from some n to the end, as the LSTM's are, else "n = 64, 1024"; "" for none. The
+// figure writes it in a note: "LSTM, n ≥ 256: 정확히 0, 그리지 않음".
+std::string path_length_zeros(const std::vector<int>& n, const std::vector<double>& g);
 
 // The smallest n at which the naive attention layer's predicted peak exceeds the LSTM's.
 int memory_crossover(int batch, int d_model, int heads);

@@ -2,9 +2,10 @@
 // (section 3's module) with its n x n matrix in memory or fused, and an LSTM of the same width.
 // Read main.cpp's header first; the definitions are in layers.cpp.
 //
-// Section 3's autograd module computes the same thing; these layers run the same forward, in the
-// listing's order, with the backward written out by hand, so that what is held and for how long
-// is explicit (every buffer a mem::Buffer, which mem::peak_bytes() counts) and the only
+// Section 3's autograd module computes the same thing (tests/test_chapter6.cpp holds the two
+// against each other: the same weights, the same y, dx and weight gradients); these layers run
+// the same forward, in the listing's order, with the backward written out by hand, so that what
+// is held and for how long is explicit (every buffer a mem::Buffer, which mem::peak_bytes() counts) and the only
 // difference between the first two columns is the attention call:
 //   AttentionLayer   x (B, n, d_model) -> qkv = x W_qkv^T -> reshape (B, n, 3, h, d_k)
 //                    -> permute(2, 0, 3, 1, 4) -> attention -> transpose + reshape (the concat)
