@@ -577,7 +577,11 @@ std::vector<Job> all_jobs(double scale, const std::vector<int>& seeds) {
                  warmup_job("nowarm-post", LnPlacement::PostLN, false, scale, seed),
                  warmup_job("warm-pre", LnPlacement::PreLN, true, scale, seed),
                  warmup_job("nowarm-pre", LnPlacement::PreLN, false, scale, seed)})
-            jobs.push_back(std::move(j));
+            jobs.push_back({j.name, j.cost, [run = j.run, seed](Progress& p) {
+                                Record r = run(p);
+                                r.put("seed", seed);  // every record names its seed
+                                return r;
+                            }});
     return jobs;
 }
 

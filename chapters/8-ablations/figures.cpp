@@ -48,20 +48,16 @@ struct Setting {
     std::string run_key;  // "run:key"
 };
 
-// The left panel: one column per setting.
+// The left panel: one column per setting, named in the legend (its mean's marker).
 void settings_panel(plot::Axes& ax, const Records& r, const std::vector<Setting>& settings,
                     const std::string& ylabel, const std::string& title) {
-    std::vector<double> xt;
-    std::vector<std::string> xl;
-    for (size_t i = 0; i < settings.size(); i++) {
+    for (size_t i = 0; i < settings.size(); i++)
         seed_column(ax, double(i), values_of(r, settings[i].run_key), plot::tab10[i % 10],
-                    i == 0 ? "씨앗별 값 · 평균과 95% 구간" : "");
-        xt.push_back(double(i));
-        xl.push_back(settings[i].label);
-    }
-    ax.set_xticks(xt, xl);
+                    settings[i].label);
+    ax.set_xticks({}, {});
     ax.set_xlim(-0.5, double(settings.size()) - 0.5);
     ax.set_ylim(-2, 105);
+    ax.set_xlabel("설정별: 작은 점은 씨앗 하나, 네모는 평균, 막대는 95% 구간");
     ax.set_ylabel(ylabel);
     ax.set_title(title);
     ax.grid(0.3);
@@ -72,6 +68,7 @@ void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all, const
                        const std::vector<std::string>& labels) {
     std::vector<double> xt;
     std::vector<std::string> xl;
+    std::vector<std::string> verdicts;
     double lo = 0, hi = 0;
     size_t k = 0;
     for (const Comparison& c : all) {
@@ -91,17 +88,20 @@ void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all, const
             lo = std::min(lo, d), hi = std::max(hi, d);
         if (c.ci.n >= 2) lo = std::min(lo, c.ci.low), hi = std::max(hi, c.ci.high);
         xt.push_back(x);
-        xl.push_back((k < labels.size() ? labels[k] : c.spec->variant) + std::string("\n") +
-                     verdict_korean(c.verdict));
+        xl.push_back(k < labels.size() ? labels[k] : c.spec->variant);
+        verdicts.push_back(verdict_korean(c.verdict));
         k++;
     }
     ax.axhline(0, {.fmt = "-", .color = plot::black, .lw = 0.8});
-    const double margin = std::max(1.0, 0.08 * (hi - lo));
-    ax.set_ylim(lo - margin, hi + margin);
+    const double margin = std::max(1.0, 0.1 * (hi - lo));
+    ax.set_ylim(lo - margin, hi + 2.5 * margin);
+    for (size_t i = 0; i < verdicts.size(); i++)  // each comparison's verdict above it
+        ax.text(double(i), hi + 1.5 * margin, verdicts[i],
+                {.ha = plot::center, .va = plot::center, .size = 8});
     ax.set_xticks(xt, xl);
     ax.set_xlim(-0.5, double(k) - 0.5);
-    ax.set_ylabel("차이: 변형 − 기준 (%p, 씨앗별)");
-    ax.set_title("씨앗마다 짝지은 차이, 평균과 95% 구간");
+    ax.set_ylabel("차이: 변형 - 기준 (%p, 씨앗별)");
+    ax.set_title("씨앗마다 짝지은 차이와 판정 기준");
     ax.grid(0.3);
     ax.legend({.loc = "best", .fontsize = 8});
 }
@@ -113,7 +113,7 @@ void two_panels(const Records& r, const std::vector<Comparison>& c, const std::s
     plot::Figure fig(12, 4.5, 150);
     plot::Axes& left = fig.subplot(1, 2, 0);
     settings_panel(left, r, settings, ylabel, title);
-    left.legend({.loc = "lower left", .fontsize = 8});
+    left.legend({.loc = "best", .fontsize = 8});
     plot::Axes& right = fig.subplot(1, 2, 1);
     comparisons_panel(right, c, claim, labels);
     fig.tight_layout();
@@ -124,22 +124,22 @@ void two_panels(const Records& r, const std::vector<Comparison>& c, const std::s
 
 void draw_scaling(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
     two_panels(r, c, "scaling",
-               {{"d_k=256\n√d_k로 나눔", "scaled-256:exact"},
-                {"d_k=256\n나누지 않음", "unscaled-256:exact"},
-                {"d_k=16\n√d_k로 나눔", "base:exact"},
-                {"d_k=16\n나누지 않음", "unscaled-16:exact"}},
+               {{"d_k=256 √d_k로 나눔", "scaled-256:exact"},
+                {"d_k=256 나누지 않음", "unscaled-256:exact"},
+                {"d_k=16 √d_k로 나눔", "base:exact"},
+                {"d_k=16 나누지 않음", "unscaled-16:exact"}},
                "정확히 일치 (%, 시험 집합)", "√d_k로 나누기를 빼면",
                {"d_k = 256", "d_k = 16"}, path);
 }
 
 void draw_heads(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
     two_panels(r, c, "heads",
-               {{"숫자 읽기\n헤드 4개", "base:exact"},
-                {"숫자 읽기\n헤드 1개", "heads-1:exact"},
-                {"이웃 차이\n헤드 4개", "nb-4:exact"},
-                {"이웃 차이\n헤드 1개", "nb-1:exact"}},
+               {{"숫자 읽기 헤드 4개", "base:exact"},
+                {"숫자 읽기 헤드 1개", "heads-1:exact"},
+                {"이웃 차이 헤드 4개", "nb-4:exact"},
+                {"이웃 차이 헤드 1개", "nb-1:exact"}},
                "정확도 (%, 시험 집합)", "같은 파라미터 수, 헤드 수만 다름",
-               {"숫자 읽기: 1개 − 4개", "이웃 차이: 1개 − 4개"}, path);
+               {"숫자 읽기: 1개 - 4개", "이웃 차이: 1개 - 4개"}, path);
 }
 
 void draw_pruning(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
@@ -172,7 +172,7 @@ void draw_pruning(const Records& r, const std::vector<Comparison>& c, const std:
     left.grid(0.3);
     left.legend({.loc = "lower left", .fontsize = 8});
     plot::Axes& right = fig.subplot(1, 2, 1);
-    comparisons_panel(right, c, "pruning", {"3분의 1 제거 − 그대로"});
+    comparisons_panel(right, c, "pruning", {"3분의 1 제거 - 그대로"});
     fig.tight_layout();
     fig.save_png(path);
 }
@@ -184,14 +184,14 @@ void draw_positions(const Records& r, const std::vector<Comparison>& c, const st
     const int digits = int(learned0.value("train_max_digits"));
     const std::string range = std::to_string(digits) + "자리 이하";
     settings_panel(left, r,
-                   {{"사인\n" + range, "pos-sin:exact"},
-                    {"학습된 표\n" + range, "pos-learned:exact"},
-                    {"사인\n" + std::to_string(digits + 1) + "자리", "pos-sin:exact_five"},
-                    {"학습된 표\n" + std::to_string(digits + 1) + "자리", "pos-learned:exact_five"},
-                    {"사인\n긴 입력", "pos2-sin:exact_long"},
-                    {"학습된 표\n긴 입력", "pos2-learned:exact_long"}},
+                   {{"사인 " + range, "pos-sin:exact"},
+                    {"학습된 표 " + range, "pos-learned:exact"},
+                    {"사인 " + std::to_string(digits + 1) + "자리", "pos-sin:exact_five"},
+                    {"학습된 표 " + std::to_string(digits + 1) + "자리", "pos-learned:exact_five"},
+                    {"사인 긴 입력", "pos2-sin:exact_long"},
+                    {"학습된 표 긴 입력", "pos2-learned:exact_long"}},
                    "정확히 일치 (%, 시험 집합)", "학습에 없던 길이");
-    left.legend({.loc = "upper right", .fontsize = 8});
+    left.legend({.loc = "best", .fontsize = 8});
     plot::Axes& mid = fig.subplot(1, 3, 1);
     comparisons_panel(mid, c, "positions", {"범위 안", std::to_string(digits + 1) + "자리", "긴 입력"});
     plot::Axes& right = fig.subplot(1, 3, 2);
@@ -212,12 +212,12 @@ void draw_positions(const Records& r, const std::vector<Comparison>& c, const st
 
 void draw_warmup(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
     two_panels(r, c, "warmup",
-               {{"Post-LN\n워밍업 있음", "warm-post:exact"},
-                {"Post-LN\n워밍업 없음", "nowarm-post:exact"},
-                {"Pre-LN\n워밍업 있음", "warm-pre:exact"},
-                {"Pre-LN\n워밍업 없음", "nowarm-pre:exact"}},
+               {{"Post-LN 워밍업 있음", "warm-post:exact"},
+                {"Post-LN 워밍업 없음", "nowarm-post:exact"},
+                {"Pre-LN 워밍업 있음", "warm-pre:exact"},
+                {"Pre-LN 워밍업 없음", "nowarm-pre:exact"}},
                "정확히 일치 (%, 시험 집합)", "6 + 6층, 같은 최고 학습률",
-               {"Post-LN: 없음 − 있음", "Pre-LN: 없음 − 있음"}, path);
+               {"Post-LN: 없음 - 있음", "Pre-LN: 없음 - 있음"}, path);
 }
 
 void draw_first_step(const Records& r, const std::vector<Comparison>& c,
@@ -231,9 +231,9 @@ void draw_first_step(const Records& r, const std::vector<Comparison>& c,
                                               : "가중치 " + num(w_min, 6) + "~" + num(w_max, 6);
     two_panels(r, c, "first-step",
                {{"그대로", "base:first_intact"},
-                {"셀프\n-> 평균", "base:first_self_mean"},
-                {"교차\n-> 평균", "base:first_cross_mean"},
-                {"교차\n-> 균등", "base:first_cross_uniform"}},
+                {"셀프 -> 평균", "base:first_self_mean"},
+                {"교차 -> 평균", "base:first_cross_mean"},
+                {"교차 -> 균등", "base:first_cross_uniform"}},
                "첫 숫자 정답 (%)", "첫 생성 스텝: 셀프 어텐션은 <시작> 자신만 봄 (" + weight + ")",
                {"셀프 -> 평균", "교차 -> 평균"}, path);
 }
