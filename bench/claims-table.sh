@@ -22,12 +22,14 @@ for a in "$@"; do
     esac
 done
 [ -r "$input" ] || { echo "claims-table.sh: cannot read $input (run make ablations)" >&2; exit 1; }
-head -1 "$input" | grep -qx $'claim\tsection\tmetric\tbaseline\tvariant\tdiff\tci_low\tci_high\tseeds\tthreshold\tverdict' ||
-    { echo "claims-table.sh: $input is not an 8-ablations summary (its header differs)" >&2; exit 1; }
+header=$'claim\tsection\tmetric\tbaseline\tvariant\tdiff\tci_low\tci_high\tseeds\tthreshold\tverdict'
+head -1 "$input" | grep -qx "$header" ||
+    { echo "claims-table.sh: $input is not an 8-ablations summary (another header)" >&2; exit 1; }
 
 table=$(awk -F'\t' '
     NR == 1 {
-        print "| § | claim | metric | baseline | variant | diff ± 95% half-width [interval] | seeds | threshold | verdict |"
+        printf "| § | claim | metric | baseline | variant | diff ± 95%% half-width [interval] |"
+        print " seeds | threshold | verdict |"
         print "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
         next
     }

@@ -470,7 +470,9 @@ struct NeighbourModel : Module {
     Stack stack;      // one block, its final LayerNorm and the (10, d) head
     Tensor pe;        // (NB_LENGTH, d), section 4's sinusoids
     NeighbourModel(int d, int h)
-        : embed(10, d), stack(1, d, h, LnPlacement::PreLN, 10), pe(positional_encoding(NB_LENGTH, d)) {
+        : embed(10, d),
+          stack(1, d, h, LnPlacement::PreLN, 10),
+          pe(positional_encoding(NB_LENGTH, d)) {
         // As make_model does for chapter 7: token vectors the size of the positional encoding.
         for (int64_t i = 0; i < embed.weight.numel(); i++)
             embed.weight.data()[i] /= std::sqrt(float(embed.weight.size(1)));
@@ -507,7 +509,8 @@ Job neighbour_job(const std::string& name, int heads, double scale, int seed) {
                         if (never.count(sequence_code(seq.data()))) continue;
                         x.insert(x.end(), seq.begin(), seq.end());
                     }
-                    Tensor loss = cross_entropy(reshape(m(x, B), {B * L, 10}), neighbour_targets(x));
+                    Tensor loss =
+                        cross_entropy(reshape(m(x, B), {B * L, 10}), neighbour_targets(x));
                     losses.push_back(loss.item());
                     loss.backward();
                     adam.step(optim::noam_lr(step, d, warmup));

@@ -193,7 +193,8 @@ void draw_positions(const Records& r, const std::vector<Comparison>& c, const st
                    "정확히 일치 (%, 시험 집합)", "학습에 없던 길이");
     left.legend({.loc = "best", .fontsize = 8});
     plot::Axes& mid = fig.subplot(1, 3, 1);
-    comparisons_panel(mid, c, "positions", {"범위 안", std::to_string(digits + 1) + "자리", "긴 입력"});
+    comparisons_panel(mid, c, "positions",
+                      {"범위 안", std::to_string(digits + 1) + "자리", "긴 입력"});
     plot::Axes& right = fig.subplot(1, 3, 2);
     const std::vector<double>&src = learned0.get("src_row_change"),
           &tgt = learned0.get("tgt_row_change");

@@ -148,7 +148,8 @@ void report_scaling(const Records& r, const std::vector<Comparison>& cmp, double
     };
     for (Row row : {Row{256, "√d_k로 나눔", "scaled-256", s256},
                     Row{256, "나누지 않음", "unscaled-256", s256},
-                    Row{16, "√d_k로 나눔", "base", s16}, Row{16, "나누지 않음", "unscaled-16", s16}})
+                    Row{16, "√d_k로 나눔", "base", s16},
+                    Row{16, "나누지 않음", "unscaled-16", s16}})
         std::printf("  %3d | %s | %14s | %18s | %s\n", row.d_k, pad(row.how, 10).c_str(),
                     spread(values_of(r, std::string(row.run) + ":init_max_weight"), 3).c_str(),
                     spread(tail_losses(r.at(row.run), row.steps), 4).c_str(),
@@ -233,7 +234,8 @@ void report_positions(const Records& r, const std::vector<Comparison>& cmp, doub
         "학습된 표 %zu행 중 학습으로 바뀐 행(씨앗 %d): 입력 %d개(가장 긴 학습 입력 %d음절), "
         "출력 %d개(<시작> + 가장 긴 학습 출력 %d자리); 나머지는 무작위 초기값 그대로, %zu번째 "
         "위치부터는 벡터가 없음\n",
-        src.size(), int(learned0.value("seed")), moved(src), int(learned0.value("train_max_syllables")), moved(tgt),
+        src.size(), int(learned0.value("seed")), moved(src),
+        int(learned0.value("train_max_syllables")), moved(tgt),
         int(learned0.value("train_max_digits")), src.size() + 1);
     const Record& p2 = *r.at("pos2-learned")[0];
     std::printf(
@@ -297,7 +299,8 @@ void report_first_step(const Records& r, const std::vector<Comparison>& cmp) {
     std::printf(
         "셀프 어텐션 가중치(모든 씨앗·층·헤드·문장): 최소 %s, 최대 %s (볼 것이 자기 자신뿐)\n",
         num(w_min, 6).c_str(), num(w_max, 6).c_str());
-    std::printf("  첫 스텝                                   | 첫 숫자 정답 (%%) | 예측 분포의 이동(TV)\n");
+    std::printf(
+        "  첫 스텝                                   | 첫 숫자 정답 (%%) | 예측 분포의 이동(TV)\n");
     const char* names[] = {"그대로", "셀프 어텐션 출력 -> 문장 평균",
                            "인코더-디코더 어텐션 출력 -> 문장 평균",
                            "인코더-디코더 어텐션 -> 모든 음절 균등"};
@@ -463,7 +466,8 @@ int main(int argc, char** argv) {
             status = 1;
         }
     }
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("\n전체 시간: %.0f초 (학습 %zu회)\n", wall, selected.size());
     return status;
 }
