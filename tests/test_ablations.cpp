@@ -4,9 +4,16 @@
 // past its length and leaves rows it never reached untouched), and the program's determinism.
 #include <doctest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -14,6 +21,8 @@
 #include "chapters/1-self-attention/attention.h"
 #include "chapters/8-ablations/experiments.h"
 #include "chapters/8-ablations/runner.h"
+#include "chapters/8-ablations/stats.h"
+#include "chapters/8-ablations/summary.h"
 #include "common/random.h"
 #include "tests/util.h"
 
@@ -148,6 +157,35 @@ TEST_CASE("ablations: without its encoder-decoder heads a trained decoder cannot
     CHECK(intact >= 60);
     CHECK(masked <= 25);
     CHECK(mean_cross <= 25);
+
+    // Pruning chooses on validation only. Validation A and test B hold different numbers; the
+    // same A with another test set C gives the same single-head scores, order and count, while
+    // another validation set changes the scores the order is sorted by.
+    set_head_mask(*m, std::vector<float>(size_t(head_count(*m)), 1.0f));
+    const std::vector<int64_t> A(split.heldout.begin(), split.heldout.begin() + 150),
+        B(split.heldout.begin() + 150, split.heldout.begin() + 300),
+        C(split.train.begin(), split.train.begin() + 150);
+    const Pruning ab = prune(*m, A, B), ac = prune(*m, A, C), cb = prune(*m, C, B);
+    CHECK(ab.alone_validation == ac.alone_validation);
+    CHECK(ab.order == ac.order);
+    CHECK(ab.curve_validation == ac.curve_validation);
+    CHECK(ab.can_go == ac.can_go);
+    CHECK(ab.curve_test != ac.curve_test);  // the test sets differ, and so do their scores
+    CHECK(ab.alone_validation != cb.alone_validation);  // the order reads the validation set
+    CHECK(ab.curve_test.size() == size_t(head_count(*m)));
+    std::vector<int> sorted(ab.order.size());
+    std::iota(sorted.begin(), sorted.end(), 0);
+    std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) {
+        return ab.alone_validation[size_t(a)] > ab.alone_validation[size_t(b)];
+    });
+    CHECK(ab.order == sorted);  // least harmful on validation first
+    // The count: the longest prefix of the order that costs validation under 1 point.
+    int can_go = 0;
+    while (can_go < int(ab.curve_validation.size()) &&
+           ab.curve_validation[size_t(can_go)] > ab.full_validation - 1)
+        can_go++;
+    CHECK(ab.can_go == can_go);
+    CHECK(ab.third_test == ab.curve_test[size_t((head_count(*m) + 2) / 3 - 1)]);
 }
 
 TEST_CASE(
@@ -240,21 +278,234 @@ TEST_CASE("ablations: the fixed sets of the positions experiment") {
     CHECK(scaled_steps(3, 0.01) == 1);
 }
 
-TEST_CASE("ablations: the program's numbers do not depend on how many runs go at once") {
-    const std::string args = "--only warmup,positions --scale 0.01 --no-figures";
-    auto one = testutil::run("8-ablations", args + " --jobs 1");
-    auto two = testutil::run("8-ablations", args + " --jobs 2");
+TEST_CASE("ablations: the three splits are disjoint, and the test set is chapter 7's") {
+    const ThreeWay t = three_way_split();
+    CHECK(t.test == translate::split_numbers().heldout);
+    CHECK(t.validation.size() == 1000);
+    std::set<int64_t> seen;
+    for (const auto* set : {&t.train, &t.validation, &t.test})
+        for (int64_t n : *set)
+            CHECK(seen.insert(n).second);
+    CHECK(seen.size() == 99999);
+    CHECK(t.never_train().size() == 2000);
+    // §4's second experiment: training sources at most POS2_MAX_SYLLABLES long, scored longer.
+    const SourceLengthSplit s = source_length_split();
+    CHECK(s.long_test.size() == 1000);
+    std::set<int64_t> excluded(s.excluded.begin(), s.excluded.end());
+    for (int64_t n : s.train) {
+        CHECK(int(translate::source_ids(n).size()) <= POS2_MAX_SYLLABLES);
+        CHECK(excluded.count(n) == 0);
+    }
+    for (int64_t n : s.long_test) {
+        CHECK(int(translate::source_ids(n).size()) > POS2_MAX_SYLLABLES);
+        CHECK(excluded.count(n) == 1);
+    }
+    // §3's second experiment: the targets, and test sequences that are all different.
+    CHECK(neighbour_targets({3, 1, 4, 1, 5, 9, 2, 6}) ==
+          std::vector<int64_t>{5, 9, 0, 9, 2, 3, 3, 9});
+    const std::vector<int64_t> nb = neighbour_test_set();
+    CHECK(nb.size() == size_t(1000 * NB_LENGTH));
+    std::set<std::vector<int64_t>> seqs;
+    for (size_t i = 0; i < nb.size(); i += NB_LENGTH)
+        seqs.insert(std::vector<int64_t>(nb.begin() + long(i), nb.begin() + long(i + NB_LENGTH)));
+    CHECK(seqs.size() == 1000);
+    CHECK(seed_list(100, 3) == std::vector<int>{100, 101, 102});
+}
+
+TEST_CASE("ablations: the verdict rule on synthetic differences") {
+    CHECK(t_975(1) == 12.706);
+    CHECK(t_975(4) == 2.776);
+    CHECK(t_975(30) == 2.042);
+    CHECK_THROWS_AS(t_975(0), std::invalid_argument);
+    // mean ± t_{0.975, n-1} s / sqrt(n): {1, 2, 3}: mean 2, s = 1, half-width 4.303 / sqrt(3).
+    const Interval ci = t_interval({1, 2, 3});
+    CHECK(ci.n == 3);
+    CHECK(ci.mean == doctest::Approx(2));
+    CHECK(ci.high - ci.mean == doctest::Approx(4.303 / std::sqrt(3.0)));
+    CHECK(ci.mean - ci.low == doctest::Approx(4.303 / std::sqrt(3.0)));
+    const Rule below{Side::below, -20}, above{Side::above, -1}, within{Side::within, 2};
+    // Wholly on the claim's side / wholly on the other / straddling ([-34.9, -5.1] for the
+    // third, [-3.0, 1.2] for the sixth, [-0.9, 3.1] for the last).
+    CHECK(judge(t_interval({-31, -29, -33, -30, -32}), below) == Verdict::reproduced);
+    CHECK(judge(t_interval({-3, -1, 0, -2, -4}), below) == Verdict::not_reproduced);
+    CHECK(judge(t_interval({-35, -5, -20, -28, -12}), below) == Verdict::undecided);
+    CHECK(judge(t_interval({0.2, -0.3, 0.1, 0.0, -0.1}), above) == Verdict::reproduced);
+    CHECK(judge(t_interval({-5, -6, -4, -5.5, -4.5}), above) == Verdict::not_reproduced);
+    CHECK(judge(t_interval({0.5, -3, -1, 1, -2}), above) == Verdict::undecided);
+    CHECK(judge(t_interval({0.3, -0.4, 0.1, 0.2, -0.1}), within) == Verdict::reproduced);
+    CHECK(judge(t_interval({-5, -4, -6, -5, -4.5}), within) == Verdict::not_reproduced);
+    CHECK(judge(t_interval({5, 4, 6, 5, 4.5}), within) == Verdict::not_reproduced);
+    CHECK(judge(t_interval({-1, 2, 3, 0, 1.5}), within) == Verdict::undecided);
+    // A mean well past the threshold, two seeds: the interval ([-59.3, 4.3]) straddles.
+    CHECK(judge(t_interval({-25, -30}), below) == Verdict::undecided);
+    // K = 1: no interval, undecided whatever the value.
+    for (const Rule& r : {below, above, within}) {
+        CHECK(judge(t_interval({-100}), r) == Verdict::undecided);
+        CHECK(judge(t_interval({0}), r) == Verdict::undecided);
+    }
+    CHECK(std::isinf(t_interval({5}).low));
+    // Equal seeds: a zero-width interval, decided.
+    CHECK(judge(t_interval({0, 0, 0}), below) == Verdict::not_reproduced);
+    CHECK(rule_text(below) == "<-20");
+    CHECK(rule_text(above) == ">-1");
+    CHECK(rule_text(within) == "±2");
+    // A comparison: paired by seed, diff = variant - baseline.
+    const ComparisonSpec spec{"x", "§0", "exact_pp", "a:exact", "b:exact", below};
+    const Comparison c = compare(spec, {90, 80, 85}, {60, 55, 62});
+    CHECK(c.diff == std::vector<double>{-30, -25, -23});
+    CHECK(c.verdict == Verdict::undecided);  // [-34.96, -17.04] straddles -20
+    CHECK(summary_tsv({c}) == std::string(SUMMARY_HEADER) +
+                                  "\nx\t§0\texact_pp\ta:exact\tb:exact\t-26.00\t-34.96\t-17.04\t3\t"
+                                  "<-20\tundecided\n");
+}
+
+namespace {
+
+std::vector<std::vector<std::string>> tsv_rows(const std::string& text) {
+    std::vector<std::vector<std::string>> rows;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        std::vector<std::string> f;
+        size_t from = 0;
+        for (size_t tab; (tab = line.find('\t', from)) != std::string::npos; from = tab + 1)
+            f.push_back(line.substr(from, tab - from));
+        f.push_back(line.substr(from));
+        rows.push_back(f);
+    }
+    return rows;
+}
+
+// A TSV row's verdict from its interval and threshold, by the rule of stats.h.
+std::string verdict_of(const std::vector<std::string>& f) {
+    const std::string& th = f[9];
+    const std::string pm = "±";
+    Rule r{Side::below, 0};
+    if (th.rfind("<", 0) == 0) r = {Side::below, std::stod(th.substr(1))};
+    if (th.rfind(">", 0) == 0) r = {Side::above, std::stod(th.substr(1))};
+    if (th.rfind(pm, 0) == 0) r = {Side::within, std::stod(th.substr(pm.size()))};
+    Interval ci;
+    ci.n = std::stoi(f[8]), ci.mean = std::stod(f[5]), ci.low = std::stod(f[6]);
+    ci.high = std::stod(f[7]);
+    return verdict_id(judge(ci, r));
+}
+
+}  // namespace
+
+TEST_CASE("ablations: --summary is the same file twice and whatever the runs at once") {
+    const std::string dir = "/tmp/transformer-test-ablations-" + std::to_string(::getpid());
+    const std::string args = "--only warmup,positions --seeds 2 --scale 0.02 --no-figures";
+    auto one = testutil::run("8-ablations", args + " --jobs 1 --summary " + dir + "-1.tsv");
+    auto two = testutil::run("8-ablations", args + " --jobs 2 --summary " + dir + "-2.tsv");
     REQUIRE_MESSAGE(one.exit_code == 0, one.err);
     REQUIRE_MESSAGE(two.exit_code == 0, two.err);
-    auto tables = [](const std::string& out) { return out.substr(out.find('\n')); };
+    const std::string a = testutil::read_file_abs(dir + "-1.tsv"),
+                      b = testutil::read_file_abs(dir + "-2.tsv");
+    std::remove((dir + "-1.tsv").c_str());
+    std::remove((dir + "-2.tsv").c_str());
+    CHECK(a == b);
+    auto tables = [](const std::string& out) {  // without the first line and the wall time
+        const size_t from = out.find('\n'), to = out.rfind("\n전체 시간: ");
+        return out.substr(from, to - from);
+    };
     CHECK(tables(one.out) == tables(two.out));
+    CHECK(one.out.find("\n전체 시간: ") != std::string::npos);
     CHECK(one.err.empty());  // no progress line when stderr is not a terminal
     for (const char* claim : {"5절 \"원 논문이 학습률 워밍업", "4절 학습된 위치 벡터"})
         CHECK(one.out.find(claim) != std::string::npos);
     CHECK(one.out.find("판정: ") != std::string::npos);
     CHECK(one.out.find("2절") == std::string::npos);  // only what --only asked for
+    const auto rows = tsv_rows(a);
+    REQUIRE(rows.size() == 6);  // the header, 3 positions and 2 warm-up comparisons
+    CHECK(rows[0] == std::vector<std::string>{"claim", "section", "metric", "baseline", "variant",
+                                              "diff", "ci_low", "ci_high", "seeds", "threshold",
+                                              "verdict"});
+    for (size_t i = 1; i < rows.size(); i++) {
+        CAPTURE(i);
+        REQUIRE(rows[i].size() == 11);
+        CHECK(rows[i][8] == "2");
+        CHECK(std::stod(rows[i][6]) <= std::stod(rows[i][5]));
+        CHECK(std::stod(rows[i][5]) <= std::stod(rows[i][7]));
+        CHECK(rows[i][10] == verdict_of(rows[i]));
+    }
+}
+
+TEST_CASE("ablations: bad options are refused before any training") {
     auto bad = testutil::run("8-ablations", "--only sideways");
     CHECK(bad.exit_code == 2);
     CHECK(bad.err.find("unknown claim 'sideways'") != std::string::npos);
     CHECK(testutil::run("8-ablations", "--scale 0").exit_code == 2);
+    for (const char* args : {"--seed 2147483647", "--seed -1", "--seeds 0", "--seeds 31"}) {
+        auto r = testutil::run("8-ablations", args);
+        CAPTURE(args);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());  // nothing trained
+    }
+    CHECK(testutil::run("8-ablations", "--seed 2147483647").err.find("--seed must be in") !=
+          std::string::npos);
+    // A figure folder that is a file, or a summary in a missing folder: found up front.
+    const std::string file = "/tmp/transformer-test-ablations-file-" + std::to_string(::getpid());
+    std::fclose(std::fopen(file.c_str(), "w"));
+    auto fig = testutil::run("8-ablations", "--only warmup --figure-dir " + file);
+    CHECK(fig.exit_code == 2);
+    CHECK(fig.out.empty());
+    CHECK_MESSAGE(fig.err.find(file) != std::string::npos, fig.err);
+    auto sum =
+        testutil::run("8-ablations", "--only warmup --no-figures --summary " + file + "/x/y.tsv");
+    CHECK(sum.exit_code == 2);
+    CHECK(sum.out.empty());
+    std::remove(file.c_str());
+    // --help: one default per option line.
+    auto help = testutil::run("8-ablations", "--help");
+    CHECK(help.exit_code == 0);
+    std::istringstream lines(help.out);
+    for (std::string line; std::getline(lines, line);) {
+        CAPTURE(line);
+        const size_t first = line.find("(default");
+        CHECK((first == std::string::npos ||
+               line.find("(default", first + 1) == std::string::npos));
+    }
+}
+
+TEST_CASE("ablations: the README's Claims table is what bench/claims-table.sh makes of the TSV") {
+    // figures/8-ablations.tsv is what `make ablations` wrote; its rows follow the rule, and the
+    // README's table between the claims markers is the script's output for it.
+    const std::string tsv = testutil::read_file("figures/8-ablations.tsv");
+    const auto rows = tsv_rows(tsv);
+    REQUIRE(rows.size() == COMPARISONS.size() + 1);
+    CHECK(rows[0].size() == 11);
+    for (size_t i = 1; i < rows.size(); i++) {
+        CAPTURE(i);
+        REQUIRE(rows[i].size() == 11);
+        CHECK(rows[i][0] == COMPARISONS[i - 1].claim);
+        CHECK(rows[i][3] == COMPARISONS[i - 1].baseline);
+        CHECK(rows[i][4] == COMPARISONS[i - 1].variant);
+        CHECK(rows[i][9] == rule_text(COMPARISONS[i - 1].rule));
+        CHECK(std::stoi(rows[i][8]) >= 3);
+        CHECK(std::stod(rows[i][6]) <= std::stod(rows[i][5]));
+        CHECK(std::stod(rows[i][5]) <= std::stod(rows[i][7]));
+        CHECK(rows[i][10] == verdict_of(rows[i]));
+    }
+    const std::string root = PROJECT_ROOT,
+                      out = "/tmp/transformer-test-claims-table-" + std::to_string(::getpid());
+    const std::string cmd =
+        root + "/bench/claims-table.sh " + root + "/figures/8-ablations.tsv >" + out + " 2>&1";
+    CHECK(std::system(cmd.c_str()) == 0);
+    const std::string table = testutil::read_file_abs(out);
+    std::remove(out.c_str());
+    const std::string readme = testutil::read_file("README.md");
+    const size_t begin = readme.find("<!-- claims:begin"), end = readme.find("<!-- claims:end");
+    REQUIRE(begin != std::string::npos);
+    REQUIRE(end != std::string::npos);
+    const size_t first = readme.find('\n', begin) + 1;
+    CHECK(readme.substr(first, end - first) == table);
+    // Every row of the TSV is in the table: its mean ± half-width, its seeds and its verdict.
+    for (size_t i = 1; i < rows.size(); i++) {
+        char pm[96];
+        std::snprintf(pm, sizeof pm, "| %s | %s | %.2f ± %.2f [%s, %s] | %s | %s | %s |",
+                      rows[i][3].c_str(), rows[i][4].c_str(), std::stod(rows[i][5]),
+                      (std::stod(rows[i][7]) - std::stod(rows[i][6])) / 2, rows[i][6].c_str(),
+                      rows[i][7].c_str(), rows[i][8].c_str(), rows[i][9].c_str(),
+                      rows[i][10].c_str());
+        CHECK_MESSAGE(table.find(pm) != std::string::npos, pm);
+    }
 }

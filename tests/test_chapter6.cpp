@@ -427,6 +427,17 @@ TEST_CASE("chapter6: the gradient's path: an LSTM's vanishes step by step, atten
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("최장 의존 경로: 마지막 위치") != std::string::npos);
     CHECK(r.out.find("메모리 교차점") != std::string::npos);
+    // The verdict names the exponent it judged: the fitted one, not a fixed "1/n".
+    auto after = [&](const std::string& key) {
+        const size_t at = r.out.find(key);
+        return at == std::string::npos ? std::string("?")
+                                       : r.out.substr(at + key.size(), r.out.find_first_not_of(
+                                                          "-.0123456789", at + key.size()) -
+                                                          at - key.size());
+    };
+    CHECK(after("Self-attention: n^") != "?");
+    CHECK(after("맞춘 지수대로 n^") == after("Self-attention: n^"));
+    CHECK(r.out.find("1/n 정도") == std::string::npos);
     auto bare = testutil::run("6-cost", "--seq-lens 16 --batch 1 --d-model 32 --heads 4 "
                                         "--warmup 0 --repeat 1 --no-figures --no-claims");
     CHECK(bare.out.find("최장 의존 경로: 마지막 위치") == std::string::npos);

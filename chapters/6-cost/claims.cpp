@@ -120,11 +120,12 @@ void print_path_lengths(const PathLengths& p, int d_model) {
         zero_from ? (", n = " + std::to_string(zero_from) + "부터 float32의 0").c_str() : "", k);
     const bool lstm_vanishes = lstm_rate < 0.99 || zero_from;
     const bool attention_polynomial = std::isfinite(k) && k > -1.5;
+    // The verdict names the exponent it judged (the rule: polynomial, k > -1.5), not a fixed 1/n.
     std::printf(
-        "판정: %s — LSTM은 거리에 따라 지수적으로 사라지고, 어텐션은 1/n 정도로만 줄어듦 "
-        "(n = %d에서 %.1e 대 %.1e)\n",
-        lstm_vanishes && attention_polynomial ? "재현됨" : "엇갈림", p.n.back(), p.lstm.back(),
-        p.attention.back());
+        "판정: %s — LSTM은 거리에 따라 지수적으로 사라지고(한 단계마다 %.3f배), 어텐션은 맞춘 "
+        "지수대로 n^%.2f로만 줄어듦 (기준: 지수 > -1.5; n = %d에서 %.1e 대 %.1e)\n",
+        lstm_vanishes && attention_polynomial ? "재현됨" : "엇갈림", lstm_rate, k, p.n.back(),
+        p.lstm.back(), p.attention.back());
 }
 
 std::string path_length_zeros(const std::vector<int>& n, const std::vector<double>& g) {

@@ -5,10 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 
 #include "chapters/1-self-attention/attention.h"
+#include "chapters/4-positional-encoding/positional_encoding.h"
+#include "chapters/5-blocks/blocks.h"
+#include "chapters/7-translate/korean_numbers.h"
 #include "common/optim.h"
 #include "common/random.h"
 
@@ -16,7 +20,48 @@ namespace ablations {
 
 using namespace translate;
 
+const std::vector<ComparisonSpec> COMPARISONS = {
+    {"scaling", "§2", "exact_pp", "scaled-256:exact", "unscaled-256:exact", {Side::below, -20}},
+    {"scaling", "§2", "exact_pp", "base:exact", "unscaled-16:exact", {Side::below, -20}},
+    {"heads", "§3", "exact_pp", "base:exact", "heads-1:exact", {Side::below, -2}},
+    {"heads", "§3", "digit_pp", "nb-4:exact", "nb-1:exact", {Side::below, -2}},
+    {"pruning", "§3", "exact_pp", "base:exact", "base:pruned_third", {Side::above, -1}},
+    {"positions", "§4", "exact_pp", "pos-sin:exact", "pos-learned:exact", {Side::within, 2}},
+    {"positions", "§4", "exact_five_pp", "pos-sin:exact_five", "pos-learned:exact_five",
+     {Side::below, -20}},
+    {"positions", "§4", "exact_long_pp", "pos2-sin:exact_long", "pos2-learned:exact_long",
+     {Side::below, -20}},
+    {"warmup", "§5", "exact_pp", "warm-post:exact", "nowarm-post:exact", {Side::below, -20}},
+    {"warmup", "§5", "exact_pp", "warm-pre:exact", "nowarm-pre:exact", {Side::above, -10}},
+    {"first-step", "§5", "first_digit_pp", "base:first_intact", "base:first_self_mean",
+     {Side::above, -5}},
+    {"first-step", "§5", "first_digit_pp", "base:first_intact", "base:first_cross_mean",
+     {Side::below, -50}},
+};
+
 int scaled_steps(int steps, double scale) { return std::max(1, int(std::lround(steps * scale))); }
+
+std::vector<int> seed_list(int first, int count) {
+    std::vector<int> s;
+    for (int i = 0; i < count; i++)
+        s.push_back(first + i);
+    return s;
+}
+
+std::vector<int64_t> ThreeWay::never_train() const {
+    std::vector<int64_t> v = validation;
+    v.insert(v.end(), test.begin(), test.end());
+    return v;
+}
+
+ThreeWay three_way_split() {
+    const Split s = split_numbers();  // chapter 7's: a fixed shuffle, its held-out numbers first
+    ThreeWay t;
+    t.test = s.heldout;
+    t.validation.assign(s.train.begin(), s.train.begin() + HELDOUT);
+    t.train.assign(s.train.begin() + HELDOUT, s.train.end());
+    return t;
+}
 
 void set_score_scaling(EncoderDecoder& m, bool on) {
     for (auto& b : m.encoder)
@@ -108,6 +153,103 @@ LengthSplit length_split() {
     return s;
 }
 
+SourceLengthSplit source_length_split() {
+    namespace kn = korean_numbers;
+    const Split s = split_numbers();
+    std::vector<bool> heldout(size_t(kn::MAX_VALUE) + 1, false);
+    for (int64_t n : s.heldout)
+        heldout[size_t(n)] = true;
+    SourceLengthSplit out;
+    std::vector<int64_t> longer;
+    for (int64_t n = 1; n <= kn::MAX_VALUE; n++) {
+        const bool is_long = int(source_ids(n).size()) > POS2_MAX_SYLLABLES;
+        if (is_long || heldout[size_t(n)]) out.excluded.push_back(n);
+        if (is_long)
+            longer.push_back(n);
+        else if (!heldout[size_t(n)])
+            out.train.push_back(n);
+    }
+    torch_rng::Generator g(2019);  // fixed: every run is scored on the same numbers
+    for (size_t i = longer.size(); i-- > 1;)
+        std::swap(longer[i], longer[g.random64() % (i + 1)]);
+    out.long_test.assign(longer.begin(), longer.begin() + HELDOUT);
+    return out;
+}
+
+std::vector<int64_t> neighbour_targets(const std::vector<int64_t>& x) {
+    std::vector<int64_t> y(x.size());
+    const size_t L = NB_LENGTH;
+    for (size_t b = 0; b < x.size() / L; b++)
+        for (size_t i = 0; i < L; i++)
+            y[b * L + i] = ((x[b * L + (i + L - 1) % L] - x[b * L + (i + 1) % L]) % 10 + 10) % 10;
+    return y;
+}
+
+namespace {
+
+int64_t sequence_code(const int64_t* x) {  // the sequence's digits as one number
+    int64_t c = 0;
+    for (int i = 0; i < NB_LENGTH; i++)
+        c = 10 * c + x[i];
+    return c;
+}
+
+}  // namespace
+
+std::vector<int64_t> neighbour_test_set() {
+    torch_rng::Generator g(2020);  // fixed
+    std::vector<int64_t> x;
+    std::set<int64_t> seen;
+    while (x.size() < size_t(HELDOUT) * NB_LENGTH) {
+        std::vector<int64_t> seq(NB_LENGTH);
+        for (auto& d : seq)
+            d = int64_t(g.random64() % 10);
+        if (!seen.insert(sequence_code(seq.data())).second) continue;
+        x.insert(x.end(), seq.begin(), seq.end());
+    }
+    return x;
+}
+
+Pruning prune(EncoderDecoder& m, const std::vector<int64_t>& validation,
+              const std::vector<int64_t>& test) {
+    const int n = head_count(m), per_kind = n / 3;
+    Pruning p;
+    set_head_mask(m, std::vector<float>(size_t(n), 1.0f));
+    p.full_validation = exact_match(m, validation);
+    p.full_test = exact_match(m, test);
+    for (int i = 0; i < n; i++) {  // each head alone, on validation only: it sets the order
+        std::vector<float> keep(size_t(n), 1.0f);
+        keep[size_t(i)] = 0.0f;
+        set_head_mask(m, keep);
+        p.alone_validation.push_back(exact_match(m, validation));
+    }
+    for (int k = 0; k < 3; k++) {
+        std::vector<float> keep(size_t(n), 1.0f);
+        std::fill(keep.begin() + k * per_kind, keep.begin() + (k + 1) * per_kind, 0.0f);
+        set_head_mask(m, keep);
+        p.kind_removed_test.push_back(exact_match(m, test));  // encoder self, decoder self, cross
+    }
+    p.order.resize(size_t(n));
+    std::iota(p.order.begin(), p.order.end(), 0);
+    std::stable_sort(p.order.begin(), p.order.end(), [&](int a, int b) {
+        return p.alone_validation[size_t(a)] > p.alone_validation[size_t(b)];
+    });
+    const int third = (n + 2) / 3;
+    std::vector<float> keep(size_t(n), 1.0f);
+    bool within = true;
+    for (int i = 0; i < n; i++) {
+        keep[size_t(p.order[size_t(i)])] = 0.0f;
+        set_head_mask(m, keep);
+        p.curve_validation.push_back(exact_match(m, validation));
+        p.curve_test.push_back(exact_match(m, test));
+        within = within && p.curve_validation.back() > p.full_validation - 1;
+        if (within) p.can_go = i + 1;
+        if (i + 1 == third) p.third_test = p.curve_test.back();
+    }
+    set_head_mask(m, std::vector<float>(size_t(n), 1.0f));
+    return p;
+}
+
 namespace {
 
 // The mean over real (non-padding) queries of the largest weight in each row of the first
@@ -141,58 +283,22 @@ TrainConfig budget(int steps, int warmup, double scale, int seed, Progress& p) {
     return tc;
 }
 
-// Trains, then records the loss curve, where it diverged (0: it did not), and exact match.
+// Trains, then records the loss curve, where it diverged (0: it did not), and exact match on
+// the test numbers.
 Record train_record(EncoderDecoder& m, const TrainConfig& tc, const std::vector<int64_t>& numbers,
-                    const std::vector<int64_t>& heldout) {
-    TrainResult r = train(m, numbers, heldout, tc);
+                    const std::vector<int64_t>& never, const std::vector<int64_t>& test) {
+    TrainResult r = train(m, numbers, never, tc);
     Record rec;
     rec.put("loss", r.losses);
     rec.put("diverged_at", r.diverged_at);
     rec.put("seconds", r.seconds);
-    rec.put("exact", r.diverged_at ? 0.0 : exact_match(m, heldout));
+    rec.put("exact", r.diverged_at ? 0.0 : exact_match(m, test));
     return rec;
 }
 
-// §3: every head removed alone, whole attentions removed, then heads removed greedily (the
-// least harmful first, by the single-head scores) while the score is re-measured each time.
-void prune(EncoderDecoder& m, const std::vector<int64_t>& heldout, Record& rec) {
-    const int n = head_count(m), per_kind = n / 3;
-    std::vector<double> alone;
-    for (int i = 0; i < n; i++) {
-        std::vector<float> keep(size_t(n), 1.0f);
-        keep[size_t(i)] = 0.0f;
-        set_head_mask(m, keep);
-        alone.push_back(exact_match(m, heldout));
-    }
-    rec.put("head_exact", alone);
-    std::vector<double> whole;
-    for (int k = 0; k < 3; k++) {
-        std::vector<float> keep(size_t(n), 1.0f);
-        std::fill(keep.begin() + k * per_kind, keep.begin() + (k + 1) * per_kind, 0.0f);
-        set_head_mask(m, keep);
-        whole.push_back(exact_match(m, heldout));
-    }
-    rec.put("kind_removed_exact", whole);  // encoder self, decoder self, cross
-    std::vector<int> order(static_cast<size_t>(n));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return alone[size_t(a)] > alone[size_t(b)]; });
-    std::vector<float> keep(size_t(n), 1.0f);
-    std::vector<double> curve, removed;
-    for (int i : order) {
-        keep[size_t(i)] = 0.0f;
-        set_head_mask(m, keep);
-        curve.push_back(exact_match(m, heldout));
-        removed.push_back(i);
-    }
-    rec.put("greedy_order", removed);
-    rec.put("greedy_exact", curve);
-    set_head_mask(m, std::vector<float>(size_t(n), 1.0f));
-}
-
-// §5: the first generation step on the held-out sentences, intact and with a sublayer replaced.
-void first_step(const EncoderDecoder& m, const std::vector<int64_t>& heldout, Record& rec) {
-    Batch b = make_batch(heldout, false);
+// §5: the first generation step on the test sentences, intact and with a sublayer replaced.
+void first_step(const EncoderDecoder& m, const std::vector<int64_t>& test, Record& rec) {
+    Batch b = make_batch(test, false);
     const int64_t V = TGT_VOCAB;
     auto probs = [&](const Tensor& logits) { return softmax(reshape(logits, {b.B, V}), -1); };
     Tensor intact = probs(first_step_logits(m, b, FirstStep::intact));
@@ -211,7 +317,10 @@ void first_step(const EncoderDecoder& m, const std::vector<int64_t>& heldout, Re
         Tensor ref = m.decode(std::vector<int64_t>(size_t(b.B), BOS), {b.B, 1}, memory, b.src_mask);
         rec.put("decode_max_diff", max(abs(probs(ref) - intact)).item());
     }
-    std::vector<double> first_acc, moved;
+    std::vector<double> moved;
+    const char* keys[] = {"first_intact", "first_self_mean", "first_cross_mean",
+                          "first_cross_uniform"};
+    int k = 0;
     for (FirstStep w : {FirstStep::intact, FirstStep::self_mean, FirstStep::cross_mean,
                         FirstStep::cross_uniform}) {
         Tensor p = w == FirstStep::intact ? intact : probs(first_step_logits(m, b, w));
@@ -220,29 +329,44 @@ void first_step(const EncoderDecoder& m, const std::vector<int64_t>& heldout, Re
         for (int64_t i = 0; i < b.B; i++) {
             const float* row = p.data() + i * V;
             const float* ref = intact.data() + i * V;
-            right += std::max_element(row, row + V) - row == target_ids(heldout[size_t(i)])[0];
+            right += std::max_element(row, row + V) - row == target_ids(test[size_t(i)])[0];
             for (int64_t j = 0; j < V; j++)
                 tv += 0.5 * std::fabs(double(row[j]) - ref[j]);
         }
-        first_acc.push_back(100.0 * right / double(b.B));
+        rec.put(keys[k++], 100.0 * right / double(b.B));
         moved.push_back(tv / double(b.B));
     }
-    rec.put("first_token_exact", first_acc);  // intact, self mean, cross mean, cross uniform
-    rec.put("first_step_tv", moved);
+    rec.put("first_step_tv", moved);  // intact, self mean, cross mean, cross uniform
+}
+
+const std::vector<int64_t> PEAK_PROBE = {3201, 15000, 99999, 7, 40408, 120};
+
+std::string with_seed(const std::string& name, int seed) {
+    return name + "/" + std::to_string(seed);
 }
 
 Job base_job(double scale, int seed) {
-    return {"base", 75 * scale + 20, [scale, seed](Progress& p) {
-                const Split split = split_numbers();
+    return {with_seed("base", seed), 95 * scale + 25, [scale, seed](Progress& p) {
+                const ThreeWay sets = three_way_split();
                 ModelConfig mc;
                 mc.seed = seed;
                 auto m = make_model(mc);
-                const double pmax = mean_max_weight(*m, {3201, 15000, 99999, 7, 40408, 120});
-                Record rec =
-                    train_record(*m, budget(2000, 200, scale, seed, p), split.train, split.heldout);
+                const double pmax = mean_max_weight(*m, PEAK_PROBE);
+                Record rec = train_record(*m, budget(2000, 200, scale, seed, p), sets.train,
+                                          sets.never_train(), sets.test);
                 rec.put("init_max_weight", pmax);
-                prune(*m, split.heldout, rec);
-                first_step(*m, split.heldout, rec);
+                const Pruning pr = prune(*m, sets.validation, sets.test);
+                rec.put("head_exact_validation", pr.alone_validation);
+                rec.put("greedy_order", std::vector<double>(pr.order.begin(), pr.order.end()));
+                rec.put("greedy_validation", pr.curve_validation);
+                rec.put("greedy_test", pr.curve_test);
+                rec.put("kind_removed_test", pr.kind_removed_test);
+                rec.put("full_validation", pr.full_validation);
+                rec.put("pruned_third", pr.third_test);
+                rec.put("can_go", pr.can_go);
+                rec.put("can_go_test",
+                        pr.can_go ? pr.curve_test[size_t(pr.can_go - 1)] : pr.full_test);
+                first_step(*m, sets.test, rec);
                 return rec;
             }};
 }
@@ -250,20 +374,48 @@ Job base_job(double scale, int seed) {
 Job variant_job(const std::string& name, double cost, ModelConfig mc, bool scaled, int steps,
                 int warmup, double scale, int seed) {
     mc.seed = seed;
-    return {name, cost * scale, [=](Progress& p) {
-                const Split split = split_numbers();
+    return {with_seed(name, seed), cost * scale, [=](Progress& p) {
+                const ThreeWay sets = three_way_split();
                 auto m = make_model(mc);
                 set_score_scaling(*m, scaled);
-                const double pmax = mean_max_weight(*m, {3201, 15000, 99999, 7, 40408, 120});
-                Record rec = train_record(*m, budget(steps, warmup, scale, seed, p), split.train,
-                                          split.heldout);
+                const double pmax = mean_max_weight(*m, PEAK_PROBE);
+                Record rec = train_record(*m, budget(steps, warmup, scale, seed, p), sets.train,
+                                          sets.never_train(), sets.test);
                 rec.put("init_max_weight", pmax);
                 return rec;
             }};
 }
 
+int longest_source(const std::vector<int64_t>& numbers) {
+    size_t n = 0;
+    for (int64_t v : numbers)
+        n = std::max(n, source_ids(v).size());
+    return int(n);
+}
+int shortest_source(const std::vector<int64_t>& numbers) {
+    size_t n = SIZE_MAX;
+    for (int64_t v : numbers)
+        n = std::min(n, source_ids(v).size());
+    return int(n);
+}
+
+// How far each row of a learned table moved from `before`: rows no sentence reached stay put.
+std::vector<double> row_change(const Embedding& table, const std::vector<float>& before) {
+    const int64_t d = table.weight.size(1);
+    std::vector<double> change;
+    for (int64_t r = 0; r < table.weight.size(0); r++) {
+        double s2 = 0;
+        for (int64_t c = 0; c < d; c++) {
+            const double diff = table.weight.data()[r * d + c] - before[size_t(r * d + c)];
+            s2 += diff * diff;
+        }
+        change.push_back(std::sqrt(s2));
+    }
+    return change;
+}
+
 Job positions_job(const std::string& name, Positions pos, double scale, int seed) {
-    return {name, 25 * scale, [=](Progress& p) {
+    return {with_seed(name, seed), 25 * scale, [=](Progress& p) {
                 const LengthSplit s = length_split();
                 ModelConfig mc;
                 mc.positions = pos;
@@ -276,34 +428,115 @@ Job positions_job(const std::string& name, Positions pos, double scale, int seed
                 }
                 TrainConfig tc = budget(1000, 100, scale, seed, p);
                 tc.max_digits = 4;
-                Record rec = train_record(*m, tc, s.train, s.heldout);
+                Record rec = train_record(*m, tc, s.train, s.heldout, s.heldout);
                 rec.put("exact_five",
                         rec.value("diverged_at") ? 0.0 : exact_match(*m, s.five_digit));
-                if (m->src_pos) {  // how far each row moved: rows no sentence reached stay put
-                    for (auto [table, before, key] :
-                         {std::tuple{m->src_pos.get(), &src0, "src_row_change"},
-                          std::tuple{m->tgt_pos.get(), &tgt0, "tgt_row_change"}}) {
-                        const int64_t d = table->weight.size(1);
-                        std::vector<double> change;
-                        for (int64_t r = 0; r < table->weight.size(0); r++) {
-                            double s2 = 0;
-                            for (int64_t c = 0; c < d; c++) {
-                                const double diff =
-                                    table->weight.data()[r * d + c] - (*before)[size_t(r * d + c)];
-                                s2 += diff * diff;
-                            }
-                            change.push_back(std::sqrt(s2));
-                        }
-                        rec.put(key, change);
-                    }
+                rec.put("train_max_digits", tc.max_digits);
+                rec.put("train_max_syllables", longest_source(s.train));
+                if (m->src_pos) {
+                    rec.put("src_row_change", row_change(*m->src_pos, src0));
+                    rec.put("tgt_row_change", row_change(*m->tgt_pos, tgt0));
                 }
                 return rec;
             }};
 }
 
+// §4's second experiment: sources of at most POS2_MAX_SYLLABLES syllables in training, longer
+// ones to score.
+Job positions2_job(const std::string& name, Positions pos, double scale, int seed) {
+    return {with_seed(name, seed), 25 * scale, [=](Progress& p) {
+                const SourceLengthSplit s = source_length_split();
+                std::vector<int64_t> in_range;  // chapter 7's test numbers of trained lengths
+                for (int64_t n : split_numbers().heldout)
+                    if (int(source_ids(n).size()) <= POS2_MAX_SYLLABLES) in_range.push_back(n);
+                ModelConfig mc;
+                mc.positions = pos;
+                mc.seed = seed;
+                auto m = make_model(mc);
+                Record rec = train_record(*m, budget(1000, 100, scale, seed, p), s.train,
+                                          s.excluded, in_range);
+                rec.put("exact_long",
+                        rec.value("diverged_at") ? 0.0 : exact_match(*m, s.long_test));
+                rec.put("train_max_syllables", longest_source(s.train));
+                rec.put("test_min_syllables", shortest_source(s.long_test));
+                return rec;
+            }};
+}
+
+// §3's second experiment: one encoder block reads NB_LENGTH digits and writes, at each
+// position, (left neighbour - right neighbour) mod 10.
+struct NeighbourModel : Module {
+    Embedding embed;  // (10, d)
+    Stack stack;      // one block, its final LayerNorm and the (10, d) head
+    Tensor pe;        // (NB_LENGTH, d), section 4's sinusoids
+    NeighbourModel(int d, int h)
+        : embed(10, d),
+          stack(1, d, h, LnPlacement::PreLN, 10),
+          pe(positional_encoding(NB_LENGTH, d)) {
+        // As make_model does for chapter 7: token vectors the size of the positional encoding.
+        for (int64_t i = 0; i < embed.weight.numel(); i++)
+            embed.weight.data()[i] /= std::sqrt(float(embed.weight.size(1)));
+    }
+    Tensor operator()(const std::vector<int64_t>& x, int64_t B) const {  // logits (B, L, 10)
+        const float scale = std::sqrt(float(pe.size(1)));
+        return stack(embed(x, {B, NB_LENGTH}) * scale + pe);
+    }
+    void collect_parameters(const std::string& prefix, NamedTensors& out) const override {
+        embed.collect_parameters(join_name(prefix, "embed"), out);
+        stack.collect_parameters(join_name(prefix, "stack"), out);
+    }
+};
+
+Job neighbour_job(const std::string& name, int heads, double scale, int seed) {
+    return {with_seed(name, seed), 12 * scale, [=](Progress& p) {
+                constexpr int d = 64, B = 64, L = NB_LENGTH;
+                const std::vector<int64_t> test = neighbour_test_set();
+                std::set<int64_t> never;
+                for (size_t i = 0; i < test.size(); i += L)
+                    never.insert(sequence_code(test.data() + i));
+                torch_rng::manual_seed(uint64_t(seed));
+                NeighbourModel m(d, heads);
+                optim::Adam adam(m.parameters());
+                torch_rng::Generator order(uint64_t(seed) + 1);
+                const int steps = scaled_steps(2000, scale), warmup = scaled_steps(200, scale);
+                std::vector<double> losses;
+                for (int step = 1; step <= steps; step++) {
+                    std::vector<int64_t> x;
+                    while (x.size() < size_t(B) * L) {
+                        std::vector<int64_t> seq(L);
+                        for (auto& v : seq)
+                            v = int64_t(order.random64() % 10);
+                        if (never.count(sequence_code(seq.data()))) continue;
+                        x.insert(x.end(), seq.begin(), seq.end());
+                    }
+                    Tensor loss =
+                        cross_entropy(reshape(m(x, B), {B * L, 10}), neighbour_targets(x));
+                    losses.push_back(loss.item());
+                    loss.backward();
+                    adam.step(optim::noam_lr(step, d, warmup));
+                    adam.zero_grad();
+                    if (step % 10 == 0 || step == steps) p(step, steps);
+                }
+                NoGradGuard no_grad;
+                const int64_t n = int64_t(test.size()) / L;
+                Tensor logits = m(test, n);  // (n, L, 10)
+                const std::vector<int64_t> y = neighbour_targets(test);
+                int right = 0;
+                for (size_t i = 0; i < y.size(); i++) {
+                    const float* row = logits.data() + i * 10;
+                    right += std::max_element(row, row + 10) - row == y[i];
+                }
+                Record rec;
+                rec.put("loss", losses);
+                rec.put("diverged_at", 0.0);
+                rec.put("exact", 100.0 * right / double(y.size()));
+                return rec;
+            }};
+}
+
 Job warmup_job(const std::string& name, LnPlacement placement, bool warm, double scale, int seed) {
-    return {name, 25 * scale, [=](Progress& p) {
-                const Split split = split_numbers();
+    return {with_seed(name, seed), 25 * scale, [=](Progress& p) {
+                const ThreeWay sets = three_way_split();
                 ModelConfig mc;
                 mc.layers = 6, mc.d_model = 32, mc.heads = 4, mc.placement = placement;
                 mc.seed = seed;
@@ -316,7 +549,7 @@ Job warmup_job(const std::string& name, LnPlacement placement, bool warm, double
                                    ? peak
                                    : optim::noam_lr(step, mc.d_model, tc.warmup, tc.lr);
                     };
-                Record rec = train_record(*m, tc, split.train, split.heldout);
+                Record rec = train_record(*m, tc, sets.train, sets.never_train(), sets.test);
                 rec.put("peak_lr", peak);
                 return rec;
             }};
@@ -324,22 +557,35 @@ Job warmup_job(const std::string& name, LnPlacement placement, bool warm, double
 
 }  // namespace
 
-std::vector<Job> all_jobs(double scale, int seed) {
+std::vector<Job> all_jobs(double scale, const std::vector<int>& seeds) {
     ModelConfig one_head;
     one_head.heads = 1;
     ModelConfig wide;  // one head of d_k = 256
     wide.layers = 1, wide.d_model = 256, wide.heads = 1;
-    return {base_job(scale, seed),
-            variant_job("heads-1", 45, one_head, true, 2000, 200, scale, seed),
-            variant_job("unscaled-16", 50, ModelConfig{}, false, 2000, 200, scale, seed),
-            variant_job("scaled-256", 35, wide, true, 400, 40, scale, seed),
-            variant_job("unscaled-256", 35, wide, false, 400, 40, scale, seed),
-            positions_job("pos-sin", Positions::sinusoidal, scale, seed),
-            positions_job("pos-learned", Positions::learned, scale, seed),
-            warmup_job("warm-post", LnPlacement::PostLN, true, scale, seed),
-            warmup_job("nowarm-post", LnPlacement::PostLN, false, scale, seed),
-            warmup_job("warm-pre", LnPlacement::PreLN, true, scale, seed),
-            warmup_job("nowarm-pre", LnPlacement::PreLN, false, scale, seed)};
+    std::vector<Job> jobs;
+    for (int seed : seeds)
+        for (Job& j : std::vector<Job>{
+                 base_job(scale, seed),
+                 variant_job("heads-1", 45, one_head, true, 2000, 200, scale, seed),
+                 variant_job("unscaled-16", 50, ModelConfig{}, false, 2000, 200, scale, seed),
+                 variant_job("scaled-256", 35, wide, true, 400, 40, scale, seed),
+                 variant_job("unscaled-256", 35, wide, false, 400, 40, scale, seed),
+                 positions_job("pos-sin", Positions::sinusoidal, scale, seed),
+                 positions_job("pos-learned", Positions::learned, scale, seed),
+                 positions2_job("pos2-sin", Positions::sinusoidal, scale, seed),
+                 positions2_job("pos2-learned", Positions::learned, scale, seed),
+                 neighbour_job("nb-4", 4, scale, seed),
+                 neighbour_job("nb-1", 1, scale, seed),
+                 warmup_job("warm-post", LnPlacement::PostLN, true, scale, seed),
+                 warmup_job("nowarm-post", LnPlacement::PostLN, false, scale, seed),
+                 warmup_job("warm-pre", LnPlacement::PreLN, true, scale, seed),
+                 warmup_job("nowarm-pre", LnPlacement::PreLN, false, scale, seed)})
+            jobs.push_back({j.name, j.cost, [run = j.run, seed](Progress& p) {
+                                Record r = run(p);
+                                r.put("seed", seed);  // every record names its seed
+                                return r;
+                            }});
+    return jobs;
 }
 
 }  // namespace ablations

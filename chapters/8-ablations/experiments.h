@@ -1,9 +1,15 @@
 // Chapter 8's experiments: the article's prose claims that need training, each a few runs of
-// chapter 7's model and trainer on chapter 7's task, compared under the same budget.
+// chapter 7's model and trainer on chapter 7's task, compared under the same budget, over
+// several seeds.
 //
-// A run is a Job (runner.h) returning a Record of numbers; main.cpp prints each claim's table
-// and verdict from the records and draws its figure. `scale` multiplies every run's steps (and
-// warm-up), so the tests can run the same code in seconds; 1 is the default budget.
+// A run is a Job (runner.h) returning a Record of numbers; every run is repeated for K seeds
+// (--seeds K, default 5; --seed S shifts them: S, S+1, ...). A seed sets both the weights
+// (torch.manual_seed(seed)) and the training order (its generator seeded seed + 1), and a
+// variant and its baseline share a seed, so each seed gives one paired difference. main.cpp
+// prints each claim's table and its comparisons' verdicts (stats.h: the mean paired difference
+// and its 95% Student's t interval against the threshold below) and draws its figure. `scale`
+// multiplies every run's steps (and warm-up), so the tests can run the same code in seconds;
+// 1 is the default budget.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -13,6 +19,7 @@
 #include "chapters/7-translate/task.h"
 #include "chapters/7-translate/train.h"
 #include "chapters/8-ablations/runner.h"
+#include "chapters/8-ablations/stats.h"
 
 namespace ablations {
 
@@ -29,22 +36,81 @@ namespace ablations {
 //   warm-post, nowarm-post, warm-pre, nowarm-pre
 //                  6 + 6 blocks, d_model 32: Post-LN and Pre-LN, with the paper's warm-up and
 //                  with the same peak learning rate from the first step (§5)
+// The second experiments, for the two claims the single-seed runs did not reproduce (heads,
+// learned positions), each built so that the claim's mechanism is exercised:
+//   nb-4, nb-1     §3, the neighbour task (neighbour_task below): y_i = (x_{i-1} - x_{i+1})
+//                  mod 10 over a cyclic sequence of NB_LENGTH random digits. The answer needs
+//                  two different tokens kept apart: one softmax mixes their value vectors into
+//                  one average, two heads can each fetch one. One encoder block (section 5's
+//                  Block, Pre-LN) of d_model 64 with 4 heads (d_k = 16) against 1 head
+//                  (d_k = 64): the same parameter count. 2000 steps of 64 sequences, the paper's
+//                  schedule with a 200-step warm-up; scored on 1000 fixed test sequences that
+//                  training never draws (per-digit accuracy, percent).
+//   pos2-sin, pos2-learned
+//                  §4 at lengths just past training with the same data: chapter 7's model
+//                  trained on every number whose source has at most POS2_MAX_SYLLABLES
+//                  syllables (five-digit answers included, so every target position is
+//                  trained), sinusoidal against learned positions, 1000 steps (as pos-*);
+//                  scored on 1000 fixed numbers of 8 or 9 syllables, never trained on: source
+//                  positions 7 and 8 are the only thing new. A learned table's rows 7 and 8
+//                  never had a gradient; a sinusoid's are defined without training.
+// These designs, budgets and thresholds (COMPARISONS below) were committed before their first
+// result was run.
 //
-// The budget, chosen before any result was seen, so that the 11 runs fit in about 4 minutes on
-// two cores (about 440 CPU seconds): chapter 7's 2000 steps for its own model and its 1-head and
-// unscaled variants; 400 steps where d_k = 256 (one head of 256 needs d_model = 256, sixteen
-// times chapter 7's per-layer cost, so 1 + 1 blocks); 1000 steps for the positions (a tenth of
-// the numbers to learn); 500 steps for the 6 + 6-block runs at d_model 32 (depth is what Post-LN
-// is about; the width is cut to pay for it). Every run uses chapter 7's batch of 64 and the
-// paper's schedule with the warm-up a tenth of the steps, as chapter 7 has it; the no-warm-up
-// runs start at that schedule's peak. Batches and the held-out sets are chapter 7's.
-// seed: every run's torch.manual_seed for its weights (and seed + 1 for its training order); the
-// held-out sets are fixed whatever it is.
-std::vector<Job> all_jobs(double scale, int seed = 0);
+// The budget of the first experiments, chosen before any result was seen, so that the 11 runs
+// fit in about 4 minutes on two cores (about 440 CPU seconds per seed): chapter 7's 2000 steps
+// for its own model and its 1-head and unscaled variants; 400 steps where d_k = 256 (one head
+// of 256 needs d_model = 256, sixteen times chapter 7's per-layer cost, so 1 + 1 blocks); 1000
+// steps for the positions (a tenth of the numbers to learn); 500 steps for the 6 + 6-block runs
+// at d_model 32 (depth is what Post-LN is about; the width is cut to pay for it). Every run
+// uses chapter 7's batch of 64 and the paper's schedule with the warm-up a tenth of the steps,
+// as chapter 7 has it; the no-warm-up runs start at that schedule's peak.
+//
+// Three splits (three_way_split): chapter 7's 1000 held-out numbers are the test set, every
+// score printed is on them; the next 1000 of chapter 7's shuffled training numbers are the
+// validation set; training draws neither. The one choice the experiments make (which heads to
+// prune, in which order, and how many) is made on validation and scored on test.
+std::vector<Job> all_jobs(double scale, const std::vector<int>& seeds);
+
+// The seeds of a run: first, first + 1, ..., first + count - 1.
+std::vector<int> seed_list(int first, int count);
+
+// ---- the comparisons, fixed before the runs --------------------------------------------------
+
+// One paired comparison: per seed, variant - baseline of `metric` (percentage points), judged
+// by `rule` (stats.h). The values are read from the runs' records by main.cpp (values_of).
+struct ComparisonSpec {
+    const char* claim;     // --only's name: scaling, heads, pruning, positions, warmup, first-step
+    const char* section;   // "§2"
+    const char* metric;    // "exact_pp": exact match on the test set, in percentage points
+    const char* baseline;  // a run name, or run:measure
+    const char* variant;
+    Rule rule;
+};
+// Thresholds: those of the single-seed rules (the 20-point gap of §2, the 2 points of §3 and
+// §4, the 1 point of pruning, the 20 and 10 points of warm-up, the 5 and 50 points of the first
+// step); the second experiments take their claim's threshold.
+//   scaling      unscaled - scaled at d_k = 256 and at d_k = 16: below -20
+//   heads        1 head - 4 heads: below -2; the neighbour task: below -2
+//   pruning      the third of the heads least important on validation removed - intact:
+//                above -1
+//   positions    learned - sinusoidal in range: within ±2; five digits: below -20; the
+//                8-9-syllable sources: below -20
+//   warmup       Post-LN without - with warm-up: below -20; Pre-LN without - with: above -10
+//   first-step   self-attention's output averaged - intact (first digit right): above -5;
+//                cross-attention's averaged - intact: below -50
+extern const std::vector<ComparisonSpec> COMPARISONS;
 
 // ---- pieces the jobs use, exposed for the tests ----------------------------------------------
 
 int scaled_steps(int steps, double scale);  // max(1, round(steps * scale))
+
+// Chapter 7's split with a validation set taken out of its training numbers.
+struct ThreeWay {
+    std::vector<int64_t> train, validation, test;
+    std::vector<int64_t> never_train() const;  // validation and test: training never draws them
+};
+ThreeWay three_way_split();
 
 // Every attention of the model computes softmax(Q K^T / sqrt(d_k)) (on) or softmax(Q K^T).
 void set_score_scaling(EncoderDecoder& m, bool on);
@@ -59,6 +125,22 @@ void set_head_mask(EncoderDecoder& m, const std::vector<float>& keep);
 
 // Exact match on `numbers` in percent (greedy generation).
 double exact_match(const EncoderDecoder& m, const std::vector<int64_t>& numbers);
+
+// §3's pruning, the order chosen on `validation`, scored on `test`. Every head is removed alone
+// (scored on validation: the order, least harmful first); then the heads are removed in that
+// order, cumulatively, scoring both sets after each. `keep` is the number chosen on validation:
+// the most heads whose cumulative removal costs validation under 1 point. `third` is test after
+// removing the first ceil(n / 3) heads of the order.
+struct Pruning {
+    std::vector<double> alone_validation;  // (n) each head removed alone
+    std::vector<int> order;                // (n) head indices, least harmful on validation first
+    std::vector<double> curve_validation, curve_test;  // (n) after removing order[0..i]
+    std::vector<double> kind_removed_test;             // (3) every head of one kind removed
+    double full_validation = 0, full_test = 0, third_test = 0;
+    int can_go = 0;  // chosen on validation
+};
+Pruning prune(EncoderDecoder& m, const std::vector<int64_t>& validation,
+              const std::vector<int64_t>& test);
 
 // The first generation step, from <시작> alone, with one sublayer of every decoder block
 // replaced. Returns the logits of the first predicted token, (B, 1, TGT_VOCAB).
@@ -76,5 +158,21 @@ struct LengthSplit {
     std::vector<int64_t> train, heldout, five_digit;
 };
 LengthSplit length_split();
+
+// The fixed sets of §4's second experiment: every number of 1..99999 whose source has at most
+// POS2_MAX_SYLLABLES syllables, less chapter 7's held-out numbers, to train on; 1000 fixed
+// numbers of more syllables (8 or 9), never trained on, to score.
+constexpr int POS2_MAX_SYLLABLES = 7;
+struct SourceLengthSplit {
+    std::vector<int64_t> train, long_test, excluded;  // excluded: every number training skips
+};
+SourceLengthSplit source_length_split();
+
+// §3's second experiment: sequences of NB_LENGTH digits x, targets y_i = (x_{i-1} - x_{i+1})
+// mod 10 (indices mod NB_LENGTH).
+constexpr int NB_LENGTH = 8;
+std::vector<int64_t> neighbour_targets(const std::vector<int64_t>& x);  // (B * NB_LENGTH)
+// 1000 fixed test sequences, (1000 * NB_LENGTH) digits.
+std::vector<int64_t> neighbour_test_set();
 
 }  // namespace ablations

@@ -1,5 +1,8 @@
-// Chapter 8's figures (see figures.h): loss curves as a 25-step running mean on a log axis, the
-// head-pruning map and curve, accuracies as points per setting.
+// Chapter 8's figures (see figures.h). Each claim: the left panel has one column per setting,
+// every seed's value a small point and, beside them, the mean with its 95% Student's t interval
+// (a bar with caps); the right panel has one column per comparison, the paired differences
+// (variant - baseline, per seed) the same way, and the threshold the verdict is judged against
+// as a dashed mark.
 #include "chapters/8-ablations/figures.h"
 
 #include <algorithm>
@@ -14,201 +17,226 @@ namespace ablations {
 
 namespace {
 
-// A 25-step running mean, without the steps after a divergence (not numbers).
-std::vector<double> smooth(const std::vector<double>& v) {
-    std::vector<double> out;
-    double acc = 0;
-    for (size_t i = 0; i < v.size() && std::isfinite(v[i]); i++) {
-        acc += v[i];
-        if (i >= 25) acc -= v[i - 25];
-        out.push_back(acc / double(std::min<size_t>(i + 1, 25)));
+std::string num(double v, int digits) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.*f", digits, v);
+    return b;
+}
+
+// Every seed's value at x (spread a little so that equal values stay visible), then the mean
+// and its interval just right of them.
+void seed_column(plot::Axes& ax, double x, const std::vector<double>& v, plot::Color c,
+                 const std::string& label) {
+    std::vector<double> xs, ys;
+    for (size_t i = 0; i < v.size(); i++) {
+        xs.push_back(x - 0.12 + (v.size() > 1 ? 0.16 * double(i) / double(v.size() - 1) : 0.08));
+        ys.push_back(v[i]);
     }
-    return out;
+    ax.plot(xs, ys, {.fmt = "o", .color = c, .ms = 4, .alpha = 0.55});
+    const Interval ci = t_interval(v);
+    const double xm = x + 0.16;
+    if (ci.n >= 2) {
+        ax.plot({xm, xm}, {ci.low, ci.high}, {.fmt = "-", .color = c, .lw = 2});
+        for (double y : {ci.low, ci.high})
+            ax.plot({xm - 0.05, xm + 0.05}, {y, y}, {.fmt = "-", .color = c, .lw = 2});
+    }
+    ax.plot({xm}, {ci.mean}, {.fmt = "s", .color = c, .ms = 7, .label = label});
 }
 
-void loss_curve(plot::Axes& ax, const Record& rec, const char* fmt, const std::string& label) {
-    std::vector<double> y = smooth(rec.get("loss")), x(y.size());
-    std::iota(x.begin(), x.end(), 1.0);
-    ax.plot(x, y, {.fmt = fmt, .lw = 1.5, .label = label});
-}
+struct Setting {
+    std::string label;    // the tick
+    std::string run_key;  // "run:key"
+};
 
-void loss_axes(plot::Axes& ax, const std::string& title) {
-    ax.set_yscale("log");
-    ax.set_xlabel("학습 스텝");
-    ax.set_ylabel("교차 엔트로피 (25스텝 이동 평균)");
+// The left panel: one column per setting, named in the legend (its mean's marker).
+void settings_panel(plot::Axes& ax, const Records& r, const std::vector<Setting>& settings,
+                    const std::string& ylabel, const std::string& title) {
+    for (size_t i = 0; i < settings.size(); i++)
+        seed_column(ax, double(i), values_of(r, settings[i].run_key), plot::tab10[i % 10],
+                    settings[i].label);
+    ax.set_xticks({}, {});
+    ax.set_xlim(-0.5, double(settings.size()) - 0.5);
+    ax.set_ylim(-2, 105);
+    ax.set_xlabel("설정별: 작은 점은 씨앗 하나, 네모는 평균, 막대는 95% 구간");
+    ax.set_ylabel(ylabel);
     ax.set_title(title);
     ax.grid(0.3);
-    ax.legend();
 }
 
-std::string pct(double v) {
-    char b[16];
-    std::snprintf(b, sizeof b, "%.1f%%", v);
-    return b;
+// The right panel: one column per comparison of `claim`, its threshold dashed.
+void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all, const std::string& claim,
+                       const std::vector<std::string>& labels) {
+    std::vector<double> xt;
+    std::vector<std::string> xl;
+    std::vector<std::string> verdicts;
+    double lo = 0, hi = 0;
+    size_t k = 0;
+    for (const Comparison& c : all) {
+        if (c.spec->claim != claim) continue;
+        const double x = double(k);
+        const Rule& rule = c.spec->rule;
+        std::vector<double> marks = {rule.threshold};
+        if (rule.side == Side::within) marks = {-rule.threshold, rule.threshold};
+        for (double t : marks) {
+            ax.plot({x - 0.35, x + 0.35}, {t, t},
+                    {.fmt = "--", .color = plot::gray, .lw = 1.2,
+                     .label = k == 0 && t == marks[0] ? "판정 기준" : ""});
+            lo = std::min(lo, t), hi = std::max(hi, t);
+        }
+        seed_column(ax, x, c.diff, plot::tab10[(k + 3) % 10], "");
+        for (double d : c.diff)
+            lo = std::min(lo, d), hi = std::max(hi, d);
+        if (c.ci.n >= 2) lo = std::min(lo, c.ci.low), hi = std::max(hi, c.ci.high);
+        xt.push_back(x);
+        xl.push_back(k < labels.size() ? labels[k] : c.spec->variant);
+        verdicts.push_back(verdict_korean(c.verdict));
+        k++;
+    }
+    ax.axhline(0, {.fmt = "-", .color = plot::black, .lw = 0.8});
+    const double margin = std::max(1.0, 0.1 * (hi - lo));
+    ax.set_ylim(lo - margin, hi + 2.5 * margin);
+    for (size_t i = 0; i < verdicts.size(); i++)  // each comparison's verdict above it
+        ax.text(double(i), hi + 1.5 * margin, verdicts[i],
+                {.ha = plot::center, .va = plot::center, .size = 8});
+    ax.set_xticks(xt, xl);
+    ax.set_xlim(-0.5, double(k) - 0.5);
+    ax.set_ylabel("차이: 변형 - 기준 (%p, 씨앗별)");
+    ax.set_title("씨앗마다 짝지은 차이와 판정 기준");
+    ax.grid(0.3);
+    ax.legend({.loc = "best", .fontsize = 8});
+}
+
+void two_panels(const Records& r, const std::vector<Comparison>& c, const std::string& claim,
+                const std::vector<Setting>& settings, const std::string& ylabel,
+                const std::string& title, const std::vector<std::string>& labels,
+                const std::string& path) {
+    plot::Figure fig(12, 4.5, 150);
+    plot::Axes& left = fig.subplot(1, 2, 0);
+    settings_panel(left, r, settings, ylabel, title);
+    left.legend({.loc = "best", .fontsize = 8});
+    plot::Axes& right = fig.subplot(1, 2, 1);
+    comparisons_panel(right, c, claim, labels);
+    fig.tight_layout();
+    fig.save_png(path);
 }
 
 }  // namespace
 
-void draw_scaling(const Records& r, const std::string& path) {
-    plot::Figure fig(11, 4, 150);
-    plot::Axes& left = fig.subplot(1, 2, 0);
-    loss_curve(left, *r.at("scaled-256"), "-",
-               "√d_k로 나눔 (" + pct(r.at("scaled-256")->value("exact")) + ")");
-    loss_curve(left, *r.at("unscaled-256"), "--",
-               "나누지 않음 (" + pct(r.at("unscaled-256")->value("exact")) + ")");
-    loss_axes(left, "d_k = 256 (헤드 1개, d_model = 256)");
-    plot::Axes& right = fig.subplot(1, 2, 1);
-    loss_curve(right, *r.at("base"), "-",
-               "√d_k로 나눔 (" + pct(r.at("base")->value("exact")) + ")");
-    loss_curve(right, *r.at("unscaled-16"), "--",
-               "나누지 않음 (" + pct(r.at("unscaled-16")->value("exact")) + ")");
-    loss_axes(right, "d_k = 16 (7장의 모델)");
-    fig.tight_layout();
-    fig.save_png(path);
+void draw_scaling(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
+    two_panels(r, c, "scaling",
+               {{"d_k=256 √d_k로 나눔", "scaled-256:exact"},
+                {"d_k=256 나누지 않음", "unscaled-256:exact"},
+                {"d_k=16 √d_k로 나눔", "base:exact"},
+                {"d_k=16 나누지 않음", "unscaled-16:exact"}},
+               "정확히 일치 (%, 시험 집합)", "√d_k로 나누기를 빼면",
+               {"d_k = 256", "d_k = 16"}, path);
 }
 
-void draw_heads(const Records& r, const std::string& path) {
-    plot::Figure fig(7, 4, 150);
-    plot::Axes& ax = fig.subplot(1, 1, 0);
-    loss_curve(ax, *r.at("base"), "-",
-               "헤드 4개, d_k = 16 (" + pct(r.at("base")->value("exact")) + ")");
-    loss_curve(ax, *r.at("heads-1"), "--",
-               "헤드 1개, d_k = 64 (" + pct(r.at("heads-1")->value("exact")) + ")");
-    loss_axes(ax, "같은 파라미터 수, 헤드 수만 다름");
-    fig.tight_layout();
-    fig.save_png(path);
+void draw_heads(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
+    two_panels(r, c, "heads",
+               {{"숫자 읽기 헤드 4개", "base:exact"},
+                {"숫자 읽기 헤드 1개", "heads-1:exact"},
+                {"이웃 차이 헤드 4개", "nb-4:exact"},
+                {"이웃 차이 헤드 1개", "nb-1:exact"}},
+               "정확도 (%, 시험 집합)", "같은 파라미터 수, 헤드 수만 다름",
+               {"숫자 읽기: 1개 - 4개", "이웃 차이: 1개 - 4개"}, path);
 }
 
-void draw_pruning(const Records& r, const std::string& path) {
-    const Record& base = *r.at("base");
-    const std::vector<double>& alone = base.get("head_exact");
-    const std::vector<double>& curve = base.get("greedy_exact");
-    const int n = int(alone.size()), per_kind = n / 3, heads = 4, layers = per_kind / heads;
-    const double full = base.value("exact");
-    plot::Figure fig(12, 4, 150);
+void draw_pruning(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
+    const std::vector<const Record*>& base = r.at("base");
+    plot::Figure fig(12, 4.5, 150);
     plot::Axes& left = fig.subplot(1, 2, 0);
-    plot::Image& im = left.imshow(alone, 3, per_kind, {.cmap = "Blues", .vmin = 0, .vmax = 100});
-    for (int k = 0; k < 3; k++)
-        for (int j = 0; j < per_kind; j++) {
-            const double v = alone[size_t(k * per_kind + j)];
-            char b[16];
-            std::snprintf(b, sizeof b, "%.1f", v);
-            left.text(j, k, b,
-                      {.ha = plot::center,
-                       .va = plot::center,
-                       .color = v > 60 ? plot::white : plot::black,
-                       .size = 8});
-        }
-    std::vector<double> xt, yt = {0, 1, 2};
-    std::vector<std::string> xl;
-    for (int j = 0; j < per_kind; j++) {
-        xt.push_back(j);
-        xl.push_back(std::to_string(j / heads + 1) + "층 " + std::to_string(j % heads + 1));
-    }
-    left.set_xticks(xt, xl);
-    left.set_yticks(
-        yt, {kind_name(Kind::encoder_self), kind_name(Kind::decoder_self), kind_name(Kind::cross)});
-    left.set_xlabel("제거한 헤드 (층, 번호)");
-    left.set_title("헤드 하나를 제거했을 때 정확히 일치 (%)");
-    fig.colorbar(im, left);
-    plot::Axes& right = fig.subplot(1, 2, 1);
-    std::vector<double> x(size_t(n) + 1), y = {full};
+    const size_t n = base[0]->get("greedy_test").size();
+    std::vector<double> mean(n + 1, 0.0), x(n + 1);
     std::iota(x.begin(), x.end(), 0.0);
-    y.insert(y.end(), curve.begin(), curve.end());
-    right.plot(x, y, "o-", "누적 제거");
-    right.axhline(full - 1, {.fmt = "--", .color = plot::gray, .lw = 1, .label = "기준 - 1점"});
-    right.set_xlabel("제거한 헤드 수 (덜 중요한 것부터)");
-    right.set_ylabel("정확히 일치 (%)");
-    right.set_ylim(0, 105);
-    right.set_title("헤드를 차례로 제거하기 (" + std::to_string(layers) + "층 x 3종 x " +
-                    std::to_string(heads) + "개)");
-    right.grid(0.3);
-    right.legend({.loc = "lower left"});
+    for (const Record* b : base) {
+        std::vector<double> y = {b->value("exact")};
+        const std::vector<double>& curve = b->get("greedy_test");
+        y.insert(y.end(), curve.begin(), curve.end());
+        left.plot(x, y, {.fmt = "o",
+                         .color = plot::tab10[0],
+                         .ms = 3,
+                         .label = b == base[0] ? "씨앗별 (시험 집합)" : "",
+                         .alpha = 0.45});
+        for (size_t i = 0; i <= n; i++)
+            mean[i] += y[i] / double(base.size());
+    }
+    left.plot(x, mean, {.fmt = "-", .color = plot::tab10[0], .lw = 1.5, .label = "씨앗 평균"});
+    const double third = double((n + 2) / 3);
+    left.plot({third, third}, {0, 105},
+              {.fmt = "--", .color = plot::gray, .lw = 1, .label = "헤드의 3분의 1"});
+    left.set_xlabel("제거한 헤드 수 (검증 집합에서 덜 중요한 것부터)");
+    left.set_ylabel("정확히 일치 (%, 시험 집합)");
+    left.set_ylim(0, 105);
+    left.set_title("헤드를 차례로 제거하기 (" + std::to_string(n) + "개)");
+    left.grid(0.3);
+    left.legend({.loc = "lower left", .fontsize = 8});
+    plot::Axes& right = fig.subplot(1, 2, 1);
+    comparisons_panel(right, c, "pruning", {"3분의 1 제거 - 그대로"});
     fig.tight_layout();
     fig.save_png(path);
 }
 
-void draw_positions(const Records& r, const std::string& path) {
-    const Record &sin = *r.at("pos-sin"), &learned = *r.at("pos-learned");
-    plot::Figure fig(11, 4, 150);
-    plot::Axes& left = fig.subplot(1, 2, 0);
-    left.plot({0, 1}, {sin.value("exact"), sin.value("exact_five")}, "o-", "사인 (논문)");
-    left.plot({0, 1}, {learned.value("exact"), learned.value("exact_five")}, "s--", "학습된 표");
-    left.set_xticks({0, 1}, {"네 자리 이하 (학습 범위)", "다섯 자리 (처음 보는 길이)"});
-    left.set_xlim(-0.4, 1.4);
-    left.set_ylim(0, 105);
-    left.set_ylabel("정확히 일치 (%)");
-    left.set_title("1~9999로만 학습한 모델");
-    left.grid(0.3);
-    left.legend();
-    plot::Axes& right = fig.subplot(1, 2, 1);
-    const std::vector<double>&src = learned.get("src_row_change"),
-          &tgt = learned.get("tgt_row_change");
+void draw_positions(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
+    plot::Figure fig(16, 4.5, 150);
+    plot::Axes& left = fig.subplot(1, 3, 0);
+    const Record& learned0 = *r.at("pos-learned")[0];
+    const int digits = int(learned0.value("train_max_digits"));
+    const std::string range = std::to_string(digits) + "자리 이하";
+    settings_panel(left, r,
+                   {{"사인 " + range, "pos-sin:exact"},
+                    {"학습된 표 " + range, "pos-learned:exact"},
+                    {"사인 " + std::to_string(digits + 1) + "자리", "pos-sin:exact_five"},
+                    {"학습된 표 " + std::to_string(digits + 1) + "자리", "pos-learned:exact_five"},
+                    {"사인 긴 입력", "pos2-sin:exact_long"},
+                    {"학습된 표 긴 입력", "pos2-learned:exact_long"}},
+                   "정확히 일치 (%, 시험 집합)", "학습에 없던 길이");
+    left.legend({.loc = "best", .fontsize = 8});
+    plot::Axes& mid = fig.subplot(1, 3, 1);
+    comparisons_panel(mid, c, "positions",
+                      {"범위 안", std::to_string(digits + 1) + "자리", "긴 입력"});
+    plot::Axes& right = fig.subplot(1, 3, 2);
+    const std::vector<double>&src = learned0.get("src_row_change"),
+          &tgt = learned0.get("tgt_row_change");
     std::vector<double> rows(src.size());
     std::iota(rows.begin(), rows.end(), 0.0);
     right.plot(rows, src, "o-", "입력 쪽 표");
     right.plot(rows, tgt, "s-", "출력 쪽 표");
     right.set_xlabel("위치 (행)");
     right.set_ylabel("학습으로 바뀐 크기 (행의 노름)");
-    right.set_title("학습된 위치 표: 학습 문장이 닿지 않은 행은 그대로");
+    right.set_title("학습된 위치 표 (첫 씨앗): 닿지 않은 행은 그대로");
     right.grid(0.3);
     right.legend();
     fig.tight_layout();
     fig.save_png(path);
 }
 
-void draw_warmup(const Records& r, const std::string& path) {
-    plot::Figure fig(11, 4, 150);
-    struct Panel {
-        const char* title;
-        const char* warm;
-        const char* cold;
-    };
-    const Panel panels[] = {{"Post-LN (6 + 6층)", "warm-post", "nowarm-post"},
-                            {"Pre-LN (6 + 6층)", "warm-pre", "nowarm-pre"}};
-    for (int k = 0; k < 2; k++) {
-        plot::Axes& ax = fig.subplot(1, 2, k);
-        const Record &warm = *r.at(panels[k].warm), &cold = *r.at(panels[k].cold);
-        loss_curve(ax, warm, "-", "워밍업 있음 (" + pct(warm.value("exact")) + ")");
-        const int at = int(cold.value("diverged_at"));
-        loss_curve(ax, cold, "--",
-                   "워밍업 없음 (" +
-                       (at ? std::to_string(at) + "스텝에서 발산" : pct(cold.value("exact"))) +
-                       ")");
-        loss_axes(ax, panels[k].title);
-    }
-    fig.tight_layout();
-    fig.save_png(path);
+void draw_warmup(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
+    two_panels(r, c, "warmup",
+               {{"Post-LN 워밍업 있음", "warm-post:exact"},
+                {"Post-LN 워밍업 없음", "nowarm-post:exact"},
+                {"Pre-LN 워밍업 있음", "warm-pre:exact"},
+                {"Pre-LN 워밍업 없음", "nowarm-pre:exact"}},
+               "정확히 일치 (%, 시험 집합)", "6 + 6층, 같은 최고 학습률",
+               {"Post-LN: 없음 - 있음", "Pre-LN: 없음 - 있음"}, path);
 }
 
-void draw_first_step(const Records& r, const std::string& path) {
-    const Record& base = *r.at("base");
-    const std::vector<double>& acc = base.get("first_token_exact");
-    const std::vector<double>& tv = base.get("first_step_tv");
-    plot::Figure fig(11, 4, 150);
-    const std::vector<std::string> names = {"그대로", "셀프 -> 평균", "인코더-디코더\n-> 평균",
-                                            "인코더-디코더\n-> 균등"};
-    std::vector<std::string> labels = {"그대로", "셀프 -> 평균", "교차 -> 평균", "교차 -> 균등"};
-    std::vector<double> x = {0, 1, 2, 3};
-    plot::Axes& left = fig.subplot(1, 2, 0);
-    left.plot(x, acc, "o", "");
-    left.set_xticks(x, labels);
-    left.set_xlim(-0.5, 3.5);
-    left.set_ylim(0, 105);
-    left.set_ylabel("첫 숫자 정답 (%)");
-    left.set_title("첫 생성 스텝: 부품 하나의 출력을 바꾸면");
-    left.grid(0.3);
-    plot::Axes& right = fig.subplot(1, 2, 1);
-    right.plot(x, tv, "s", "");
-    right.set_xticks(x, labels);
-    right.set_xlim(-0.5, 3.5);
-    right.set_ylim(0, 1.05);
-    right.set_ylabel("예측 분포의 이동 (total variation)");
-    right.set_title("셀프 어텐션은 <시작> 자신만 봄 (가중치 1)");
-    right.grid(0.3);
-    (void)names;
-    fig.tight_layout();
-    fig.save_png(path);
+void draw_first_step(const Records& r, const std::vector<Comparison>& c,
+                     const std::string& path) {
+    double w_min = 2, w_max = -1;
+    for (const Record* b : r.at("base")) {
+        w_min = std::min(w_min, b->value("self_weight_min"));
+        w_max = std::max(w_max, b->value("self_weight_max"));
+    }
+    const std::string weight = w_min == w_max ? "가중치 " + num(w_min, 6)
+                                              : "가중치 " + num(w_min, 6) + "~" + num(w_max, 6);
+    two_panels(r, c, "first-step",
+               {{"그대로", "base:first_intact"},
+                {"셀프 -> 평균", "base:first_self_mean"},
+                {"교차 -> 평균", "base:first_cross_mean"},
+                {"교차 -> 균등", "base:first_cross_uniform"}},
+               "첫 숫자 정답 (%)", "첫 생성 스텝: 셀프 어텐션은 <시작> 자신만 봄 (" + weight + ")",
+               {"셀프 -> 평균", "교차 -> 평균"}, path);
 }
 
 }  // namespace ablations

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The README's Claims table, from chapter 8's summary, never typed by hand.
+#
+#   bench/claims-table.sh                  print the table for figures/8-ablations.tsv
+#   bench/claims-table.sh FILE             ... for another summary (8-ablations --summary FILE)
+#   bench/claims-table.sh [FILE] --update  ... and put it between the README's claims markers
+#
+# One row per comparison: diff = variant - baseline, the mean over the seeds of the paired
+# differences (percentage points) ± the half-width of its 95% Student's t interval, then the
+# interval itself, the seeds, the threshold and the verdict. A test checks that the README's
+# table is this script's output for figures/8-ablations.tsv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+update=0 input=figures/8-ablations.tsv
+for a in "$@"; do
+    case "$a" in
+    --update) update=1 ;;
+    -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "claims-table.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
+    *) input=$a ;;
+    esac
+done
+[ -r "$input" ] || { echo "claims-table.sh: cannot read $input (run make ablations)" >&2; exit 1; }
+header=$'claim\tsection\tmetric\tbaseline\tvariant\tdiff\tci_low\tci_high\tseeds\tthreshold\tverdict'
+head -1 "$input" | grep -qx "$header" ||
+    { echo "claims-table.sh: $input is not an 8-ablations summary (another header)" >&2; exit 1; }
+
+table=$(awk -F'\t' '
+    NR == 1 {
+        printf "| § | claim | metric | baseline | variant | diff ± 95%% half-width [interval] |"
+        print " seeds | threshold | verdict |"
+        print "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        next
+    }
+    NF != 11 { printf "line %d has %d fields, not 11\n", NR, NF > "/dev/stderr"; exit 1 }
+    {
+        printf "| %s | %s | %s | %s | %s | %.2f ± %.2f [%s, %s] | %s | %s | %s |\n", $2, $1, $3,
+               $4, $5, $6, ($8 - $7) / 2, $7, $8, $9, $10, $11
+    }' "$input")
+
+if [ "$update" = 1 ]; then
+    grep -q '^<!-- claims:begin' README.md && grep -q '^<!-- claims:end' README.md ||
+        { echo "claims-table.sh: README.md has no <!-- claims:begin/end --> markers" >&2; exit 1; }
+    awk -v table="$table" '
+        /^<!-- claims:begin/ { print; print table; skip = 1; next }
+        /^<!-- claims:end/   { skip = 0 }
+        !skip' README.md >README.md.tmp.$$
+    mv README.md.tmp.$$ README.md
+fi
+printf '%s\n' "$table"
