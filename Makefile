@@ -126,8 +126,7 @@ widget: $(BUILD)/bin/1-self-attention ## section 1's widget in the terminal (WID
 # Then chapter 6's layers in PyTorch, at bench-layers's sizes and protocol, where PEER_PYTHON
 # has torch (Debian's python3-torch), on this CPU's best OpenBLAS core (bench/openblas.h).
 # bench-translate runs chapter 7's torch peer itself (PEER_PYTHON is exported to it).
-export PEER_PYTHON
-PEER_PYTHON ?= /usr/bin/python3
+export PEER_PYTHON ?= /usr/bin/python3
 PEER_ARGS   := --device cpu --seq-lens 256,512,1024 --warmup 1 --repeat 3
 bench: $(BENCHES:%=$(BUILD)/bin/%) ## speed benchmarks, side by side with the peers (not tests)
 	@for b in $(BENCHES); do $(BUILD)/bin/$$b || exit 1; done

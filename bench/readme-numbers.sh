@@ -102,9 +102,11 @@ lines=$(awk '
                    blas, rerun, core, gemm
         else if (gemm != "") printf " sgemm against OpenBLAS %s, core %s: %s.", blas, core, gemm
         if (step != "") printf " Chapter 7'\''s training step, one thread: %s.", step
-        if (load0 + 0 > cores / 2 || load1 + 0 > cores / 2)
-            printf " Other jobs shared the cores during this run (load average above half the" \
-                   " cores): its times are slower and noisier than the machine'\''s own%s.",
+        # Only the load before the run tells of other jobs: the load after counts the benchmark
+        # own threads (2 on 2 cores).
+        if (load0 + 0 > 1.0)
+            printf " Other jobs shared the cores before this run (load average above 1.0):" \
+                   " its times are slower and noisier than the machine'\''s own%s.",
                    no_blas || gemm == "" ? "" : ", and the two sgemms, timed in turn, are not comparable"
         printf "\n"
     }' "$input" | fold -s -w 98 | sed -e 's/ *$//' -e '2,$s/^/  /')
