@@ -88,7 +88,7 @@ SAN_LOGS  := $(SAN_BUILD)/sanitizer
 # A report's first line. The logs also hold ASan's warnings about the CUDA emulator's fibers
 # (makecontext/swapcontext, a stack switch it cannot follow); those are not reports.
 SAN_REPORT := ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:
-sanitize: ## the whole test suite built with AddressSanitizer + UBSan (18 min of CPU: 9 or more on 2 cores)
+sanitize: ## the whole test suite built with AddressSanitizer + UBSan (about 15 min on 2 idle cores)
 	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) \
 	    EXTRA_CXXFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
