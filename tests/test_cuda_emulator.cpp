@@ -5,6 +5,7 @@
 #include "cuda/launch.h"
 #include "cuda/emu/planted_race.cuh"
 #include "common/gemm.h"
+#include "tests/child.h"
 #include "tests/util.h"
 
 #include <cstdlib>
@@ -169,39 +170,8 @@ std::vector<T> copy_back(const T* p, size_t n) {
     return v;
 }
 
-// Runs f() in a forked child and returns what it returned (an error message, or ""): a planted
-// fault that the emulator failed to catch kills the child, not the test run.
-struct ChildResult {
-    bool exited;  // the child returned normally (a signal: false)
-    std::string text;
-};
-template <class F>
-ChildResult in_child(F f) {
-    int fd[2];
-    REQUIRE(pipe(fd) == 0);
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(fd[0]);
-        std::string text;
-        try {
-            text = f();
-        } catch (const std::exception& e) {
-            text = std::string("exception: ") + e.what();
-        }
-        if (write(fd[1], text.data(), text.size()) < 0) _exit(3);
-        _exit(0);
-    }
-    close(fd[1]);
-    std::string text;
-    char buf[4096];
-    for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;)
-        text.append(buf, size_t(n));
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return {WIFEXITED(status) && WEXITSTATUS(status) == 0, text};
-}
+using testutil::ChildResult;
+using testutil::in_child;
 
 // What a launch throws ("" when it does not).
 template <class Launch>

@@ -7,6 +7,7 @@
 
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
+#include "tests/child.h"
 
 #include <cmath>
 #include <regex>
@@ -33,39 +34,11 @@ std::string launch_error(Launch launch) {
     return "";
 }
 
-// Runs f() in a forked child: a planted fault that no check catches kills the child only.
-struct ChildResult {
-    bool exited;  // the child returned normally (a signal: false)
-    std::string text;
-};
+// A planted fault that no check catches kills the child only, quietly (tests/child.h).
+using testutil::ChildResult;
 template <class F>
 ChildResult in_child(F f) {
-    int fd[2];
-    REQUIRE(pipe(fd) == 0);
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(fd[0]);
-        signal(SIGSEGV,
-               SIG_DFL);  // an uncaught fault ends the child quietly (not doctest's report)
-        std::string text;
-        try {
-            text = f();
-        } catch (const std::exception& e) {
-            text = std::string("exception: ") + e.what();
-        }
-        if (write(fd[1], text.data(), text.size()) < 0) _exit(3);
-        _exit(0);
-    }
-    close(fd[1]);
-    std::string text;
-    char buf[4096];
-    for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;)
-        text.append(buf, size_t(n));
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return {WIFEXITED(status) && WEXITSTATUS(status) == 0, text};
+    return testutil::in_child(f, true);
 }
 
 // With one check turned off for the scope.
@@ -227,6 +200,7 @@ namespace {
 // only; the fiber scheduler ran every thread to them before releasing any, so the schedule
 // check could not see it).
 enum class Between { syncthreads, syncwarp, shuffle };
+constexpr int MIRROR_KERNEL_LINE = __LINE__;  // the lines below are counted from here
 __global__ void mirror_kernel(float* out, Between between) {
     SHARED(float, tile, [64]);
     float v = float(threadIdx.x);
@@ -239,7 +213,8 @@ __global__ void mirror_kernel(float* out, Between between) {
         v += __shfl_xor_sync(0xffffffffu, v, 1);
     out[threadIdx.x] = tile[63 - threadIdx.x] + 0.0f * v;  // the read (MIRROR_READ_LINE)
 }
-constexpr int MIRROR_WRITE_LINE = 233, MIRROR_READ_LINE = 240;
+constexpr int MIRROR_WRITE_LINE = MIRROR_KERNEL_LINE + 4;
+constexpr int MIRROR_READ_LINE = MIRROR_KERNEL_LINE + 11;
 
 // Atomics on one shared word from every warp, then a read after the barrier: no race.
 __global__ void shared_atomics_kernel(int* out) {
