@@ -100,22 +100,22 @@ void walk(Reader& r, Checkpoint* ck) {
     if (version != FORMAT_VERSION)
         r.fail("version " + std::to_string(version) + ", this program reads version " +
                std::to_string(FORMAT_VERSION));
+    // A count of entries the bytes left cannot hold (each takes at least `each` bytes) is refused
+    // at once. count < 2^32 and each <= 10: the product cannot wrap.
+    auto check_count = [&](uint32_t count, uint64_t each, const char* what) {
+        if (uint64_t(count) * each > r.end - r.pos)
+            r.fail("truncated or corrupt file (declares " + std::to_string(count) + " " + what +
+                   ", more than the " + std::to_string(r.end - r.pos) + " bytes left can hold)");
+    };
     uint32_t nh = r.get<uint32_t>("the hyper-parameter count");
-    // Each entry takes at least 2 + 8 bytes: a count the file cannot hold is refused at once.
-    if (uint64_t(nh) * 10 > r.end - r.pos)
-        r.fail("truncated or corrupt file (declares " + std::to_string(nh) +
-               " hyper-parameters, more than the " + std::to_string(r.end - r.pos) +
-               " bytes left can hold)");
+    check_count(nh, 2 + 8, "hyper-parameters");  // a name length and a value at least
     for (uint32_t i = 0; i < nh; i++) {
         std::string name = r.get_name("a hyper-parameter name");
         int64_t value = r.get<int64_t>("a hyper-parameter value");
         if (ck) ck->hparams.push_back({name, value});
     }
     uint32_t nt = r.get<uint32_t>("the tensor count");
-    if (uint64_t(nt) * 6 > r.end - r.pos)  // a name length and a rank at least
-        r.fail("truncated or corrupt file (declares " + std::to_string(nt) +
-               " tensors, more than the " + std::to_string(r.end - r.pos) +
-               " bytes left can hold)");
+    check_count(nt, 2 + 4, "tensors");  // a name length and a rank at least
     for (uint32_t i = 0; i < nt; i++) {
         std::string name = r.get_name("a tensor name");
         uint32_t nd = r.get<uint32_t>("a tensor's rank");
