@@ -7,6 +7,7 @@
 //
 //   bench-gemm                     the table
 //   bench-gemm --openblas-best     prints this CPU's best OpenBLAS cores (for the torch peers)
+#include "bench/median.h"
 #include "bench/openblas.h"
 #include "common/cli.h"
 #include "common/gemm.h"
@@ -48,8 +49,9 @@ std::map<std::pair<int, int>, double> rerun_openblas(const std::string& core,
     const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0) return out;
     self[len] = 0;
-    std::string cmd = "OPENBLAS_CORETYPE=" + core + " '" + self + "' --openblas-only --repeat " +
-                      std::to_string(repeat) + " --sizes ";
+    std::string cmd = "OPENBLAS_CORETYPE=" + core + " '" + self +
+                      "' --openblas-only --runs 1 --repeat " + std::to_string(repeat) +
+                      " --sizes ";
     for (size_t i = 0; i < sizes.size(); i++) cmd += (i ? "," : "") + std::to_string(sizes[i]);
     FILE* p = popen(cmd.c_str(), "r");
     if (!p) return out;
@@ -69,13 +71,16 @@ std::map<std::pair<int, int>, double> rerun_openblas(const std::string& core,
 
 int main(int argc, char** argv) {
     std::vector<int> sizes = {256, 512, 1024, 2048};
-    int repeat = 5;
+    int repeat = 5, runs = 3;
     bool openblas_only = false, print_best = false;
     cli::Parser cli("bench-gemm", "sgemm GFLOP/s, ours beside OpenBLAS (best of --repeat runs)");
     cli.option("--sizes", sizes, "square sizes M = N = K");
     cli.option("--repeat", repeat,
                "timed blocks of calls per size and library (the best is reported)")
         .range(1, 1'000'000);
+    cli.option("--runs", runs,
+               "times the whole table is measured; each cell shows the median of the runs")
+        .range(1, 1000);
     cli.flag("--openblas-best", print_best,
              "print this CPU's best OpenBLAS cores, the one to set first, and exit");
     cli.flag("--openblas-only", openblas_only,
@@ -97,88 +102,115 @@ int main(int argc, char** argv) {
     if (blas.set_num_threads) blas.set_num_threads(omp_get_max_threads());
     if (openblas_only && !blas.sgemm) cli.fail("--openblas-only: libopenblas.so.0 not found");
     const std::string rerun = blas.sgemm ? openblas::rerun_core(blas.core, best) : "";
-    std::map<std::pair<int, int>, double> rerun_gflops;
     std::string rerun_reported;
-    if (rerun != "" && !openblas_only)
-        rerun_gflops = rerun_openblas(rerun, sizes, repeat, rerun_reported);
+    bool rerun_failed = false;
 
     if (openblas_only) {
         std::printf("core %s\n", blas.core.c_str());
     } else {
-        std::printf("sgemm, row-major, %d thread(s), best of %d\n", omp_get_max_threads(), repeat);
-        if (blas.sgemm) {
+        std::printf("sgemm, row-major, %d thread(s); each cell the median of %d runs, a run the "
+                    "best of %d\n", omp_get_max_threads(), runs, repeat);
+        if (blas.sgemm)
             std::printf("yardstick: %s; core %s (this CPU's best: %s)\n", blas.config.c_str(),
                         blas.core.c_str(), openblas::list(best.cores).c_str());
-            if (rerun != "" && rerun_gflops.empty())
-                std::printf("  the rerun with OPENBLAS_CORETYPE=%s failed: the ratio is against "
-                            "%s alone\n", rerun.c_str(), blas.core.c_str());
-            else if (rerun != "")
-                std::printf("  %s is below this CPU: OpenBLAS ran again in a child process with "
-                            "OPENBLAS_CORETYPE=%s (it reported %s); the ratio is against the "
-                            "faster\n", blas.core.c_str(), rerun.c_str(), rerun_reported.c_str());
-        }
-        if (blas.sgemm && !rerun_gflops.empty())
-            std::printf("%6s %6s | %12s | %18s | %18s | %6s\n", "size", "op", "ours GFLOP/s",
-                        ("OpenBLAS " + blas.core).c_str(), ("OpenBLAS " + rerun).c_str(),
-                        "ratio");
-        else if (blas.sgemm)
-            std::printf("%6s %6s | %12s | %18s | %6s\n", "size", "op", "ours GFLOP/s",
-                        ("OpenBLAS " + blas.core).c_str(), "ratio");
-        else
-            std::printf("%6s %6s | %12s   (libopenblas.so.0 not found: apt-get install "
-                        "libopenblas-dev for the comparison)\n",
-                        "size", "op", "ours GFLOP/s");
     }
 
+    // The table is measured `runs` times over (rounds over every cell, so a drift of the machine
+    // touches every cell alike) and each cell shows its median: GFLOP/s, and the median of the
+    // rounds' ratios (each round's two libraries ran side by side).
+    struct Cell {
+        double ours = 0, theirs = 0, rerun = 0;  // GFLOP/s; rerun 0 where there was none
+    };
+    std::map<std::pair<int, int>, std::vector<Cell>> cells;  // (n, A@B^T?) -> one per round
+    const bool tty = isatty(STDERR_FILENO);
     std::mt19937 rng(0);
     std::uniform_real_distribution<float> U(-1.0f, 1.0f);
-    for (int n : sizes) {
-        mem::Buffer<float> A((size_t)n * n), B((size_t)n * n), C((size_t)n * n);  // (n, n) each
-        for (size_t i = 0; i < A.size(); i++) A[i] = U(rng), B[i] = U(rng);
-        const double flops = 2.0 * n * n * n;
-        for (int variant = 0; variant < 2; variant++) {
-            // A @ B, and A @ B^T (the Q K^T shape attention uses).
-            const bool tb = variant == 1;
-            auto ours = [&] {
-                sgemm(false, tb, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
-            };
-            auto theirs = [&] {
-                blas.sgemm(openblas::CblasRowMajor, openblas::CblasNoTrans,
-                           tb ? openblas::CblasTrans : openblas::CblasNoTrans, n, n, n, 1.0f,
-                           A.data(), n, B.data(), n, 0.0f, C.data(), n);
-            };
-            if (openblas_only) {
-                const int calls = std::max(1, (int)(0.05 / block_seconds(theirs, 1)));
-                double best_theirs = 1e30;
-                for (int r = 0; r < repeat; r++)
-                    best_theirs = std::min(best_theirs, block_seconds(theirs, calls));
-                std::printf("gflops %d %d %.3f\n", n, variant, flops / best_theirs * 1e-9);
-                std::fflush(stdout);
-                continue;
+    for (int round = 0; round < runs; round++) {
+        if (tty && !openblas_only)
+            std::fprintf(stderr, "\rbench-gemm: run %d of %d ", round + 1, runs);
+        std::map<std::pair<int, int>, double> rerun_gflops;
+        if (rerun != "" && !openblas_only)
+            rerun_gflops = rerun_openblas(rerun, sizes, repeat, rerun_reported);
+        if (rerun != "" && !openblas_only && rerun_gflops.empty()) rerun_failed = true;
+        for (int n : sizes) {
+            mem::Buffer<float> A((size_t)n * n), B((size_t)n * n), C((size_t)n * n);  // (n, n)
+            for (size_t i = 0; i < A.size(); i++) A[i] = U(rng), B[i] = U(rng);
+            const double flops = 2.0 * n * n * n;
+            for (int variant = 0; variant < 2; variant++) {
+                // A @ B, and A @ B^T (the Q K^T shape attention uses).
+                const bool tb = variant == 1;
+                auto ours = [&] {
+                    sgemm(false, tb, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+                };
+                auto theirs = [&] {
+                    blas.sgemm(openblas::CblasRowMajor, openblas::CblasNoTrans,
+                               tb ? openblas::CblasTrans : openblas::CblasNoTrans, n, n, n, 1.0f,
+                               A.data(), n, B.data(), n, 0.0f, C.data(), n);
+                };
+                if (openblas_only) {
+                    const int calls = std::max(1, (int)(0.05 / block_seconds(theirs, 1)));
+                    double best_theirs = 1e30;
+                    for (int r = 0; r < repeat; r++)
+                        best_theirs = std::min(best_theirs, block_seconds(theirs, calls));
+                    std::printf("gflops %d %d %.3f\n", n, variant, flops / best_theirs * 1e-9);
+                    std::fflush(stdout);
+                    continue;
+                }
+                const int calls = std::max(1, (int)(0.05 / block_seconds(ours, 1)));  // + warm-up
+                if (blas.sgemm) block_seconds(theirs, 1);
+                double best_ours = 1e30, best_theirs = 1e30;
+                for (int r = 0; r < repeat; r++) {
+                    best_ours = std::min(best_ours, block_seconds(ours, calls));
+                    if (blas.sgemm)
+                        best_theirs = std::min(best_theirs, block_seconds(theirs, calls));
+                }
+                Cell c;
+                c.ours = flops / best_ours * 1e-9;
+                if (blas.sgemm) c.theirs = flops / best_theirs * 1e-9;
+                if (rerun_gflops.count({n, variant})) c.rerun = rerun_gflops[{n, variant}];
+                cells[{n, variant}].push_back(c);
             }
-            const int calls = std::max(1, (int)(0.05 / block_seconds(ours, 1)));  // + warm-up
-            if (blas.sgemm) block_seconds(theirs, 1);
-            double best_ours = 1e30, best_theirs = 1e30;
-            for (int r = 0; r < repeat; r++) {
-                best_ours = std::min(best_ours, block_seconds(ours, calls));
-                if (blas.sgemm) best_theirs = std::min(best_theirs, block_seconds(theirs, calls));
-            }
-            const double g_ours = flops / best_ours * 1e-9;
-            const char* op = tb ? "A@B^T" : "A@B";
-            if (!blas.sgemm) {
-                std::printf("%6d %6s | %12.1f\n", n, op, g_ours);
-            } else if (rerun_gflops.count({n, variant})) {
-                const double g_theirs = flops / best_theirs * 1e-9;
-                const double g_rerun = rerun_gflops[{n, variant}];
-                std::printf("%6d %6s | %12.1f | %18.1f | %18.1f | %5.2fx\n", n, op, g_ours,
-                            g_theirs, g_rerun, g_ours / std::max(g_theirs, g_rerun));
-            } else {
-                const double g_theirs = flops / best_theirs * 1e-9;
-                std::printf("%6d %6s | %12.1f | %18.1f | %5.2fx\n", n, op, g_ours, g_theirs,
-                            g_ours / g_theirs);
-            }
-            std::fflush(stdout);
         }
     }
+    if (tty && !openblas_only) std::fprintf(stderr, "\r\033[K");
+    if (openblas_only) return 0;
+
+    if (rerun != "" && rerun_failed)
+        std::printf("  the rerun with OPENBLAS_CORETYPE=%s failed in a run: the ratio is against "
+                    "%s alone there\n", rerun.c_str(), blas.core.c_str());
+    else if (rerun != "")
+        std::printf("  %s is below this CPU: OpenBLAS ran again in a child process with "
+                    "OPENBLAS_CORETYPE=%s (it reported %s); the ratio is against the "
+                    "faster\n", blas.core.c_str(), rerun.c_str(), rerun_reported.c_str());
+    const bool rerun_column = rerun != "" && !rerun_failed;
+    if (rerun_column)
+        std::printf("%6s %6s | %12s | %18s | %18s | %6s\n", "size", "op", "ours GFLOP/s",
+                    ("OpenBLAS " + blas.core).c_str(), ("OpenBLAS " + rerun).c_str(), "ratio");
+    else if (blas.sgemm)
+        std::printf("%6s %6s | %12s | %18s | %6s\n", "size", "op", "ours GFLOP/s",
+                    ("OpenBLAS " + blas.core).c_str(), "ratio");
+    else
+        std::printf("%6s %6s | %12s   (libopenblas.so.0 not found: apt-get install "
+                    "libopenblas-dev for the comparison)\n",
+                    "size", "op", "ours GFLOP/s");
+    for (int n : sizes)
+        for (int variant = 0; variant < 2; variant++) {
+            const std::vector<Cell>& rounds = cells[{n, variant}];
+            std::vector<double> ours, theirs, reruns, ratios;
+            for (const Cell& c : rounds) {
+                ours.push_back(c.ours), theirs.push_back(c.theirs), reruns.push_back(c.rerun);
+                ratios.push_back(c.ours / std::max(c.theirs, c.rerun));
+            }
+            const char* op = variant ? "A@B^T" : "A@B";
+            if (!blas.sgemm)
+                std::printf("%6d %6s | %12.1f\n", n, op, bench::median(ours));
+            else if (rerun_column)
+                std::printf("%6d %6s | %12.1f | %18.1f | %18.1f | %5.2fx\n", n, op,
+                            bench::median(ours), bench::median(theirs), bench::median(reruns),
+                            bench::median(ratios));
+            else
+                std::printf("%6d %6s | %12.1f | %18.1f | %5.2fx\n", n, op,
+                            bench::median(ours), bench::median(theirs), bench::median(ratios));
+        }
     return 0;
 }

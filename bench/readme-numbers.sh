@@ -60,7 +60,11 @@ lines=$(awk '
     /^# cores: /       { cores = substr($0, 10) }
     /^# load before: / { load0 = substr($0, 16) }
     /^# load after: /  { load1 = substr($0, 15) }
-    /^batch = /        { shape = $0; sub(/;.*/, "", shape); gsub(/ = /, " ", shape) }
+    /^batch = /        { shape = $0; sub(/;.*/, "", shape); gsub(/ = /, " ", shape)
+                         if (match($0, /the median of [0-9]+ runs/))
+                             layer_runs = substr($0, RSTART, RLENGTH) }
+    /^sgemm, row-major/ { if (match($0, /the median of [0-9]+ runs/))
+                              gemm_runs = substr($0, RSTART, RLENGTH) }
     # bench-layers: "   512 | naive    |     214.0 |     285.2     285.2 | ..."
     $2 == "|" && ($3 == "naive" || $3 == "fused" || $3 == "LSTM") && $4 == "|" {
         n = $1; if (!(n in seen)) { seen[n] = 1; ns[++count] = n }
@@ -86,7 +90,8 @@ lines=$(awk '
         if (count == 0) { print "no bench-layers table in the input" > "/dev/stderr"; exit 1 }
         printf "- `make bench` on %s (%s cores), %s, load average %s before and %s after:", cpu,
                cores, date, load0, load1
-        printf " chapter 6'\''s layers (%s, forward + backward; ms, peak MB of 10^6 bytes):", shape
+        printf " chapter 6'\''s layers (%s, forward + backward%s; ms, peak MB of 10^6 bytes):", shape,
+               layer_runs == "" ? "" : ", " layer_runs
         for (i = 1; i <= count; i++) {
             n = ns[i]
             printf "%s n = %s: naive %.0f ms / %.0f MB, fused %.0f ms / %.0f MB, LSTM %.0f ms / %.0f MB",
@@ -96,11 +101,13 @@ lines=$(awk '
         n = ns[count]
         printf ". At n = %s the fused layer holds %.1fx less memory than the naive one and takes %.2fx its time.", n,
                mb[n, "naive"] / mb[n, "fused"], ms[n, "fused"] / ms[n, "naive"]
-        if (gemm != "" && no_blas) printf " sgemm: %s (OpenBLAS not installed).", gemm
+        if (gemm_runs != "") gemm_runs = " (" gemm_runs ")"
+        if (gemm != "" && no_blas) printf " sgemm%s: %s (OpenBLAS not installed).", gemm_runs, gemm
         else if (gemm != "" && rerun != "")
-            printf " sgemm against OpenBLAS %s, core %s (it picked %s, below this CPU): %s.",
-                   blas, rerun, core, gemm
-        else if (gemm != "") printf " sgemm against OpenBLAS %s, core %s: %s.", blas, core, gemm
+            printf " sgemm%s against OpenBLAS %s, core %s (it picked %s, below this CPU): %s.",
+                   gemm_runs, blas, rerun, core, gemm
+        else if (gemm != "")
+            printf " sgemm%s against OpenBLAS %s, core %s: %s.", gemm_runs, blas, core, gemm
         if (step != "") printf " Chapter 7'\''s training step, one thread: %s.", step
         # Only the load before the run tells of other jobs: the load after counts the benchmark
         # own threads (2 on 2 cores).

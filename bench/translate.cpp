@@ -8,6 +8,7 @@
 // Each side reports the median of --steps timed steps after --warmup untimed ones.
 //
 //   chapter 7 training step: ours X ms, PyTorch Y ms (R.RRx)      R = Y / X
+#include "bench/median.h"
 #include "bench/openblas.h"
 #include "chapters/7-translate/train.h"
 #include "common/cli.h"
@@ -30,12 +31,6 @@
 using namespace translate;
 
 namespace {
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // One batch per line group: "batch B S T", then the src (B*S), tgt_in and tgt_out (B*T) ids.
 void write_batches(const std::string& path, const std::vector<Batch>& batches) {
@@ -97,7 +92,7 @@ int main(int argc, char** argv) {
                               std::chrono::steady_clock::now() - t0).count();
         if (s >= warmup) ms.push_back(dt);
     }
-    const double ours = median(ms);
+    const double ours = bench::median(ms);
     int64_t tokens = 0;
     for (const Batch& b : batches) tokens += b.tokens;
 

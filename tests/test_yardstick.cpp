@@ -59,7 +59,8 @@ std::string scratch_copy() {
 void write_run(const std::string& path, const std::string& load) {
     std::ofstream(path) << "# date: 2026-12-01\n# cpu: Test CPU\n# cores: 2\n# load before: "
                         << load << "\n"
-                           "sgemm, row-major, 2 thread(s), best of 5\n"
+                           "sgemm, row-major, 2 thread(s); each cell the median of 3 runs, a "
+                           "run the best of 5\n"
                            "yardstick: OpenBLAS 0.3.21 DYNAMIC_ARCH Prescott; core Prescott "
                            "(this CPU's best: SkylakeX, Cooperlake or SapphireRapids)\n"
                            "  Prescott is below this CPU: OpenBLAS ran again in a child process "
@@ -69,7 +70,8 @@ void write_run(const std::string& path, const std::string& load) {
                            "|  ratio\n"
                            "  1024    A@B |        150.0 |              40.0 |             200.0 "
                            "|  0.75x\n"
-                           "batch = 8, d_model = 512, heads = 8; forward+backward\n"
+                           "batch = 8, d_model = 512, heads = 8; forward+backward; each cell "
+                           "the median of 3 runs, a run the mean of 3 after 1 warm-up\n"
                            "   512 | naive    |     214.0 |     285.2     285.2 | 1 2 3x\n"
                            "   512 | fused    |     200.0 |      95.0      95.0 | 1 2 3x\n"
                            "   512 | LSTM     |     300.0 |     132.0     132.0 | 1 2 3x\n"
@@ -100,6 +102,9 @@ TEST_CASE("yardstick: readme-numbers.sh refuses a busy run and names the core it
     for (size_t k; (k = readme.find("\n  ")) != std::string::npos;) readme.replace(k, 3, " ");
     CHECK(readme.find("\nold\n") == std::string::npos);
     CHECK(readme.find("core SkylakeX (it picked Prescott, below this CPU)") != std::string::npos);
+    // Both tables are medians of runs (issue 27), and the lines say of how many.
+    CHECK(readme.find("sgemm (the median of 3 runs) against OpenBLAS") != std::string::npos);
+    CHECK(readme.find("forward + backward, the median of 3 runs;") != std::string::npos);
     CHECK(readme.find("1024³ A@B 150.0 GFLOP/s (0.75x)") != std::string::npos);
     CHECK(readme.find("ours 30.0 ms, PyTorch 45.0 ms (1.50x)") != std::string::npos);
     std::system(("rm -rf '" + dir + "'").c_str());
