@@ -300,15 +300,22 @@ TEST_CASE("ablations: the three splits are disjoint, and the test set is chapter
         CHECK(int(translate::source_ids(n).size()) > POS2_MAX_SYLLABLES);
         CHECK(excluded.count(n) == 1);
     }
-    // §3's second experiment: the targets, and test sequences that are all different.
+    // §3's second experiment: the targets (the class of x_{i-1} - x_{i+1}, cyclic: y + 9), and
+    // test and validation sequences that are all different.
     CHECK(neighbour_targets({3, 1, 4, 1, 5, 9, 2, 6}) ==
-          std::vector<int64_t>{5, 9, 0, 9, 2, 3, 3, 9});
-    const std::vector<int64_t> nb = neighbour_test_set();
+          std::vector<int64_t>{14, 8, 9, 8, 1, 12, 12, 8});
+    CHECK(neighbour_targets({9, 0, 0, 0, 0, 0, 0, 0}) ==
+          std::vector<int64_t>{9, 18, 9, 9, 9, 9, 9, 0});  // the extremes: 0 - 9 and 9 - 0
+    const std::vector<int64_t> nb = neighbour_test_set(), nbv = neighbour_validation_set();
     CHECK(nb.size() == size_t(1000 * NB_LENGTH));
+    CHECK(nbv.size() == size_t(1000 * NB_LENGTH));
     std::set<std::vector<int64_t>> seqs;
-    for (size_t i = 0; i < nb.size(); i += NB_LENGTH)
-        seqs.insert(std::vector<int64_t>(nb.begin() + long(i), nb.begin() + long(i + NB_LENGTH)));
-    CHECK(seqs.size() == 1000);
+    for (const auto* set : {&nb, &nbv})
+        for (size_t i = 0; i < set->size(); i += NB_LENGTH)
+            seqs.insert(std::vector<int64_t>(set->begin() + long(i),
+                                             set->begin() + long(i + NB_LENGTH)));
+    CHECK(seqs.size() == 2000);  // no sequence twice, none in both sets
+    CHECK(neighbour_validation_set() == nbv);  // fixed
     CHECK(seed_list(100, 3) == std::vector<int>{100, 101, 102});
 }
 
@@ -434,6 +441,13 @@ TEST_CASE("ablations: bad options are refused before any training") {
     CHECK(bad.exit_code == 2);
     CHECK(bad.err.find("unknown claim 'sideways'") != std::string::npos);
     CHECK(testutil::run("8-ablations", "--scale 0").exit_code == 2);
+    for (const char* args : {"--runs sideways", "--only warmup --runs nb-4"}) {
+        auto r = testutil::run("8-ablations", args);
+        CAPTURE(args);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find("--runs: '") != std::string::npos);
+    }
     for (const char* args : {"--seed 2147483647", "--seed -1", "--seeds 0", "--seeds 31"}) {
         auto r = testutil::run("8-ablations", args);
         CAPTURE(args);
