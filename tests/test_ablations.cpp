@@ -300,15 +300,22 @@ TEST_CASE("ablations: the three splits are disjoint, and the test set is chapter
         CHECK(int(translate::source_ids(n).size()) > POS2_MAX_SYLLABLES);
         CHECK(excluded.count(n) == 1);
     }
-    // §3's second experiment: the targets, and test sequences that are all different.
+    // §3's second experiment: the targets (the class of x_{i-1} - x_{i+1}, cyclic: y + 9), and
+    // test and validation sequences that are all different.
     CHECK(neighbour_targets({3, 1, 4, 1, 5, 9, 2, 6}) ==
-          std::vector<int64_t>{5, 9, 0, 9, 2, 3, 3, 9});
-    const std::vector<int64_t> nb = neighbour_test_set();
+          std::vector<int64_t>{14, 8, 9, 8, 1, 12, 12, 8});
+    CHECK(neighbour_targets({9, 0, 0, 0, 0, 0, 0, 0}) ==
+          std::vector<int64_t>{9, 18, 9, 9, 9, 9, 9, 0});  // the extremes: 0 - 9 and 9 - 0
+    const std::vector<int64_t> nb = neighbour_test_set(), nbv = neighbour_validation_set();
     CHECK(nb.size() == size_t(1000 * NB_LENGTH));
+    CHECK(nbv.size() == size_t(1000 * NB_LENGTH));
     std::set<std::vector<int64_t>> seqs;
-    for (size_t i = 0; i < nb.size(); i += NB_LENGTH)
-        seqs.insert(std::vector<int64_t>(nb.begin() + long(i), nb.begin() + long(i + NB_LENGTH)));
-    CHECK(seqs.size() == 1000);
+    for (const auto* set : {&nb, &nbv})
+        for (size_t i = 0; i < set->size(); i += NB_LENGTH)
+            seqs.insert(std::vector<int64_t>(set->begin() + long(i),
+                                             set->begin() + long(i + NB_LENGTH)));
+    CHECK(seqs.size() == 2000);  // no sequence twice, none in both sets
+    CHECK(neighbour_validation_set() == nbv);  // fixed
     CHECK(seed_list(100, 3) == std::vector<int>{100, 101, 102});
 }
 
@@ -393,7 +400,10 @@ std::string verdict_of(const std::vector<std::string>& f) {
 
 TEST_CASE("ablations: --summary is the same file twice and whatever the runs at once") {
     const std::string dir = "/tmp/transformer-test-ablations-" + std::to_string(::getpid());
-    const std::string args = "--only warmup,positions --seeds 2 --scale 0.02 --no-figures";
+    // Every setting of two claims, and the neighbour task's two of the heads claim (--runs).
+    const std::string args =
+        "--only warmup,positions,heads --runs warm-post,nowarm-post,warm-pre,nowarm-pre,pos-sin,"
+        "pos-learned,pos2-sin,pos2-learned,nb-4,nb-1 --seeds 2 --scale 0.02 --no-figures";
     auto one = testutil::run("8-ablations", args + " --jobs 1 --summary " + dir + "-1.tsv");
     auto two = testutil::run("8-ablations", args + " --jobs 2 --summary " + dir + "-2.tsv");
     REQUIRE_MESSAGE(one.exit_code == 0, one.err);
@@ -410,12 +420,16 @@ TEST_CASE("ablations: --summary is the same file twice and whatever the runs at 
     CHECK(tables(one.out) == tables(two.out));
     CHECK(one.out.find("\n전체 시간: ") != std::string::npos);
     CHECK(one.err.empty());  // no progress line when stderr is not a terminal
-    for (const char* claim : {"5절 \"원 논문이 학습률 워밍업", "4절 학습된 위치 벡터"})
+    for (const char* claim :
+         {"5절 \"원 논문이 학습률 워밍업", "4절 학습된 위치 벡터", "두 번째 실험: 숫자 8개"})
         CHECK(one.out.find(claim) != std::string::npos);
     CHECK(one.out.find("판정: ") != std::string::npos);
     CHECK(one.out.find("2절") == std::string::npos);  // only what --only asked for
+    CHECK(one.out.find("7장의 모델(d_model = 64") == std::string::npos);  // nor base, heads-1
     const auto rows = tsv_rows(a);
-    REQUIRE(rows.size() == 6);  // the header, 3 positions and 2 warm-up comparisons
+    // The header, the neighbour task's comparison, 3 positions and 2 warm-up comparisons.
+    REQUIRE(rows.size() == 7);
+    CHECK(rows[1][3] == "nb-4:exact");
     CHECK(rows[0] == std::vector<std::string>{"claim", "section", "metric", "baseline", "variant",
                                               "diff", "ci_low", "ci_high", "seeds", "threshold",
                                               "verdict"});
@@ -434,6 +448,13 @@ TEST_CASE("ablations: bad options are refused before any training") {
     CHECK(bad.exit_code == 2);
     CHECK(bad.err.find("unknown claim 'sideways'") != std::string::npos);
     CHECK(testutil::run("8-ablations", "--scale 0").exit_code == 2);
+    for (const char* args : {"--runs sideways", "--only warmup --runs nb-4"}) {
+        auto r = testutil::run("8-ablations", args);
+        CAPTURE(args);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find("--runs: '") != std::string::npos);
+    }
     for (const char* args : {"--seed 2147483647", "--seed -1", "--seeds 0", "--seeds 31"}) {
         auto r = testutil::run("8-ablations", args);
         CAPTURE(args);

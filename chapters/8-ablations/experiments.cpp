@@ -180,8 +180,8 @@ std::vector<int64_t> neighbour_targets(const std::vector<int64_t>& x) {
     std::vector<int64_t> y(x.size());
     const size_t L = NB_LENGTH;
     for (size_t b = 0; b < x.size() / L; b++)
-        for (size_t i = 0; i < L; i++)
-            y[b * L + i] = ((x[b * L + (i + L - 1) % L] - x[b * L + (i + 1) % L]) % 10 + 10) % 10;
+        for (size_t i = 0; i < L; i++)  // the class of x_{i-1} - x_{i+1}: 0..18 for -9..9
+            y[b * L + i] = x[b * L + (i + L - 1) % L] - x[b * L + (i + 1) % L] + 9;
     return y;
 }
 
@@ -194,20 +194,33 @@ int64_t sequence_code(const int64_t* x) {  // the sequence's digits as one numbe
     return c;
 }
 
-}  // namespace
-
-std::vector<int64_t> neighbour_test_set() {
-    torch_rng::Generator g(2020);  // fixed
+// 1000 different sequences from generator `seed`, none of whose codes is in `avoid`.
+std::vector<int64_t> neighbour_set(uint64_t seed, std::set<int64_t> avoid) {
+    torch_rng::Generator g(seed);
     std::vector<int64_t> x;
-    std::set<int64_t> seen;
     while (x.size() < size_t(HELDOUT) * NB_LENGTH) {
         std::vector<int64_t> seq(NB_LENGTH);
         for (auto& d : seq)
             d = int64_t(g.random64() % 10);
-        if (!seen.insert(sequence_code(seq.data())).second) continue;
+        if (!avoid.insert(sequence_code(seq.data())).second) continue;
         x.insert(x.end(), seq.begin(), seq.end());
     }
     return x;
+}
+
+std::set<int64_t> sequence_codes(const std::vector<int64_t>& x) {
+    std::set<int64_t> codes;
+    for (size_t i = 0; i < x.size(); i += NB_LENGTH)
+        codes.insert(sequence_code(x.data() + i));
+    return codes;
+}
+
+}  // namespace
+
+std::vector<int64_t> neighbour_test_set() { return neighbour_set(2020, {}); }  // fixed
+
+std::vector<int64_t> neighbour_validation_set() {
+    return neighbour_set(2021, sequence_codes(neighbour_test_set()));  // fixed
 }
 
 Pruning prune(EncoderDecoder& m, const std::vector<int64_t>& validation,
@@ -464,20 +477,20 @@ Job positions2_job(const std::string& name, Positions pos, double scale, int see
 }
 
 // §3's second experiment: one encoder block reads NB_LENGTH digits and writes, at each
-// position, (left neighbour - right neighbour) mod 10.
+// position, the class of (left neighbour - right neighbour).
 struct NeighbourModel : Module {
     Embedding embed;  // (10, d)
-    Stack stack;      // one block, its final LayerNorm and the (10, d) head
+    Stack stack;      // one block, its final LayerNorm and the (NB_CLASSES, d) head
     Tensor pe;        // (NB_LENGTH, d), section 4's sinusoids
     NeighbourModel(int d, int h)
         : embed(10, d),
-          stack(1, d, h, LnPlacement::PreLN, 10),
+          stack(1, d, h, LnPlacement::PreLN, NB_CLASSES),
           pe(positional_encoding(NB_LENGTH, d)) {
         // As make_model does for chapter 7: token vectors the size of the positional encoding.
         for (int64_t i = 0; i < embed.weight.numel(); i++)
             embed.weight.data()[i] /= std::sqrt(float(embed.weight.size(1)));
     }
-    Tensor operator()(const std::vector<int64_t>& x, int64_t B) const {  // logits (B, L, 10)
+    Tensor operator()(const std::vector<int64_t>& x, int64_t B) const {  // (B, L, NB_CLASSES)
         const float scale = std::sqrt(float(pe.size(1)));
         return stack(embed(x, {B, NB_LENGTH}) * scale + pe);
     }
@@ -487,21 +500,36 @@ struct NeighbourModel : Module {
     }
 };
 
+// Per-position accuracy on `x` (percent), greedy.
+double neighbour_accuracy(const NeighbourModel& m, const std::vector<int64_t>& x) {
+    NoGradGuard no_grad;
+    Tensor logits = m(x, int64_t(x.size()) / NB_LENGTH);  // (n, L, NB_CLASSES)
+    const std::vector<int64_t> y = neighbour_targets(x);
+    int right = 0;
+    for (size_t i = 0; i < y.size(); i++) {
+        const float* row = logits.data() + i * NB_CLASSES;
+        right += std::max_element(row, row + NB_CLASSES) - row == y[i];
+    }
+    return 100.0 * right / double(y.size());
+}
+
 Job neighbour_job(const std::string& name, int heads, double scale, int seed) {
-    return {with_seed(name, seed), 12 * scale, [=](Progress& p) {
+    return {with_seed(name, seed), 6 * scale, [=](Progress& p) {
                 constexpr int d = 64, B = 64, L = NB_LENGTH;
-                const std::vector<int64_t> test = neighbour_test_set();
-                std::set<int64_t> never;
-                for (size_t i = 0; i < test.size(); i += L)
-                    never.insert(sequence_code(test.data() + i));
+                const std::vector<int64_t> test = neighbour_test_set(),
+                                           validation = neighbour_validation_set();
+                std::set<int64_t> never = sequence_codes(test);
+                for (int64_t c : sequence_codes(validation))
+                    never.insert(c);
                 torch_rng::manual_seed(uint64_t(seed));
                 NeighbourModel m(d, heads);
                 optim::Adam adam(m.parameters());
                 torch_rng::Generator order(uint64_t(seed) + 1);
-                const int steps = scaled_steps(2000, scale), warmup = scaled_steps(200, scale);
-                std::vector<double> losses;
+                const int steps = scaled_steps(NB_STEPS, scale);
+                const int warmup = scaled_steps(NB_WARMUP, scale);
+                std::vector<double> losses, curve_steps, curve;
                 for (int step = 1; step <= steps; step++) {
-                    std::vector<int64_t> x;
+                    std::vector<int64_t> x;  // (B * L)
                     while (x.size() < size_t(B) * L) {
                         std::vector<int64_t> seq(L);
                         for (auto& v : seq)
@@ -509,27 +537,44 @@ Job neighbour_job(const std::string& name, int heads, double scale, int seed) {
                         if (never.count(sequence_code(seq.data()))) continue;
                         x.insert(x.end(), seq.begin(), seq.end());
                     }
-                    Tensor loss =
-                        cross_entropy(reshape(m(x, B), {B * L, 10}), neighbour_targets(x));
+                    Tensor loss = cross_entropy(reshape(m(x, B), {B * L, NB_CLASSES}),
+                                                neighbour_targets(x));
                     losses.push_back(loss.item());
                     loss.backward();
                     adam.step(optim::noam_lr(step, d, warmup));
                     adam.zero_grad();
+                    if (step % NB_EVAL_EVERY == 0 || step == steps) {
+                        curve_steps.push_back(step);
+                        curve.push_back(neighbour_accuracy(m, validation));
+                    }
                     if (step % 10 == 0 || step == steps) p(step, steps);
-                }
-                NoGradGuard no_grad;
-                const int64_t n = int64_t(test.size()) / L;
-                Tensor logits = m(test, n);  // (n, L, 10)
-                const std::vector<int64_t> y = neighbour_targets(test);
-                int right = 0;
-                for (size_t i = 0; i < y.size(); i++) {
-                    const float* row = logits.data() + i * 10;
-                    right += std::max_element(row, row + 10) - row == y[i];
                 }
                 Record rec;
                 rec.put("loss", losses);
                 rec.put("diverged_at", 0.0);
-                rec.put("exact", 100.0 * right / double(y.size()));
+                rec.put("validation_steps", curve_steps);
+                rec.put("validation_curve", curve);
+                rec.put("exact", neighbour_accuracy(m, test));
+                // Where each head looks, on validation: its mean weight on the left and on the
+                // right neighbour of every position.
+                {
+                    NoGradGuard no_grad;
+                    m(validation, int64_t(validation.size()) / L);
+                    const Tensor& A = m.stack.blocks[0]->attn.last_attn;  // (n, h, L, L)
+                    const int64_t n = A.size(0);
+                    std::vector<double> left(size_t(heads), 0.0), right(size_t(heads), 0.0);
+                    for (int64_t s = 0; s < n; s++)
+                        for (int64_t k = 0; k < heads; k++)
+                            for (int64_t q = 0; q < L; q++) {
+                                const float* row = A.data() + ((s * heads + k) * L + q) * L;
+                                left[size_t(k)] += row[(q + L - 1) % L] / double(n * L);
+                                right[size_t(k)] += row[(q + 1) % L] / double(n * L);
+                            }
+                    rec.put("head_left", left);
+                    rec.put("head_right", right);
+                    rec.put("most_left", *std::max_element(left.begin(), left.end()));
+                    rec.put("most_right", *std::max_element(right.begin(), right.end()));
+                }
                 return rec;
             }};
 }

@@ -38,14 +38,38 @@ namespace ablations {
 //                  with the same peak learning rate from the first step (§5)
 // The second experiments, for the two claims the single-seed runs did not reproduce (heads,
 // learned positions), each built so that the claim's mechanism is exercised:
-//   nb-4, nb-1     §3, the neighbour task (neighbour_task below): y_i = (x_{i-1} - x_{i+1})
-//                  mod 10 over a cyclic sequence of NB_LENGTH random digits. The answer needs
-//                  two different tokens kept apart: one softmax mixes their value vectors into
-//                  one average, two heads can each fetch one. One encoder block (section 5's
-//                  Block, Pre-LN) of d_model 64 with 4 heads (d_k = 16) against 1 head
-//                  (d_k = 64): the same parameter count. 2000 steps of 64 sequences, the paper's
-//                  schedule with a 200-step warm-up; scored on 1000 fixed test sequences that
-//                  training never draws (per-digit accuracy, percent).
+//   nb-4, nb-1     §3, the neighbour task (neighbour_targets below): y_i = x_{i-1} - x_{i+1}, the
+//                  signed difference (-9..9, NB_CLASSES classes) of the two neighbours of each
+//                  position in a cyclic sequence of NB_LENGTH random digits. The answer needs
+//                  two different tokens kept apart: one softmax that weighs both neighbours
+//                  alike mixes their value vectors into one symmetric average, which holds
+//                  {a, b} but not which is left, so it gets |a - b| and not its sign (at best
+//                  10% + 90% / 2 = 55% of the digits); one head must split its weights
+//                  unevenly to tell them apart, while two heads can each fetch one. One encoder
+//                  block (section 5's Block, Pre-LN) of d_model 64 with 4 heads (d_k = 16)
+//                  against 1 head (d_k = 64): the same parameter count. 1000 steps of 64
+//                  sequences, the paper's schedule with a 100-step warm-up; validation accuracy
+//                  recorded every NB_EVAL_EVERY steps (a curve; nothing is chosen on it), and
+//                  the final model scored on 1000 fixed test sequences (per-position accuracy,
+//                  percent); training draws neither set.
+//                  The first design, y_i = (x_{i-1} - x_{i+1}) mod 10 with 2000 steps, learned
+//                  nothing (digit accuracy at chance): each neighbour alone says nothing about a
+//                  difference mod 10 (given x_{i-1}, y_i is uniform), so no gradient leads the
+//                  attention to either neighbour before both are found together (pilot, seed
+//                  1000, 4 heads, validation: 11.8% at step 2000, loss 2.29 against ln 10 =
+//                  2.30; 13.9% at step 5500, and only then leaving chance: 29.6% at 6000, three
+//                  times this experiment's budget). The signed difference keeps the
+//                  order-dependence and gives each neighbour a signal of its own. The budget was
+//                  chosen on pilot runs (seeds 1000-1009, never scored; validation only) by one
+//                  rule: the 4-head model must reach 99% validation accuracy on every pilot
+//                  seed; at 1000 steps all ten did by step 350 (500 steps with a 50-step
+//                  warm-up left one of three at chance). The 1-head pilots (seeds 1000-1002)
+//                  were run too: near 55% for about 200 steps, then 98.7-99.8% at step 1000,
+//                  so at this budget the gap may well be inside the claim's threshold of 2
+//                  points, which stays as it was. Also recorded (no verdict): each head's mean
+//                  weight on the left and on the right neighbour, on the validation set after
+//                  training. Both variants together: 11.7 CPU seconds per seed (pilot seed 1000,
+//                  one core).
 //   pos2-sin, pos2-learned
 //                  §4 at lengths just past training with the same data: chapter 7's model
 //                  trained on every number whose source has at most POS2_MAX_SYLLABLES
@@ -55,7 +79,7 @@ namespace ablations {
 //                  positions 7 and 8 are the only thing new. A learned table's rows 7 and 8
 //                  never had a gradient; a sinusoid's are defined without training.
 // These designs, budgets and thresholds (COMPARISONS below) were committed before their first
-// result was run.
+// result was run; the neighbour task's second design (above) before its first scored seed.
 //
 // The budget of the first experiments, chosen before any result was seen, so that the 11 runs
 // fit in about 4 minutes on two cores (about 440 CPU seconds per seed): chapter 7's 2000 steps
@@ -168,11 +192,14 @@ struct SourceLengthSplit {
 };
 SourceLengthSplit source_length_split();
 
-// §3's second experiment: sequences of NB_LENGTH digits x, targets y_i = (x_{i-1} - x_{i+1})
-// mod 10 (indices mod NB_LENGTH).
-constexpr int NB_LENGTH = 8;
+// §3's second experiment: sequences of NB_LENGTH digits x, targets the class of
+// y_i = x_{i-1} - x_{i+1} (indices mod NB_LENGTH): y_i + 9, in 0..NB_CLASSES - 1.
+constexpr int NB_LENGTH = 8, NB_CLASSES = 19, NB_STEPS = 1000, NB_WARMUP = 100;
+constexpr int NB_EVAL_EVERY = 50;  // validation accuracy every so many steps (the curve)
 std::vector<int64_t> neighbour_targets(const std::vector<int64_t>& x);  // (B * NB_LENGTH)
-// 1000 fixed test sequences, (1000 * NB_LENGTH) digits.
+// 1000 fixed test sequences, (1000 * NB_LENGTH) digits, all different.
 std::vector<int64_t> neighbour_test_set();
+// 1000 fixed validation sequences, all different and none in the test set.
+std::vector<int64_t> neighbour_validation_set();
 
 }  // namespace ablations

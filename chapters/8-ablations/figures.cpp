@@ -1,8 +1,8 @@
 // Chapter 8's figures (see figures.h). Each claim: the left panel has one column per setting,
 // every seed's value a small point and, beside them, the mean with its 95% Student's t interval
 // (a bar with caps); the right panel has one column per comparison, the paired differences
-// (variant - baseline, per seed) the same way, and the threshold the verdict is judged against
-// as a dashed mark.
+// (variant - baseline, per seed) the same way, the threshold the verdict is judged against as a
+// dashed mark (said under the panel) and each verdict above its column.
 #include "chapters/8-ablations/figures.h"
 
 #include <algorithm>
@@ -78,9 +78,7 @@ void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all, const
         std::vector<double> marks = {rule.threshold};
         if (rule.side == Side::within) marks = {-rule.threshold, rule.threshold};
         for (double t : marks) {
-            ax.plot({x - 0.35, x + 0.35}, {t, t},
-                    {.fmt = "--", .color = plot::gray, .lw = 1.2,
-                     .label = k == 0 && t == marks[0] ? "판정 기준" : ""});
+            ax.plot({x - 0.35, x + 0.35}, {t, t}, {.fmt = "--", .color = plot::gray, .lw = 1.2});
             lo = std::min(lo, t), hi = std::max(hi, t);
         }
         seed_column(ax, x, c.diff, plot::tab10[(k + 3) % 10], "");
@@ -101,9 +99,10 @@ void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all, const
     ax.set_xticks(xt, xl);
     ax.set_xlim(-0.5, double(k) - 0.5);
     ax.set_ylabel("차이: 변형 - 기준 (%p, 씨앗별)");
+    // Said below the panel, not in a legend: a legend inside the panel can cover a verdict.
+    ax.set_xlabel("회색 점선: 판정 기준, 위의 글: 판정");
     ax.set_title("씨앗마다 짝지은 차이와 판정 기준");
     ax.grid(0.3);
-    ax.legend({.loc = "best", .fontsize = 8});
 }
 
 void two_panels(const Records& r, const std::vector<Comparison>& c, const std::string& claim,

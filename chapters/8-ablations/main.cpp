@@ -32,6 +32,7 @@
 //   build/bin/8-ablations --only warmup,heads  some claims only
 //   build/bin/8-ablations --seeds 3 --seed 100 three seeds, 100, 101 and 102
 //   build/bin/8-ablations --summary x.tsv      the comparisons as a TSV file
+//   build/bin/8-ablations --runs nb-4,nb-1     some settings only (their comparisons)
 //   build/bin/8-ablations --scale 0.05         every run at 5% of its steps (a smoke test)
 #include <unistd.h>
 #if __has_include(<malloc.h>)  // mallopt: glibc (macOS has no malloc.h)
@@ -40,12 +41,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "chapters/8-ablations/experiments.h"
@@ -158,25 +161,56 @@ void report_scaling(const Records& r, const std::vector<Comparison>& cmp, double
 }
 
 void report_heads(const Records& r, const std::vector<Comparison>& cmp, double scale) {
-    const int steps = scaled_steps(2000, scale);
     std::printf("\n== 3절 분포 하나로는 관계 여럿을 담지 못한다: 헤드 4개 대 1개 ==\n");
-    std::printf("7장의 모델(d_model = 64, 파라미터 수는 헤드 수와 무관하게 같음), %d스텝\n",
-                steps);
-    std::printf("  헤드 | d_k | 마지막 %zu스텝 손실 | 정확히 일치 (%%)\n", tail_steps(steps));
-    std::printf("     4 |  16 | %18s | %s\n", spread(tail_losses(r.at("base"), steps), 4).c_str(),
-                spread(values_of(r, "base:exact"), 1).c_str());
-    std::printf("     1 |  64 | %18s | %s\n",
-                spread(tail_losses(r.at("heads-1"), steps), 4).c_str(),
-                spread(values_of(r, "heads-1:exact"), 1).c_str());
-    std::printf(
-        "두 번째 실험: 숫자 %d개의 순환 수열에서 y_i = (x_{i-1} − x_{i+1}) mod 10, 인코더 블록 "
-        "1개(d_model = 64), %d스텝, 학습에 없던 수열 1000개의 자리별 정확도\n",
-        NB_LENGTH, steps);
-    std::printf("  헤드 | d_k | 마지막 %zu스텝 손실 | 자리별 정확도 (%%)\n", tail_steps(steps));
-    std::printf("     4 |  16 | %18s | %s\n", spread(tail_losses(r.at("nb-4"), steps), 4).c_str(),
-                spread(values_of(r, "nb-4:exact"), 1).c_str());
-    std::printf("     1 |  64 | %18s | %s\n", spread(tail_losses(r.at("nb-1"), steps), 4).c_str(),
-                spread(values_of(r, "nb-1:exact"), 1).c_str());
+    if (r.count("base") && r.count("heads-1")) {
+        const int steps = scaled_steps(2000, scale);
+        std::printf("7장의 모델(d_model = 64, 파라미터 수는 헤드 수와 무관하게 같음), %d스텝\n",
+                    steps);
+        std::printf("  헤드 | d_k | 마지막 %zu스텝 손실 | 정확히 일치 (%%)\n", tail_steps(steps));
+        std::printf("     4 |  16 | %18s | %s\n",
+                    spread(tail_losses(r.at("base"), steps), 4).c_str(),
+                    spread(values_of(r, "base:exact"), 1).c_str());
+        std::printf("     1 |  64 | %18s | %s\n",
+                    spread(tail_losses(r.at("heads-1"), steps), 4).c_str(),
+                    spread(values_of(r, "heads-1:exact"), 1).c_str());
+    }
+    if (r.count("nb-4") && r.count("nb-1")) {
+        const int steps = scaled_steps(NB_STEPS, scale);
+        std::printf(
+            "두 번째 실험: 숫자 %d개의 순환 수열에서 y_i = x_{i-1} − x_{i+1} (−9~9, 부호가 "
+            "답), 인코더 블록 1개(d_model = 64), %d스텝, 학습에 없던 수열 1000개의 자리별 "
+            "정확도\n",
+            NB_LENGTH, steps);
+        std::printf(
+            "  헤드 | d_k | 마지막 %zu스텝 손실 | 자리별 정확도 (%%) | 이웃 가중치 (검증): "
+            "왼쪽, 오른쪽 (가장 많이 보는 헤드)\n",
+            tail_steps(steps));
+        for (const char* run : {"nb-4", "nb-1"})
+            std::printf("     %s | %3s | %18s | %18s | %s, %s\n", run + 3,
+                        run[3] == '4' ? "16" : "64",
+                        spread(tail_losses(r.at(run), steps), 4).c_str(),
+                        spread(values_of(r, std::string(run) + ":exact"), 1).c_str(),
+                        spread(values_of(r, std::string(run) + ":most_left"), 2).c_str(),
+                        spread(values_of(r, std::string(run) + ":most_right"), 2).c_str());
+        // The validation curve, averaged over the seeds, at a few steps (nothing is chosen on it).
+        const std::vector<double>& at = r.at("nb-4")[0]->get("validation_steps");
+        const size_t stride = std::max<size_t>(1, at.size() / 5);  // 5 points, the last one last
+        std::printf("  검증 정확도 (%%, 씨앗 평균), 스텝:");
+        for (size_t i = stride - 1; i < at.size(); i += stride)
+            std::printf(" %d", int(at[i]));
+        std::printf("\n");
+        for (const char* run : {"nb-4", "nb-1"}) {
+            std::printf("    헤드 %s:", run + 3);
+            const std::vector<const Record*>& runs = r.at(run);
+            for (size_t i = stride - 1; i < at.size(); i += stride) {
+                double m = 0;
+                for (const Record* rec : runs)
+                    m += rec->get("validation_curve")[i] / double(runs.size());
+                std::printf(" %s", num(m, 1).c_str());
+            }
+            std::printf("\n");
+        }
+    }
     report_comparisons(cmp, "heads");
 }
 
@@ -340,7 +374,7 @@ int main(int argc, char** argv) {
     cli::Parser cli(
         "8-ablations",
         "Chapter 8: the article's claims that need training, computed (make ablations)");
-    std::string only, figure_dir = "figures", summary;
+    std::string only, runs, figure_dir = "figures", summary;
     int jobs = int(std::max(1u, std::min(4u, std::thread::hardware_concurrency())));
     double scale = 1.0;
     int seed = 0, seeds = 5;
@@ -348,6 +382,9 @@ int main(int argc, char** argv) {
     cli.option("--only", only,
                "comma-separated claims: scaling, heads, pruning, positions, warmup, first-step; "
                "empty: all");
+    cli.option("--runs", runs,
+               "comma-separated settings (base, heads-1, nb-4, nb-1, ...): only these; a claim "
+               "missing some prints the comparisons it has, without its figure; empty: all");
     cli.option("--jobs", jobs, "training runs at once, each on one core (the cores, <= 4)");
     cli.option("--scale", scale, "fraction of every run's steps (1: the stated budget)");
     cli.option("--seeds", seeds, "seeds per run, K in 1..30 (1: every verdict undecided)");
@@ -362,12 +399,18 @@ int main(int argc, char** argv) {
     if (!(scale > 0) || scale > 10) cli.fail("--scale must be in (0, 10]");
     if (seeds < 1 || seeds > 30) cli.fail("--seeds must be in 1..30");
     if (seed < 0 || seed > 1000000000) cli.fail("--seed must be in 0..1000000000");
+    auto split_list = [](const std::string& list) {
+        std::vector<std::string> names;
+        for (size_t from = 0; from <= list.size();) {
+            const size_t comma = std::min(list.find(',', from), list.size());
+            names.push_back(list.substr(from, comma - from));
+            from = comma + 1;
+        }
+        return names;
+    };
     std::set<std::string> chosen;
     if (!only.empty()) {
-        size_t from = 0;
-        while (from <= only.size()) {
-            const size_t comma = std::min(only.find(',', from), only.size());
-            const std::string name = only.substr(from, comma - from);
+        for (const std::string& name : split_list(only)) {
             bool known = false;
             for (const Claim& c : CLAIMS)
                 known |= c.name == name;
@@ -375,11 +418,24 @@ int main(int argc, char** argv) {
                 cli.fail("--only: unknown claim " + cli::quote(name) +
                          "; use scaling, heads, pruning, positions, warmup or first-step");
             chosen.insert(name);
-            from = comma + 1;
         }
     } else {
         for (const Claim& c : CLAIMS)
             chosen.insert(c.name);
+    }
+    // The runs the chosen claims need (each once per seed), or those of them --runs names.
+    std::set<std::string> needed;
+    for (const Claim& c : CLAIMS)
+        if (chosen.count(c.name)) needed.insert(c.runs.begin(), c.runs.end());
+    if (!runs.empty()) {
+        std::set<std::string> asked;
+        for (const std::string& name : split_list(runs)) {
+            if (!needed.count(name))
+                cli.fail("--runs: " + cli::quote(name) +
+                         " is no setting of the chosen claims; see experiments.h for the names");
+            asked.insert(name);
+        }
+        needed = asked;
     }
     check_output(cli, figure_dir, no_figures, summary);
     // As chapter 7 does: every training step allocates and frees the same few hundred buffers;
@@ -390,10 +446,6 @@ int main(int argc, char** argv) {
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
 
-    // The runs the chosen claims need, each once per seed.
-    std::set<std::string> needed;
-    for (const Claim& c : CLAIMS)
-        if (chosen.count(c.name)) needed.insert(c.runs.begin(), c.runs.end());
     const std::vector<int> seed_values = seed_list(seed, seeds);
     std::vector<Job> selected;
     for (const Job& j : all_jobs(scale, seed_values))
@@ -421,8 +473,13 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < selected.size(); i++)
         r[run_name(selected[i].name)].push_back(&results[i]);
     std::vector<Comparison> cmp;
+    auto has = [&](const char* run_key) {  // "nb-4:exact": was nb-4 run?
+        const std::string key = run_key;
+        return needed.count(key.substr(0, key.find(':'))) > 0;
+    };
     for (const ComparisonSpec& spec : COMPARISONS)
-        if (chosen.count(spec.claim)) cmp.push_back(compare(r, spec));
+        if (chosen.count(spec.claim) && has(spec.baseline) && has(spec.variant))
+            cmp.push_back(compare(r, spec));
 
     int status = 0;
     auto figure = [&](auto draw) {
@@ -434,29 +491,40 @@ int main(int argc, char** argv) {
             status = 1;
         }
     };
-    if (chosen.count("scaling")) {
-        report_scaling(r, cmp, scale);
-        figure([&] { draw_scaling(r, cmp, figure_dir + "/8-scaling.png"); });
-    }
-    if (chosen.count("heads")) {
-        report_heads(r, cmp, scale);
-        figure([&] { draw_heads(r, cmp, figure_dir + "/8-heads.png"); });
-    }
-    if (chosen.count("pruning")) {
-        report_pruning(r, cmp);
-        figure([&] { draw_pruning(r, cmp, figure_dir + "/8-pruning.png"); });
-    }
-    if (chosen.count("positions")) {
-        report_positions(r, cmp, scale);
-        figure([&] { draw_positions(r, cmp, figure_dir + "/8-positions.png"); });
-    }
-    if (chosen.count("warmup")) {
-        report_warmup(r, cmp, scale);
-        figure([&] { draw_warmup(r, cmp, figure_dir + "/8-warmup.png"); });
-    }
-    if (chosen.count("first-step")) {
-        report_first_step(r, cmp);
-        figure([&] { draw_first_step(r, cmp, figure_dir + "/8-first-step.png"); });
+    // Each chosen claim: its table, verdicts and figure; with only some of its runs (--runs),
+    // the comparisons it has (the heads claim: the tables it has), without the figure.
+    using Report = std::function<void()>;
+    const std::vector<std::tuple<std::string, Report, Report>> reports = {
+        {"scaling", [&] { report_scaling(r, cmp, scale); },
+         [&] { draw_scaling(r, cmp, figure_dir + "/8-scaling.png"); }},
+        {"heads", [&] { report_heads(r, cmp, scale); },
+         [&] { draw_heads(r, cmp, figure_dir + "/8-heads.png"); }},
+        {"pruning", [&] { report_pruning(r, cmp); },
+         [&] { draw_pruning(r, cmp, figure_dir + "/8-pruning.png"); }},
+        {"positions", [&] { report_positions(r, cmp, scale); },
+         [&] { draw_positions(r, cmp, figure_dir + "/8-positions.png"); }},
+        {"warmup", [&] { report_warmup(r, cmp, scale); },
+         [&] { draw_warmup(r, cmp, figure_dir + "/8-warmup.png"); }},
+        {"first-step", [&] { report_first_step(r, cmp); },
+         [&] { draw_first_step(r, cmp, figure_dir + "/8-first-step.png"); }},
+    };
+    for (const auto& [name, report, draw] : reports) {
+        if (!chosen.count(name)) continue;
+        bool complete = true;
+        for (const Claim& c : CLAIMS)
+            if (c.name == name)
+                for (const std::string& run : c.runs)
+                    complete = complete && needed.count(run);
+        if (complete) {
+            report();
+            figure(draw);
+        } else if (name == "heads") {
+            report();
+        } else if (std::any_of(cmp.begin(), cmp.end(),
+                               [&](const Comparison& c) { return c.spec->claim == name; })) {
+            std::printf("\n== %s (--runs: 설정 일부만) ==\n", name.c_str());
+            report_comparisons(cmp, name);
+        }
     }
     if (!summary.empty()) {
         try {
