@@ -30,8 +30,17 @@ Tensor Tensor::empty(const Shape& shape) {
     return t;
 }
 
+Tensor Tensor::uninitialized(const Shape& shape) {
+    Tensor t;
+    t.impl = std::make_shared<TensorImpl>();
+    t.impl->shape = shape;
+    t.impl->numel = numel_of(shape);
+    t.impl->data = std::make_shared<mem::Buffer<float>>(size_t(t.impl->numel), mem::uninit);
+    return t;
+}
+
 Tensor Tensor::full(const Shape& shape, float value) {
-    Tensor t = empty(shape);
+    Tensor t = uninitialized(shape);
     float* p = t.data();
     for (int64_t i = 0; i < t.numel(); i++) p[i] = value;
     return t;
@@ -41,7 +50,7 @@ Tensor Tensor::from(const std::vector<float>& values, const Shape& shape) {
     if (int64_t(values.size()) != numel_of(shape))
         throw std::invalid_argument("Tensor::from: " + std::to_string(values.size()) +
                                     " values do not fill shape " + shape_str(shape));
-    Tensor t = empty(shape);
+    Tensor t = uninitialized(shape);
     if (!values.empty()) std::memcpy(t.data(), values.data(), values.size() * sizeof(float));
     return t;
 }
@@ -124,7 +133,7 @@ float* Tensor::grad_data() { return checked(impl).grad_data(); }
 
 Tensor Tensor::grad() const {
     if (!checked(impl).grad) return Tensor();
-    Tensor g = empty(shape());
+    Tensor g = uninitialized(shape());
     std::memcpy(g.data(), impl->grad->data(), size_t(numel()) * sizeof(float));
     return g;
 }

@@ -31,6 +31,9 @@ public:
 
     // --- creation --------------------------------------------------------------------------
     static Tensor empty(const Shape& shape);  // zero-filled here, unlike torch.empty
+    // Contents undefined (torch.empty): for an op that writes every element of its output,
+    // which then skips the zero fill (a training step allocates ~20 MB of outputs).
+    static Tensor uninitialized(const Shape& shape);
     static Tensor zeros(const Shape& shape) { return empty(shape); }
     static Tensor full(const Shape& shape, float value);
     static Tensor ones(const Shape& shape) { return full(shape, 1.0f); }
