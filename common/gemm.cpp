@@ -540,13 +540,13 @@ void sgemm_small(bool trans_a, bool trans_b, int M, int N, int K, const float* A
     const float* b = B;
     long b_stride = ldb;
     if (trans_b || Np != N) {
+        std::fill(Bp, Bp + (long)K * Np, 0.0f);  // the padding (one fill, not one per row)
         for (int k = 0; k < K; k++) {
             float* row = Bp + (long)k * Np;
             if (trans_b)  // B is (N, K): column k of it
                 for (int j = 0; j < N; j++) row[j] = B[(long)j * ldb + k];
             else
                 for (int j = 0; j < N; j++) row[j] = B[(long)k * ldb + j];
-            for (int j = N; j < Np; j++) row[j] = 0.0f;
         }
         b = Bp;
         b_stride = Np;

@@ -95,11 +95,13 @@ void for_each(const Broadcast& bc, F f) {
         case Broadcast::same:
             for (int64_t i = 0; i < n; i++) f(i, i, i);
             return;
-        case Broadcast::b_suffix:
-            for (int64_t i = 0; i < n; i++) f(i, i, i % bc.nb);
+        case Broadcast::b_suffix:  // b repeats every nb elements: no division per element
+            for (int64_t o = 0; o < n; o += bc.nb)
+                for (int64_t j = 0; j < bc.nb; j++) f(o + j, o + j, j);
             return;
         case Broadcast::a_suffix:
-            for (int64_t i = 0; i < n; i++) f(i, i % bc.na, i);
+            for (int64_t o = 0; o < n; o += bc.na)
+                for (int64_t j = 0; j < bc.na; j++) f(o + j, j, o + j);
             return;
         case Broadcast::general: break;
     }
@@ -126,19 +128,44 @@ Tensor binary(const Tensor& a, const Tensor& b, const char* op, F f, DA dfa, DB 
     Tensor out = Tensor::uninitialized(bc.out);
     const float *x = a.data(), *y = b.data();
     float* o = out.data();
+    // The two common shapes get vector loops: a and b alike, and b a suffix of a (a bias, the
+    // positional encoding over a batch, a scalar), as runs of nb elements that all start at b.
     if (bc.kind == Broadcast::same) {
-#pragma omp parallel for if (bc.n > PARALLEL)
+#pragma omp parallel for simd if (bc.n > PARALLEL)
         for (int64_t i = 0; i < bc.n; i++) o[i] = f(x[i], y[i]);
+    } else if (bc.kind == Broadcast::b_suffix) {
+        for (int64_t r = 0; r < bc.n; r += bc.nb)
+#pragma omp simd
+            for (int64_t j = 0; j < bc.nb; j++) o[r + j] = f(x[r + j], y[j]);
     } else {
         for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) { o[i] = f(x[ia], y[ib]); });
     }
     return record(out, op, {a, b}, [a, b, bc, dfa, dfb](TensorImpl& self) {
         const float *x = a.data(), *y = b.data(), *g = self.grad->data();
         float *ga = grad_of(a), *gb = grad_of(b);
-        for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) {
-            if (ga) ga[ia] += g[i] * dfa(x[ia], y[ib]);
-            if (gb) gb[ib] += g[i] * dfb(x[ia], y[ib]);
-        });
+        const int64_t n = bc.n, nb = bc.nb;
+        // Each gradient element receives its terms in the same order as the general loop below
+        // (gb[j]: run after run), so the vector loops change no result.
+        if (bc.kind == Broadcast::same) {
+            if (ga)
+#pragma omp simd
+                for (int64_t i = 0; i < n; i++) ga[i] += g[i] * dfa(x[i], y[i]);
+            if (gb)
+#pragma omp simd
+                for (int64_t i = 0; i < n; i++) gb[i] += g[i] * dfb(x[i], y[i]);
+        } else if (bc.kind == Broadcast::b_suffix) {
+            for (int64_t r = 0; r < n && ga; r += nb)
+#pragma omp simd
+                for (int64_t j = 0; j < nb; j++) ga[r + j] += g[r + j] * dfa(x[r + j], y[j]);
+            for (int64_t r = 0; r < n && gb; r += nb)
+#pragma omp simd
+                for (int64_t j = 0; j < nb; j++) gb[j] += g[r + j] * dfb(x[r + j], y[j]);
+        } else {
+            for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) {
+                if (ga) ga[ia] += g[i] * dfa(x[ia], y[ib]);
+                if (gb) gb[ib] += g[i] * dfb(x[ia], y[ib]);
+            });
+        }
     });
 }
 
@@ -149,7 +176,7 @@ Tensor unary(const Tensor& x, const char* op, F f, DF df) {
     const float* in = x.data();
     float* o = out.data();
     const int64_t n = x.numel();
-#pragma omp parallel for if (n > PARALLEL)
+#pragma omp parallel for simd if (n > PARALLEL)
     for (int64_t i = 0; i < n; i++) o[i] = f(in[i]);
     return record(out, op, {x}, [x, df](TensorImpl& self) {
         const float *in = x.data(), *o = self.data->data(), *g = self.grad->data();
@@ -186,14 +213,18 @@ void permute_copy(const float* src, const Shape& in_shape, const std::vector<int
         for (int64_t r = r0; r < r1; r++) {
             const float* row_src = src + r * inner;
             float* row_dst = dst + r * inner;
+            // Rows are short (d_head = 16 floats when the attention splits its heads): plain
+            // vector loops, not a memcpy call per row.
             if (inverse_accumulate) {
                 if (s_inner == 1)
+#pragma omp simd
                     for (int64_t k = 0; k < inner; k++) dst[off + k] += row_src[k];
                 else
                     for (int64_t k = 0; k < inner; k++) dst[off + k * s_inner] += row_src[k];
             } else {
                 if (s_inner == 1)
-                    std::memcpy(row_dst, src + off, size_t(inner) * sizeof(float));
+#pragma omp simd
+                    for (int64_t k = 0; k < inner; k++) row_dst[k] = src[off + k];
                 else
                     for (int64_t k = 0; k < inner; k++) row_dst[k] = src[off + k * s_inner];
             }
@@ -380,9 +411,12 @@ Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
     // y = x W^T (+ b): W is stored (out, in) like torch, so it enters transposed.
     sgemm(false, true, int(rows), int(outf), int(in), 1.0f, x.data(), int(in), W.data(), int(in),
           0.0f, y, int(outf));
-    if (b.defined())
+    if (b.defined()) {
+        const float* bias = b.data();  // (out)
         for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < outf; j++) y[r * outf + j] += b.data()[j];
+#pragma omp simd
+            for (int64_t j = 0; j < outf; j++) y[r * outf + j] += bias[j];
+    }
     return record(out, "linear", {x, W, b}, [x, W, b, rows, in, outf](TensorImpl& self) {
         const float* G = self.grad->data();  // (rows, out)
         if (float* gx = grad_of(x))
@@ -391,8 +425,9 @@ Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
         if (float* gW = grad_of(W))
             sgemm(true, false, int(outf), int(in), int(rows), 1.0f, G, int(outf), x.data(),
                   int(in), 1.0f, gW, int(in));
-        if (float* gb = grad_of(b))
+        if (float* gb = grad_of(b))  // db = the sum of G's rows, added in row order
             for (int64_t r = 0; r < rows; r++)
+#pragma omp simd
                 for (int64_t j = 0; j < outf; j++) gb[j] += G[r * outf + j];
     });
 }
