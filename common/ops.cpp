@@ -452,6 +452,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
     out.impl->shape = s;
     out.impl->numel = x.numel();
     out.impl->data = x.impl->data;  // same storage, same element order
+    out.impl->view = true;          // and so the same gradient (Tensor::backward may share it)
     return record(out, "reshape", {x}, [x](TensorImpl& self) {
         float* gx = grad_of(x);
         const float* g = self.grad->data();

@@ -74,8 +74,9 @@ struct TensorImpl {
     Shape shape;
     int64_t numel = 0;
     std::shared_ptr<mem::Buffer<float>> data;  // shared between reshape views
-    std::unique_ptr<mem::Buffer<float>> grad;  // same element order as data
+    std::shared_ptr<mem::Buffer<float>> grad;  // same element order as data; a view may share it
     bool requires_grad = false;
+    bool view = false;  // reshape: parents[0]'s elements in the same order (see backward)
     const char* op = "leaf";
     std::vector<std::shared_ptr<TensorImpl>> parents;
     BackwardFn backward;
