@@ -6,6 +6,7 @@
 // peer reads, so both sides run the same token ids in the same order. A step is what
 // translate::train does per batch: the teacher-forced loss, backward, Adam's update, zero_grad.
 // Each side reports the median of --steps timed steps after --warmup untimed ones.
+// --d-model, --heads and --layers time chapter 8's other shapes (e.g. 256, 1, 1) on both sides.
 //
 //   chapter 7 training step: ours X ms, PyTorch Y ms (R.RRx)      R = Y / X
 #include "bench/median.h"
@@ -49,6 +50,7 @@ void write_batches(const std::string& path, const std::vector<Batch>& batches) {
 
 int main(int argc, char** argv) {
     int steps = 100, warmup = 20, seed = 0;
+    ModelConfig mc;  // chapter 7's model unless the options below say otherwise
     std::string peer = getenv("PEER_PYTHON") ? getenv("PEER_PYTHON") : "/usr/bin/python3";
     bool no_peer = false;
     cli::Parser cli("bench-translate",
@@ -57,9 +59,17 @@ int main(int argc, char** argv) {
         .range(1, 100'000);
     cli.option("--warmup", warmup, "untimed steps before them").range(0, 100'000);
     cli.option("--seed", seed, "the batches' and the weights' seed").range(0, 1'000'000'000);
+    cli.option("--d-model", mc.d_model, "d_model (chapter 8 trains 32 to 256)").range(4, 1024);
+    cli.option("--heads", mc.heads, "attention heads; must divide d_model").range(1, 64);
+    cli.option("--layers", mc.layers, "encoder blocks = decoder blocks").range(1, 12);
     cli.option("--peer", peer, "the python that runs chapters/7-translate/peer_torch.py", "PY");
     cli.flag("--no-peer", no_peer, "time ours only");
     cli.parse(argc, argv);
+    if (mc.d_model % mc.heads != 0) {
+        std::fprintf(stderr, "bench-translate: --d-model %d is not divisible by --heads %d; "
+                     "choose heads that divide it\n", mc.d_model, mc.heads);
+        return 2;
+    }
 
     omp_set_num_threads(1);  // one thread each, as chapter 7 trains
 #if defined(M_MMAP_THRESHOLD)  // as chapter 7's main does
@@ -77,7 +87,6 @@ int main(int argc, char** argv) {
         batches.push_back(make_batch(ns));
     }
 
-    ModelConfig mc;
     mc.seed = seed;
     auto model = make_model(mc);
     optim::Adam adam(model->parameters());
@@ -111,7 +120,9 @@ int main(int argc, char** argv) {
         best += (best.empty() ? "" : ",") + c;
     const std::string cmd = "'" + peer + "' chapters/7-translate/peer_torch.py --batches '" + path +
                             "' --warmup " + std::to_string(warmup) + " --seed " +
-                            std::to_string(seed) + " --openblas-best '" + best + "'";
+                            std::to_string(seed) + " --d-model " + std::to_string(mc.d_model) +
+                            " --heads " + std::to_string(mc.heads) + " --layers " +
+                            std::to_string(mc.layers) + " --openblas-best '" + best + "'";
     FILE* p = popen(cmd.c_str(), "r");
     double theirs = -1;
     char line[1024];

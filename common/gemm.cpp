@@ -464,3 +464,101 @@ size_t sgemm_workspace_bytes_max() {
     // Worst case: every thread inside a parallel region runs a large single-threaded call.
     return nt * ((size_t)KC * NC + (size_t)MC * KC + SMALL_WORKSPACE) * sizeof(float);
 }
+
+// ---- tiny products ---------------------------------------------------------------------------
+// The attention's per-head products (n x d_k by d_k x n, n <= 10 in chapter 7) are too small for
+// packing to pay: sgemm_small keeps one SMALL_MR x SMALL_N tile of C in registers over the whole
+// k loop, reads op(A) where it lies and op(B) from a zero-padded copy (or in place, when its rows
+// are whole vectors), and stores the tile once. Its arithmetic is the micro-kernel's.
+namespace {
+
+constexpr int SMALL_NV = 16 / Simd::W < 1 ? 1 : 16 / Simd::W;  // vectors across a tile
+constexpr int SMALL_N = SMALL_NV * Simd::W;                       // columns of a tile (16)
+constexpr int SMALL_MR = 4;  // rows: 4 (AVX-512) or 8 (AVX2) independent chains of FMAs
+
+// C[0:m, 0:n] = (or +=) a @ b for one tile: a is m x K read at a[i * a_rs + k * a_ks], b is K
+// rows of SMALL_N floats, b_stride apart.
+template <int m>
+void small_tile(int K, const float* a, long a_rs, long a_ks, const float* b, long b_stride,
+                float* C, long ldc, int n, bool accumulate) {
+    using V = Simd::V;
+    constexpr int W = Simd::W;
+    V acc[m][SMALL_NV];  // the C tile, held in registers (the unrolled loops keep it there)
+#pragma GCC unroll 8
+    for (int i = 0; i < m; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < SMALL_NV; v++) acc[i][v] = Simd::zero();
+    for (int k = 0; k < K; k++) {
+        V bv[SMALL_NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < SMALL_NV; v++) bv[v] = Simd::load(b + (long)k * b_stride + v * W);
+#pragma GCC unroll 8
+        for (int i = 0; i < m; i++) {
+            const V ai = Simd::bcast(a[i * a_rs + k * a_ks]);
+#pragma GCC unroll 4
+            for (int v = 0; v < SMALL_NV; v++) acc[i][v] = Simd::fma(ai, bv[v], acc[i][v]);
+        }
+    }
+    const V one = Simd::bcast(1.0f);
+    if (n == SMALL_N) {
+#pragma GCC unroll 8
+        for (int i = 0; i < m; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < SMALL_NV; v++) {
+                float* c = C + i * ldc + v * W;
+                // C + acc, rounded once, as the micro-kernel's beta = 1 (1 * C + acc)
+                Simd::store(c, accumulate ? Simd::fma(one, Simd::load(c), acc[i][v]) : acc[i][v]);
+            }
+        return;
+    }
+    alignas(64) float tile[m][SMALL_N];  // right edge: only n < SMALL_N columns of C exist
+#pragma GCC unroll 8
+    for (int i = 0; i < m; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < SMALL_NV; v++) Simd::store(&tile[i][v * W], acc[i][v]);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float& c = C[i * ldc + j];
+            c = accumulate ? c + tile[i][j] : tile[i][j];
+        }
+}
+
+using SmallTile = void (*)(int, const float*, long, long, const float*, long, float*, long, int,
+                           bool);
+static_assert(SMALL_MR == 4, "SMALL_TILES lists one tile function per row count");
+constexpr SmallTile SMALL_TILES[SMALL_MR] = {&small_tile<1>, &small_tile<2>, &small_tile<3>,
+                                             &small_tile<4>};  // [m - 1]: m rows
+
+}  // namespace
+
+void sgemm_small(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
+                 const float* B, int ldb, bool accumulate, float* C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    // op(B) (K, Np): B itself when its rows are whole tiles, else a zero-padded copy
+    const int Np = ceil_div(N, SMALL_N) * SMALL_N;
+    alignas(64) float Bp[SGEMM_SMALL_MAX * (SGEMM_SMALL_MAX + SMALL_N)];
+    const float* b = B;
+    long b_stride = ldb;
+    if (trans_b || Np != N) {
+        std::fill(Bp, Bp + (long)K * Np, 0.0f);  // the padding (one fill, not one per row)
+        for (int k = 0; k < K; k++) {
+            float* row = Bp + (long)k * Np;
+            if (trans_b)  // B is (N, K): column k of it
+                for (int j = 0; j < N; j++) row[j] = B[(long)j * ldb + k];
+            else
+                for (int j = 0; j < N; j++) row[j] = B[(long)k * ldb + j];
+        }
+        b = Bp;
+        b_stride = Np;
+    }
+    const long a_rs = trans_a ? 1 : lda, a_ks = trans_a ? lda : 1;  // op(A)[i, k] at i*a_rs+k*a_ks
+    for (int i = 0; i < M; i += SMALL_MR) {
+        const int m = std::min(SMALL_MR, M - i);
+        for (int j = 0; j < N; j += SMALL_N) {
+            const float* a = A + (long)i * a_rs;
+            float* c = C + (long)i * ldc + j;
+            const int n = std::min(SMALL_N, N - j);
+            SMALL_TILES[m - 1](K, a, a_rs, a_ks, b + j, b_stride, c, ldc, n, accumulate);
+        }
+    }
+}

@@ -40,6 +40,14 @@ inline float sgemm_madd(float a, float b, float c) {
     return a * b + c;
 }
 
+// C (M, N) = op(A) @ op(B), or C += it with accumulate, for tiny products (M, N, K all at most
+// SGEMM_SMALL_MAX): the attention's per-head Q K^T and P V, thousands of them a training step,
+// where sgemm's packing costs more than the arithmetic. Runs on the calling thread, needs no
+// workspace, and rounds exactly as sgemm does (alpha = 1, beta = 0 or 1): bit for bit the same C.
+constexpr int SGEMM_SMALL_MAX = 64;
+void sgemm_small(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
+                 const float* B, int ldb, bool accumulate, float* C, int ldc);
+
 // The textbook triple loop with the same contract: the reference the tests compare against.
 void sgemm_reference(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                      int lda, const float* B, int ldb, float beta, float* C, int ldc);

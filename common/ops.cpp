@@ -95,11 +95,13 @@ void for_each(const Broadcast& bc, F f) {
         case Broadcast::same:
             for (int64_t i = 0; i < n; i++) f(i, i, i);
             return;
-        case Broadcast::b_suffix:
-            for (int64_t i = 0; i < n; i++) f(i, i, i % bc.nb);
+        case Broadcast::b_suffix:  // b repeats every nb elements: no division per element
+            for (int64_t o = 0; o < n; o += bc.nb)
+                for (int64_t j = 0; j < bc.nb; j++) f(o + j, o + j, j);
             return;
         case Broadcast::a_suffix:
-            for (int64_t i = 0; i < n; i++) f(i, i % bc.na, i);
+            for (int64_t o = 0; o < n; o += bc.na)
+                for (int64_t j = 0; j < bc.na; j++) f(o + j, j, o + j);
             return;
         case Broadcast::general: break;
     }
@@ -123,33 +125,58 @@ void for_each(const Broadcast& bc, F f) {
 template <class F, class DA, class DB>
 Tensor binary(const Tensor& a, const Tensor& b, const char* op, F f, DA dfa, DB dfb) {
     Broadcast bc = broadcast(a.shape(), b.shape(), op);
-    Tensor out = Tensor::empty(bc.out);
+    Tensor out = Tensor::uninitialized(bc.out);
     const float *x = a.data(), *y = b.data();
     float* o = out.data();
+    // The two common shapes get vector loops: a and b alike, and b a suffix of a (a bias, the
+    // positional encoding over a batch, a scalar), as runs of nb elements that all start at b.
     if (bc.kind == Broadcast::same) {
-#pragma omp parallel for if (bc.n > PARALLEL)
+#pragma omp parallel for simd if (bc.n > PARALLEL)
         for (int64_t i = 0; i < bc.n; i++) o[i] = f(x[i], y[i]);
+    } else if (bc.kind == Broadcast::b_suffix) {
+        for (int64_t r = 0; r < bc.n; r += bc.nb)
+#pragma omp simd
+            for (int64_t j = 0; j < bc.nb; j++) o[r + j] = f(x[r + j], y[j]);
     } else {
         for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) { o[i] = f(x[ia], y[ib]); });
     }
     return record(out, op, {a, b}, [a, b, bc, dfa, dfb](TensorImpl& self) {
         const float *x = a.data(), *y = b.data(), *g = self.grad->data();
         float *ga = grad_of(a), *gb = grad_of(b);
-        for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) {
-            if (ga) ga[ia] += g[i] * dfa(x[ia], y[ib]);
-            if (gb) gb[ib] += g[i] * dfb(x[ia], y[ib]);
-        });
+        const int64_t n = bc.n, nb = bc.nb;
+        // Each gradient element receives its terms in the same order as the general loop below
+        // (gb[j]: run after run), so the vector loops change no result.
+        if (bc.kind == Broadcast::same) {
+            if (ga)
+#pragma omp simd
+                for (int64_t i = 0; i < n; i++) ga[i] += g[i] * dfa(x[i], y[i]);
+            if (gb)
+#pragma omp simd
+                for (int64_t i = 0; i < n; i++) gb[i] += g[i] * dfb(x[i], y[i]);
+        } else if (bc.kind == Broadcast::b_suffix) {
+            for (int64_t r = 0; r < n && ga; r += nb)
+#pragma omp simd
+                for (int64_t j = 0; j < nb; j++) ga[r + j] += g[r + j] * dfa(x[r + j], y[j]);
+            for (int64_t r = 0; r < n && gb; r += nb)
+#pragma omp simd
+                for (int64_t j = 0; j < nb; j++) gb[j] += g[r + j] * dfb(x[r + j], y[j]);
+        } else {
+            for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) {
+                if (ga) ga[ia] += g[i] * dfa(x[ia], y[ib]);
+                if (gb) gb[ib] += g[i] * dfb(x[ia], y[ib]);
+            });
+        }
     });
 }
 
 // out = f(x) elementwise; dx = g * df(x, out).
 template <class F, class DF>
 Tensor unary(const Tensor& x, const char* op, F f, DF df) {
-    Tensor out = Tensor::empty(x.shape());
+    Tensor out = Tensor::uninitialized(x.shape());
     const float* in = x.data();
     float* o = out.data();
     const int64_t n = x.numel();
-#pragma omp parallel for if (n > PARALLEL)
+#pragma omp parallel for simd if (n > PARALLEL)
     for (int64_t i = 0; i < n; i++) o[i] = f(in[i]);
     return record(out, op, {x}, [x, df](TensorImpl& self) {
         const float *in = x.data(), *o = self.data->data(), *g = self.grad->data();
@@ -186,14 +213,18 @@ void permute_copy(const float* src, const Shape& in_shape, const std::vector<int
         for (int64_t r = r0; r < r1; r++) {
             const float* row_src = src + r * inner;
             float* row_dst = dst + r * inner;
+            // Rows are short (d_head = 16 floats when the attention splits its heads): plain
+            // vector loops, not a memcpy call per row.
             if (inverse_accumulate) {
                 if (s_inner == 1)
+#pragma omp simd
                     for (int64_t k = 0; k < inner; k++) dst[off + k] += row_src[k];
                 else
                     for (int64_t k = 0; k < inner; k++) dst[off + k * s_inner] += row_src[k];
             } else {
                 if (s_inner == 1)
-                    std::memcpy(row_dst, src + off, size_t(inner) * sizeof(float));
+#pragma omp simd
+                    for (int64_t k = 0; k < inner; k++) row_dst[k] = src[off + k];
                 else
                     for (int64_t k = 0; k < inner; k++) row_dst[k] = src[off + k * s_inner];
             }
@@ -218,32 +249,13 @@ void permute_copy(const float* src, const Shape& in_shape, const std::vector<int
 
 // C (M, N) = or += op(A) (M, K) @ op(B) (K, N), row-major, A (K, M) if ta, B (N, K) if tb.
 // For the attention's many tiny products (B * h of them, n and d_head small), where packing
-// and sgemm's parallel region cost more than the arithmetic. Each element is computed exactly
-// as sgemm's micro-kernel does (sgemm_madd over k in order from 0, then C + acc), so the results
-// are bit-identical to sgemm's.
-constexpr int64_t SMALL_DIM = 64;  // M, N, K up to this take the direct loop
+// and sgemm's parallel region cost more than the arithmetic: sgemm_small (gemm.h), which rounds
+// exactly as sgemm does, so the results are bit-identical to sgemm's.
+constexpr int64_t SMALL_DIM = SGEMM_SMALL_MAX;  // M, N, K up to this take the direct loop
 void small_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A,
                   const float* B, float* C, bool accumulate) {
-    float acc[SMALL_DIM], Bt[SMALL_DIM * SMALL_DIM];
-    if (tb) {  // B (N, K) -> (K, N), so the loop below runs along contiguous rows of B
-        for (int64_t k = 0; k < K; k++)
-            for (int64_t j = 0; j < N; j++) Bt[k * N + j] = B[j * K + k];
-        B = Bt;
-    }
-    for (int64_t i = 0; i < M; i++) {
-        for (int64_t j = 0; j < N; j++) acc[j] = 0.0f;
-        for (int64_t k = 0; k < K; k++) {
-            const float a = ta ? A[k * M + i] : A[i * K + k];
-            const float* b = B + k * N;
-            #pragma omp simd
-            for (int64_t j = 0; j < N; j++) acc[j] = sgemm_madd(a, b[j], acc[j]);
-        }
-        float* c = C + i * N;
-        if (accumulate)
-            for (int64_t j = 0; j < N; j++) c[j] = c[j] + acc[j];
-        else
-            for (int64_t j = 0; j < N; j++) c[j] = acc[j];
-    }
+    sgemm_small(ta, tb, int(M), int(N), int(K), A, int(ta ? M : K), B, int(tb ? K : N),
+                accumulate, C, int(N));
 }
 
 // View x as (outer, S, inner) around dim.
@@ -331,7 +343,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Shape out_shape = bc.out;
     out_shape.push_back(M);
     out_shape.push_back(N);
-    Tensor out = Tensor::empty(out_shape);
+    Tensor out = Tensor::uninitialized(out_shape);
     // b without batch dims: all of a's rows are one (batch*M, K) @ (K, N) product.
     const bool flat = batch_b.empty();
     const int64_t rowsA = flat ? a.numel() / std::max<int64_t>(K, 1) : M;
@@ -394,14 +406,17 @@ Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
                            shape_str(W.shape()));
     Shape shape = x.shape();
     shape.back() = outf;
-    Tensor out = Tensor::empty(shape);
+    Tensor out = Tensor::uninitialized(shape);
     float* y = out.data();
     // y = x W^T (+ b): W is stored (out, in) like torch, so it enters transposed.
     sgemm(false, true, int(rows), int(outf), int(in), 1.0f, x.data(), int(in), W.data(), int(in),
           0.0f, y, int(outf));
-    if (b.defined())
+    if (b.defined()) {
+        const float* bias = b.data();  // (out)
         for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < outf; j++) y[r * outf + j] += b.data()[j];
+#pragma omp simd
+            for (int64_t j = 0; j < outf; j++) y[r * outf + j] += bias[j];
+    }
     return record(out, "linear", {x, W, b}, [x, W, b, rows, in, outf](TensorImpl& self) {
         const float* G = self.grad->data();  // (rows, out)
         if (float* gx = grad_of(x))
@@ -410,8 +425,9 @@ Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
         if (float* gW = grad_of(W))
             sgemm(true, false, int(outf), int(in), int(rows), 1.0f, G, int(outf), x.data(),
                   int(in), 1.0f, gW, int(in));
-        if (float* gb = grad_of(b))
+        if (float* gb = grad_of(b))  // db = the sum of G's rows, added in row order
             for (int64_t r = 0; r < rows; r++)
+#pragma omp simd
                 for (int64_t j = 0; j < outf; j++) gb[j] += G[r * outf + j];
     });
 }
@@ -436,6 +452,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
     out.impl->shape = s;
     out.impl->numel = x.numel();
     out.impl->data = x.impl->data;  // same storage, same element order
+    out.impl->view = true;          // and so the same gradient (Tensor::backward may share it)
     return record(out, "reshape", {x}, [x](TensorImpl& self) {
         float* gx = grad_of(x);
         const float* g = self.grad->data();
@@ -466,7 +483,7 @@ Tensor permute(const Tensor& x, const std::vector<int>& dims_in) {
     }
     Shape s(nd);
     for (int d = 0; d < nd; d++) s[d] = x.shape()[dims[d]];
-    Tensor out = Tensor::empty(s);
+    Tensor out = Tensor::uninitialized(s);
     if (nd > 0) permute_copy(x.data(), x.shape(), dims, out.data(), false);
     else out.data()[0] = x.data()[0];
     return record(out, "permute", {x}, [x, dims](TensorImpl& self) {
@@ -500,7 +517,7 @@ void check_last(const Tensor& x, int dim, const char* op) {
 Tensor softmax(const Tensor& x, int dim) {
     check_last(x, dim, "softmax");
     const int64_t C = x.size(-1), R = x.numel() / std::max<int64_t>(C, 1);
-    Tensor out = Tensor::empty(x.shape());
+    Tensor out = Tensor::uninitialized(x.shape());
     const float* in = x.data();
     float* p = out.data();
 #pragma omp parallel for if (x.numel() > PARALLEL)
@@ -531,7 +548,7 @@ Tensor softmax(const Tensor& x, int dim) {
 Tensor log_softmax(const Tensor& x, int dim) {
     check_last(x, dim, "log_softmax");
     const int64_t C = x.size(-1), R = x.numel() / std::max<int64_t>(C, 1);
-    Tensor out = Tensor::empty(x.shape());
+    Tensor out = Tensor::uninitialized(x.shape());
     for (int64_t r = 0; r < R; r++) {
         const float* row = x.data() + r * C;
         float m = -std::numeric_limits<float>::infinity();
@@ -558,7 +575,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value) {
     if (bc.out != x.shape())
         fail("masked_fill", "mask " + shape_str(mask.shape()) + " does not broadcast to " +
                                 shape_str(x.shape()));
-    Tensor out = Tensor::empty(x.shape());
+    Tensor out = Tensor::uninitialized(x.shape());
     const float *in = x.data(), *m = mask.data();
     float* o = out.data();
     for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) { o[i] = m[ib] != 0 ? value : in[ia]; });
@@ -632,53 +649,127 @@ Tensor norm(const Tensor& x) {
 }
 
 // ---- layer norm and cross-entropy --------------------------------------------------------------
+namespace {
+
+// LayerNorm over the last dim D, rows = everything before it:
+//   y = (x - mean) / sqrt(var + eps) * weight + bias,   mean and (biased) var over the row.
+// Each row's mean, variance and the backward's two row sums are double sums taken in order
+// j = 0..D-1: a chain of D dependent additions, each waiting for the one before (4 cycles). So
+// LN_ROWS rows are summed side by side, their chains interleaved: every row still adds the same
+// numbers in the same order, so the result is bit for bit that of one row at a time, but the
+// CPU keeps LN_ROWS additions in flight instead of one.
+constexpr int LN_ROWS = 8;
+
+// Mean and 1/std of rows r0..r0+n of x (R, D), into mean_rstd (2 per row); n is a template
+// argument so the interleaved loops over the rows are unrolled.
+template <int n>
+void ln_row_stats(const float* x, int64_t D, int64_t r0, float eps, float* mean_rstd) {
+    const float* row[n];
+    double m[n], v[n];
+    for (int r = 0; r < n; r++) {
+        row[r] = x + (r0 + r) * D;
+        m[r] = v[r] = 0;
+    }
+    for (int64_t j = 0; j < D; j++)
+        for (int r = 0; r < n; r++) m[r] += row[r][j];
+    for (int r = 0; r < n; r++) m[r] /= double(D);
+    for (int64_t j = 0; j < D; j++)
+        for (int r = 0; r < n; r++) v[r] += (row[r][j] - m[r]) * (row[r][j] - m[r]);
+    for (int r = 0; r < n; r++) {
+        v[r] /= double(D);  // biased variance, as torch
+        mean_rstd[2 * (r0 + r)] = float(m[r]);
+        mean_rstd[2 * (r0 + r) + 1] = float(1.0 / std::sqrt(v[r] + eps));
+    }
+}
+
+// The backward's row sums over rows r0..r0+n, dxhat and xhat (n, D) of those rows:
+// s1 = sum_j dxhat_j, s2 = sum_j dxhat_j xhat_j, interleaved like ln_row_stats.
+template <int n>
+void ln_row_sums(const float* dxhat, const float* xhat, int64_t D, double* s1, double* s2) {
+    for (int r = 0; r < n; r++) s1[r] = s2[r] = 0;
+    for (int64_t j = 0; j < D; j++)
+        for (int r = 0; r < n; r++) {
+            s1[r] += dxhat[r * D + j];
+            s2[r] += double(dxhat[r * D + j]) * xhat[r * D + j];
+        }
+}
+
+}  // namespace
+
 Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) {
     const int64_t D = x.size(-1), R = x.numel() / std::max<int64_t>(D, 1);
     for (const Tensor* p : {&w, &b})
         if (p->defined() && (p->dim() != 1 || p->size(0) != D))
             fail("layer_norm", "parameter " + shape_str(p->shape()) + " does not match input " +
                                    shape_str(x.shape()));
-    Tensor out = Tensor::empty(x.shape());
-    auto mean_rstd = std::make_shared<std::vector<float>>(2 * R);  // per row: mean, 1/std
+    Tensor out = Tensor::uninitialized(x.shape());
+    auto mean_rstd = std::make_shared<std::vector<float>>(2 * R);  // (R, 2): mean, 1/std
     const float* in = x.data();
+    const float* weight = w.defined() ? w.data() : nullptr;  // (D) or none
+    const float* bias = b.defined() ? b.data() : nullptr;    // (D) or none
     float* o = out.data();
+    const int64_t blocks = R / LN_ROWS;  // full blocks; the last R % LN_ROWS rows one by one
 #pragma omp parallel for if (x.numel() > PARALLEL)
-    for (int64_t r = 0; r < R; r++) {
-        const float* row = in + r * D;
-        double m = 0, v = 0;
-        for (int64_t j = 0; j < D; j++) m += row[j];
-        m /= double(D);
-        for (int64_t j = 0; j < D; j++) v += (row[j] - m) * (row[j] - m);
-        v /= double(D);  // biased variance, as torch
-        float rstd = float(1.0 / std::sqrt(v + eps));
-        (*mean_rstd)[2 * r] = float(m);
-        (*mean_rstd)[2 * r + 1] = rstd;
-        for (int64_t j = 0; j < D; j++) {
-            float y = (row[j] - float(m)) * rstd;
-            if (w.defined()) y *= w.data()[j];
-            if (b.defined()) y += b.data()[j];
-            o[r * D + j] = y;
+    for (int64_t k = 0; k < blocks + R % LN_ROWS; k++) {
+        const int64_t r0 = k < blocks ? k * LN_ROWS : blocks * LN_ROWS + (k - blocks);
+        const int n = k < blocks ? LN_ROWS : 1;
+        if (n == LN_ROWS) ln_row_stats<LN_ROWS>(in, D, r0, eps, mean_rstd->data());
+        else ln_row_stats<1>(in, D, r0, eps, mean_rstd->data());
+        for (int64_t r = r0; r < r0 + n; r++) {
+            const float* row = in + r * D;
+            float* y = o + r * D;
+            const float m = (*mean_rstd)[2 * r], rstd = (*mean_rstd)[2 * r + 1];
+            // Three passes over the row (it stays in L1), each one rounding: the scale and the
+            // shift are never fused into one multiply-add, which would round differently.
+#pragma omp simd
+            for (int64_t j = 0; j < D; j++) y[j] = (row[j] - m) * rstd;
+            if (weight)
+#pragma omp simd
+                for (int64_t j = 0; j < D; j++) y[j] *= weight[j];
+            if (bias)
+#pragma omp simd
+                for (int64_t j = 0; j < D; j++) y[j] += bias[j];
         }
     }
     return record(out, "layer_norm", {x, w, b}, [x, w, b, R, D, mean_rstd](TensorImpl& self) {
         const float *in = x.data(), *g = self.grad->data();
+        const float* weight = w.defined() ? w.data() : nullptr;  // (D) or none
         float *gx = grad_of(x), *gw = grad_of(w), *gb = grad_of(b);
-        std::vector<float> xhat(D), dxhat(D);
-        for (int64_t r = 0; r < R; r++) {
-            float m = (*mean_rstd)[2 * r], rstd = (*mean_rstd)[2 * r + 1];
-            double s1 = 0, s2 = 0;  // mean of dxhat and of dxhat * xhat
-            for (int64_t j = 0; j < D; j++) {
-                xhat[j] = (in[r * D + j] - m) * rstd;
-                float gy = g[r * D + j];
-                dxhat[j] = w.defined() ? gy * w.data()[j] : gy;
-                if (gw) gw[j] += gy * xhat[j];
-                if (gb) gb[j] += gy;
-                s1 += dxhat[j];
-                s2 += double(dxhat[j]) * xhat[j];
+        std::vector<float> xhat(LN_ROWS * D), dxhat(LN_ROWS * D);  // (LN_ROWS, D) each
+        double s1[LN_ROWS], s2[LN_ROWS];  // per row: sum of dxhat, of dxhat * xhat
+        for (int64_t r0 = 0; r0 < R; r0 += LN_ROWS) {
+            const int n = int(std::min<int64_t>(LN_ROWS, R - r0));
+            for (int r = 0; r < n; r++) {
+                const float m = (*mean_rstd)[2 * (r0 + r)], rstd = (*mean_rstd)[2 * (r0 + r) + 1];
+                const float* gy = g + (r0 + r) * D;
+                const float* xr = in + (r0 + r) * D;
+                float *xh = xhat.data() + r * D, *dxh = dxhat.data() + r * D;
+#pragma omp simd
+                for (int64_t j = 0; j < D; j++) xh[j] = (xr[j] - m) * rstd;
+#pragma omp simd
+                for (int64_t j = 0; j < D; j++) dxh[j] = weight ? gy[j] * weight[j] : gy[j];
+                // dweight += gy * xhat, dbias += gy: row by row, in the rows' order
+                if (gw)
+#pragma omp simd
+                    for (int64_t j = 0; j < D; j++) gw[j] += gy[j] * xh[j];
+                if (gb)
+#pragma omp simd
+                    for (int64_t j = 0; j < D; j++) gb[j] += gy[j];
             }
             if (!gx) continue;
-            float m1 = float(s1 / double(D)), m2 = float(s2 / double(D));
-            for (int64_t j = 0; j < D; j++) gx[r * D + j] += rstd * (dxhat[j] - m1 - xhat[j] * m2);
+            if (n == LN_ROWS) ln_row_sums<LN_ROWS>(dxhat.data(), xhat.data(), D, s1, s2);
+            else
+                for (int r = 0; r < n; r++)
+                    ln_row_sums<1>(dxhat.data() + r * D, xhat.data() + r * D, D, s1 + r, s2 + r);
+            // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+            for (int r = 0; r < n; r++) {
+                const float rstd = (*mean_rstd)[2 * (r0 + r) + 1];
+                const float m1 = float(s1[r] / double(D)), m2 = float(s2[r] / double(D));
+                const float *xh = xhat.data() + r * D, *dxh = dxhat.data() + r * D;
+                float* gxr = gx + (r0 + r) * D;
+#pragma omp simd
+                for (int64_t j = 0; j < D; j++) gxr[j] += rstd * (dxh[j] - m1 - xh[j] * m2);
+            }
         }
     });
 }
@@ -731,7 +822,7 @@ Tensor index_select(const Tensor& x, const std::vector<int64_t>& index) {
                                      shape_str(x.shape()));
     Shape s = x.shape();
     s[0] = int64_t(index.size());
-    Tensor out = Tensor::empty(s);
+    Tensor out = Tensor::uninitialized(s);
     for (size_t k = 0; k < index.size(); k++)
         std::memcpy(out.data() + k * row, x.data() + index[k] * row, size_t(row) * sizeof(float));
     return record(out, "index_select", {x}, [x, index, row](TensorImpl& self) {
@@ -763,7 +854,7 @@ Tensor slice(const Tensor& x, int dim, int64_t start, int64_t end, int64_t step)
     const int64_t len = (end - start + step - 1) / step;
     Shape s = x.shape();
     s[d] = len;
-    Tensor out = Tensor::empty(s);
+    Tensor out = Tensor::uninitialized(s);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t k = 0; k < len; k++)
             std::memcpy(out.data() + (o * len + k) * inner,
@@ -815,7 +906,7 @@ Tensor concat(const std::vector<Tensor>& xs, int dim) {
                                        std::to_string(dim));
         s[d] += t.shape()[d];
     }
-    Tensor out = Tensor::empty(s);
+    Tensor out = Tensor::uninitialized(s);
     int64_t outer, S, inner, offset = 0;
     split_at(s, d, outer, S, inner);
     std::vector<int64_t> offsets;

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <unordered_map>
 #include <unordered_set>
 
 std::string shape_str(const Shape& s) {
@@ -30,8 +31,17 @@ Tensor Tensor::empty(const Shape& shape) {
     return t;
 }
 
+Tensor Tensor::uninitialized(const Shape& shape) {
+    Tensor t;
+    t.impl = std::make_shared<TensorImpl>();
+    t.impl->shape = shape;
+    t.impl->numel = numel_of(shape);
+    t.impl->data = std::make_shared<mem::Buffer<float>>(size_t(t.impl->numel), mem::uninit);
+    return t;
+}
+
 Tensor Tensor::full(const Shape& shape, float value) {
-    Tensor t = empty(shape);
+    Tensor t = uninitialized(shape);
     float* p = t.data();
     for (int64_t i = 0; i < t.numel(); i++) p[i] = value;
     return t;
@@ -41,7 +51,7 @@ Tensor Tensor::from(const std::vector<float>& values, const Shape& shape) {
     if (int64_t(values.size()) != numel_of(shape))
         throw std::invalid_argument("Tensor::from: " + std::to_string(values.size()) +
                                     " values do not fill shape " + shape_str(shape));
-    Tensor t = empty(shape);
+    Tensor t = uninitialized(shape);
     if (!values.empty()) std::memcpy(t.data(), values.data(), values.size() * sizeof(float));
     return t;
 }
@@ -110,7 +120,7 @@ float Tensor::at(std::initializer_list<int64_t> index) const {
 
 // ---- autograd ------------------------------------------------------------------------------
 float* TensorImpl::grad_data() {
-    if (!grad) grad = std::make_unique<mem::Buffer<float>>(size_t(numel));
+    if (!grad) grad = std::make_shared<mem::Buffer<float>>(size_t(numel));
     return grad->data();
 }
 
@@ -124,7 +134,7 @@ float* Tensor::grad_data() { return checked(impl).grad_data(); }
 
 Tensor Tensor::grad() const {
     if (!checked(impl).grad) return Tensor();
-    Tensor g = empty(shape());
+    Tensor g = uninitialized(shape());
     std::memcpy(g.data(), impl->grad->data(), size_t(numel()) * sizeof(float));
     return g;
 }
@@ -199,12 +209,28 @@ void Tensor::backward(const Tensor& grad_output) {
             stack.pop_back();
         }
     }
-    // Intermediate gradients start from zero on every pass (leaves keep accumulating).
-    for (TensorImpl* node : order)
-        if (node->backward && node->grad)
-            std::memset(node->grad->data(), 0, size_t(node->numel) * sizeof(float));
+    // Intermediate gradients start from zero on every pass (leaves keep accumulating): they
+    // are released, and allocated zeroed again by their first contribution.
+    // uses: how many nodes of this graph consume each node.
+    std::unordered_map<TensorImpl*, int> uses;
+    for (TensorImpl* node : order) {
+        if (node->backward) node->grad.reset();
+        for (const auto& p : node->parents)
+            if (p->requires_grad) uses[p.get()]++;
+    }
     float* g = impl->grad_data();
     for (int64_t i = 0; i < numel(); i++) g[i] += grad_output.data()[i];
-    for (auto it = order.rbegin(); it != order.rend(); ++it)
-        if ((*it)->backward && (*it)->grad) (*it)->backward(**it);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        TensorImpl& node = **it;
+        if (!node.backward || !node.grad) continue;
+        // A reshape's gradient is its input's, element for element. When the input is an
+        // intermediate with no other use, its gradient is exactly this one (0 + g): the buffer
+        // is shared instead of added into a fresh zeroed one.
+        TensorImpl* input = node.view ? node.parents[0].get() : nullptr;
+        if (input && input->backward && !input->grad && uses[input] == 1) {
+            input->grad = node.grad;
+            continue;
+        }
+        node.backward(node);
+    }
 }

@@ -31,6 +31,9 @@ public:
 
     // --- creation --------------------------------------------------------------------------
     static Tensor empty(const Shape& shape);  // zero-filled here, unlike torch.empty
+    // Contents undefined (torch.empty): for an op that writes every element of its output,
+    // which then skips the zero fill (a training step allocates ~20 MB of outputs).
+    static Tensor uninitialized(const Shape& shape);
     static Tensor zeros(const Shape& shape) { return empty(shape); }
     static Tensor full(const Shape& shape, float value);
     static Tensor ones(const Shape& shape) { return full(shape, 1.0f); }
@@ -71,8 +74,9 @@ struct TensorImpl {
     Shape shape;
     int64_t numel = 0;
     std::shared_ptr<mem::Buffer<float>> data;  // shared between reshape views
-    std::unique_ptr<mem::Buffer<float>> grad;  // same element order as data
+    std::shared_ptr<mem::Buffer<float>> grad;  // same element order as data; a view may share it
     bool requires_grad = false;
+    bool view = false;  // reshape: parents[0]'s elements in the same order (see backward)
     const char* op = "leaf";
     std::vector<std::shared_ptr<TensorImpl>> parents;
     BackwardFn backward;

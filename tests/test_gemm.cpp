@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -188,4 +189,37 @@ TEST_CASE("gemm: B packed once, then sub-blocks of it multiplied (the FlashAtten
                                        (long)Kt * NR, beta, C.data(), N);
                         CHECK(testutil::allclose(C, ref, 1e-5 * std::sqrt(K + 1.0) * 4, 1e-5, "C"));
                     }
+}
+
+TEST_CASE("gemm: sgemm_small equals sgemm bit for bit (tiny products, every transpose)") {
+    // The attention's per-head products take sgemm_small; it must round exactly as sgemm does,
+    // with C overwritten (beta = 0) or added to (beta = 1), in a sub-matrix of a wider array.
+    std::mt19937 rng(6);
+    std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (const std::array<int, 3>& mnk :
+                 {std::array<int, 3>{9, 9, 16}, {10, 16, 10}, {1, 1, 1}, {5, 17, 3},
+                  {16, 64, 64}, {64, 33, 7}, {4, 48, 64}, {13, 16, 32}})
+                for (int accumulate = 0; accumulate < 2; accumulate++) {
+                    const int M = mnk[0], N = mnk[1], K = mnk[2], pad = 3;
+                    CAPTURE(ta);
+                    CAPTURE(tb);
+                    CAPTURE(M);
+                    CAPTURE(N);
+                    CAPTURE(K);
+                    CAPTURE(accumulate);
+                    const int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+                    std::vector<float> A((size_t)(ta ? K : M) * lda),
+                        B((size_t)(tb ? N : K) * ldb), C((size_t)M * ldc);
+                    for (auto& x : A) x = U(rng);
+                    for (auto& x : B) x = U(rng);
+                    for (auto& x : C) x = U(rng);
+                    std::vector<float> ref = C;
+                    sgemm(ta != 0, tb != 0, M, N, K, 1.0f, A.data(), lda, B.data(), ldb,
+                          accumulate ? 1.0f : 0.0f, ref.data(), ldc);
+                    sgemm_small(ta != 0, tb != 0, M, N, K, A.data(), lda, B.data(), ldb,
+                                accumulate != 0, C.data(), ldc);
+                    CHECK(std::memcmp(C.data(), ref.data(), C.size() * sizeof(float)) == 0);
+                }
 }

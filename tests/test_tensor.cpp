@@ -206,6 +206,31 @@ TEST_CASE("autograd: a reused node accumulates, and a second backward after zero
     CHECK((a * 2.0f).requires_grad());
 }
 
+TEST_CASE("autograd: a reshape shares its input's gradient only where that is the whole of it") {
+    // Tensor::backward hands a view's gradient buffer to its input when the input is an
+    // intermediate with no other use; with another use, or a leaf input, the terms are added.
+    Tensor a = Tensor::from({1.0f, -2.0f, 3.0f, 0.5f}, {4}).requires_grad_();
+    Tensor b = a * 3.0f;                                       // one use: the reshape
+    Tensor loss = sum(reshape(b, {2, 2}) * reshape(b, {2, 2}));  // two reshapes of b: 18 a
+    loss.backward();
+    CHECK(a.grad().to_vector() == std::vector<float>{18, -36, 54, 9});
+    Tensor c = a * 2.0f;  // used by a reshape and directly: 2c + 1 per element, times 2
+    Tensor loss2 = sum(reshape(c, {2, 2})) + sum(c * c);
+    a.zero_grad();
+    loss2.backward();
+    CHECK(a.grad().to_vector() == std::vector<float>{10, -14, 26, 6});
+    Tensor d = a * 1.0f;  // a chain of views over one intermediate, then a second pass
+    Tensor loss3 = sum(reshape(reshape(d, {2, 2}), {4}) * 4.0f);
+    a.zero_grad();
+    loss3.backward();
+    loss3.backward();  // the intermediates start again from zero; the leaf accumulates
+    CHECK(a.grad().to_vector() == std::vector<float>{8, 8, 8, 8});
+    Tensor w = Tensor::from({1.0f, 2.0f}, {2}).requires_grad_();  // a leaf under a reshape
+    sum(reshape(w, {1, 2}) * 5.0f).backward();
+    sum(reshape(w, {2, 1}) * 1.0f).backward();
+    CHECK(w.grad().to_vector() == std::vector<float>{6, 6});
+}
+
 TEST_CASE("format: torch's tensor printing and Python's float repr") {
     CHECK(torch_str(Tensor::from({{0, 0, 1, 0}, {1, 1, 1, 0}})) ==
           "tensor([[0., 0., 1., 0.],\n        [1., 1., 1., 0.]])");

@@ -159,9 +159,9 @@ def noam_lr(step, d_model, warmup=200):
     return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
-def median_step_ms(batches, warmup, seed):
+def median_step_ms(batches, warmup, seed, d_model=64, heads=4, layers=2):
     torch.manual_seed(seed)
-    model = EncoderDecoder()
+    model = EncoderDecoder(d_model, heads, layers)
     adam = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     ms = []
     for s, (src, tin, tout, pad) in enumerate(batches):
@@ -183,6 +183,9 @@ def main():
     p.add_argument("--batches", required=True, help="the file bench-translate wrote")
     p.add_argument("--warmup", type=int, default=20, help="untimed steps first")
     p.add_argument("--seed", type=int, default=0, help="torch.manual_seed before the model")
+    p.add_argument("--d-model", type=int, default=64, help="d_model (chapter 7: 64)")
+    p.add_argument("--heads", type=int, default=4, help="attention heads (chapter 7: 4)")
+    p.add_argument("--layers", type=int, default=2, help="encoder = decoder blocks (chapter 7: 2)")
     p.add_argument("--openblas-best", default="",
                    help="this CPU's best OpenBLAS cores, comma-separated; where torch's OpenBLAS "
                         "runs another core, the steps are timed again with OPENBLAS_CORETYPE set "
@@ -193,7 +196,7 @@ def main():
     batches = read_batches(a.batches)
     if a.warmup < 0 or a.warmup >= len(batches):
         p.error(f"--warmup must be 0 to {len(batches) - 1} (the file holds {len(batches)} batches)")
-    ms = median_step_ms(batches, a.warmup, a.seed)
+    ms = median_step_ms(batches, a.warmup, a.seed, a.d_model, a.heads, a.layers)
     if a.child:
         print(f"median_ms {ms:.4f}")
         return
@@ -203,7 +206,8 @@ def main():
     rerun = torch_blas.rerun_core(best)
     if rerun:
         argv = [sys.argv[0], "--batches", a.batches, "--warmup", str(a.warmup),
-                "--seed", str(a.seed), "--child"]
+                "--seed", str(a.seed), "--d-model", str(a.d_model), "--heads", str(a.heads),
+                "--layers", str(a.layers), "--child"]
         out = torch_blas.run_child(rerun, argv) or ""
         other = [float(line.split()[1]) for line in out.splitlines()
                  if line.startswith("median_ms ")]
