@@ -327,6 +327,10 @@ $(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -D
 # of compiling, more under the sanitizers). doctest is a system header there, as it is in a
 # unit. GCC only (clang refuses, not ignores, a PCH built with other flags); main.o, which
 # compiles doctest's implementation, goes without.
+# doctest's implementation (main.o) holds none of the arithmetic under test, only the framework:
+# at -O1 it compiles in less time than at -O2 (4.5 s -> 3.2 s of CPU; 17.7 s -> 10.1 s with the
+# sanitizers).
+$(BUILD)/obj/tests/main.o: private CXXFLAGS += -O1
 ifeq ($(PORT_CLANG),)
 TEST_PCH := $(BUILD)/pch/tests/pch.h
 $(TEST_PCH): tests/pch.h
@@ -386,7 +390,12 @@ PREBUILD_FIRST := $(if $(filter 1,$(EMU_RACECHECK)),$(BUILD)/emu-rc/cuda/sgemm.o
     $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/attention_flash.o) \
     $(addprefix $(BUILD)/obj/tests/,test_flashcards.o test_cuda_emulator.o test_chapter6.o \
       test_ablations.o main.o)
+# Two sub-makes, as a list of prerequisites did not keep that order: while the phony `deps`
+# that every object waits for ran, make started whatever did not wait for it (the small nvcc
+# units) and went on from there.
 .PHONY: prebuild
-prebuild: $(PREBUILD_FIRST) build
+prebuild:
+	@$(MAKE) --no-print-directory $(PREBUILD_FIRST)
+	@$(MAKE) --no-print-directory build
 
 -include $(COMMON_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CHAPTER_OBJ:.o=.d) $(wildcard $(BUILD)/obj/chapters/*/*.d) $(wildcard $(BUILD)/obj/bench/*.d)
