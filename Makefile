@@ -60,15 +60,16 @@ MAKEFLAGS += -j$(JOBS)
 endif
 endif
 # While chapter 7 trains (one thread, about a minute) the other core would idle: there `make`
-# starts building the rest of `build` (`prebuild`, at the end of this file: the tests, the
-# emulator's programs, the benchmarks, the CUDA parts; the longest units first), niced, in the
-# same pool of jobs, its output in $(BUILD)/prebuild.log, and waits for it after chapter 7;
-# `make test` then only runs the suite. It never runs beside chapter 6, which times itself. A
-# failure there is said (the log's end) and fails `make`; an interrupted make stops it (its
-# whole process group). PREBUILD=0 leaves it to `make test`.
+# starts building the longest units of what `make test` builds (`prebuild`, at the end of this
+# file: the emulator's and nvcc's sgemm, the largest test units ...), niced, in the same pool of
+# jobs, its output in $(BUILD)/prebuild.log, and waits for them after chapter 7; `make test`
+# builds the rest, short units that share both cores well, and runs the suite. The set is sized
+# so that both stay within their times on 2 cores (README). It never runs beside chapter 6,
+# which times itself. A failure there is said (the log's end) and fails `make`; an interrupted
+# make stops it (its whole process group). PREBUILD=0 leaves it all to `make test`.
 PREBUILD ?= 1
 PREBUILD_BESIDE := 7-translate
-all: ## build everything, run every chapter (figures/); the tests build beside chapter 7
+all: ## build the chapters (and beside chapter 7 the tests' longest units), run every chapter
 	@$(MAKE) --no-print-directory chapters
 	@# One chapter at a time, even under make -j: chapter 6 times itself, and the logs stay apart.
 	@pid=; trap 's=$$?; [ -z "$$pid" ] || { kill -TERM -- -$$pid; wait $$pid; }; exit $$s' EXIT; \
@@ -81,7 +82,7 @@ all: ## build everything, run every chapter (figures/); the tests build beside c
 	  $(MAKE) --no-print-directory run-$$c || exit 1; \
 	done; \
 	[ -z "$$pid" ] || { wait $$pid; rc=$$?; pid=; [ $$rc = 0 ] || { tail -30 $(BUILD)/prebuild.log; \
-	  echo "make: building the tests beside the chapters failed (above; $(BUILD)/prebuild.log)"; \
+	  echo "make: the units built beside chapter 7 failed (above; $(BUILD)/prebuild.log)"; \
 	  exit $$rc; }; }
 
 chapters: deps $(CHAPTERS:%=$(BUILD)/bin/%) ## build the chapter programs only
@@ -382,20 +383,21 @@ $(BUILD)/bin/tests: $(TEST_OBJ) $(CHAPTER_LIB) $(LIB)
 # Optional parts keep their rules beside their sources.
 -include $(wildcard cuda/*.mk)
 
-# What `make` builds beside chapter 7 (see `all`): all of `build`, the units that take longest
-# first, so that the short ones fill both cores at the end.
-PREBUILD_FIRST := $(if $(filter 1,$(EMU_RACECHECK)),$(BUILD)/emu-rc/cuda/sgemm.o) \
+# What `make` builds beside chapter 7 (see `all`): the units of `build` that take longest,
+# longest first (about 120 s of the 200 s of CPU `build` takes after `make`'s own build, on the
+# idle 2-core machine, where nvcc is). Goals of one sub-make: as prerequisites of prebuild their
+# order was lost (while the phony deps every object waits for ran, make started whatever did
+# not wait for it and went on from there).
+PREBUILD_UNITS := $(if $(filter 1,$(EMU_RACECHECK)),$(BUILD)/emu-rc/cuda/sgemm.o) \
     $(BUILD)/emu/cuda/sgemm.o $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/sgemm.o) \
     $(if $(filter 1,$(EMU_RACECHECK)),$(BUILD)/emu-rc/cuda/emu/racecheck_tests.o) \
     $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/attention_flash.o) \
     $(addprefix $(BUILD)/obj/tests/,test_flashcards.o test_cuda_emulator.o test_chapter6.o \
-      test_ablations.o main.o)
-# Two sub-makes, as a list of prerequisites did not keep that order: while the phony `deps`
-# that every object waits for ran, make started whatever did not wait for it (the small nvcc
-# units) and went on from there.
+      test_ablations.o test_chapter1_live.o test_translate.o main.o) \
+    $(BUILD)/emu/cuda/bench/gpu_bench.o \
+    $(if $(filter 1,$(EMU_RACECHECK)),$(BUILD)/emu-rc/cuda/attention_flash.o)
 .PHONY: prebuild
 prebuild:
-	@$(MAKE) --no-print-directory $(PREBUILD_FIRST)
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory $(PREBUILD_UNITS)
 
 -include $(COMMON_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CHAPTER_OBJ:.o=.d) $(wildcard $(BUILD)/obj/chapters/*/*.d) $(wildcard $(BUILD)/obj/bench/*.d)
