@@ -36,6 +36,11 @@ BENCHES     := $(patsubst bench/%.cpp,bench-%,$(wildcard bench/*.cpp))
 TEST_SRC    := $(wildcard tests/*.cpp)
 TEST_OBJ    := $(TEST_SRC:%.cpp=$(BUILD)/obj/%.o)
 PROGRAMS    := $(CHAPTERS:%=$(BUILD)/bin/%) $(BENCHES:%=$(BUILD)/bin/%)
+# Programs no test starts: SUITE_ONLY=1 (make sanitize) leaves them out of `build`, since
+# nothing would run them sanitized. (The tests start the chapters, bench-gemm, bench-layers,
+# 6-cost-emu, gpu-bench-emu and cuda-tests.)
+NOT_RUN_BY_TESTS := $(BUILD)/bin/bench-translate
+PROGRAMS    := $(if $(SUITE_ONLY),$(filter-out $(NOT_RUN_BY_TESTS),$(PROGRAMS)),$(PROGRAMS))
 
 .DEFAULT_GOAL := all
 .SECONDARY:  # keep object files between runs
@@ -54,10 +59,31 @@ ifeq ($(filter-out $(PARALLEL_GOALS),$(or $(MAKECMDGOALS),all)),)
 MAKEFLAGS += -j$(JOBS)
 endif
 endif
-all: ## build the chapters (in parallel), run every chapter, write figures/
+# While chapter 7 trains (one thread, about a minute) the other core would idle: there `make`
+# starts building the longest units of what `make test` builds (`prebuild`, at the end of this
+# file: the emulator's and nvcc's sgemm, the largest test units ...), niced, in the same pool of
+# jobs, its output in $(BUILD)/prebuild.log, and waits for them after chapter 7; `make test`
+# builds the rest, short units that share both cores well, and runs the suite. The set is sized
+# so that both stay within their times on 2 cores (README). It never runs beside chapter 6,
+# which times itself. A failure there is said (the log's end) and fails `make`; an interrupted
+# make stops it (its whole process group). PREBUILD=0 leaves it all to `make test`.
+PREBUILD ?= 1
+PREBUILD_BESIDE := 7-translate
+all: ## build the chapters (and beside chapter 7 the tests' longest units), run every chapter
 	@$(MAKE) --no-print-directory chapters
 	@# One chapter at a time, even under make -j: chapter 6 times itself, and the logs stay apart.
-	@for c in $(RUN_BY_MAKE); do $(MAKE) --no-print-directory run-$$c || exit 1; done
+	@pid=; trap 's=$$?; [ -z "$$pid" ] || { kill -TERM -- -$$pid; wait $$pid; }; exit $$s' EXIT; \
+	trap 'exit 130' INT; trap 'exit 143' TERM; \
+	for c in $(RUN_BY_MAKE); do \
+	  if [ $$c = $(PREBUILD_BESIDE) ] && [ "$(PREBUILD)" = 1 ]; then \
+	    set -m; nice -n 19 $(MAKE) --no-print-directory prebuild >$(BUILD)/prebuild.log 2>&1 & \
+	    pid=$$!; set +m; \
+	  fi; \
+	  $(MAKE) --no-print-directory run-$$c || exit 1; \
+	done; \
+	[ -z "$$pid" ] || { wait $$pid; rc=$$?; pid=; [ $$rc = 0 ] || { tail -30 $(BUILD)/prebuild.log; \
+	  echo "make: the units built beside chapter 7 failed (above; $(BUILD)/prebuild.log)"; \
+	  exit $$rc; }; }
 
 chapters: deps $(CHAPTERS:%=$(BUILD)/bin/%) ## build the chapter programs only
 
@@ -66,8 +92,12 @@ build: deps $(PROGRAMS) $(BUILD)/bin/tests ## build every program into $(BUILD)/
 # The suite runs in TEST_JOBS processes, each taking slices of consecutive test cases in turn
 # (tests/run-suite.sh); the last line adds them up. `build/bin/tests` runs it in one process,
 # with doctest's own options (-tc=NAME, -s, --duration=true).
+# The suite is a prerequisite of `test` beside cuda-test and emu-racecheck (cuda/*.mk), so that
+# those run beside it rather than before it, each on a core the suite's slices leave.
 TEST_JOBS ?= $(JOBS)
-test: build ## build and run the doctest suite (on every core)
+.PHONY: suite
+test: suite ## build what is out of date, run the doctest suite (on every core)
+suite: build
 	@bash tests/run-suite.sh $(TEST_JOBS) $(BUILD)/test-logs $(BUILD)/bin/tests $(RUNNER)
 
 help: ## list the targets
@@ -77,8 +107,9 @@ help: ## list the targets
 clean: ## remove build outputs (figures/ stays: it is committed)
 	rm -rf build $(SAN_BUILD) $(CROSS_BUILD) $(PORT_DIR)
 
-# make sanitize: everything built into build-san/ with AddressSanitizer (and its LeakSanitizer)
-# and UBSan, in parallel, then the whole suite, whose programs are the sanitized ones too. Every
+# make sanitize: everything the suite runs built into build-san/ with AddressSanitizer (and its
+# LeakSanitizer) and UBSan, in parallel, then the whole suite, whose programs are the sanitized
+# ones too (SUITE_ONLY: bench-translate, which no test starts, is not built). Every
 # process writes what the sanitizers say to build-san/sanitizer/ (a file per process that said
 # something), so a report from a program a test started is counted even where the test only
 # checks its exit code. The last line: the test cases passed and the reports found; it exits 1
@@ -88,9 +119,9 @@ SAN_LOGS  := $(SAN_BUILD)/sanitizer
 # A report's first line. The logs also hold ASan's warnings about the CUDA emulator's fibers
 # (makecontext/swapcontext, a stack switch it cannot follow); those are not reports.
 SAN_REPORT := ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:
-sanitize: ## the whole test suite built with AddressSanitizer + UBSan (about 15 min on 2 idle cores)
+sanitize: ## the whole suite built with AddressSanitizer + UBSan and run (minutes: build and suite)
 	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
-	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) \
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) SUITE_ONLY=1 \
 	    EXTRA_CXXFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
 	    EXTRA_LDFLAGS='-fsanitize=address,undefined' build
 	@logs=$(abspath $(SAN_LOGS)); \
@@ -293,6 +324,28 @@ $(BUILD)/obj/common/optim.o: CXXFLAGS += -fno-math-errno
 
 $(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -DPROJECT_ROOT='"$(CURDIR)"'
 
+# The headers most test units include (tests/pch.h: doctest's, the standard library's) are
+# compiled once, with the units' own flags, into $(TEST_PCH).gch, which each unit includes
+# first (GCC takes the .gch beside the header named; it saves about 0.4 s of a unit's 1 to 13 s
+# of compiling, more under the sanitizers). doctest is a system header there, as it is in a
+# unit. GCC only (clang refuses, not ignores, a PCH built with other flags); main.o, which
+# compiles doctest's implementation, goes without.
+# doctest's implementation (main.o) holds none of the arithmetic under test, only the framework:
+# at -O1 it compiles in less time than at -O2 (4.5 s -> 3.2 s of CPU; 17.7 s -> 10.1 s with the
+# sanitizers).
+$(BUILD)/obj/tests/main.o: private CXXFLAGS += -O1
+ifeq ($(PORT_CLANG),)
+TEST_PCH := $(BUILD)/pch/tests/pch.h
+$(TEST_PCH): tests/pch.h
+	@mkdir -p $(dir $@)
+	@cp $< $@
+$(TEST_PCH).gch: $(TEST_PCH) | deps
+	$(CXX) $(CXXFLAGS) -isystem $(DOCTEST_INC) -x c++-header $< -o $@
+$(filter-out %/main.o,$(TEST_OBJ)): $(TEST_PCH).gch
+$(filter-out %/main.o,$(TEST_OBJ)): private CXXFLAGS += -isystem $(DOCTEST_INC) -include $(TEST_PCH)
+-include $(TEST_PCH).d
+endif
+
 # Each archive also depends on a file naming its members, rewritten only when the list changes,
 # so a source that is deleted or moved does not leave its old object inside the archive.
 members = $(shell mkdir -p $(BUILD); f=$(BUILD)/$(1).members; \
@@ -331,4 +384,22 @@ $(BUILD)/bin/tests: $(TEST_OBJ) $(CHAPTER_LIB) $(LIB)
 
 # Optional parts keep their rules beside their sources.
 -include $(wildcard cuda/*.mk)
+
+# What `make` builds beside chapter 7 (see `all`): the units of `build` that take longest,
+# longest first: 169 s of the 286 s of CPU that `build` took after `make`'s own build, in a
+# fresh clone where nvcc is (at load 5 to 14; the idle machine takes about 3/4 of that). On the
+# idle 2 cores that leaves `make` about 135 s, `make test` about 105 s (about 40 s of compiling
+# short units, then the suite). Goals of one sub-make: as prerequisites of prebuild their
+# order was lost (while the phony deps every object waits for ran, make started whatever did
+# not wait for it and went on from there).
+PREBUILD_UNITS := $(if $(filter 1,$(EMU_RACECHECK)),$(BUILD)/emu-rc/cuda/sgemm.o) \
+    $(BUILD)/emu/cuda/sgemm.o $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/sgemm.o) \
+    $(if $(filter 1,$(EMU_RACECHECK)),$(BUILD)/emu-rc/cuda/emu/racecheck_tests.o) \
+    $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/attention_flash.o) \
+    $(addprefix $(BUILD)/obj/tests/,test_flashcards.o test_cuda_emulator.o test_chapter6.o \
+      test_ablations.o main.o)
+.PHONY: prebuild
+prebuild:
+	@$(MAKE) --no-print-directory $(PREBUILD_UNITS)
+
 -include $(COMMON_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CHAPTER_OBJ:.o=.d) $(wildcard $(BUILD)/obj/chapters/*/*.d) $(wildcard $(BUILD)/obj/bench/*.d)

@@ -298,14 +298,18 @@ TEST_CASE("cli: quote() with a limit cuts long bytes at a character and says how
 }
 
 TEST_CASE("cli: a figure folder that cannot be written is found before the long work") {
-    // Before: chapter 7 trained (and chapter 6 measured) first, then failed to draw.
+    // Before: chapter 7 trained (and chapter 6 measured) first, then failed to draw; chapters
+    // 1, 4 and 5 printed their results first.
     const std::string file = "/tmp/transformer-test-cli-figfile-" + std::to_string(::getpid());
     { std::ofstream(file) << "a file where the figure folder should be"; }
     const std::pair<const char*, const char*> runs[] = {
         {"7-translate", "--layers 1 --d-model 16 --heads 2 --batch 4 --steps 3"},
         {"6-cost", "--seq-lens 8 --batch 1 --d-model 8 --heads 2 --warmup 0 --repeat 1 "
                    "--path-lens 16"},
-        {"2-scaling", "--trials 100 --dims 4"}};
+        {"2-scaling", "--trials 100 --dims 4"},
+        {"1-self-attention", "--explain 2"},
+        {"4-positional-encoding", ""},
+        {"5-blocks", "--depths 6"}};
     for (const auto& [program, args] : runs) {
         CAPTURE(program);
         testutil::Run r = testutil::run(program, std::string(args) + " --figure-dir " + file);

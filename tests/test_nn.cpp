@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
 #include <map>
 
 #include "chapters/5-blocks/decoder.h"
@@ -253,15 +253,17 @@ TEST_CASE("chapter 5: CrossAttention on x itself is section 3's attention, switc
 
 TEST_CASE("chapter 5: a figure that cannot be written still lets the decoder's section print") {
     // As chapter 1 does: the error is said, the rest of the output follows, the exit code is 1.
-    const std::string file = "/tmp/transformer-test-5-blocks-" + std::to_string(::getpid());
-    { std::ofstream(file) << "a file where the figure folder should be"; }
-    auto r = testutil::run("5-blocks", "--depths 6 --figure-dir " + file);
+    // The folder passes the check up front (a file there could be written); the figure's own
+    // name is taken by a folder, so only the write itself fails.
+    const std::string dir = "/tmp/transformer-test-5-blocks-" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir + "/5-blocks.png");
+    auto r = testutil::run("5-blocks", "--depths 6 --figure-dir " + dir);
     CHECK(r.exit_code == 1);
-    CHECK(r.err.rfind("5-blocks: error: cannot write figure " + file + "/5-blocks.png: ", 0) == 0);
+    CHECK(r.err.rfind("5-blocks: error: cannot write figure " + dir + "/5-blocks.png: ", 0) == 0);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     CHECK(r.out.find("L= 6 | Post-LN 마지막/첫 블록 = 1.8배") != std::string::npos);
     CHECK(r.out.find("인코더 호출 1회, 디코더 호출 10회") != std::string::npos);
-    std::remove(file.c_str());
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("chapter 5: sizes whose gradient ratio is 0/0 are refused, never printed as nan") {

@@ -136,11 +136,20 @@ Progress load_progress(const std::string& path) {
     refuse_not_regular(path, path);
     bool missing;
     std::string error;
-    std::string text = read_whole(path, missing, error);
+    int error_number;
+    std::string text = read_whole(path, missing, error, &error_number);
     if (missing) return Progress{};
+    // The advice fits the cause: a name over NAME_MAX (or a path over PATH_MAX) is no matter of
+    // permissions, and no file of that name can exist.
+    if (error_number == ENAMETOOLONG)
+        throw Error(path + ": cannot read the progress file: " + error +
+                    " (a file name has at most 255 bytes, a path 4095); choose a shorter "
+                    "--progress FILE");
     if (!error.empty())
         throw Error(path + ": cannot read the progress file: " + error +
-                    "; fix its permissions, choose another --progress file, or --reset");
+                    (error_number == EACCES || error_number == EPERM
+                         ? "; fix its permissions, choose another --progress file, or --reset"
+                         : "; choose another --progress file, or --reset"));
     return parse_progress(text, path);
 }
 

@@ -47,8 +47,10 @@ bool parse_nonneg(std::string_view s, int& out) {
     return true;
 }
 
-std::string read_whole(const std::string& path, bool& missing, std::string& error) {
+std::string read_whole(const std::string& path, bool& missing, std::string& error,
+                       int* error_number) {
     missing = false;
+    if (error_number) *error_number = 0;
     // Only a regular file is read: a FIFO would block forever, a device node never end.
     // (Checked before opening, since opening some devices does something, and after it, on the
     // file actually opened; O_NONBLOCK keeps the open of a FIFO from waiting for a writer.)
@@ -59,6 +61,7 @@ std::string read_whole(const std::string& path, bool& missing, std::string& erro
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         missing = errno == ENOENT || errno == ENOTDIR;
+        if (error_number) *error_number = errno;
         error = std::strerror(errno);
         return {};
     }
@@ -74,6 +77,7 @@ std::string read_whole(const std::string& path, bool& missing, std::string& erro
         ssize_t n = ::read(fd, buf, sizeof buf);
         if (n < 0) {
             if (errno == EINTR) continue;
+            if (error_number) *error_number = errno;
             error = std::strerror(errno);
             ::close(fd);
             return {};

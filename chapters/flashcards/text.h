@@ -29,7 +29,9 @@ bool parse_nonneg(std::string_view s, int& out);
 
 // The whole file (at most 64 MiB; only a regular file, never a FIFO or a device). On failure
 // returns "" and sets `error` (strerror's text, or "it is a FIFO, not a regular file"), and
-// `missing` when the file or a folder on its path does not exist.
-std::string read_whole(const std::string& path, bool& missing, std::string& error);
+// `missing` when the file or a folder on its path does not exist; `error_number`, where given,
+// gets the errno behind a strerror text (0 for the others), so the advice can fit the cause.
+std::string read_whole(const std::string& path, bool& missing, std::string& error,
+                       int* error_number = nullptr);
 
 }  // namespace cards
