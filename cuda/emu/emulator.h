@@ -129,7 +129,7 @@ emu_switch_stack:
 #define __global__
 #define __device__
 #define __host__
-#define __forceinline__ inline
+#define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
 // Shared arrays go through SHARED (bounds-checked, NaN at every block start): a plain
 // __shared__ stops the build here with this name in the message.
@@ -308,17 +308,30 @@ inline std::vector<const SharedRegion*>& shared_pages() {
 }
 inline const SharedRegion* const* g_shared_pages = nullptr;
 
-// Shadow state of one 4-byte word of shared memory for the race check: its last write (the
-// barrier epoch it happened in, the thread, the code address) and the current epoch's reads
-// (the warps that read it, and up to two of the readers: the first, and one from another warp).
-struct ShadowWord {
-    uint32_t w_epoch = 0, r_epoch = 0;
-    uint32_t r_warps = 0;  // bit w: a thread of warp w read it in r_epoch
-    uint16_t w_tid = 0, r1_tid = 0, r2_tid = 0xFFFF;
-    const void* w_pc = nullptr;
-    const void* r1_pc = nullptr;
-    const void* r2_pc = nullptr;
+// Shadow state of one 4-byte word of shared memory for the race check, in two arrays per
+// region. The hot part, 8 bytes, is what every access reads: its last write (the barrier epoch
+// and the thread) and the current epoch's reads (the first reader, and whether a thread of
+// another warp read it too), packed as
+//   w = epoch << 10 | writer's tid               (epochs below 2^21, tids below 1024)
+//   r = epoch << 11 | several warps << 10 | first reader's tid
+// A word is never cleared at a barrier: an epoch number that is not the current one is stale.
+// The cold part holds what only a report reads: the code addresses (as offsets from
+// code_anchor, 32 bits) of the write and of the two reads, and the second reader.
+struct ShadowHot {
+    uint32_t w, r;
 };
+struct ShadowCold {
+    int32_t w_pc, r1_pc, r2_pc;
+    uint32_t r2_tid;
+};
+constexpr uint32_t EPOCH_LIMIT = 1u << 21;  // the epochs a runner counts before it starts over
+[[gnu::noinline]] inline void code_anchor() { __asm__ volatile(""); }
+inline int32_t code_offset(const void* pc) {
+    return int32_t(intptr_t(pc) - intptr_t(&code_anchor));
+}
+inline const void* code_from_offset(int32_t off) {
+    return reinterpret_cast<const void*>(intptr_t(&code_anchor) + off);
+}
 
 // Per page of the global range: the bytes [lo, hi) of it that belong to a live cudaMalloc'd
 // buffer (0, 0: a guard page, or freed), and that buffer's number in the allocation table.
@@ -383,7 +396,8 @@ struct SharedRegion {
     uint64_t gen = 0;  // the block that last filled it
     int guard = -1;    // its entry in guard_table
     bool in_space = false;          // map lies in shared_space() (else a plain mmap)
-    ShadowWord* shadow = nullptr;   // one per 4-byte word of data (race check)
+    ShadowHot* hot = nullptr;   // one per 4-byte word of data (race check)
+    ShadowCold* cold = nullptr;  // (the same mapping, after the hot words)
     size_t shadow_bytes = 0;
 
     SharedRegion() = default;
@@ -401,9 +415,9 @@ struct SharedRegion {
         } else if (map) {
             munmap(map, map_bytes);
         }
-        if (shadow) munmap(shadow, shadow_bytes);
+        if (hot) munmap(hot, shadow_bytes);
         map = data = ptr = nullptr;
-        shadow = nullptr;
+        hot = nullptr, cold = nullptr;
     }
     // Room for `n` bytes, the array's end at the data's end (rounded to 16 bytes).
     void place(size_t n) {
@@ -422,11 +436,12 @@ struct SharedRegion {
             data = map + page;
             data_bytes = need;
             if (need && mprotect(data, need, PROT_READ | PROT_WRITE) != 0) throw std::bad_alloc();
-            shadow_bytes = std::max<size_t>(need / 4 * sizeof(ShadowWord), 1);
+            shadow_bytes = std::max<size_t>(need / 4 * (sizeof(ShadowHot) + sizeof(ShadowCold)), 1);
             void* sh = mmap(nullptr, shadow_bytes, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
             if (sh == MAP_FAILED) throw std::bad_alloc();
-            shadow = static_cast<ShadowWord*>(sh);
+            hot = static_cast<ShadowHot*>(sh);
+            cold = reinterpret_cast<ShadowCold*>(hot + need / 4);
             if (in_space) {
                 std::vector<const SharedRegion*>& pages = shared_pages();
                 g_shared_pages = pages.data();
@@ -454,6 +469,9 @@ struct SharedRegion {
         ptr = data + data_bytes - rounded;
     }
     void fill() { std::memset(data, 0xFF, data_bytes); }
+    void clear_shadow() {
+        if (hot) std::memset(hot, 0, data_bytes / 4 * sizeof(ShadowHot));
+    }
     // The first byte of the padding that is no longer 0xFF, or nullptr.
     const unsigned char* written_padding() const {
         for (const unsigned char* p = data; p < ptr; p++)
@@ -498,6 +516,12 @@ struct SharedArena {
         dynamic.place(dyn_bytes);
         dynamic.fill();
     }
+    // Every region's race-check shadow back to "never accessed" (when the epochs start over).
+    void clear_shadows() {
+        for (const std::unique_ptr<SharedRegion>& r : regions)
+            if (r) r->clear_shadow();
+        dynamic.clear_shadow();
+    }
     // After the block: "" or the first out-of-bounds write found in the padding.
     std::string end_block() const {
         for (const SharedRegion* r : touched)
@@ -527,7 +551,9 @@ enum Check : unsigned {
     check_shared_bounds = 2, // shared memory: an access outside its array (padding, before it)
     check_global_bounds = 4, // a cudaMalloc'd buffer: an access past its end or before its start
     check_alignment = 8,     // an N-byte access (float2, float4: 8, 16) at an address not N-aligned
-    all_checks = 15
+    check_guard_pages = 16,  // any build: a fault in the global range (a cudaMalloc'd buffer's
+                             // guard page), or a general-protection fault, named by the handler
+    all_checks = 31
 };
 struct Config {
     Schedule schedule = Schedule::forward;
@@ -553,6 +579,8 @@ constexpr bool instrumented() {
     return false;
 #endif
 }
+// The launch's checks, copied from config() at every launch (one plain load for a hook).
+inline unsigned g_checks = all_checks;
 inline void set_schedule(Schedule s) { config().schedule = s; }
 inline void set_workers(int n) { config().workers = n; }
 
@@ -658,9 +686,15 @@ struct FiberBlock {
     uint32_t epoch = 0;
     bool in_kernel = false;  // a fiber runs (the access hooks ignore the scheduler's own work)
     // Set by the SIGSEGV handler (which allocates nothing): a guard page was touched.
+    // fault: 0 none, 1 a shared array's guard page (fault_region), 2 the global range (a
+    // cudaMalloc'd buffer's guard page, or freed memory), 3 a general-protection fault (on
+    // x86-64: a misaligned 16-byte vector access). fault_write: 1 a write, 0 a read, -1 unknown.
+    int fault = 0;
     const SharedRegion* fault_region = nullptr;
     const unsigned char* fault_addr = nullptr;
     int fault_thread = -1;
+    int fault_write = -1;
+    const void* kernel = nullptr;  // the launch's kernel, for a fault's message
 };
 inline thread_local FiberBlock* t_fb = nullptr;
 
@@ -846,16 +880,44 @@ inline std::string warp_deadlock_message(FiberBlock& fb) {
     return "warp deadlock";
 }
 
-inline uint32_t next_epoch() {
-    static std::atomic<uint32_t> e{1};
-    return e.fetch_add(1, std::memory_order_relaxed);
+// A new barrier epoch of this runner (its shared memory is its own): numbers from 1 (0 is a
+// shadow word never accessed); after EPOCH_LIMIT - 1 of them the shadows are cleared and the
+// count starts over, so that an old number cannot come back while a word still holds it.
+inline void new_epoch(FiberBlock& fb) {
+    if (++fb.epoch >= EPOCH_LIMIT) {
+        fb.arena.clear_shadows();
+        fb.epoch = 1;
+    }
+}
+
+inline std::string thread_name(int tid);
+inline std::string block_name();
+inline std::string global_where(const unsigned char* p);
+// The launch's error for the fault the SIGSEGV handler noted.
+inline void fault_message(FiberBlock& fb) {
+    const std::string who = thread_name(fb.fault_thread) + " of " + block_name();
+    const char* did = fb.fault_write == 1 ? " writes " : fb.fault_write == 0 ? " reads " : " touches ";
+    char kernel[48] = "";
+    if (fb.kernel) std::snprintf(kernel, sizeof kernel, " in kernel {func %p}", fb.kernel);
+    const std::string in_kernel = kernel;
+    if (fb.fault == 1)
+        fb.bs.error = "shared memory out of bounds: " + who + did + fb.fault_region->where(fb.fault_addr) + in_kernel;
+    else if (fb.fault == 2)
+        fb.bs.error = "global memory out of bounds: " + who + did + "a guard page: " +
+                      global_where(fb.fault_addr) + in_kernel;
+    else
+        fb.bs.error = "general-protection fault: " + who + in_kernel +
+                      " (on x86-64: a 16-byte vector access, a float4, at an address not 16-byte "
+                      "aligned; a GPU faults too)";
+    fb.fault = 0;
+    fb.fault_region = nullptr;
 }
 
 inline void run_block_fibers(FiberBlock& fb, int nthreads) {
     const bool reverse = config().schedule == Schedule::reverse;
     int alive = nthreads;
     t_fb = &fb;
-    fb.epoch = next_epoch();
+    new_epoch(fb);
     for (int t = 0; t < nthreads; t++) {
         Fiber& f = fb.fibers[t];
         f.state = Fiber::running;
@@ -887,16 +949,7 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
 #endif
             fb.in_kernel = false;
             ran = true;
-            if (fb.fault_region) {
-                const Fiber& bad = fb.fibers[fb.fault_thread];
-                const dim3 ti = bad.ts.thread_idx, bi = fb.bs.block_idx;
-                fb.bs.error = "shared memory out of bounds: thread (" + std::to_string(ti.x) + "," +
-                              std::to_string(ti.y) + "," + std::to_string(ti.z) + ") of block (" +
-                              std::to_string(bi.x) + "," + std::to_string(bi.y) + "," +
-                              std::to_string(bi.z) + ") touched " +
-                              fb.fault_region->where(fb.fault_addr);
-                fb.fault_region = nullptr;
-            }
+            if (fb.fault) fault_message(fb);
             if (!fb.bs.error.empty()) return;
             if (f.state == Fiber::done) {
                 alive--;
@@ -913,7 +966,7 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
             for (int t = 0; t < nthreads; t++)
                 if (fb.fibers[t].state == Fiber::at_barrier) fb.fibers[t].state = Fiber::running;
             fb.at_barrier = 0;
-            fb.epoch = next_epoch();  // what was before the barrier is ordered before what follows
+            new_epoch(fb);  // what was before the barrier is ordered before what follows
             released = true;
         }
         if (!ran && !released && alive > 0) {
@@ -948,10 +1001,23 @@ inline void segv_handler(int sig, siginfo_t* info, void* context) {
         if (addr >= guard_table[g].lo.load() && addr < guard_table[g].hi.load())
             hit = guard_table[g].region.load();
     FiberBlock* fb = t_fb;
-    if (hit && fb && fb->current >= 0 && !fb->fault_region) {
+    int kind = hit ? 1 : 0;
+    if (fb && fb->in_kernel && !hit && (g_checks & check_guard_pages)) {
+        if (addr - uintptr_t(g_global_base) < g_global_size) kind = 2;
+        else if (info->si_code == SI_KERNEL) kind = 3;
+    }
+    if (kind && fb && fb->current >= 0 && !fb->fault) {
+        fb->fault = kind;
         fb->fault_addr = reinterpret_cast<const unsigned char*>(addr);
         fb->fault_thread = fb->current;
         fb->fault_region = hit;
+        fb->fault_write = -1;
+#if defined(__x86_64__) && defined(REG_ERR)
+        // The page fault's error code: bit 1 set for a write.
+        if (kind != 3)
+            fb->fault_write =
+                (static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+#endif
         fb->fibers[fb->current].state = Fiber::at_barrier;  // never resumed
         yield_to_scheduler();
     }
@@ -995,9 +1061,10 @@ inline std::string thread_name(int tid) {
 }
 inline std::string block_name() { return "block " + dims(t_fb->bs.block_idx); }
 
-[[noreturn, gnu::noinline, gnu::cold]] inline void race_error(const SharedRegion& r, const unsigned char* p, bool write,
-                                    const void* pc, const char* other_did, int other,
-                                    const void* other_pc) {
+[[noreturn, gnu::noinline, gnu::cold]] inline void race_error(const SharedRegion& r,
+                                                              const unsigned char* p, bool write,
+                                                              const void* pc, const char* other_did,
+                                                              int other, const void* other_pc) {
     const FiberBlock& fb = *t_fb;
     fail_in_thread("shared-memory race on byte " + std::to_string(p - r.ptr) + " of " + r.name() +
                    " in " + block_name() + ": " + thread_name(fb.current) +
@@ -1007,40 +1074,58 @@ inline std::string block_name() { return "block " + dims(t_fb->bs.block_idx); }
                    "only the lanes of one warp)");
 }
 
-inline void shared_access(FiberBlock& fb, const unsigned char* p, size_t n, bool write,
-                          const void* pc) {
+// The race check of one shadow word (ShadowHot): tid of warp tid >> 5 accesses it in epoch e.
+// A read that repeats what the word already records (the common case) stores nothing.
+template <bool WRITE>
+[[gnu::always_inline]] inline void shadow_word(const SharedRegion& r, size_t w, uint32_t e,
+                                               uint32_t tid, const void* pc) {
+    ShadowHot& h = r.hot[w];
+    const uint32_t warp = tid >> 5, wt = h.w, rt = h.r;
+    if (__builtin_expect((wt >> 10) == e && ((wt & 1023) >> 5) != warp, 0))
+        race_error(r, r.data + 4 * w, WRITE, pc, "wrote", int(wt & 1023),
+                   code_from_offset(r.cold[w].w_pc));
+    if (WRITE) {
+        if (__builtin_expect((rt >> 11) == e && ((rt & 1024) || ((rt & 1023) >> 5) != warp), 0)) {
+            const bool first_other = ((rt & 1023) >> 5) != warp;
+            race_error(r, r.data + 4 * w, true, pc, "read",
+                       first_other ? int(rt & 1023) : int(r.cold[w].r2_tid),
+                       code_from_offset(first_other ? r.cold[w].r1_pc : r.cold[w].r2_pc));
+        }
+        const uint32_t tag = e << 10 | tid;
+        if (wt != tag) h.w = tag, r.cold[w].w_pc = code_offset(pc);
+    } else if ((rt >> 11) != e) {
+        h.r = e << 11 | tid;
+        r.cold[w].r1_pc = code_offset(pc);
+    } else if (!(rt & 1024) && ((rt & 1023) >> 5) != warp) {
+        h.r = rt | 1024;
+        r.cold[w].r2_tid = tid, r.cold[w].r2_pc = code_offset(pc);
+    }
+}
+
+[[gnu::noinline, gnu::cold]] inline void shared_out_of_bounds(const SharedRegion& r,
+                                                              const unsigned char* p, size_t n,
+                                                              bool write, const void* pc) {
+    const FiberBlock* fb = t_fb;
+    if (!fb || !fb->in_kernel || !(g_checks & check_shared_bounds)) return;
+    fail_in_thread("shared memory out of bounds: " + thread_name(fb->current) + " of " +
+                   block_name() + (write ? " writes " : " reads ") + std::to_string(n) +
+                   " bytes at " + code_at(pc) + ": " + r.where(p));
+}
+
+// An access of n bytes at p, in the shared range: its array's bounds, then the race check.
+template <bool WRITE>
+[[gnu::always_inline]] inline void shared_access(const unsigned char* p, size_t n,
+                                                 const void* pc) {
     const SharedRegion* r = g_shared_pages[size_t(p - g_shared_base) >> g_page_shift];
     if (!r) return;  // a guard page: the access faults, and the SIGSEGV handler names it
-    const unsigned checks = config().checks;
-    if ((checks & check_shared_bounds) && (p < r->ptr || p + n > r->ptr + r->bytes))
-        fail_in_thread("shared memory out of bounds: " + thread_name(fb.current) + " of " +
-                       block_name() + (write ? " writes " : " reads ") + std::to_string(n) +
-                       " bytes at " + code_at(pc) + ": " + r->where(p));
-    if (!(checks & check_races)) return;
-    const uint32_t e = fb.epoch;
-    const int tid = fb.current, warp = tid >> 5;
-    const uint32_t bit = 1u << warp;
+    if (__builtin_expect(p < r->ptr || p + n > r->ptr + r->bytes, 0))
+        return shared_out_of_bounds(*r, p, n, WRITE, pc);
+    if (!(g_checks & check_races)) return;
+    const FiberBlock* fb = t_fb;
+    if (!fb || !fb->in_kernel) return;  // the scheduler's own look at the padding
+    const uint32_t e = fb->epoch, tid = uint32_t(fb->current);
     const size_t first = size_t(p - r->data) >> 2, last = size_t(p + n - 1 - r->data) >> 2;
-    for (size_t w = first; w <= last; w++) {
-        ShadowWord& sw = r->shadow[w];
-        const unsigned char* at = r->data + 4 * w;
-        if (sw.w_epoch == e && (sw.w_tid >> 5) != warp)
-            race_error(*r, at, write, pc, "wrote", sw.w_tid, sw.w_pc);
-        if (write) {
-            if (sw.r_epoch == e && (sw.r_warps & ~bit)) {
-                const bool first_other = (sw.r1_tid >> 5) != warp;
-                race_error(*r, at, write, pc, "read", first_other ? sw.r1_tid : sw.r2_tid,
-                           first_other ? sw.r1_pc : sw.r2_pc);
-            }
-            sw.w_epoch = e, sw.w_tid = uint16_t(tid), sw.w_pc = pc;
-        } else if (sw.r_epoch != e) {
-            sw.r_epoch = e, sw.r_warps = bit, sw.r1_tid = uint16_t(tid), sw.r1_pc = pc;
-            sw.r2_tid = 0xFFFF;
-        } else if (!(sw.r_warps & bit)) {
-            sw.r_warps |= bit;
-            if (sw.r2_tid == 0xFFFF) sw.r2_tid = uint16_t(tid), sw.r2_pc = pc;
-        }
-    }
+    for (size_t w = first; w <= last; w++) shadow_word<WRITE>(*r, w, e, tid, pc);
 }
 
 inline std::string global_where(const unsigned char* p) {
@@ -1054,9 +1139,12 @@ inline std::string global_where(const unsigned char* p) {
     return "no live cudaMalloc'd buffer (freed memory, or a guard page between buffers)";
 }
 
-inline void global_access(FiberBlock& fb, const unsigned char* p, size_t n, bool write,
-                          const void* pc) {
-    if (!(config().checks & check_global_bounds)) return;
+// An access in the global range that is not inside one page's live bytes: it may go on into
+// the next page of the same buffer; else it is out of bounds.
+[[gnu::noinline]] inline void global_slow(const unsigned char* p, size_t n, bool write,
+                                          const void* pc) {
+    const FiberBlock* fb = t_fb;
+    if (!fb || !fb->in_kernel || !(g_checks & check_global_bounds)) return;
     const size_t off = size_t(p - g_global_base), page = size_t(1) << g_page_shift;
     const GlobalPage& pg = g_global_pages[off >> g_page_shift];
     const size_t in = off & (page - 1);
@@ -1066,41 +1154,59 @@ inline void global_access(FiberBlock& fb, const unsigned char* p, size_t n, bool
         if (next.lo == 0 && in + n - page <= next.hi) return;
     }
     const unsigned char* bad = in < pg.lo || in >= pg.hi ? p : p + (pg.hi - in);
-    fail_in_thread("global memory out of bounds: " + thread_name(fb.current) + " of " +
+    fail_in_thread("global memory out of bounds: " + thread_name(fb->current) + " of " +
                    block_name() + (write ? " writes " : " reads ") + std::to_string(n) +
                    " bytes at " + code_at(pc) + ": " + global_where(bad));
 }
 
-// One load or store of n bytes by the kernel code (the hooks in cuda/emu/racecheck.cpp).
-// sized: the compiler's N-byte access of a type aligned to N (so it must be N-aligned).
-// The hooks call it only for an address in one of the two ranges, or a misaligned one
-// (access_matters); most accesses (the stack, host memory) end there.
-__attribute__((always_inline)) inline bool access_matters(const void* addr, size_t n, bool sized) {
-    const uintptr_t p = uintptr_t(addr);
-    return (p - uintptr_t(g_shared_base) < g_shared_size) |
-           (p - uintptr_t(g_global_base) < g_global_size) | (sized & ((p & (n - 1)) != 0));
+// The message of a misaligned vector access (the hooks, and float4's own check).
+[[noreturn, gnu::noinline, gnu::cold]] inline void misaligned_error(const void* addr, size_t n,
+                                                                    bool write, const void* pc) {
+    const FiberBlock* fb = t_fb;
+    char where[64];
+    std::snprintf(where, sizeof where, "%p", addr);
+    fail_in_thread("misaligned " + std::to_string(n) + "-byte " +
+                   (write ? "store to " : "load from ") + where + " (" +
+                   std::to_string(uintptr_t(addr) & (n - 1)) + " bytes past a " +
+                   std::to_string(n) + "-byte boundary) by " + thread_name(fb->current) + " of " +
+                   block_name() + " at " + code_at(pc) +
+                   ": a GPU faults; float2 and float4 accesses need 8- and 16-byte alignment");
 }
-__attribute__((noinline)) inline void on_access(const void* addr, size_t n, bool write,
-                                                bool sized, const void* pc) {
-    const unsigned char* p = static_cast<const unsigned char*>(addr);
-    const bool in_shared = uintptr_t(p) - uintptr_t(g_shared_base) < g_shared_size;
-    const bool in_global = uintptr_t(p) - uintptr_t(g_global_base) < g_global_size;
-    const bool misaligned = sized && n > 1 && (uintptr_t(p) & (n - 1));
-    if (!in_shared && !in_global && !misaligned) return;
-    FiberBlock* fb = t_fb;
-    if (!fb || !fb->in_kernel || n == 0) return;
-    if (misaligned && (config().checks & check_alignment)) {
-        char where[64];
-        std::snprintf(where, sizeof where, "%p", addr);
-        fail_in_thread("misaligned " + std::to_string(n) + "-byte " +
-                       (write ? "store to " : "load from ") + where + " (" +
-                       std::to_string(uintptr_t(p) & (n - 1)) + " bytes past a " +
-                       std::to_string(n) + "-byte boundary) by " + thread_name(fb->current) +
-                       " of " + block_name() + " at " + code_at(pc) +
-                       ": a GPU faults; float2 and float4 accesses need 8- and 16-byte alignment");
+[[gnu::noinline, gnu::cold]] inline void misaligned_access(const void* addr, size_t n, bool write,
+                                                           const void* pc) {
+    const FiberBlock* fb = t_fb;
+    if (fb && fb->in_kernel && (g_checks & check_alignment)) misaligned_error(addr, n, write, pc);
+}
+
+// One load or store of N bytes by the kernel code (the hooks in cuda/emu/racecheck.cpp),
+// inlined into each hook. SIZED: the compiler's N-byte access of a type aligned to N (so it must
+// be N-aligned). Most accesses (the stack, host memory) end at the two range comparisons; one
+// inside a cudaMalloc'd buffer's page at one more; shared memory goes on to the race check.
+template <size_t N, bool WRITE, bool SIZED>
+[[gnu::always_inline]] inline void access(const void* addr, const void* pc) {
+    const uintptr_t p = uintptr_t(addr);
+    if (SIZED && N > 1 && __builtin_expect((p & (N - 1)) != 0, 0))
+        misaligned_access(addr, N, WRITE, pc);
+    const size_t g = p - uintptr_t(g_global_base);
+    if (g < g_global_size) {
+        const GlobalPage pg = g_global_pages[g >> g_page_shift];
+        const size_t in = g & ((size_t(1) << g_page_shift) - 1);
+        if (__builtin_expect(in >= pg.lo && in + N <= pg.hi, 1)) return;
+        return global_slow(static_cast<const unsigned char*>(addr), N, WRITE, pc);
     }
-    if (in_shared) shared_access(*fb, p, n, write, pc);
-    else if (in_global) global_access(*fb, p, n, write, pc);
+    if (p - uintptr_t(g_shared_base) < g_shared_size)
+        shared_access<WRITE>(static_cast<const unsigned char*>(addr), N, pc);
+}
+// The same for n bytes known only at run time (__tsan_read_range and the like).
+[[gnu::noinline]] inline void access_range(const void* addr, size_t n, bool write,
+                                           const void* pc) {
+    if (n == 0) return;
+    const uintptr_t p = uintptr_t(addr);
+    if (p - uintptr_t(g_global_base) < g_global_size)
+        global_slow(static_cast<const unsigned char*>(addr), n, write, pc);
+    else if (p - uintptr_t(g_shared_base) < g_shared_size)
+        write ? shared_access<true>(static_cast<const unsigned char*>(addr), n, pc)
+              : shared_access<false>(static_cast<const unsigned char*>(addr), n, pc);
 }
 #endif  // !EMU_THREADS
 
@@ -1274,8 +1380,31 @@ inline T __ldg(const T* p) { return *p; }
 struct alignas(8) float2 {
     float x, y;
 };
+// float4's assignment (a kernel's vector store, or a load into a variable) checks both
+// addresses in every build: misaligned, a named launch error, as a GPU faults.
+namespace emu {
+[[gnu::noinline, gnu::cold]] inline void misaligned_vector(const void* dst, const void* src) {
+#ifndef EMU_THREADS
+    const FiberBlock* fb = t_fb;
+    if (!fb || !fb->in_kernel || !(g_checks & check_alignment)) return;
+    const bool store = uintptr_t(dst) & 15;
+    misaligned_error(store ? dst : src, 16, store, __builtin_return_address(0));
+#else
+    (void)dst, (void)src;
+#endif
+}
+}  // namespace emu
 struct alignas(16) float4 {
     float x, y, z, w;
+    float4() = default;
+    constexpr float4(float x_, float y_, float z_, float w_) : x(x_), y(y_), z(z_), w(w_) {}
+    float4(const float4&) = default;
+    float4& operator=(const float4& o) {
+        if (__builtin_expect(((uintptr_t(this) | uintptr_t(&o)) & 15) != 0, 0))
+            ::emu::misaligned_vector(this, &o);
+        x = o.x, y = o.y, z = o.z, w = o.w;
+        return *this;
+    }
 };
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
@@ -1503,10 +1632,12 @@ namespace emu {
 
 // "{code 0x...}" in a message -> "file:line" from the program's line tables (addr2line; the
 // objects with kernels are compiled with -g1), or "code address 0x..." where that fails.
+// "{func 0x...}": the function that starts there, by name (addr2line -f), or its address.
 inline std::string resolve_code_addresses(std::string msg) {
-    for (size_t at; (at = msg.find("{code ")) != std::string::npos;) {
+    for (size_t at; (at = std::min(msg.find("{code "), msg.find("{func "))) != std::string::npos;) {
         const size_t end = msg.find('}', at);
         if (end == std::string::npos) break;
+        const bool func = msg.compare(at, 6, "{func ") == 0;
         const std::string hexpc = msg.substr(at + 6, end - at - 6);
         const uintptr_t pc = uintptr_t(std::strtoull(hexpc.c_str(), nullptr, 16));
         struct Found {
@@ -1532,23 +1663,30 @@ inline std::string resolve_code_addresses(std::string msg) {
                 return 0;
             },
             &found);
-        std::string where = "code address " + hexpc;
+        std::string where = (func ? "at " : "code address ") + hexpc;
         if (!found.file.empty() && found.file.find('\'') == std::string::npos) {
+            // A code address: the innermost frame outside the emulator (float4's own check is
+            // inlined into the kernel). A function: its name.
             char cmd[4400];
-            std::snprintf(cmd, sizeof cmd, "addr2line -e '%s' 0x%lx 2>/dev/null",
-                          found.file.c_str(), (unsigned long)(found.rel - 1));
+            std::snprintf(cmd, sizeof cmd, "addr2line %s -e '%s' 0x%lx 2>/dev/null",
+                          func ? "-f -C" : "-i", found.file.c_str(),
+                          (unsigned long)(found.rel - (func ? 0 : 1)));
             if (FILE* pipe = popen(cmd, "r")) {
                 char line[1024] = "";
-                if (std::fgets(line, sizeof line, pipe)) {
+                while (std::fgets(line, sizeof line, pipe)) {
                     std::string l(line);
-                    const size_t cut = l.find_first_of(" \n");
+                    const size_t cut = l.find_first_of(func ? "\n" : " \n");
                     if (cut != std::string::npos) l.resize(cut);
-                    if (!l.empty() && l.find("??") == std::string::npos) {
-                        const size_t root = l.find("/cuda/"), tests = l.find("/tests/");
-                        if (root != std::string::npos) l = l.substr(root + 1);
-                        else if (tests != std::string::npos) l = l.substr(tests + 1);
+                    if (l.empty() || l.find("??") != std::string::npos) break;
+                    if (func) {
                         where = l;
+                        break;
                     }
+                    const size_t root = l.find("/cuda/"), tests = l.find("/tests/");
+                    if (root != std::string::npos) l = l.substr(root + 1);
+                    else if (tests != std::string::npos) l = l.substr(tests + 1);
+                    where = l;
+                    if (l.find("cuda/emu/emulator.h") == std::string::npos) break;
                 }
                 pclose(pipe);
             }
@@ -1610,6 +1748,7 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
     std::string error;
 #ifndef EMU_THREADS
     install_segv_handler();
+    g_checks = config().checks;
     int workers = config().workers > 0
                       ? config().workers
                       : std::min(4, int(std::max(1u, std::thread::hardware_concurrency())));
@@ -1641,7 +1780,9 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
         fb.bs.grid_dim = grid;
         fb.bs.block_dim = block;
         fb.bs.arena = &fb.arena;
+        fb.fault = 0;
         fb.fault_region = nullptr;
+        fb.kernel = kernel;
         // The reverse schedule also runs the blocks last to first: a kernel whose blocks race
         // on global memory (one reads what another writes) gives a different result.
         const bool reverse_blocks = config().schedule == Schedule::reverse;
