@@ -24,14 +24,16 @@
 //                                          array of its own, bounds-checked and named like SHARED
 //   cudaMalloc                            pages filled with NaN bytes (CUDA does not zero) between
 //                                          two guard pages, 256-byte aligned, in one reserved range
-//   access checks (emu-racecheck)         where the kernels are compiled with the access hooks
-//                                          (cuda/emu/emu.mk, racecheck.cpp): on_access checks every
-//                                          load and store: a shared-memory race between warps in
-//                                          one barrier epoch (shadow state per word, whatever the
-//                                          schedule; __syncwarp and warp operations order only one
-//                                          warp's lanes; atomics exempt), an access outside a
-//                                          shared array or tile or a cudaMalloc'd buffer, a
-//                                          misaligned float2/float4; naming threads and lines
+//   access checks                         where the kernels are compiled with the access hooks
+//                                          (every GCC emulator build: cuda/cuda.mk, racecheck.cpp):
+//                                          emu::access checks every load and store: a shared-memory
+//                                          race between warps in one barrier epoch (shadow state
+//                                          per word, whatever the schedule; __syncwarp and warp
+//                                          operations order only one warp's lanes; atomics
+//                                          exempt), an access outside a shared array or tile or a
+//                                          cudaMalloc'd buffer, a misaligned float2/float4; naming
+//                                          threads and lines. In every build a guard-page fault of
+//                                          a cudaMalloc'd buffer is named by the SIGSEGV handler
 //   launch rules                          block and grid limits; at most 48 KB of static shared
 //                                          memory, and static + dynamic at most 48 KB, or 227 KB
 //                                          (sm_90) after cudaFuncSetAttribute; a kernel declared
@@ -123,6 +125,22 @@ emu_switch_stack:
     ret
     .size emu_switch_stack, .-emu_switch_stack
 )");
+#endif
+
+// The runtime's entry points that kernel code calls (run_grid, syncthreads, warp_op,
+// shared_at, shared_tile): in the objects compiled with the access hooks they are only declared,
+// and their one definition is in cuda/emu/racecheck.cpp, compiled without the hooks
+// (EMU_RUNTIME), so that the scheduler's own loads and stores call none (they were 42% of the
+// hook calls). Everywhere else they are inline, as the rest of this header.
+#if defined(EMU_INSTRUMENTED) && !defined(EMU_RUNTIME)
+#define EMU_RT_DECLARE_ONLY 1
+#else
+#define EMU_RT_DECLARE_ONLY 0
+#endif
+#if defined(EMU_RUNTIME)
+#define EMU_RT_INLINE
+#else
+#define EMU_RT_INLINE inline
 #endif
 
 // ---- qualifiers --------------------------------------------------------------------------
@@ -239,7 +257,7 @@ inline size_t page_bytes() {
 // ---- address spaces the access checks recognise ---------------------------------------------
 // The kernels' objects are compiled with the compiler's ThreadSanitizer instrumentation (make's
 // EMU_RACECHECK, cuda/cuda.mk) but linked without its runtime: every load and store of the
-// kernel code calls a hook in cuda/emu/racecheck.cpp, which calls emu::on_access below. Shared
+// kernel code calls a hook in cuda/emu/racecheck.cpp, which inlines emu::access below. Shared
 // arrays (every block runner's) and cudaMalloc'd buffers each lie in one reserved range of
 // address space, so a hook tells them apart from the stack and host memory with a comparison.
 // Each range is handed out in whole pages; a freed piece goes back to its range's free list.
@@ -308,10 +326,10 @@ inline std::vector<const SharedRegion*>& shared_pages() {
 }
 inline const SharedRegion* const* g_shared_pages = nullptr;
 
-// Shadow state of one 4-byte word of shared memory for the race check, in two arrays per
-// region. The hot part, 8 bytes, is what every access reads: its last write (the barrier epoch
-// and the thread) and the current epoch's reads (the first reader, and whether a thread of
-// another warp read it too), packed as
+// Shadow state of one 4-byte word of shared memory for the race check, in two flat arrays over
+// the shared range (below). The hot part, 8 bytes, is what every access reads: its last write
+// (the barrier epoch and the thread) and the current epoch's reads (the first reader, and
+// whether a thread of another warp read it too), packed as
 //   w = epoch << 10 | writer's tid               (epochs below 2^21, tids below 1024)
 //   r = epoch << 11 | several warps << 10 | first reader's tid
 // A word is never cleared at a barrier: an epoch number that is not the current one is stale.
@@ -331,6 +349,33 @@ inline int32_t code_offset(const void* pc) {
 }
 inline const void* code_from_offset(int32_t off) {
     return reinterpret_cast<const void*>(intptr_t(&code_anchor) + off);
+}
+// The shadow is one flat array over the whole shared range (address space only: a page is
+// committed when first touched): word w of the range, at g_shared_base + 4 w, has hot[w] and
+// cold[w]. Per page of the range, the bytes [lo, hi) of it that are a live array's (0, 0: a
+// guard page, padding only, or free), so that a hook checks an access against its array's
+// bounds without reading the array's region.
+struct SharedPageBounds {
+    uint32_t lo = 0, hi = 0;
+};
+inline ShadowHot* g_shadow_hot = nullptr;
+inline ShadowCold* g_shadow_cold = nullptr;
+inline SharedPageBounds* g_shared_bounds = nullptr;
+inline bool reserve_shadow() {
+    static const bool ok = [] {
+        const size_t words = g_shared_size / 4, pages = g_shared_size >> g_page_shift;
+        const int prot = PROT_READ | PROT_WRITE;
+        const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+        void* h = mmap(nullptr, words * sizeof(ShadowHot), prot, flags, -1, 0);
+        void* c = mmap(nullptr, words * sizeof(ShadowCold), prot, flags, -1, 0);
+        void* b = mmap(nullptr, pages * sizeof(SharedPageBounds), prot, flags, -1, 0);
+        if (h == MAP_FAILED || c == MAP_FAILED || b == MAP_FAILED) return false;
+        g_shadow_hot = static_cast<ShadowHot*>(h);
+        g_shadow_cold = static_cast<ShadowCold*>(c);
+        g_shared_bounds = static_cast<SharedPageBounds*>(b);
+        return true;
+    }();
+    return ok;
 }
 
 // Per page of the global range: the bytes [lo, hi) of it that belong to a live cudaMalloc'd
@@ -396,9 +441,8 @@ struct SharedRegion {
     uint64_t gen = 0;  // the block that last filled it
     int guard = -1;    // its entry in guard_table
     bool in_space = false;          // map lies in shared_space() (else a plain mmap)
-    ShadowHot* hot = nullptr;   // one per 4-byte word of data (race check)
-    ShadowCold* cold = nullptr;  // (the same mapping, after the hot words)
-    size_t shadow_bytes = 0;
+    ShadowHot* hot = nullptr;    // its data's words in the flat shadow (race check)
+    ShadowCold* cold = nullptr;
 
     SharedRegion() = default;
     SharedRegion(const SharedRegion&) = delete;
@@ -410,12 +454,18 @@ struct SharedRegion {
         if (map && in_space) {
             std::vector<const SharedRegion*>& pages = shared_pages();
             const size_t first = size_t(data - g_shared_base) >> g_page_shift;
-            for (size_t k = 0; k < (data_bytes >> g_page_shift); k++) pages[first + k] = nullptr;
+            for (size_t k = 0; k < (data_bytes >> g_page_shift); k++) {
+                pages[first + k] = nullptr;
+                g_shared_bounds[first + k] = {};
+            }
+            // The next region here starts with a shadow never accessed (another runner's
+            // epochs are not this one's).
+            madvise(hot, data_bytes / 4 * sizeof(ShadowHot), MADV_DONTNEED);
+            madvise(cold, data_bytes / 4 * sizeof(ShadowCold), MADV_DONTNEED);
             shared_space().give(map, map_bytes);
         } else if (map) {
             munmap(map, map_bytes);
         }
-        if (hot) munmap(hot, shadow_bytes);
         map = data = ptr = nullptr;
         hot = nullptr, cold = nullptr;
     }
@@ -426,7 +476,7 @@ struct SharedRegion {
         if (!map || need != data_bytes) {
             unmap();
             map_bytes = need + 2 * page;
-            map = shared_space().take(map_bytes);
+            map = reserve_shadow() ? shared_space().take(map_bytes) : nullptr;
             in_space = map != nullptr;
             if (!map) {
                 void* m = mmap(nullptr, map_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -436,13 +486,9 @@ struct SharedRegion {
             data = map + page;
             data_bytes = need;
             if (need && mprotect(data, need, PROT_READ | PROT_WRITE) != 0) throw std::bad_alloc();
-            shadow_bytes = std::max<size_t>(need / 4 * (sizeof(ShadowHot) + sizeof(ShadowCold)), 1);
-            void* sh = mmap(nullptr, shadow_bytes, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (sh == MAP_FAILED) throw std::bad_alloc();
-            hot = static_cast<ShadowHot*>(sh);
-            cold = reinterpret_cast<ShadowCold*>(hot + need / 4);
             if (in_space) {
+                hot = g_shadow_hot + size_t(data - g_shared_base) / 4;
+                cold = g_shadow_cold + size_t(data - g_shared_base) / 4;
                 std::vector<const SharedRegion*>& pages = shared_pages();
                 g_shared_pages = pages.data();
                 const size_t first = size_t(data - g_shared_base) >> g_page_shift;
@@ -467,6 +513,15 @@ struct SharedRegion {
         }
         bytes = n;
         ptr = data + data_bytes - rounded;
+        if (in_space) {  // each page's live bytes: [ptr, ptr + n) cut by the page
+            const size_t first = size_t(data - g_shared_base) >> g_page_shift;
+            const size_t start = size_t(ptr - data), end = start + n;
+            for (size_t k = 0; k < (data_bytes >> g_page_shift); k++) {
+                const size_t lo = k * page, hi = lo + page;
+                g_shared_bounds[first + k].lo = uint32_t(std::min(std::max(start, lo), hi) - lo);
+                g_shared_bounds[first + k].hi = uint32_t(std::max(std::min(end, hi), lo) - lo);
+            }
+        }
     }
     void fill() { std::memset(data, 0xFF, data_bytes); }
     void clear_shadow() {
@@ -591,7 +646,10 @@ inline std::string thread_name(int tid);
 
 // A SHARED declaration: the block's copy of the array, placed and filled by the first thread
 // of the block that reaches it.
-inline void* shared_at(SharedSite& site, size_t bytes) {
+#if EMU_RT_DECLARE_ONLY
+void* shared_at(SharedSite& site, size_t bytes);
+#else
+EMU_RT_INLINE void* shared_at(SharedSite& site, size_t bytes) {
     int slot = site.slot.load(std::memory_order_acquire);
     if (slot < 0) {
         static std::mutex m;
@@ -628,10 +686,14 @@ inline void* shared_at(SharedSite& site, size_t bytes) {
     }
     return r->ptr;
 }
+#endif
 
 // SHARED_TILE: the tile must lie inside the launch's dynamic shared memory (the cursor walks
 // through it as on a GPU); the kernel gets an array of its own, as SHARED would give it.
-inline void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t bytes) {
+#if EMU_RT_DECLARE_ONLY
+void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t bytes);
+#else
+EMU_RT_INLINE void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t bytes) {
     const SharedRegion& dyn = cur().block->arena->dynamic;
     const long off = long(cursor - dyn.ptr);
     if (off < 0 || size_t(off) + bytes > dyn.bytes)
@@ -642,6 +704,7 @@ inline void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t b
                        ": the launch gives fewer bytes than the tiles carved from them");
     return shared_at(site, bytes);
 }
+#endif
 
 // CHECK_LAUNCH_BOUNDS(N [, min blocks]): a GPU refuses to launch a kernel declared
 // __launch_bounds__(N) with more than N threads per block.
@@ -748,7 +811,10 @@ inline void start_fiber(FiberBlock& fb, Fiber& f) {
     for (;;) yield_to_scheduler();
 }
 
-inline void syncthreads(const char* file, int line) {
+#if EMU_RT_DECLARE_ONLY
+void syncthreads(const char* file, int line);
+#else
+EMU_RT_INLINE void syncthreads(const char* file, int line) {
     FiberBlock& fb = *t_fb;
     if (fb.at_barrier == 0) {
         fb.barrier_file = file;
@@ -763,6 +829,7 @@ inline void syncthreads(const char* file, int line) {
     fb.at_barrier++;
     yield_to_scheduler();
 }
+#endif
 
 // A lane arrives at a warp operation; the scheduler releases it with its group's result.
 inline const ThreadState& warp_rendezvous(const WarpOp& op) {
@@ -896,12 +963,15 @@ inline std::string global_where(const unsigned char* p);
 // The launch's error for the fault the SIGSEGV handler noted.
 inline void fault_message(FiberBlock& fb) {
     const std::string who = thread_name(fb.fault_thread) + " of " + block_name();
-    const char* did = fb.fault_write == 1 ? " writes " : fb.fault_write == 0 ? " reads " : " touches ";
+    const char* did = fb.fault_write == 1   ? " writes "
+                      : fb.fault_write == 0 ? " reads "
+                                            : " touches ";
     char kernel[48] = "";
     if (fb.kernel) std::snprintf(kernel, sizeof kernel, " in kernel {func %p}", fb.kernel);
     const std::string in_kernel = kernel;
     if (fb.fault == 1)
-        fb.bs.error = "shared memory out of bounds: " + who + did + fb.fault_region->where(fb.fault_addr) + in_kernel;
+        fb.bs.error = "shared memory out of bounds: " + who + did +
+                      fb.fault_region->where(fb.fault_addr) + in_kernel;
     else if (fb.fault == 2)
         fb.bs.error = "global memory out of bounds: " + who + did + "a guard page: " +
                       global_where(fb.fault_addr) + in_kernel;
@@ -1074,31 +1144,38 @@ inline std::string block_name() { return "block " + dims(t_fb->bs.block_idx); }
                    "only the lanes of one warp)");
 }
 
-// The race check of one shadow word (ShadowHot): tid of warp tid >> 5 accesses it in epoch e.
-// A read that repeats what the word already records (the common case) stores nothing.
+// The race check of shadow word w of the shared range (g_shadow_hot[w]): tid of warp tid >> 5
+// accesses it in epoch e. A read that repeats what the word already records (the common case)
+// stores nothing.
+[[noreturn, gnu::noinline, gnu::cold]] inline void race_at(size_t w, bool write, const void* pc,
+                                                           const char* other_did, int other,
+                                                           int32_t other_pc) {
+    const unsigned char* p = g_shared_base + 4 * w;
+    const SharedRegion* r = g_shared_pages[size_t(p - g_shared_base) >> g_page_shift];
+    race_error(*r, p, write, pc, other_did, other, code_from_offset(other_pc));
+}
 template <bool WRITE>
-[[gnu::always_inline]] inline void shadow_word(const SharedRegion& r, size_t w, uint32_t e,
-                                               uint32_t tid, const void* pc) {
-    ShadowHot& h = r.hot[w];
+[[gnu::always_inline]] inline void shadow_word(size_t w, uint32_t e, uint32_t tid,
+                                               const void* pc) {
+    ShadowHot& h = g_shadow_hot[w];
     const uint32_t warp = tid >> 5, wt = h.w, rt = h.r;
     if (__builtin_expect((wt >> 10) == e && ((wt & 1023) >> 5) != warp, 0))
-        race_error(r, r.data + 4 * w, WRITE, pc, "wrote", int(wt & 1023),
-                   code_from_offset(r.cold[w].w_pc));
+        race_at(w, WRITE, pc, "wrote", int(wt & 1023), g_shadow_cold[w].w_pc);
     if (WRITE) {
         if (__builtin_expect((rt >> 11) == e && ((rt & 1024) || ((rt & 1023) >> 5) != warp), 0)) {
             const bool first_other = ((rt & 1023) >> 5) != warp;
-            race_error(r, r.data + 4 * w, true, pc, "read",
-                       first_other ? int(rt & 1023) : int(r.cold[w].r2_tid),
-                       code_from_offset(first_other ? r.cold[w].r1_pc : r.cold[w].r2_pc));
+            race_at(w, true, pc, "read",
+                    first_other ? int(rt & 1023) : int(g_shadow_cold[w].r2_tid),
+                    first_other ? g_shadow_cold[w].r1_pc : g_shadow_cold[w].r2_pc);
         }
         const uint32_t tag = e << 10 | tid;
-        if (wt != tag) h.w = tag, r.cold[w].w_pc = code_offset(pc);
+        if (wt != tag) h.w = tag, g_shadow_cold[w].w_pc = code_offset(pc);
     } else if ((rt >> 11) != e) {
         h.r = e << 11 | tid;
-        r.cold[w].r1_pc = code_offset(pc);
+        g_shadow_cold[w].r1_pc = code_offset(pc);
     } else if (!(rt & 1024) && ((rt & 1023) >> 5) != warp) {
         h.r = rt | 1024;
-        r.cold[w].r2_tid = tid, r.cold[w].r2_pc = code_offset(pc);
+        g_shadow_cold[w].r2_tid = tid, g_shadow_cold[w].r2_pc = code_offset(pc);
     }
 }
 
@@ -1112,20 +1189,35 @@ template <bool WRITE>
                    " bytes at " + code_at(pc) + ": " + r.where(p));
 }
 
-// An access of n bytes at p, in the shared range: its array's bounds, then the race check.
+// The race check of the words [off / 4, (off + n - 1) / 4] of the shared range.
 template <bool WRITE>
-[[gnu::always_inline]] inline void shared_access(const unsigned char* p, size_t n,
-                                                 const void* pc) {
-    const SharedRegion* r = g_shared_pages[size_t(p - g_shared_base) >> g_page_shift];
-    if (!r) return;  // a guard page: the access faults, and the SIGSEGV handler names it
-    if (__builtin_expect(p < r->ptr || p + n > r->ptr + r->bytes, 0))
-        return shared_out_of_bounds(*r, p, n, WRITE, pc);
+[[gnu::always_inline]] inline void race_check(size_t off, size_t n, const void* pc) {
     if (!(g_checks & check_races)) return;
     const FiberBlock* fb = t_fb;
     if (!fb || !fb->in_kernel) return;  // the scheduler's own look at the padding
     const uint32_t e = fb->epoch, tid = uint32_t(fb->current);
-    const size_t first = size_t(p - r->data) >> 2, last = size_t(p + n - 1 - r->data) >> 2;
-    for (size_t w = first; w <= last; w++) shadow_word<WRITE>(*r, w, e, tid, pc);
+    for (size_t w = off >> 2; w <= (off + n - 1) >> 2; w++) shadow_word<WRITE>(w, e, tid, pc);
+}
+// An access of n bytes at p, in the shared range, that is not inside one page's live bytes:
+// across two pages of its array, or outside it.
+template <bool WRITE>
+[[gnu::noinline]] inline void shared_access_slow(const unsigned char* p, size_t n,
+                                                 const void* pc) {
+    const SharedRegion* r = g_shared_pages[size_t(p - g_shared_base) >> g_page_shift];
+    if (!r) return;  // a guard page: the access faults, and the SIGSEGV handler names it
+    if (p < r->ptr || p + n > r->ptr + r->bytes) return shared_out_of_bounds(*r, p, n, WRITE, pc);
+    race_check<WRITE>(size_t(p - g_shared_base), n, pc);
+}
+// The same, inlined into each hook: the page's bounds, then the race check.
+template <bool WRITE>
+[[gnu::always_inline]] inline void shared_access(const unsigned char* p, size_t n,
+                                                 const void* pc) {
+    const size_t off = size_t(p - g_shared_base);
+    const SharedPageBounds b = g_shared_bounds[off >> g_page_shift];
+    const size_t in = off & ((size_t(1) << g_page_shift) - 1);
+    if (__builtin_expect(!(in >= b.lo && in + n <= b.hi), 0))
+        return shared_access_slow<WRITE>(p, n, pc);
+    race_check<WRITE>(off, n, pc);
 }
 
 inline std::string global_where(const unsigned char* p) {
@@ -1287,13 +1379,18 @@ struct SourceLocation {
 #endif
 
 // One warp operation of this lane: what it is, where it is called, its mask and value.
-inline const ThreadState& warp_op(WarpKind kind, const char* what, unsigned mask, int src,
+#if EMU_RT_DECLARE_ONLY
+const ThreadState& warp_op(WarpKind kind, const char* what, unsigned mask, int src,
+                                  uint64_t value, const SourceLocation& loc);
+#else
+EMU_RT_INLINE const ThreadState& warp_op(WarpKind kind, const char* what, unsigned mask, int src,
                                   uint64_t value, const SourceLocation& loc) {
     WarpOp op;
     op.kind = kind, op.what = what, op.mask = mask, op.src = src, op.value = value;
     op.file = loc.file_name(), op.line = loc.line(), op.column = loc.column();
     return warp_rendezvous(op);
 }
+#endif
 template <class T>
 inline T shuffle(const char* what, unsigned mask, T v, int src, const SourceLocation& loc) {
     const ThreadState& ts = warp_op(WarpKind::shuffle, what, mask, src, to_bits(v), loc);
@@ -1669,18 +1766,18 @@ inline std::string resolve_code_addresses(std::string msg) {
             // inlined into the kernel). A function: its name.
             char cmd[4400];
             std::snprintf(cmd, sizeof cmd, "addr2line %s -e '%s' 0x%lx 2>/dev/null",
-                          func ? "-f -C" : "-i", found.file.c_str(),
+                          func ? "-f -C -i" : "-i", found.file.c_str(),
                           (unsigned long)(found.rel - (func ? 0 : 1)));
             if (FILE* pipe = popen(cmd, "r")) {
                 char line[1024] = "";
-                while (std::fgets(line, sizeof line, pipe)) {
+                for (int k = 0; std::fgets(line, sizeof line, pipe); k++) {
                     std::string l(line);
                     const size_t cut = l.find_first_of(func ? "\n" : " \n");
                     if (cut != std::string::npos) l.resize(cut);
                     if (l.empty() || l.find("??") != std::string::npos) break;
-                    if (func) {
-                        where = l;
-                        break;
+                    if (func) {  // (name, place) pairs, innermost first: the outermost name
+                        if (k % 2 == 0) where = l;
+                        continue;
                     }
                     const size_t root = l.find("/cuda/"), tests = l.find("/tests/");
                     if (root != std::string::npos) l = l.substr(root + 1);
@@ -1708,7 +1805,11 @@ inline std::vector<const void*>& launched_kernels() {
     return v;
 }
 
-inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<void()>& body,
+#if EMU_RT_DECLARE_ONLY
+void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<void()>& body,
+                     const void* kernel = nullptr);
+#else
+EMU_RT_INLINE void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<void()>& body,
                      const void* kernel = nullptr) {
     if (kernel) {
         std::lock_guard<std::mutex> lock(launched_mutex());
@@ -1850,6 +1951,7 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
         throw std::runtime_error("emulator: " + resolve_code_addresses(error));
     }
 }
+#endif
 
 // The race check of the fiber mode: runs `run()` with the block's threads in forward order and
 // again in reverse order between barriers (one worker, so blocks and atomics keep one order),

@@ -5,6 +5,9 @@
 // and size; the caller's return address names the source line in a report. Atomics do the
 // operation and nothing else: they are exempt from the race check, as on a GPU. This file itself
 // is compiled without the instrumentation.
+// The runtime's entry points (run_grid, syncthreads, warp_op, shared_at, shared_tile) are
+// defined here, once, without the hooks (emulator.h, EMU_RT_DECLARE_ONLY).
+#define EMU_RUNTIME
 #include "cuda/emu/emulator.h"
 
 #include <cstdint>
