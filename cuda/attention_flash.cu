@@ -120,7 +120,8 @@
 #define FA_UNROLL_2 _Pragma("unroll 2")
 #define FA_UNROLL_4 _Pragma("unroll 4")
 #else
-#define FA_UNROLL
+// (the emulator: unrolled, the fragments' indices are constants and stay in registers)
+#define FA_UNROLL _Pragma("GCC unroll 16")
 #define FA_UNROLL_2
 #define FA_UNROLL_4
 #endif

@@ -72,15 +72,42 @@ endif
 # 6-cost-emu and gpu-bench-emu, which the tests run at small sizes.
 EMU_KERNEL_OBJ := $(KERNEL_SRC:%.cu=$(BUILD)/emu/%.o)
 
+# The access checks (cuda/emu/emulator.h, emu::access): every object that holds kernels is
+# compiled with GCC's ThreadSanitizer instrumentation (every load and store a call) and linked
+# with cuda/emu/racecheck.cpp, the hooks, in place of its runtime; so every kernel any emulator
+# build launches (the suite, 6-cost-emu, gpu-bench-emu) runs under them: a shared-memory race
+# between warps (shadow state per word, independent of the schedule), an access outside a
+# shared array or tile or a cudaMalloc'd buffer, a misaligned float2/float4. -g1: the line
+# tables that name a report's source lines. EMU_RACECHECK=0 leaves them out; clang builds (GCC's
+# hook names) and the sanitizer builds (ASan cannot be combined with the instrumentation) do.
+EMU_RACECHECK ?= $(if $(or $(PORT_CLANG),$(findstring -fsanitize,$(EXTRA_CXXFLAGS))),0,1)
+ifeq ($(EMU_RACECHECK),1)
+EMU_INSTRUMENT := -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -g1 \
+                  -DEMU_INSTRUMENTED
+EMU_HOOK_OBJ := $(BUILD)/emu/cuda/emu/racecheck.o
+# The planted bugs of each check (cuda/emu/racecheck_tests.cpp), in the suite.
+EMU_CHECK_TESTS := $(BUILD)/emu/cuda/emu/racecheck_tests.o
+endif
+
 # Each source goes through cuda/emu/launch_bounds.pl, which makes every kernel declared
 # __launch_bounds__(N) check its block against N at each launch (no hand-written call).
 EMU_LB := perl cuda/emu/launch_bounds.pl
 $(BUILD)/emu/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl | deps
 	@mkdir -p $(dir $@)
-	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
+	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
+$(BUILD)/emu/cuda/emu/racecheck_tests.o: cuda/emu/racecheck_tests.cpp cuda/emu/launch_bounds.pl \
+                                         | deps
+	@mkdir -p $(dir $@)
+	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
+# The hooks themselves: never instrumented.
+$(BUILD)/emu/cuda/emu/racecheck.o: cuda/emu/racecheck.cpp | deps
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -MT $@ -MF $(@:.o=.d) -c $< -o $@
+# The test source with kernels of its own.
+$(BUILD)/obj/tests/test_cuda_emulator.o: CXXFLAGS += $(EMU_INSTRUMENT)
 
-$(BUILD)/bin/tests: $(EMU_KERNEL_OBJ)
+$(BUILD)/bin/tests: $(EMU_KERNEL_OBJ) $(EMU_CHECK_TESTS) $(EMU_HOOK_OBJ)
 
--include $(EMU_KERNEL_OBJ:.o=.d)
+-include $(EMU_KERNEL_OBJ:.o=.d) $(EMU_HOOK_OBJ:.o=.d) $(EMU_CHECK_TESTS:.o=.d)
 
 include cuda/emu/emu.mk cuda/bench/bench.mk

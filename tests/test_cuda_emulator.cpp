@@ -163,6 +163,35 @@ __global__ void static_64k_kernel(float* out) {
     out[threadIdx.x] = huge[threadIdx.x];
 }
 
+// Thread 0 reads p[index] into out[0], or writes p[index].
+__global__ void global_rw_kernel(float* p, float* out, long index, bool write) {
+    if (threadIdx.x != 0) return;
+    if (write)
+        p[index] = 1.0f;
+    else
+        out[0] = p[index];
+}
+
+// A float4 assigned between p + 32 (aligned) and p + offset floats, one way or the other.
+__global__ void float4_copy_kernel(float* p, int offset, bool store) {
+    if (threadIdx.x != 0) return;
+    float4* aligned = reinterpret_cast<float4*>(p + 32);
+    float4* moved = reinterpret_cast<float4*>(p + offset);
+    if (store)
+        *moved = *aligned;
+    else
+        *aligned = *moved;
+}
+
+// With one of the emulator's checks turned off for the scope.
+struct Without {
+    unsigned saved;
+    explicit Without(unsigned check) : saved(emu::config().checks) {
+        emu::config().checks &= ~check;
+    }
+    ~Without() { emu::config().checks = saved; }
+};
+
 template <class T>
 std::vector<T> copy_back(const T* p, size_t n) {
     std::vector<T> v(n);
@@ -288,9 +317,15 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
     CUDA_CHECK(cudaMemcpy(dB.data(), B.data(), B.size() * 4, cudaMemcpyHostToDevice));
     for (bool with_barrier : {true, false}) {
         CAPTURE(with_barrier);
-        bool same = emu::same_under_both_schedules(
-            [&] { planted_tiled_matmul(dA.data(), dB.data(), dC.data(), M, N, K, with_barrier); },
-            [&] { return copy_back(dC.data(), ref.size()); });
+        bool same = false;
+        {
+            Without off(emu::check_races);  // the schedule comparison alone here
+            same = emu::same_under_both_schedules(
+                [&] {
+                    planted_tiled_matmul(dA.data(), dB.data(), dC.data(), M, N, K, with_barrier);
+                },
+                [&] { return copy_back(dC.data(), ref.size()); });
+        }
         auto C = copy_back(dC.data(), ref.size());
         bool close = true;
         for (size_t i = 0; i < C.size(); i++)
@@ -299,6 +334,12 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
         // the schedule check flags the kernel (and its result is wrong too).
         CHECK(same == with_barrier);
         CHECK(close == with_barrier);
+        // The race check (where compiled in) fails the launch itself.
+        const std::string race = launch_error(
+            [&] { planted_tiled_matmul(dA.data(), dB.data(), dC.data(), M, N, K, with_barrier); });
+        CHECK_MESSAGE((race.find("shared-memory race on byte ") != std::string::npos) ==
+                          (emu::instrumented() && !with_barrier),
+                      race);
     }
 }
 
@@ -611,4 +652,145 @@ TEST_CASE("cuda emulator: gpu-bench --quick fails on a planted mismatch and a pl
     r = testutil::run("gpu-bench-emu", "--plant-nan --plant-mismatch", "", 60);
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("exclude each other") != std::string::npos);
+}
+
+// GPU_CHECK_DIR puts every output of gpu-check under its folder, the build folder too. A dry
+// run without a GPU: stand-ins for nvidia-smi, make and nvcc (each records its arguments and
+// creates the files it is asked for) on PATH, the script run from a scratch folder that holds
+// only links to cuda/ and chapters/; afterwards nothing but the links may lie outside DIR.
+TEST_CASE("cuda emulator: gpu-check with GPU_CHECK_DIR writes everything there, build included") {
+    namespace fs = std::filesystem;
+    char tmpl[] = "/tmp/transformer-gpu-check-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    const fs::path root = tmpl, work = root / "work", fake = root / "fake";
+    fs::create_directories(work);
+    fs::create_directories(fake / "bin");
+    fs::create_directory_symlink(fs::path(PROJECT_ROOT) / "cuda", work / "cuda");
+    fs::create_directory_symlink(fs::path(PROJECT_ROOT) / "chapters", work / "chapters");
+    auto tool = [&](const char* name, const std::string& body) {
+        const fs::path p = fake / "bin" / name;
+        std::ofstream(p) << "#!/bin/sh\n" << body;
+        fs::permissions(p, fs::perms::owner_all);
+    };
+    const std::string stub = "mkdir -p \"$(dirname \"$t\")\" && printf '#!/bin/sh\\n' >\"$t\" && "
+                             "chmod +x \"$t\"";
+    tool("nvidia-smi", "echo 'a stand-in GPU'\n");
+    tool("make", "echo \"$@\" >>'" + (fake / "make.args").string() +
+                     "'\nfor t in \"$@\"; do case $t in -*|*=*) ;; *) " + stub +
+                     ";; esac; done\n");
+    tool("nvcc", "echo \"$@\" >>'" + (fake / "nvcc.args").string() +
+                     "'\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && t=$2 && " + stub +
+                     "; shift; done\n");
+    auto run_check = [&](const std::string& dir_setting) {
+        const std::string cmd = "cd '" + work.string() + "' && env PATH='" +
+                                (fake / "bin").string() + ":/usr/bin:/bin' NVCC='" +
+                                (fake / "bin" / "nvcc").string() + "' " + dir_setting +
+                                " SKIP_SANITIZER=1 PYTHON=/bin/false GPU_CHECK_SECONDS=60 "
+                                "bash cuda/bench/gpu-check.sh >/dev/null 2>&1";
+        return std::system(cmd.c_str());
+    };
+    auto read = [](const fs::path& p) {
+        std::ifstream f(p);
+        return std::string(std::istreambuf_iterator<char>(f), {});
+    };
+    CHECK(run_check("GPU_CHECK_DIR=out") != 0);  // (the stand-ins pass no test)
+    const std::string make_args = read(fake / "make.args"), nvcc_args = read(fake / "nvcc.args");
+    CHECK_MESSAGE(make_args.find("BUILD=out/build ") != std::string::npos, make_args);
+    CHECK_MESSAGE(make_args.find(" out/build/bin/cuda-tests") != std::string::npos, make_args);
+    CHECK_MESSAGE(nvcc_args.find("-o out/build/bin/gpu-bench") != std::string::npos, nvcc_args);
+    CHECK(fs::exists(work / "out" / "summary.txt"));
+    CHECK(fs::exists(work / "out" / "build" / "bin" / "gpu-bench"));
+    std::string outside;
+    for (const fs::directory_entry& e : fs::directory_iterator(work))
+        if (e.path().filename() != "out" && e.path().filename() != "cuda" &&
+            e.path().filename() != "chapters")
+            outside += e.path().filename().string() + " ";
+    CHECK_MESSAGE(outside.empty(), "written outside GPU_CHECK_DIR: " << outside);
+    // Without GPU_CHECK_DIR: results in gpu-check/<time>, the build in build/.
+    fs::remove(fake / "make.args");
+    CHECK(run_check("") != 0);
+    CHECK(read(fake / "make.args").find("BUILD=build ") != std::string::npos);
+    CHECK(fs::exists(work / "gpu-check"));
+    fs::remove_all(root);
+}
+
+// A read or write that reaches a cudaMalloc'd buffer's guard page is a named launch error in
+// every build: the SIGSEGV handler maps the address to the buffer (where the access checks are
+// compiled in they see it first: turned off here, to test the handler). With the handler's
+// check off too, the access kills the child.
+TEST_CASE("cuda emulator: a guard-page hit past a buffer's end or before its start is named") {
+    struct Case {
+        long index;
+        bool write;
+        const char* expect;
+    };
+    for (Case c : {Case{1024, false, " reads a guard page: byte 4096 of a cudaMalloc'd buffer of "
+                                     "4096 bytes, past its end in kernel "},
+                   Case{1024, true, " writes a guard page: byte 4096 of a cudaMalloc'd buffer of "
+                                    "4096 bytes, past its end in kernel "},
+                   Case{-1, false, " reads a guard page: 4 bytes before the start of a "
+                                   "cudaMalloc'd buffer of 4096 bytes in kernel "}}) {
+        CAPTURE(c.index);
+        CAPTURE(c.write);
+        auto run = [c] {
+            float *p = nullptr, *out = nullptr;
+            CUDA_CHECK(cudaMalloc(&p, 4096));  // one page: its end against the guard page
+            CUDA_CHECK(cudaMalloc(&out, 4));
+            Without hooks(emu::check_global_bounds);
+            return launch_error([&] {
+                launch_kernel(global_rw_kernel, dim3(1), dim3(32), 0, p, out, c.index, c.write);
+            });
+        };
+        ChildResult r = in_child(run, true);
+        REQUIRE_MESSAGE(r.exited, "the child died: the fault was not named");
+        CHECK_MESSAGE(r.text.find("global memory out of bounds: thread (0,0,0) (warp 0) of block "
+                                  "(0,0,0)") != std::string::npos,
+                      r.text);
+        if (!std::string(c.expect).empty())
+            CHECK_MESSAGE(r.text.find(c.expect) != std::string::npos, r.text);
+        CHECK_MESSAGE(r.text.find("global_rw_kernel") != std::string::npos, r.text);
+        ChildResult off = in_child(
+            [&] {
+                Without handler(emu::check_guard_pages);
+                return run();
+            },
+            true);
+        CHECK_MESSAGE(!off.exited, off.text);
+    }
+}
+
+// A misaligned float4 store, or a load into a float4, is a named launch error in every build:
+// float4's assignment checks both addresses (the access checks, where compiled in, too).
+TEST_CASE("cuda emulator: a misaligned float4 store or load is a named launch error") {
+    for (bool store : {false, true}) {
+        CAPTURE(store);
+        auto run = [store] {
+            gpu::Buffer<float> p(128);
+            return launch_error([&] {
+                launch_kernel(float4_copy_kernel, dim3(1), dim3(32), 0, p.data(), 1, store);
+            });
+        };
+        ChildResult r = in_child(run, true);
+        REQUIRE_MESSAGE(r.exited, "the child died: the access was not caught");
+        CHECK_MESSAGE(r.text.find(std::string("misaligned 16-byte ") +
+                                  (store ? "store to " : "load from ")) != std::string::npos,
+                      r.text);
+        CHECK_MESSAGE(
+            r.text.find("(4 bytes past a 16-byte boundary) by thread (0,0,0)") != std::string::npos,
+            r.text);
+        if (emu::instrumented())  // (the line tables: -g1 with the access checks)
+            CHECK_MESSAGE(r.text.find("test_cuda_emulator.cpp:") != std::string::npos, r.text);
+        gpu::Buffer<float> p(128);
+        CHECK(launch_error([&] {
+                  launch_kernel(float4_copy_kernel, dim3(1), dim3(32), 0, p.data(), 4, store);
+              }).empty());
+        // Without the check: unseen, or a fault that names no misaligned access.
+        ChildResult off = in_child(
+            [&] {
+                Without w(emu::check_alignment);
+                return run();
+            },
+            true);
+        CHECK_MESSAGE(off.text.find("misaligned") == std::string::npos, off.text);
+    }
 }

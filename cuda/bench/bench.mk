@@ -33,11 +33,13 @@ $(BUILD)/emu/chapters/6-cost/%.o: chapters/6-cost/%.cpp | deps
 	$(CXX) $(CXXFLAGS) -DWITH_CUDA -c $< -o $@
 
 $(BUILD)/bin/6-cost-emu: $(EMU_CH6_OBJ) $(BUILD)/emu/cuda/bench/cost_bench.o $(EMU_KERNEL_OBJ) \
+                         $(EMU_HOOK_OBJ) \
                          $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/bin/gpu-bench-emu: $(BUILD)/emu/cuda/bench/gpu_bench.o $(EMU_KERNEL_OBJ) $(CHAPTER_LIB) \
+$(BUILD)/bin/gpu-bench-emu: $(BUILD)/emu/cuda/bench/gpu_bench.o $(EMU_KERNEL_OBJ) $(EMU_HOOK_OBJ) \
+                            $(CHAPTER_LIB) \
                             $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
@@ -48,7 +50,7 @@ build: $(BUILD)/bin/6-cost-emu $(BUILD)/bin/gpu-bench-emu
          $(BUILD)/emu/cuda/bench/gpu_bench.d
 
 gpu-check: ## on a machine with a GPU: build, CUDA tests on the device, chapter 6 on cuda, torch peers; results in gpu-check/
-	bash cuda/bench/gpu-check.sh $(BUILD)
+	bash cuda/bench/gpu-check.sh $(if $(GPU_CHECK_DIR),,$(BUILD))
 
 gpu-bundle: ## copy doctest, stb and the font into .gpu-deps/ for a GPU machine without Debian packages
 	bash cuda/bench/gpu-bundle.sh

@@ -20,18 +20,21 @@
 #      python3 whose torch sees CUDA                     -> torch-peer.txt
 # Each step has its own time limit, and none runs past GPU_CHECK_SECONDS (480: 8 minutes) from
 # the start: a step that would is cut to the time left, and one with under 15 s left is skipped.
-# At most 8 files are written (nvidia-smi.txt and summary.txt too); the exit status is 1 when a
-# step failed, was cut or was skipped, and summary.txt says which, with gpu-bench's target lines
-# and every MISMATCH line (gpu-bench exits 1 on any). The build fails when the device's ptxas
-# reports a spill (sgemm.cu is built with -warn-spills). A python with CUDA torch this machine
-# lacks (unless PYTHON= names one) is listed as NOT RUN without failing the run.
+# At most 8 files of results are written (nvidia-smi.txt and summary.txt too), besides the
+# build; the exit status is 1 when a step failed, was cut or was skipped, and summary.txt says
+# which, with gpu-bench's target lines and every MISMATCH line (gpu-bench exits 1 on any). The
+# build fails when the device's ptxas reports a spill (sgemm.cu is built with -warn-spills). A
+# python with CUDA torch this machine lacks (unless PYTHON= names one) is listed as NOT RUN
+# without failing the run.
 # NVIDIA_TF32_OVERRIDE=0 for every step: no TF32 anywhere. Each step's time is printed, and the
 # total at the end.
 #
 # On a machine without network (the lent GPU machines): run `make gpu-bundle` where the Debian
-# packages are, carry .gpu-deps/ along, and the build below uses it. GPU_CHECK_DIR=dir puts the
-# results in dir instead of gpu-check/<time>. The CPU side is built for AVX2 + FMA, the path the
-# CPU tests cover, whatever the GPU machine's processor (its AVX-512 path is compile-tested only).
+# packages are, carry .gpu-deps/ along, and the build below uses it. GPU_CHECK_DIR=dir puts
+# every output in dir instead of gpu-check/<time>, the build too (dir/build, unless the first
+# argument names another build folder; without GPU_CHECK_DIR it is build/). The CPU side is
+# built for AVX2 + FMA, the path the CPU tests cover, whatever the GPU machine's processor (its
+# AVX-512 path is compile-tested only).
 #
 # gpu-check.sh --check-tests FILE: the verdict on one doctest report (what step 2 applies).
 set -u
@@ -61,8 +64,9 @@ if [ "${1:-}" = --check-tests ]; then
     exit $?
 fi
 
-BUILD=${1:-build}
 OUT=${GPU_CHECK_DIR:-gpu-check/$(date +%Y%m%d-%H%M%S)}
+BUILD=${1:-${GPU_CHECK_DIR:+$GPU_CHECK_DIR/build}}
+BUILD=${BUILD:-build}
 mkdir -p "$OUT"
 # Steps append to their files (the build and gpu-bench's build share one): start them empty.
 rm -f "$OUT"/{summary.txt,nvidia-smi.txt,build.log,cuda-tests.txt,gpu-bench.txt} \

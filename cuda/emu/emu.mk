@@ -3,47 +3,13 @@
 
 .PHONY: emu-tsan emu-racecheck
 
-# ---- the access checks: emu-racecheck, part of `make test` -----------------------------------
-# The kernels compiled a second time, with GCC's ThreadSanitizer instrumentation (every load and
-# store a call) and linked with cuda/emu/racecheck.cpp in place of its runtime: emulator.h's
-# on_access checks each access of the kernel code: a shared-memory race between warps (shadow
-# state per word, independent of the schedule), an access outside a shared array or tile or a
-# cudaMalloc'd buffer, a misaligned float2/float4. -g1: the line tables that name a report's
-# source lines. emu-racecheck runs every kernel in cuda/ through them at small sizes, and the
-# planted bugs of cuda/emu/racecheck_tests.cpp. The calls make the kernels about 8 times slower,
-# so the main suite ($(BUILD)/bin/tests) runs the plain objects.
-# EMU_RACECHECK=0 leaves it out; it is left out of clang builds (GCC's hook names) and the
-# sanitizer builds (ASan cannot be combined with the instrumentation).
-EMU_RACECHECK ?= $(if $(or $(PORT_CLANG),$(findstring -fsanitize,$(EXTRA_CXXFLAGS))),0,1)
-EMU_INSTRUMENT := -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -g1 \
-                  -DEMU_INSTRUMENTED
-EMU_RC_KERNEL_OBJ := $(KERNEL_SRC:%.cu=$(BUILD)/emu-rc/%.o)
-EMU_RC_OBJ := $(BUILD)/emu-rc/cuda/emu/racecheck.o $(BUILD)/emu-rc/cuda/emu/racecheck_tests.o
-
-$(BUILD)/emu-rc/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl | deps
-	@mkdir -p $(dir $@)
-	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
-$(BUILD)/emu-rc/cuda/emu/racecheck_tests.o: cuda/emu/racecheck_tests.cpp \
-                                            cuda/emu/launch_bounds.pl | deps
-	@mkdir -p $(dir $@)
-	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
-# The hooks themselves: never instrumented.
-$(BUILD)/emu-rc/cuda/emu/racecheck.o: cuda/emu/racecheck.cpp | deps
-	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
-
-$(BUILD)/bin/emu-racecheck: $(EMU_RC_OBJ) $(BUILD)/obj/tests/main.o $(EMU_RC_KERNEL_OBJ) \
-                            $(CHAPTER_LIB) $(LIB)
-	@mkdir -p $(dir $@)
-	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
-
--include $(EMU_RC_KERNEL_OBJ:.o=.d) $(EMU_RC_OBJ:.o=.d)
-
+# ---- the access checks ----------------------------------------------------------------------
+# On in every emulator build with GCC (cuda/cuda.mk, EMU_RACECHECK): the suite's kernels all run
+# under them. emu-racecheck runs only their cases: every kernel in cuda/ at small sizes, and a
+# planted bug per check (cuda/emu/racecheck_tests.cpp, "emulator checks:").
 ifeq ($(EMU_RACECHECK),1)
-build: $(BUILD)/bin/emu-racecheck
-test: emu-racecheck
-emu-racecheck: $(BUILD)/bin/emu-racecheck ## every kernel, and planted bugs, under the emulator's access checks
-	$(RUNNER) $(BUILD)/bin/emu-racecheck
+emu-racecheck: $(BUILD)/bin/tests ## the emulator's access checks: every kernel, and planted bugs
+	$(RUNNER) $(BUILD)/bin/tests -tc='emulator checks:*'
 else
 emu-racecheck:
 	@echo "emu-racecheck: not built (EMU_RACECHECK=0: clang, a sanitizer build, or asked for)"

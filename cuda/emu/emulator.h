@@ -24,14 +24,16 @@
 //                                          array of its own, bounds-checked and named like SHARED
 //   cudaMalloc                            pages filled with NaN bytes (CUDA does not zero) between
 //                                          two guard pages, 256-byte aligned, in one reserved range
-//   access checks (emu-racecheck)         where the kernels are compiled with the access hooks
-//                                          (cuda/emu/emu.mk, racecheck.cpp): on_access checks every
-//                                          load and store: a shared-memory race between warps in
-//                                          one barrier epoch (shadow state per word, whatever the
-//                                          schedule; __syncwarp and warp operations order only one
-//                                          warp's lanes; atomics exempt), an access outside a
-//                                          shared array or tile or a cudaMalloc'd buffer, a
-//                                          misaligned float2/float4; naming threads and lines
+//   access checks                         where the kernels are compiled with the access hooks
+//                                          (every GCC emulator build: cuda/cuda.mk, racecheck.cpp):
+//                                          emu::access checks every load and store: a shared-memory
+//                                          race between warps in one barrier epoch (shadow state
+//                                          per word, whatever the schedule; __syncwarp and warp
+//                                          operations order only one warp's lanes; atomics
+//                                          exempt), an access outside a shared array or tile or a
+//                                          cudaMalloc'd buffer, a misaligned float2/float4; naming
+//                                          threads and lines. In every build a guard-page fault of
+//                                          a cudaMalloc'd buffer is named by the SIGSEGV handler
 //   launch rules                          block and grid limits; at most 48 KB of static shared
 //                                          memory, and static + dynamic at most 48 KB, or 227 KB
 //                                          (sm_90) after cudaFuncSetAttribute; a kernel declared
@@ -125,11 +127,27 @@ emu_switch_stack:
 )");
 #endif
 
+// The runtime's entry points that kernel code calls (run_grid, syncthreads, warp_op,
+// shared_at, shared_tile): in the objects compiled with the access hooks they are only declared,
+// and their one definition is in cuda/emu/racecheck.cpp, compiled without the hooks
+// (EMU_RUNTIME), so that the scheduler's own loads and stores call none (they were 42% of the
+// hook calls). Everywhere else they are inline, as the rest of this header.
+#if defined(EMU_INSTRUMENTED) && !defined(EMU_RUNTIME)
+#define EMU_RT_DECLARE_ONLY 1
+#else
+#define EMU_RT_DECLARE_ONLY 0
+#endif
+#if defined(EMU_RUNTIME)
+#define EMU_RT_INLINE
+#else
+#define EMU_RT_INLINE inline
+#endif
+
 // ---- qualifiers --------------------------------------------------------------------------
 #define __global__
 #define __device__
 #define __host__
-#define __forceinline__ inline
+#define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
 // Shared arrays go through SHARED (bounds-checked, NaN at every block start): a plain
 // __shared__ stops the build here with this name in the message.
@@ -239,7 +257,7 @@ inline size_t page_bytes() {
 // ---- address spaces the access checks recognise ---------------------------------------------
 // The kernels' objects are compiled with the compiler's ThreadSanitizer instrumentation (make's
 // EMU_RACECHECK, cuda/cuda.mk) but linked without its runtime: every load and store of the
-// kernel code calls a hook in cuda/emu/racecheck.cpp, which calls emu::on_access below. Shared
+// kernel code calls a hook in cuda/emu/racecheck.cpp, which inlines emu::access below. Shared
 // arrays (every block runner's) and cudaMalloc'd buffers each lie in one reserved range of
 // address space, so a hook tells them apart from the stack and host memory with a comparison.
 // Each range is handed out in whole pages; a freed piece goes back to its range's free list.
@@ -308,17 +326,57 @@ inline std::vector<const SharedRegion*>& shared_pages() {
 }
 inline const SharedRegion* const* g_shared_pages = nullptr;
 
-// Shadow state of one 4-byte word of shared memory for the race check: its last write (the
-// barrier epoch it happened in, the thread, the code address) and the current epoch's reads
-// (the warps that read it, and up to two of the readers: the first, and one from another warp).
-struct ShadowWord {
-    uint32_t w_epoch = 0, r_epoch = 0;
-    uint32_t r_warps = 0;  // bit w: a thread of warp w read it in r_epoch
-    uint16_t w_tid = 0, r1_tid = 0, r2_tid = 0xFFFF;
-    const void* w_pc = nullptr;
-    const void* r1_pc = nullptr;
-    const void* r2_pc = nullptr;
+// Shadow state of one 4-byte word of shared memory for the race check, in two flat arrays over
+// the shared range (below). The hot part, 8 bytes, is what every access reads: its last write
+// (the barrier epoch and the thread) and the current epoch's reads (the first reader, and
+// whether a thread of another warp read it too), packed as
+//   w = epoch << 10 | writer's tid               (epochs below 2^21, tids below 1024)
+//   r = epoch << 11 | several warps << 10 | first reader's tid
+// A word is never cleared at a barrier: an epoch number that is not the current one is stale.
+// The cold part holds what only a report reads: the code addresses (as offsets from
+// code_anchor, 32 bits) of the write and of the two reads, and the second reader.
+struct ShadowHot {
+    uint32_t w, r;
 };
+struct ShadowCold {
+    int32_t w_pc, r1_pc, r2_pc;
+    uint32_t r2_tid;
+};
+constexpr uint32_t EPOCH_LIMIT = 1u << 21;  // the epochs a runner counts before it starts over
+[[gnu::noinline]] inline void code_anchor() { __asm__ volatile(""); }
+inline int32_t code_offset(const void* pc) {
+    return int32_t(intptr_t(pc) - intptr_t(&code_anchor));
+}
+inline const void* code_from_offset(int32_t off) {
+    return reinterpret_cast<const void*>(intptr_t(&code_anchor) + off);
+}
+// The shadow is one flat array over the whole shared range (address space only: a page is
+// committed when first touched): word w of the range, at g_shared_base + 4 w, has hot[w] and
+// cold[w]. Per page of the range, the bytes [lo, hi) of it that are a live array's (0, 0: a
+// guard page, padding only, or free), so that a hook checks an access against its array's
+// bounds without reading the array's region.
+struct SharedPageBounds {
+    uint32_t lo = 0, hi = 0;
+};
+inline ShadowHot* g_shadow_hot = nullptr;
+inline ShadowCold* g_shadow_cold = nullptr;
+inline SharedPageBounds* g_shared_bounds = nullptr;
+inline bool reserve_shadow() {
+    static const bool ok = [] {
+        const size_t words = g_shared_size / 4, pages = g_shared_size >> g_page_shift;
+        const int prot = PROT_READ | PROT_WRITE;
+        const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+        void* h = mmap(nullptr, words * sizeof(ShadowHot), prot, flags, -1, 0);
+        void* c = mmap(nullptr, words * sizeof(ShadowCold), prot, flags, -1, 0);
+        void* b = mmap(nullptr, pages * sizeof(SharedPageBounds), prot, flags, -1, 0);
+        if (h == MAP_FAILED || c == MAP_FAILED || b == MAP_FAILED) return false;
+        g_shadow_hot = static_cast<ShadowHot*>(h);
+        g_shadow_cold = static_cast<ShadowCold*>(c);
+        g_shared_bounds = static_cast<SharedPageBounds*>(b);
+        return true;
+    }();
+    return ok;
+}
 
 // Per page of the global range: the bytes [lo, hi) of it that belong to a live cudaMalloc'd
 // buffer (0, 0: a guard page, or freed), and that buffer's number in the allocation table.
@@ -383,8 +441,8 @@ struct SharedRegion {
     uint64_t gen = 0;  // the block that last filled it
     int guard = -1;    // its entry in guard_table
     bool in_space = false;          // map lies in shared_space() (else a plain mmap)
-    ShadowWord* shadow = nullptr;   // one per 4-byte word of data (race check)
-    size_t shadow_bytes = 0;
+    ShadowHot* hot = nullptr;    // its data's words in the flat shadow (race check)
+    ShadowCold* cold = nullptr;
 
     SharedRegion() = default;
     SharedRegion(const SharedRegion&) = delete;
@@ -396,14 +454,20 @@ struct SharedRegion {
         if (map && in_space) {
             std::vector<const SharedRegion*>& pages = shared_pages();
             const size_t first = size_t(data - g_shared_base) >> g_page_shift;
-            for (size_t k = 0; k < (data_bytes >> g_page_shift); k++) pages[first + k] = nullptr;
+            for (size_t k = 0; k < (data_bytes >> g_page_shift); k++) {
+                pages[first + k] = nullptr;
+                g_shared_bounds[first + k] = {};
+            }
+            // The next region here starts with a shadow never accessed (another runner's
+            // epochs are not this one's).
+            madvise(hot, data_bytes / 4 * sizeof(ShadowHot), MADV_DONTNEED);
+            madvise(cold, data_bytes / 4 * sizeof(ShadowCold), MADV_DONTNEED);
             shared_space().give(map, map_bytes);
         } else if (map) {
             munmap(map, map_bytes);
         }
-        if (shadow) munmap(shadow, shadow_bytes);
         map = data = ptr = nullptr;
-        shadow = nullptr;
+        hot = nullptr, cold = nullptr;
     }
     // Room for `n` bytes, the array's end at the data's end (rounded to 16 bytes).
     void place(size_t n) {
@@ -412,7 +476,7 @@ struct SharedRegion {
         if (!map || need != data_bytes) {
             unmap();
             map_bytes = need + 2 * page;
-            map = shared_space().take(map_bytes);
+            map = reserve_shadow() ? shared_space().take(map_bytes) : nullptr;
             in_space = map != nullptr;
             if (!map) {
                 void* m = mmap(nullptr, map_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -422,12 +486,9 @@ struct SharedRegion {
             data = map + page;
             data_bytes = need;
             if (need && mprotect(data, need, PROT_READ | PROT_WRITE) != 0) throw std::bad_alloc();
-            shadow_bytes = std::max<size_t>(need / 4 * sizeof(ShadowWord), 1);
-            void* sh = mmap(nullptr, shadow_bytes, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (sh == MAP_FAILED) throw std::bad_alloc();
-            shadow = static_cast<ShadowWord*>(sh);
             if (in_space) {
+                hot = g_shadow_hot + size_t(data - g_shared_base) / 4;
+                cold = g_shadow_cold + size_t(data - g_shared_base) / 4;
                 std::vector<const SharedRegion*>& pages = shared_pages();
                 g_shared_pages = pages.data();
                 const size_t first = size_t(data - g_shared_base) >> g_page_shift;
@@ -452,8 +513,20 @@ struct SharedRegion {
         }
         bytes = n;
         ptr = data + data_bytes - rounded;
+        if (in_space) {  // each page's live bytes: [ptr, ptr + n) cut by the page
+            const size_t first = size_t(data - g_shared_base) >> g_page_shift;
+            const size_t start = size_t(ptr - data), end = start + n;
+            for (size_t k = 0; k < (data_bytes >> g_page_shift); k++) {
+                const size_t lo = k * page, hi = lo + page;
+                g_shared_bounds[first + k].lo = uint32_t(std::min(std::max(start, lo), hi) - lo);
+                g_shared_bounds[first + k].hi = uint32_t(std::max(std::min(end, hi), lo) - lo);
+            }
+        }
     }
     void fill() { std::memset(data, 0xFF, data_bytes); }
+    void clear_shadow() {
+        if (hot) std::memset(hot, 0, data_bytes / 4 * sizeof(ShadowHot));
+    }
     // The first byte of the padding that is no longer 0xFF, or nullptr.
     const unsigned char* written_padding() const {
         for (const unsigned char* p = data; p < ptr; p++)
@@ -498,6 +571,12 @@ struct SharedArena {
         dynamic.place(dyn_bytes);
         dynamic.fill();
     }
+    // Every region's race-check shadow back to "never accessed" (when the epochs start over).
+    void clear_shadows() {
+        for (const std::unique_ptr<SharedRegion>& r : regions)
+            if (r) r->clear_shadow();
+        dynamic.clear_shadow();
+    }
     // After the block: "" or the first out-of-bounds write found in the padding.
     std::string end_block() const {
         for (const SharedRegion* r : touched)
@@ -527,7 +606,9 @@ enum Check : unsigned {
     check_shared_bounds = 2, // shared memory: an access outside its array (padding, before it)
     check_global_bounds = 4, // a cudaMalloc'd buffer: an access past its end or before its start
     check_alignment = 8,     // an N-byte access (float2, float4: 8, 16) at an address not N-aligned
-    all_checks = 15
+    check_guard_pages = 16,  // any build: a fault in the global range (a cudaMalloc'd buffer's
+                             // guard page), or a general-protection fault, named by the handler
+    all_checks = 31
 };
 struct Config {
     Schedule schedule = Schedule::forward;
@@ -553,6 +634,8 @@ constexpr bool instrumented() {
     return false;
 #endif
 }
+// The launch's checks, copied from config() at every launch (one plain load for a hook).
+inline unsigned g_checks = all_checks;
 inline void set_schedule(Schedule s) { config().schedule = s; }
 inline void set_workers(int n) { config().workers = n; }
 
@@ -563,7 +646,10 @@ inline std::string thread_name(int tid);
 
 // A SHARED declaration: the block's copy of the array, placed and filled by the first thread
 // of the block that reaches it.
-inline void* shared_at(SharedSite& site, size_t bytes) {
+#if EMU_RT_DECLARE_ONLY
+void* shared_at(SharedSite& site, size_t bytes);
+#else
+EMU_RT_INLINE void* shared_at(SharedSite& site, size_t bytes) {
     int slot = site.slot.load(std::memory_order_acquire);
     if (slot < 0) {
         static std::mutex m;
@@ -600,10 +686,14 @@ inline void* shared_at(SharedSite& site, size_t bytes) {
     }
     return r->ptr;
 }
+#endif
 
 // SHARED_TILE: the tile must lie inside the launch's dynamic shared memory (the cursor walks
 // through it as on a GPU); the kernel gets an array of its own, as SHARED would give it.
-inline void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t bytes) {
+#if EMU_RT_DECLARE_ONLY
+void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t bytes);
+#else
+EMU_RT_INLINE void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t bytes) {
     const SharedRegion& dyn = cur().block->arena->dynamic;
     const long off = long(cursor - dyn.ptr);
     if (off < 0 || size_t(off) + bytes > dyn.bytes)
@@ -614,6 +704,7 @@ inline void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t b
                        ": the launch gives fewer bytes than the tiles carved from them");
     return shared_at(site, bytes);
 }
+#endif
 
 // CHECK_LAUNCH_BOUNDS(N [, min blocks]): a GPU refuses to launch a kernel declared
 // __launch_bounds__(N) with more than N threads per block.
@@ -658,9 +749,15 @@ struct FiberBlock {
     uint32_t epoch = 0;
     bool in_kernel = false;  // a fiber runs (the access hooks ignore the scheduler's own work)
     // Set by the SIGSEGV handler (which allocates nothing): a guard page was touched.
+    // fault: 0 none, 1 a shared array's guard page (fault_region), 2 the global range (a
+    // cudaMalloc'd buffer's guard page, or freed memory), 3 a general-protection fault (on
+    // x86-64: a misaligned 16-byte vector access). fault_write: 1 a write, 0 a read, -1 unknown.
+    int fault = 0;
     const SharedRegion* fault_region = nullptr;
     const unsigned char* fault_addr = nullptr;
     int fault_thread = -1;
+    int fault_write = -1;
+    const void* kernel = nullptr;  // the launch's kernel, for a fault's message
 };
 inline thread_local FiberBlock* t_fb = nullptr;
 
@@ -714,7 +811,10 @@ inline void start_fiber(FiberBlock& fb, Fiber& f) {
     for (;;) yield_to_scheduler();
 }
 
-inline void syncthreads(const char* file, int line) {
+#if EMU_RT_DECLARE_ONLY
+void syncthreads(const char* file, int line);
+#else
+EMU_RT_INLINE void syncthreads(const char* file, int line) {
     FiberBlock& fb = *t_fb;
     if (fb.at_barrier == 0) {
         fb.barrier_file = file;
@@ -729,6 +829,7 @@ inline void syncthreads(const char* file, int line) {
     fb.at_barrier++;
     yield_to_scheduler();
 }
+#endif
 
 // A lane arrives at a warp operation; the scheduler releases it with its group's result.
 inline const ThreadState& warp_rendezvous(const WarpOp& op) {
@@ -846,16 +947,47 @@ inline std::string warp_deadlock_message(FiberBlock& fb) {
     return "warp deadlock";
 }
 
-inline uint32_t next_epoch() {
-    static std::atomic<uint32_t> e{1};
-    return e.fetch_add(1, std::memory_order_relaxed);
+// A new barrier epoch of this runner (its shared memory is its own): numbers from 1 (0 is a
+// shadow word never accessed); after EPOCH_LIMIT - 1 of them the shadows are cleared and the
+// count starts over, so that an old number cannot come back while a word still holds it.
+inline void new_epoch(FiberBlock& fb) {
+    if (++fb.epoch >= EPOCH_LIMIT) {
+        fb.arena.clear_shadows();
+        fb.epoch = 1;
+    }
+}
+
+inline std::string thread_name(int tid);
+inline std::string block_name();
+inline std::string global_where(const unsigned char* p);
+// The launch's error for the fault the SIGSEGV handler noted.
+inline void fault_message(FiberBlock& fb) {
+    const std::string who = thread_name(fb.fault_thread) + " of " + block_name();
+    const char* did = fb.fault_write == 1   ? " writes "
+                      : fb.fault_write == 0 ? " reads "
+                                            : " touches ";
+    char kernel[48] = "";
+    if (fb.kernel) std::snprintf(kernel, sizeof kernel, " in kernel {func %p}", fb.kernel);
+    const std::string in_kernel = kernel;
+    if (fb.fault == 1)
+        fb.bs.error = "shared memory out of bounds: " + who + did +
+                      fb.fault_region->where(fb.fault_addr) + in_kernel;
+    else if (fb.fault == 2)
+        fb.bs.error = "global memory out of bounds: " + who + did + "a guard page: " +
+                      global_where(fb.fault_addr) + in_kernel;
+    else
+        fb.bs.error = "general-protection fault: " + who + in_kernel +
+                      " (on x86-64: a 16-byte vector access, a float4, at an address not 16-byte "
+                      "aligned; a GPU faults too)";
+    fb.fault = 0;
+    fb.fault_region = nullptr;
 }
 
 inline void run_block_fibers(FiberBlock& fb, int nthreads) {
     const bool reverse = config().schedule == Schedule::reverse;
     int alive = nthreads;
     t_fb = &fb;
-    fb.epoch = next_epoch();
+    new_epoch(fb);
     for (int t = 0; t < nthreads; t++) {
         Fiber& f = fb.fibers[t];
         f.state = Fiber::running;
@@ -887,16 +1019,7 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
 #endif
             fb.in_kernel = false;
             ran = true;
-            if (fb.fault_region) {
-                const Fiber& bad = fb.fibers[fb.fault_thread];
-                const dim3 ti = bad.ts.thread_idx, bi = fb.bs.block_idx;
-                fb.bs.error = "shared memory out of bounds: thread (" + std::to_string(ti.x) + "," +
-                              std::to_string(ti.y) + "," + std::to_string(ti.z) + ") of block (" +
-                              std::to_string(bi.x) + "," + std::to_string(bi.y) + "," +
-                              std::to_string(bi.z) + ") touched " +
-                              fb.fault_region->where(fb.fault_addr);
-                fb.fault_region = nullptr;
-            }
+            if (fb.fault) fault_message(fb);
             if (!fb.bs.error.empty()) return;
             if (f.state == Fiber::done) {
                 alive--;
@@ -913,7 +1036,7 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
             for (int t = 0; t < nthreads; t++)
                 if (fb.fibers[t].state == Fiber::at_barrier) fb.fibers[t].state = Fiber::running;
             fb.at_barrier = 0;
-            fb.epoch = next_epoch();  // what was before the barrier is ordered before what follows
+            new_epoch(fb);  // what was before the barrier is ordered before what follows
             released = true;
         }
         if (!ran && !released && alive > 0) {
@@ -948,10 +1071,23 @@ inline void segv_handler(int sig, siginfo_t* info, void* context) {
         if (addr >= guard_table[g].lo.load() && addr < guard_table[g].hi.load())
             hit = guard_table[g].region.load();
     FiberBlock* fb = t_fb;
-    if (hit && fb && fb->current >= 0 && !fb->fault_region) {
+    int kind = hit ? 1 : 0;
+    if (fb && fb->in_kernel && !hit && (g_checks & check_guard_pages)) {
+        if (addr - uintptr_t(g_global_base) < g_global_size) kind = 2;
+        else if (info->si_code == SI_KERNEL) kind = 3;
+    }
+    if (kind && fb && fb->current >= 0 && !fb->fault) {
+        fb->fault = kind;
         fb->fault_addr = reinterpret_cast<const unsigned char*>(addr);
         fb->fault_thread = fb->current;
         fb->fault_region = hit;
+        fb->fault_write = -1;
+#if defined(__x86_64__) && defined(REG_ERR)
+        // The page fault's error code: bit 1 set for a write.
+        if (kind != 3)
+            fb->fault_write =
+                (static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+#endif
         fb->fibers[fb->current].state = Fiber::at_barrier;  // never resumed
         yield_to_scheduler();
     }
@@ -995,9 +1131,10 @@ inline std::string thread_name(int tid) {
 }
 inline std::string block_name() { return "block " + dims(t_fb->bs.block_idx); }
 
-[[noreturn, gnu::noinline, gnu::cold]] inline void race_error(const SharedRegion& r, const unsigned char* p, bool write,
-                                    const void* pc, const char* other_did, int other,
-                                    const void* other_pc) {
+[[noreturn, gnu::noinline, gnu::cold]] inline void race_error(const SharedRegion& r,
+                                                              const unsigned char* p, bool write,
+                                                              const void* pc, const char* other_did,
+                                                              int other, const void* other_pc) {
     const FiberBlock& fb = *t_fb;
     fail_in_thread("shared-memory race on byte " + std::to_string(p - r.ptr) + " of " + r.name() +
                    " in " + block_name() + ": " + thread_name(fb.current) +
@@ -1007,40 +1144,80 @@ inline std::string block_name() { return "block " + dims(t_fb->bs.block_idx); }
                    "only the lanes of one warp)");
 }
 
-inline void shared_access(FiberBlock& fb, const unsigned char* p, size_t n, bool write,
-                          const void* pc) {
+// The race check of shadow word w of the shared range (g_shadow_hot[w]): tid of warp tid >> 5
+// accesses it in epoch e. A read that repeats what the word already records (the common case)
+// stores nothing.
+[[noreturn, gnu::noinline, gnu::cold]] inline void race_at(size_t w, bool write, const void* pc,
+                                                           const char* other_did, int other,
+                                                           int32_t other_pc) {
+    const unsigned char* p = g_shared_base + 4 * w;
+    const SharedRegion* r = g_shared_pages[size_t(p - g_shared_base) >> g_page_shift];
+    race_error(*r, p, write, pc, other_did, other, code_from_offset(other_pc));
+}
+template <bool WRITE>
+[[gnu::always_inline]] inline void shadow_word(size_t w, uint32_t e, uint32_t tid,
+                                               const void* pc) {
+    ShadowHot& h = g_shadow_hot[w];
+    const uint32_t warp = tid >> 5, wt = h.w, rt = h.r;
+    if (__builtin_expect((wt >> 10) == e && ((wt & 1023) >> 5) != warp, 0))
+        race_at(w, WRITE, pc, "wrote", int(wt & 1023), g_shadow_cold[w].w_pc);
+    if (WRITE) {
+        if (__builtin_expect((rt >> 11) == e && ((rt & 1024) || ((rt & 1023) >> 5) != warp), 0)) {
+            const bool first_other = ((rt & 1023) >> 5) != warp;
+            race_at(w, true, pc, "read",
+                    first_other ? int(rt & 1023) : int(g_shadow_cold[w].r2_tid),
+                    first_other ? g_shadow_cold[w].r1_pc : g_shadow_cold[w].r2_pc);
+        }
+        const uint32_t tag = e << 10 | tid;
+        if (wt != tag) h.w = tag, g_shadow_cold[w].w_pc = code_offset(pc);
+    } else if ((rt >> 11) != e) {
+        h.r = e << 11 | tid;
+        g_shadow_cold[w].r1_pc = code_offset(pc);
+    } else if (!(rt & 1024) && ((rt & 1023) >> 5) != warp) {
+        h.r = rt | 1024;
+        g_shadow_cold[w].r2_tid = tid, g_shadow_cold[w].r2_pc = code_offset(pc);
+    }
+}
+
+[[gnu::noinline, gnu::cold]] inline void shared_out_of_bounds(const SharedRegion& r,
+                                                              const unsigned char* p, size_t n,
+                                                              bool write, const void* pc) {
+    const FiberBlock* fb = t_fb;
+    if (!fb || !fb->in_kernel || !(g_checks & check_shared_bounds)) return;
+    fail_in_thread("shared memory out of bounds: " + thread_name(fb->current) + " of " +
+                   block_name() + (write ? " writes " : " reads ") + std::to_string(n) +
+                   " bytes at " + code_at(pc) + ": " + r.where(p));
+}
+
+// The race check of the words [off / 4, (off + n - 1) / 4] of the shared range.
+template <bool WRITE>
+[[gnu::always_inline]] inline void race_check(size_t off, size_t n, const void* pc) {
+    if (!(g_checks & check_races)) return;
+    const FiberBlock* fb = t_fb;
+    if (!fb || !fb->in_kernel) return;  // the scheduler's own look at the padding
+    const uint32_t e = fb->epoch, tid = uint32_t(fb->current);
+    for (size_t w = off >> 2; w <= (off + n - 1) >> 2; w++) shadow_word<WRITE>(w, e, tid, pc);
+}
+// An access of n bytes at p, in the shared range, that is not inside one page's live bytes:
+// across two pages of its array, or outside it.
+template <bool WRITE>
+[[gnu::noinline]] inline void shared_access_slow(const unsigned char* p, size_t n,
+                                                 const void* pc) {
     const SharedRegion* r = g_shared_pages[size_t(p - g_shared_base) >> g_page_shift];
     if (!r) return;  // a guard page: the access faults, and the SIGSEGV handler names it
-    const unsigned checks = config().checks;
-    if ((checks & check_shared_bounds) && (p < r->ptr || p + n > r->ptr + r->bytes))
-        fail_in_thread("shared memory out of bounds: " + thread_name(fb.current) + " of " +
-                       block_name() + (write ? " writes " : " reads ") + std::to_string(n) +
-                       " bytes at " + code_at(pc) + ": " + r->where(p));
-    if (!(checks & check_races)) return;
-    const uint32_t e = fb.epoch;
-    const int tid = fb.current, warp = tid >> 5;
-    const uint32_t bit = 1u << warp;
-    const size_t first = size_t(p - r->data) >> 2, last = size_t(p + n - 1 - r->data) >> 2;
-    for (size_t w = first; w <= last; w++) {
-        ShadowWord& sw = r->shadow[w];
-        const unsigned char* at = r->data + 4 * w;
-        if (sw.w_epoch == e && (sw.w_tid >> 5) != warp)
-            race_error(*r, at, write, pc, "wrote", sw.w_tid, sw.w_pc);
-        if (write) {
-            if (sw.r_epoch == e && (sw.r_warps & ~bit)) {
-                const bool first_other = (sw.r1_tid >> 5) != warp;
-                race_error(*r, at, write, pc, "read", first_other ? sw.r1_tid : sw.r2_tid,
-                           first_other ? sw.r1_pc : sw.r2_pc);
-            }
-            sw.w_epoch = e, sw.w_tid = uint16_t(tid), sw.w_pc = pc;
-        } else if (sw.r_epoch != e) {
-            sw.r_epoch = e, sw.r_warps = bit, sw.r1_tid = uint16_t(tid), sw.r1_pc = pc;
-            sw.r2_tid = 0xFFFF;
-        } else if (!(sw.r_warps & bit)) {
-            sw.r_warps |= bit;
-            if (sw.r2_tid == 0xFFFF) sw.r2_tid = uint16_t(tid), sw.r2_pc = pc;
-        }
-    }
+    if (p < r->ptr || p + n > r->ptr + r->bytes) return shared_out_of_bounds(*r, p, n, WRITE, pc);
+    race_check<WRITE>(size_t(p - g_shared_base), n, pc);
+}
+// The same, inlined into each hook: the page's bounds, then the race check.
+template <bool WRITE>
+[[gnu::always_inline]] inline void shared_access(const unsigned char* p, size_t n,
+                                                 const void* pc) {
+    const size_t off = size_t(p - g_shared_base);
+    const SharedPageBounds b = g_shared_bounds[off >> g_page_shift];
+    const size_t in = off & ((size_t(1) << g_page_shift) - 1);
+    if (__builtin_expect(!(in >= b.lo && in + n <= b.hi), 0))
+        return shared_access_slow<WRITE>(p, n, pc);
+    race_check<WRITE>(off, n, pc);
 }
 
 inline std::string global_where(const unsigned char* p) {
@@ -1054,9 +1231,12 @@ inline std::string global_where(const unsigned char* p) {
     return "no live cudaMalloc'd buffer (freed memory, or a guard page between buffers)";
 }
 
-inline void global_access(FiberBlock& fb, const unsigned char* p, size_t n, bool write,
-                          const void* pc) {
-    if (!(config().checks & check_global_bounds)) return;
+// An access in the global range that is not inside one page's live bytes: it may go on into
+// the next page of the same buffer; else it is out of bounds.
+[[gnu::noinline]] inline void global_slow(const unsigned char* p, size_t n, bool write,
+                                          const void* pc) {
+    const FiberBlock* fb = t_fb;
+    if (!fb || !fb->in_kernel || !(g_checks & check_global_bounds)) return;
     const size_t off = size_t(p - g_global_base), page = size_t(1) << g_page_shift;
     const GlobalPage& pg = g_global_pages[off >> g_page_shift];
     const size_t in = off & (page - 1);
@@ -1066,41 +1246,59 @@ inline void global_access(FiberBlock& fb, const unsigned char* p, size_t n, bool
         if (next.lo == 0 && in + n - page <= next.hi) return;
     }
     const unsigned char* bad = in < pg.lo || in >= pg.hi ? p : p + (pg.hi - in);
-    fail_in_thread("global memory out of bounds: " + thread_name(fb.current) + " of " +
+    fail_in_thread("global memory out of bounds: " + thread_name(fb->current) + " of " +
                    block_name() + (write ? " writes " : " reads ") + std::to_string(n) +
                    " bytes at " + code_at(pc) + ": " + global_where(bad));
 }
 
-// One load or store of n bytes by the kernel code (the hooks in cuda/emu/racecheck.cpp).
-// sized: the compiler's N-byte access of a type aligned to N (so it must be N-aligned).
-// The hooks call it only for an address in one of the two ranges, or a misaligned one
-// (access_matters); most accesses (the stack, host memory) end there.
-__attribute__((always_inline)) inline bool access_matters(const void* addr, size_t n, bool sized) {
-    const uintptr_t p = uintptr_t(addr);
-    return (p - uintptr_t(g_shared_base) < g_shared_size) |
-           (p - uintptr_t(g_global_base) < g_global_size) | (sized & ((p & (n - 1)) != 0));
+// The message of a misaligned vector access (the hooks, and float4's own check).
+[[noreturn, gnu::noinline, gnu::cold]] inline void misaligned_error(const void* addr, size_t n,
+                                                                    bool write, const void* pc) {
+    const FiberBlock* fb = t_fb;
+    char where[64];
+    std::snprintf(where, sizeof where, "%p", addr);
+    fail_in_thread("misaligned " + std::to_string(n) + "-byte " +
+                   (write ? "store to " : "load from ") + where + " (" +
+                   std::to_string(uintptr_t(addr) & (n - 1)) + " bytes past a " +
+                   std::to_string(n) + "-byte boundary) by " + thread_name(fb->current) + " of " +
+                   block_name() + " at " + code_at(pc) +
+                   ": a GPU faults; float2 and float4 accesses need 8- and 16-byte alignment");
 }
-__attribute__((noinline)) inline void on_access(const void* addr, size_t n, bool write,
-                                                bool sized, const void* pc) {
-    const unsigned char* p = static_cast<const unsigned char*>(addr);
-    const bool in_shared = uintptr_t(p) - uintptr_t(g_shared_base) < g_shared_size;
-    const bool in_global = uintptr_t(p) - uintptr_t(g_global_base) < g_global_size;
-    const bool misaligned = sized && n > 1 && (uintptr_t(p) & (n - 1));
-    if (!in_shared && !in_global && !misaligned) return;
-    FiberBlock* fb = t_fb;
-    if (!fb || !fb->in_kernel || n == 0) return;
-    if (misaligned && (config().checks & check_alignment)) {
-        char where[64];
-        std::snprintf(where, sizeof where, "%p", addr);
-        fail_in_thread("misaligned " + std::to_string(n) + "-byte " +
-                       (write ? "store to " : "load from ") + where + " (" +
-                       std::to_string(uintptr_t(p) & (n - 1)) + " bytes past a " +
-                       std::to_string(n) + "-byte boundary) by " + thread_name(fb->current) +
-                       " of " + block_name() + " at " + code_at(pc) +
-                       ": a GPU faults; float2 and float4 accesses need 8- and 16-byte alignment");
+[[gnu::noinline, gnu::cold]] inline void misaligned_access(const void* addr, size_t n, bool write,
+                                                           const void* pc) {
+    const FiberBlock* fb = t_fb;
+    if (fb && fb->in_kernel && (g_checks & check_alignment)) misaligned_error(addr, n, write, pc);
+}
+
+// One load or store of N bytes by the kernel code (the hooks in cuda/emu/racecheck.cpp),
+// inlined into each hook. SIZED: the compiler's N-byte access of a type aligned to N (so it must
+// be N-aligned). Most accesses (the stack, host memory) end at the two range comparisons; one
+// inside a cudaMalloc'd buffer's page at one more; shared memory goes on to the race check.
+template <size_t N, bool WRITE, bool SIZED>
+[[gnu::always_inline]] inline void access(const void* addr, const void* pc) {
+    const uintptr_t p = uintptr_t(addr);
+    if (SIZED && N > 1 && __builtin_expect((p & (N - 1)) != 0, 0))
+        misaligned_access(addr, N, WRITE, pc);
+    const size_t g = p - uintptr_t(g_global_base);
+    if (g < g_global_size) {
+        const GlobalPage pg = g_global_pages[g >> g_page_shift];
+        const size_t in = g & ((size_t(1) << g_page_shift) - 1);
+        if (__builtin_expect(in >= pg.lo && in + N <= pg.hi, 1)) return;
+        return global_slow(static_cast<const unsigned char*>(addr), N, WRITE, pc);
     }
-    if (in_shared) shared_access(*fb, p, n, write, pc);
-    else if (in_global) global_access(*fb, p, n, write, pc);
+    if (p - uintptr_t(g_shared_base) < g_shared_size)
+        shared_access<WRITE>(static_cast<const unsigned char*>(addr), N, pc);
+}
+// The same for n bytes known only at run time (__tsan_read_range and the like).
+[[gnu::noinline]] inline void access_range(const void* addr, size_t n, bool write,
+                                           const void* pc) {
+    if (n == 0) return;
+    const uintptr_t p = uintptr_t(addr);
+    if (p - uintptr_t(g_global_base) < g_global_size)
+        global_slow(static_cast<const unsigned char*>(addr), n, write, pc);
+    else if (p - uintptr_t(g_shared_base) < g_shared_size)
+        write ? shared_access<true>(static_cast<const unsigned char*>(addr), n, pc)
+              : shared_access<false>(static_cast<const unsigned char*>(addr), n, pc);
 }
 #endif  // !EMU_THREADS
 
@@ -1181,13 +1379,18 @@ struct SourceLocation {
 #endif
 
 // One warp operation of this lane: what it is, where it is called, its mask and value.
-inline const ThreadState& warp_op(WarpKind kind, const char* what, unsigned mask, int src,
+#if EMU_RT_DECLARE_ONLY
+const ThreadState& warp_op(WarpKind kind, const char* what, unsigned mask, int src,
+                                  uint64_t value, const SourceLocation& loc);
+#else
+EMU_RT_INLINE const ThreadState& warp_op(WarpKind kind, const char* what, unsigned mask, int src,
                                   uint64_t value, const SourceLocation& loc) {
     WarpOp op;
     op.kind = kind, op.what = what, op.mask = mask, op.src = src, op.value = value;
     op.file = loc.file_name(), op.line = loc.line(), op.column = loc.column();
     return warp_rendezvous(op);
 }
+#endif
 template <class T>
 inline T shuffle(const char* what, unsigned mask, T v, int src, const SourceLocation& loc) {
     const ThreadState& ts = warp_op(WarpKind::shuffle, what, mask, src, to_bits(v), loc);
@@ -1274,8 +1477,31 @@ inline T __ldg(const T* p) { return *p; }
 struct alignas(8) float2 {
     float x, y;
 };
+// float4's assignment (a kernel's vector store, or a load into a variable) checks both
+// addresses in every build: misaligned, a named launch error, as a GPU faults.
+namespace emu {
+[[gnu::noinline, gnu::cold]] inline void misaligned_vector(const void* dst, const void* src) {
+#ifndef EMU_THREADS
+    const FiberBlock* fb = t_fb;
+    if (!fb || !fb->in_kernel || !(g_checks & check_alignment)) return;
+    const bool store = uintptr_t(dst) & 15;
+    misaligned_error(store ? dst : src, 16, store, __builtin_return_address(0));
+#else
+    (void)dst, (void)src;
+#endif
+}
+}  // namespace emu
 struct alignas(16) float4 {
     float x, y, z, w;
+    float4() = default;
+    constexpr float4(float x_, float y_, float z_, float w_) : x(x_), y(y_), z(z_), w(w_) {}
+    float4(const float4&) = default;
+    float4& operator=(const float4& o) {
+        if (__builtin_expect(((uintptr_t(this) | uintptr_t(&o)) & 15) != 0, 0))
+            ::emu::misaligned_vector(this, &o);
+        x = o.x, y = o.y, z = o.z, w = o.w;
+        return *this;
+    }
 };
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
@@ -1503,10 +1729,12 @@ namespace emu {
 
 // "{code 0x...}" in a message -> "file:line" from the program's line tables (addr2line; the
 // objects with kernels are compiled with -g1), or "code address 0x..." where that fails.
+// "{func 0x...}": the function that starts there, by name (addr2line -f), or its address.
 inline std::string resolve_code_addresses(std::string msg) {
-    for (size_t at; (at = msg.find("{code ")) != std::string::npos;) {
+    for (size_t at; (at = std::min(msg.find("{code "), msg.find("{func "))) != std::string::npos;) {
         const size_t end = msg.find('}', at);
         if (end == std::string::npos) break;
+        const bool func = msg.compare(at, 6, "{func ") == 0;
         const std::string hexpc = msg.substr(at + 6, end - at - 6);
         const uintptr_t pc = uintptr_t(std::strtoull(hexpc.c_str(), nullptr, 16));
         struct Found {
@@ -1532,23 +1760,30 @@ inline std::string resolve_code_addresses(std::string msg) {
                 return 0;
             },
             &found);
-        std::string where = "code address " + hexpc;
+        std::string where = (func ? "at " : "code address ") + hexpc;
         if (!found.file.empty() && found.file.find('\'') == std::string::npos) {
+            // A code address: the innermost frame outside the emulator (float4's own check is
+            // inlined into the kernel). A function: its name.
             char cmd[4400];
-            std::snprintf(cmd, sizeof cmd, "addr2line -e '%s' 0x%lx 2>/dev/null",
-                          found.file.c_str(), (unsigned long)(found.rel - 1));
+            std::snprintf(cmd, sizeof cmd, "addr2line %s -e '%s' 0x%lx 2>/dev/null",
+                          func ? "-f -C -i" : "-i", found.file.c_str(),
+                          (unsigned long)(found.rel - (func ? 0 : 1)));
             if (FILE* pipe = popen(cmd, "r")) {
                 char line[1024] = "";
-                if (std::fgets(line, sizeof line, pipe)) {
+                for (int k = 0; std::fgets(line, sizeof line, pipe); k++) {
                     std::string l(line);
-                    const size_t cut = l.find_first_of(" \n");
+                    const size_t cut = l.find_first_of(func ? "\n" : " \n");
                     if (cut != std::string::npos) l.resize(cut);
-                    if (!l.empty() && l.find("??") == std::string::npos) {
-                        const size_t root = l.find("/cuda/"), tests = l.find("/tests/");
-                        if (root != std::string::npos) l = l.substr(root + 1);
-                        else if (tests != std::string::npos) l = l.substr(tests + 1);
-                        where = l;
+                    if (l.empty() || l.find("??") != std::string::npos) break;
+                    if (func) {  // (name, place) pairs, innermost first: the outermost name
+                        if (k % 2 == 0) where = l;
+                        continue;
                     }
+                    const size_t root = l.find("/cuda/"), tests = l.find("/tests/");
+                    if (root != std::string::npos) l = l.substr(root + 1);
+                    else if (tests != std::string::npos) l = l.substr(tests + 1);
+                    where = l;
+                    if (l.find("cuda/emu/emulator.h") == std::string::npos) break;
                 }
                 pclose(pipe);
             }
@@ -1570,7 +1805,11 @@ inline std::vector<const void*>& launched_kernels() {
     return v;
 }
 
-inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<void()>& body,
+#if EMU_RT_DECLARE_ONLY
+void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<void()>& body,
+                     const void* kernel = nullptr);
+#else
+EMU_RT_INLINE void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<void()>& body,
                      const void* kernel = nullptr) {
     if (kernel) {
         std::lock_guard<std::mutex> lock(launched_mutex());
@@ -1610,6 +1849,7 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
     std::string error;
 #ifndef EMU_THREADS
     install_segv_handler();
+    g_checks = config().checks;
     int workers = config().workers > 0
                       ? config().workers
                       : std::min(4, int(std::max(1u, std::thread::hardware_concurrency())));
@@ -1641,7 +1881,9 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
         fb.bs.grid_dim = grid;
         fb.bs.block_dim = block;
         fb.bs.arena = &fb.arena;
+        fb.fault = 0;
         fb.fault_region = nullptr;
+        fb.kernel = kernel;
         // The reverse schedule also runs the blocks last to first: a kernel whose blocks race
         // on global memory (one reads what another writes) gives a different result.
         const bool reverse_blocks = config().schedule == Schedule::reverse;
@@ -1709,6 +1951,7 @@ inline void run_grid(dim3 grid, dim3 block, size_t shmem, const std::function<vo
         throw std::runtime_error("emulator: " + resolve_code_addresses(error));
     }
 }
+#endif
 
 // The race check of the fiber mode: runs `run()` with the block's threads in forward order and
 // again in reverse order between barriers (one worker, so blocks and atomics keep one order),

@@ -1,21 +1,21 @@
-// The access hooks of the emulator's checks (cuda/emu/emulator.h, emu::on_access): the objects
+// The access hooks of the emulator's checks (cuda/emu/emulator.h, emu::access): the objects
 // that hold kernels are compiled with GCC's ThreadSanitizer instrumentation (-fsanitize=thread,
 // cuda/cuda.mk's EMU_INSTRUMENT) and linked with this file instead of ThreadSanitizer's
 // runtime. Every load and store of theirs calls one of the functions below, with its address
 // and size; the caller's return address names the source line in a report. Atomics do the
 // operation and nothing else: they are exempt from the race check, as on a GPU. This file itself
 // is compiled without the instrumentation.
+// The runtime's entry points (run_grid, syncthreads, warp_op, shared_at, shared_tile) are
+// defined here, once, without the hooks (emulator.h, EMU_RT_DECLARE_ONLY).
+#define EMU_RUNTIME
 #include "cuda/emu/emulator.h"
 
 #include <cstdint>
 
 #define EMU_PC __builtin_return_address(0)
-// The hooks' fast path: nothing to check for most addresses.
-#define EMU_HOOK(N, WRITE, SIZED)                                    \
-    {                                                                \
-        if (__builtin_expect(::emu::access_matters(p, N, SIZED), 0)) \
-            ::emu::on_access(p, N, WRITE, SIZED, EMU_PC);            \
-    }
+// Each hook is emu::access inlined: for most addresses two comparisons and a return.
+#define EMU_HOOK(N, WRITE, SIZED) \
+    { ::emu::access<N, WRITE, SIZED>(p, EMU_PC); }
 
 extern "C" {
 void __tsan_init() {}
@@ -24,15 +24,17 @@ void __tsan_func_exit() {}
 void __tsan_vptr_update(void**, void*) {}
 void __tsan_vptr_read(void**) {}
 
-#define EMU_SIZED(N)                                                                               \
-    void __tsan_read##N(void* p) EMU_HOOK(N, false, true) void __tsan_write##N(void* p)            \
-        EMU_HOOK(N, true, true) void __tsan_unaligned_read##N(void* p)                             \
-            EMU_HOOK(N, false, false) void __tsan_unaligned_write##N(void* p)                      \
-                EMU_HOOK(N, true, false) void __tsan_volatile_read##N(void* p)                     \
-                    EMU_HOOK(N, false, true) void __tsan_volatile_write##N(void* p) EMU_HOOK(      \
-                        N, true, true) void __tsan_unaligned_volatile_read##N(void* p)             \
-                        EMU_HOOK(N, false, false) void __tsan_unaligned_volatile_write##N(void* p) \
-                            EMU_HOOK(N, true, false)
+// clang-format off
+#define EMU_SIZED(N)                                                                    \
+    void __tsan_read##N(void* p) EMU_HOOK(N, false, true)                               \
+    void __tsan_write##N(void* p) EMU_HOOK(N, true, true)                               \
+    void __tsan_unaligned_read##N(void* p) EMU_HOOK(N, false, false)                    \
+    void __tsan_unaligned_write##N(void* p) EMU_HOOK(N, true, false)                    \
+    void __tsan_volatile_read##N(void* p) EMU_HOOK(N, false, true)                      \
+    void __tsan_volatile_write##N(void* p) EMU_HOOK(N, true, true)                      \
+    void __tsan_unaligned_volatile_read##N(void* p) EMU_HOOK(N, false, false)           \
+    void __tsan_unaligned_volatile_write##N(void* p) EMU_HOOK(N, true, false)
+// clang-format on
 EMU_SIZED(1)
 EMU_SIZED(2)
 EMU_SIZED(4)
@@ -40,8 +42,8 @@ EMU_SIZED(8)
 EMU_SIZED(16)
 #undef EMU_SIZED
 
-void __tsan_read_range(void* p, unsigned long n) { ::emu::on_access(p, n, false, false, EMU_PC); }
-void __tsan_write_range(void* p, unsigned long n) { ::emu::on_access(p, n, true, false, EMU_PC); }
+void __tsan_read_range(void* p, unsigned long n) { ::emu::access_range(p, n, false, EMU_PC); }
+void __tsan_write_range(void* p, unsigned long n) { ::emu::access_range(p, n, true, EMU_PC); }
 
 // Atomics: the operation itself, sequentially consistent whatever order was asked for (never
 // weaker than asked).
