@@ -173,7 +173,11 @@ __global__ void global_rw_kernel(float* p, float* out, long index, bool write) {
 }
 
 // A float4 assigned between p + 32 (aligned) and p + offset floats, one way or the other.
-__global__ void float4_copy_kernel(float* p, int offset, bool store) {
+// A planted misaligned access: UBSan's own alignment check (make sanitize) would stop it first,
+// at the reference binding, before float4's check can name it; the emulator's check is tested.
+__attribute__((no_sanitize("alignment"))) __global__ void float4_copy_kernel(float* p,
+                                                                             int offset,
+                                                                             bool store) {
     if (threadIdx.x != 0) return;
     float4* aligned = reinterpret_cast<float4*>(p + 32);
     float4* moved = reinterpret_cast<float4*>(p + offset);
