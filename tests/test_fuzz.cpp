@@ -40,6 +40,13 @@ std::string message_problem(const std::string& msg, size_t max) {
     return "";
 }
 
+// A refusal as every parser must give it: the file's name first, then one terminal-safe line.
+void check_refusal(const std::string& msg, const std::string& prefix, size_t max) {
+    CHECK_MESSAGE(msg.rfind(prefix, 0) == 0, msg);
+    const std::string problem = message_problem(msg, max);
+    CHECK_MESSAGE(problem.empty(), problem << ": " << msg.substr(0, 300));
+}
+
 // The mutations shared by the three tests.
 struct Mutator {
     std::mt19937_64 rng;
@@ -206,10 +213,7 @@ TEST_CASE("fuzz: the weights file: cuts, bit flips, overflowing sizes, control b
             CHECK(values <= bytes.size() / 4);
         } catch (const std::runtime_error& e) {
             refused++;
-            const std::string msg = e.what();
-            CHECK_MESSAGE(msg.rfind(path + ": ", 0) == 0, msg);
-            const std::string problem = message_problem(msg, path.size() + 400);
-            CHECK_MESSAGE(problem.empty(), problem << ": " << msg.substr(0, 300));
+            check_refusal(e.what(), path + ": ", path.size() + 400);
         } catch (const std::exception& e) {
             FAIL_CHECK("not a one-line refusal: " << e.what());
         }
@@ -314,10 +318,7 @@ TEST_CASE("fuzz: the progress file: cuts, bit flips, overflowing numbers, contro
             CHECK(cards::format_progress(back) == cards::format_progress(got));
         } catch (const cards::Error& e) {
             refused++;
-            const std::string msg = e.what();
-            CHECK_MESSAGE(msg.rfind("p.tsv:", 0) == 0, msg);
-            const std::string problem = message_problem(msg, 400);
-            CHECK_MESSAGE(problem.empty(), problem << ": " << msg.substr(0, 300));
+            check_refusal(e.what(), "p.tsv:", 400);
         } catch (const std::exception& e) {
             FAIL_CHECK("not a one-line refusal: " << e.what());
         }
@@ -380,10 +381,7 @@ TEST_CASE("fuzz: the deck: cuts, bit flips, overflowing card numbers, control by
             CHECK(k == deck.cards.size());
         } catch (const cards::Error& e) {
             refused++;
-            const std::string msg = e.what();
-            CHECK_MESSAGE(msg.rfind("d.md:", 0) == 0, msg);
-            const std::string problem = message_problem(msg, 400);
-            CHECK_MESSAGE(problem.empty(), problem << ": " << msg.substr(0, 300));
+            check_refusal(e.what(), "d.md:", 400);
         } catch (const std::exception& e) {
             FAIL_CHECK("not a one-line refusal: " << e.what());
         }
@@ -468,10 +466,7 @@ TEST_CASE("fuzz: chapter 7's weights file: hyper-parameters and shapes set to ed
             CHECK(uint64_t(l.model->num_parameters()) <= bytes.size() / 4);
         } catch (const std::runtime_error& e) {
             refused++;
-            const std::string msg = e.what();
-            CHECK_MESSAGE(msg.rfind(path + ": ", 0) == 0, msg);
-            const std::string problem = message_problem(msg, path.size() + 400);
-            CHECK_MESSAGE(problem.empty(), problem << ": " << msg.substr(0, 300));
+            check_refusal(e.what(), path + ": ", path.size() + 400);
         } catch (const std::exception& e) {
             FAIL_CHECK("not a one-line refusal: " << e.what());
         }
