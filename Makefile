@@ -391,9 +391,8 @@ $(BUILD)/bin/tests: $(TEST_OBJ) $(CHAPTER_LIB) $(LIB)
 # short units, then the suite). Goals of one sub-make: as prerequisites of prebuild their
 # order was lost (while the phony deps every object waits for ran, make started whatever did
 # not wait for it and went on from there).
-PREBUILD_UNITS := $(if $(filter 1,$(EMU_RACECHECK)),$(BUILD)/emu-rc/cuda/sgemm.o) \
-    $(BUILD)/emu/cuda/sgemm.o $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/sgemm.o) \
-    $(if $(filter 1,$(EMU_RACECHECK)),$(BUILD)/emu-rc/cuda/emu/racecheck_tests.o) \
+PREBUILD_UNITS := $(BUILD)/emu/cuda/sgemm.o $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/sgemm.o) \
+    $(EMU_CHECK_TESTS) \
     $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/attention_flash.o) \
     $(addprefix $(BUILD)/obj/tests/,test_flashcards.o test_cuda_emulator.o test_chapter6.o \
       test_ablations.o main.o)
