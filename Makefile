@@ -119,14 +119,20 @@ SAN_LOGS  := $(SAN_BUILD)/sanitizer
 # A report's first line. The logs also hold ASan's warnings about the CUDA emulator's fibers
 # (makecontext/swapcontext, a stack switch it cannot follow); those are not reports.
 SAN_REPORT := ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:
+# GCC's two runtimes keep two report files, and UBSan's ignores log_path: tests/san/report_path.cpp,
+# linked into every program here, points both at SANITIZER_REPORT_PREFIX before main().
+SAN_FLAGS := -fsanitize=address,undefined
+SAN_REPORT_OBJ := $(abspath $(SAN_BUILD))/san/report_path.o
 sanitize: ## the whole suite built with AddressSanitizer + UBSan and run (minutes: build and suite)
-	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
+	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS) $(dir $(SAN_REPORT_OBJ))
+	$(CXX) -std=c++20 -O1 -Wall -Wextra -c tests/san/report_path.cpp -o $(SAN_REPORT_OBJ)
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) SUITE_ONLY=1 \
-	    EXTRA_CXXFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
-	    EXTRA_LDFLAGS='-fsanitize=address,undefined' build
+	    EXTRA_CXXFLAGS='$(SAN_FLAGS) -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
+	    EXTRA_LDFLAGS='$(SAN_FLAGS) $(SAN_REPORT_OBJ)' build
 	@logs=$(abspath $(SAN_LOGS)); \
+	SANITIZER_REPORT_PREFIX=$$logs/report \
 	ASAN_OPTIONS="log_path=$$logs/asan:detect_leaks=1:$$ASAN_OPTIONS" \
-	UBSAN_OPTIONS="log_path=$$logs/ubsan:print_stacktrace=1:$$UBSAN_OPTIONS" \
+	UBSAN_OPTIONS="print_stacktrace=1:$$UBSAN_OPTIONS" \
 	  bash tests/run-suite.sh $(TEST_JOBS) $(SAN_BUILD)/test-logs $(SAN_BUILD)/bin/tests \
 	  $(RUNNER) | tee $(SAN_BUILD)/tests.log; status=$${PIPESTATUS[0]}; \
 	reported=$$(grep -lE '$(SAN_REPORT)' $$logs/* 2>/dev/null); \

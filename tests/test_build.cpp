@@ -2,6 +2,7 @@
 // Apple's clang does): left to itself the build becomes OPENMP=0 and says so in one line;
 // OPENMP=1 stops at once with one line naming both ways out, not a wall of link errors.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/parallel.h"
+#include "tests/child.h"
 #include "tests/util.h"
 
 namespace {
@@ -136,3 +138,47 @@ TEST_CASE("build: what make builds beside chapter 7 are units that make test wou
     for (const std::string& unit : prebuild)
         CHECK_MESSAGE(std::binary_search(all.begin(), all.end(), unit), unit);
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+// make sanitize only: tests/san/report_path.cpp, linked into its programs.
+extern "C" void san_report_path(const char* prefix);
+
+TEST_CASE("sanitize: an ASan and a UBSan report of a forked child reach the report folder") {
+    // make sanitize counts the reports in its folder, so one that went to a child's captured
+    // stderr instead (UBSan's, before report_path.cpp) would pass unseen. Each child here points
+    // its runtimes at a folder of its own, so the count of the real run stays clean.
+    const std::string dir = "/tmp/transformer-test-san-" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const auto report_of = [&](const std::string& name, auto fault) {
+        const std::string prefix = dir + "/" + name;
+        const testutil::ChildResult r = testutil::in_child([&] {
+            san_report_path(prefix.c_str());
+            fault();
+            return std::string("no report");
+        });
+        CHECK_MESSAGE(!r.exited, name);
+        std::string text;
+        for (const auto& f : std::filesystem::directory_iterator(dir))
+            if (f.path().filename().string().rfind(name + ".", 0) == 0)
+                text += testutil::read_file_abs(f.path().string());
+        return text;
+    };
+    struct alignas(16) Vec4 {
+        float x, y, z, w;
+    };
+    const std::string ub = report_of("ubsan", [] {
+        alignas(16) char bytes[48] = {};
+        volatile int offset = 4;  // a misaligned 16-byte load: UBSan's alignment check
+        const Vec4 v = *reinterpret_cast<const Vec4*>(bytes + offset);
+        std::printf("%g\n", double(v.x));
+    });
+    CHECK_MESSAGE(ub.find("runtime error:") != std::string::npos, ub);
+    const std::string asan = report_of("asan", [] {
+        std::vector<int> v(3);
+        volatile int past = 3;  // one past the end: a heap-buffer-overflow
+        std::printf("%d\n", v.data()[past]);
+    });
+    CHECK_MESSAGE(asan.find("ERROR: AddressSanitizer") != std::string::npos, asan);
+    std::filesystem::remove_all(dir);
+}
+#endif
