@@ -443,6 +443,13 @@ TEST_CASE("chapter6: the gradient's path: an LSTM's vanishes step by step, atten
     CHECK(bare.out.find("최장 의존 경로: 마지막 위치") == std::string::npos);
     CHECK(bare.out.find("메모리 교차점") == std::string::npos);
     CHECK(testutil::run("6-cost", "--path-lens 1").exit_code == 2);
+    // One length is one point: no trend to fit, so no verdict (it printed "nan배", "n^nan").
+    auto one = testutil::run("6-cost", "--seq-lens 16 --batch 1 --d-model 32 --heads 4 "
+                                       "--warmup 0 --repeat 1 --no-figures --path-lens 16");
+    REQUIRE(one.exit_code == 0);
+    CHECK(one.out.find("판정 보류 — 기울기가 0보다 큰 서로 다른 길이가 둘 이상") !=
+          std::string::npos);
+    CHECK(one.out.find("nan") == std::string::npos);
 }
 
 TEST_CASE("chapter6: the README's CPU numbers are what bench/readme-numbers.sh makes of a run") {

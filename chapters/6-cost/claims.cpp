@@ -113,19 +113,34 @@ void print_path_lengths(const PathLengths& p, int d_model) {
     int zero_from = 0;
     for (size_t i = 0; i < p.n.size(); i++)
         if (p.lstm[i] == 0 && !zero_from) zero_from = p.n[i];
-    std::printf(
-        "LSTM: 한 단계마다 약 %.3f배 (n번의 곱셈)%s; Self-attention: n^%.2f (한 단계, 다만 "
-        "가중치가 n개 위치에 나뉨)\n",
-        lstm_rate,
-        zero_from ? (", n = " + std::to_string(zero_from) + "부터 float32의 0").c_str() : "", k);
+    // A fit needs two lengths with a gradient above 0 (--path-lens 16 alone has one point).
+    char text[96];
+    std::snprintf(text, sizeof text, "한 단계마다 약 %.3f배 (n번의 곱셈)", lstm_rate);
+    const std::string lstm_fit = std::isfinite(lstm_rate)
+                                     ? text
+                                     : "한 단계마다의 배율은 맞출 수 없음 (0보다 큰 점이 둘 미만)";
+    std::snprintf(text, sizeof text, "n^%.2f (한 단계, 다만 가중치가 n개 위치에 나뉨)", k);
+    const std::string attention_fit =
+        std::isfinite(k) ? text : "지수는 맞출 수 없음 (0보다 큰 점이 둘 미만)";
+    const std::string zeros =
+        zero_from ? "n = " + std::to_string(zero_from) + "부터 float32의 0" : "";
+    std::printf("LSTM: %s%s%s; Self-attention: %s\n", lstm_fit.c_str(), zero_from ? ", " : "",
+                zeros.c_str(), attention_fit.c_str());
+    if (!std::isfinite(k) || (!std::isfinite(lstm_rate) && !zero_from)) {
+        std::printf("판정 보류 — 기울기가 0보다 큰 서로 다른 길이가 둘 이상 있어야 추세를 맞출 수 "
+                    "있음 (--path-lens에 길이를 둘 이상)\n");
+        return;
+    }
     const bool lstm_vanishes = lstm_rate < 0.99 || zero_from;
-    const bool attention_polynomial = std::isfinite(k) && k > -1.5;
+    const bool attention_polynomial = k > -1.5;
+    std::snprintf(text, sizeof text, "한 단계마다 %.3f배", lstm_rate);
     // The verdict names the exponent it judged (the rule: polynomial, k > -1.5), not a fixed 1/n.
     std::printf(
-        "판정: %s — LSTM은 거리에 따라 지수적으로 사라지고(한 단계마다 %.3f배), 어텐션은 맞춘 "
-        "지수대로 n^%.2f로만 줄어듦 (기준: 지수 > -1.5; n = %d에서 %.1e 대 %.1e)\n",
-        lstm_vanishes && attention_polynomial ? "재현됨" : "엇갈림", lstm_rate, k, p.n.back(),
-        p.lstm.back(), p.attention.back());
+        "판정: %s — LSTM은 거리에 따라 지수적으로 사라지고(%s), 어텐션은 맞춘 지수대로 n^%.2f로만 "
+        "줄어듦 (기준: 지수 > -1.5; n = %d에서 %.1e 대 %.1e)\n",
+        lstm_vanishes && attention_polynomial ? "재현됨" : "엇갈림",
+        std::isfinite(lstm_rate) ? text : zeros.c_str(), k, p.n.back(), p.lstm.back(),
+        p.attention.back());
 }
 
 std::string path_length_zeros(const std::vector<int>& n, const std::vector<double>& g) {
