@@ -819,7 +819,8 @@ EMU_RT_INLINE void syncthreads(const char* file, int line) {
     if (fb.at_barrier == 0) {
         fb.barrier_file = file;
         fb.barrier_line = line;
-    } else if (line != fb.barrier_line || std::strcmp(file, fb.barrier_file) != 0) {
+    } else if (line != fb.barrier_line ||
+               (file != fb.barrier_file && std::strcmp(file, fb.barrier_file) != 0)) {
         fail_in_thread("threads of one block wait at different __syncthreads (" +
                        std::string(fb.barrier_file) + ":" + std::to_string(fb.barrier_line) +
                        " and " + file + ":" + std::to_string(line) +
@@ -1189,13 +1190,15 @@ template <bool WRITE>
                    " bytes at " + code_at(pc) + ": " + r.where(p));
 }
 
-// The race check of the words [off / 4, (off + n - 1) / 4] of the shared range.
-template <bool WRITE>
+// The race check of the words [off / 4, (off + n - 1) / 4] of the shared range. ONE_WORD: the
+// access is known to lie in one word (an aligned access of at most 4 bytes).
+template <bool WRITE, bool ONE_WORD = false>
 [[gnu::always_inline]] inline void race_check(size_t off, size_t n, const void* pc) {
     if (!(g_checks & check_races)) return;
     const FiberBlock* fb = t_fb;
     if (!fb || !fb->in_kernel) return;  // the scheduler's own look at the padding
     const uint32_t e = fb->epoch, tid = uint32_t(fb->current);
+    if (ONE_WORD) return shadow_word<WRITE>(off >> 2, e, tid, pc);
     for (size_t w = off >> 2; w <= (off + n - 1) >> 2; w++) shadow_word<WRITE>(w, e, tid, pc);
 }
 // An access of n bytes at p, in the shared range, that is not inside one page's live bytes:
@@ -1208,10 +1211,21 @@ template <bool WRITE>
     if (p < r->ptr || p + n > r->ptr + r->bytes) return shared_out_of_bounds(*r, p, n, WRITE, pc);
     race_check<WRITE>(size_t(p - g_shared_base), n, pc);
 }
-// The same, inlined into each hook: the page's bounds, then the race check.
+// A shared access of N bytes: the page's bounds, then the race check. Not inlined into the
+// hooks: so the hooks' common path (the stack, host memory, a cudaMalloc'd buffer) needs no
+// registers saved, and reaches this by a tail jump.
+template <bool WRITE, size_t N, bool ONE_WORD>
+[[gnu::noinline]] inline void shared_access(const unsigned char* p, const void* pc) {
+    const size_t off = size_t(p - g_shared_base);
+    const SharedPageBounds b = g_shared_bounds[off >> g_page_shift];
+    const size_t in = off & ((size_t(1) << g_page_shift) - 1);
+    if (__builtin_expect(!(in >= b.lo && in + N <= b.hi), 0))
+        return shared_access_slow<WRITE>(p, N, pc);
+    race_check<WRITE, ONE_WORD>(off, N, pc);
+}
+// The same for n bytes known only at run time.
 template <bool WRITE>
-[[gnu::always_inline]] inline void shared_access(const unsigned char* p, size_t n,
-                                                 const void* pc) {
+[[gnu::noinline]] inline void shared_access_n(const unsigned char* p, size_t n, const void* pc) {
     const size_t off = size_t(p - g_shared_base);
     const SharedPageBounds b = g_shared_bounds[off >> g_page_shift];
     const size_t in = off & ((size_t(1) << g_page_shift) - 1);
@@ -1274,11 +1288,21 @@ inline std::string global_where(const unsigned char* p) {
 // inlined into each hook. SIZED: the compiler's N-byte access of a type aligned to N (so it must
 // be N-aligned). Most accesses (the stack, host memory) end at the two range comparisons; one
 // inside a cudaMalloc'd buffer's page at one more; shared memory goes on to the race check.
+// The common path saves no registers: every call out of it is a tail jump.
+template <size_t N, bool WRITE, bool SIZED>
+[[gnu::always_inline]] inline void access(const void* addr, const void* pc);
+// A sized access that is misaligned: reported (where the check is on), then checked as an
+// unaligned one.
+template <size_t N, bool WRITE>
+[[gnu::noinline, gnu::cold]] inline void misaligned_then_access(const void* addr, const void* pc) {
+    misaligned_access(addr, N, WRITE, pc);
+    access<N, WRITE, false>(addr, pc);
+}
 template <size_t N, bool WRITE, bool SIZED>
 [[gnu::always_inline]] inline void access(const void* addr, const void* pc) {
     const uintptr_t p = uintptr_t(addr);
     if (SIZED && N > 1 && __builtin_expect((p & (N - 1)) != 0, 0))
-        misaligned_access(addr, N, WRITE, pc);
+        return misaligned_then_access<N, WRITE>(addr, pc);
     const size_t g = p - uintptr_t(g_global_base);
     if (g < g_global_size) {
         const GlobalPage pg = g_global_pages[g >> g_page_shift];
@@ -1287,7 +1311,8 @@ template <size_t N, bool WRITE, bool SIZED>
         return global_slow(static_cast<const unsigned char*>(addr), N, WRITE, pc);
     }
     if (p - uintptr_t(g_shared_base) < g_shared_size)
-        shared_access<WRITE>(static_cast<const unsigned char*>(addr), N, pc);
+        return shared_access<WRITE, N, SIZED && N <= 4>(static_cast<const unsigned char*>(addr),
+                                                        pc);
 }
 // The same for n bytes known only at run time (__tsan_read_range and the like).
 [[gnu::noinline]] inline void access_range(const void* addr, size_t n, bool write,
@@ -1297,8 +1322,8 @@ template <size_t N, bool WRITE, bool SIZED>
     if (p - uintptr_t(g_global_base) < g_global_size)
         global_slow(static_cast<const unsigned char*>(addr), n, write, pc);
     else if (p - uintptr_t(g_shared_base) < g_shared_size)
-        write ? shared_access<true>(static_cast<const unsigned char*>(addr), n, pc)
-              : shared_access<false>(static_cast<const unsigned char*>(addr), n, pc);
+        write ? shared_access_n<true>(static_cast<const unsigned char*>(addr), n, pc)
+              : shared_access_n<false>(static_cast<const unsigned char*>(addr), n, pc);
 }
 #endif  // !EMU_THREADS
 
