@@ -142,10 +142,10 @@ void sgemm_case() {
     //                   loop of those tiles.
     //   {262, 257, 16}  crosses the 256-row and 256-column tiles too (rows and columns ragged
     //                   against the float4 groups), each with a block wholly inside: the
-    //                   unchecked loop of every tile shape; K of two slices, so the double
+    //                   unchecked loop of every warp-tile shape; K of two slices, so the double
     //                   buffering swaps once.
     // Batched (2) throughout. {256, 128, 64}, {257, 130, 68}, {260, 270, 20}, {136, 264, 16} and
-    // {16, 300, 130}, which took these paths again at 6 times the work, are gone.
+    // {16, 300, 130}, which took these paths again at 4 times the work, are gone.
     const Shape shapes[] = {{1, 1, 1},    {3, 40, 5},    {8, 70, 37},    {16, 100, 130},
                             {17, 33, 40}, {100, 17, 33}, {130, 129, 24}, {262, 257, 16}};
     // Every version, and version 4 with each of its block-tile shapes.
@@ -281,7 +281,7 @@ void sgemm_split_k_case() {
     //                      in one grid; ragged against the tile and the float4 groups.
     //   {8, 70, 2051, 2}   the few-rows nn kernel's split (slices of 256 or more), batched:
     //                      8 slices, the last one shorter.
-    //   {16, 100, 1030, 1} the few-rows kernels at M = 16, 4 slices.
+    //   {16, 100, 1030, 1} the few-rows kernels at M = 16 (the nn one in 4 slices).
     // (These replace {17, 33, 2999}, {130, 129, 1100} and {257, 70, 1500}: the same paths at
     // 5 times the work.)
     const Shape shapes[] = {{17, 33, 1030, 1},
