@@ -215,9 +215,11 @@ void sgemm_case() {
                     }
                 }
     // beta = 0 must not read C: it starts as NaN, which any read would carry into the result.
-    // {17, 33, 40}: one ragged block of every tile; {262, 257, 16}: every tile's edges and
-    // interior, both stores (float4 and scalar) of every tile shape.
-    for (const Shape& shape : {Shape{17, 33, 40}, Shape{262, 257, 16}})
+    // {17, 33, 40}: one ragged block of every tile; {130, 129, 24}: several blocks of the 128
+    // tiles, and in every tile shape both stores of C (a float4 where 4 columns lie inside C,
+    // one element at a time at the ragged edge). The store is the same code in a block wholly
+    // inside and at the edges.
+    for (const Shape& shape : {Shape{17, 33, 40}, Shape{130, 129, 24}})
         for (int layout = 0; layout < 2; layout++)
             for (int ta = 0; ta < 2; ta++)
                 for (int tb = 0; tb < 2; tb++) {
