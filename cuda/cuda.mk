@@ -89,14 +89,25 @@ EMU_HOOK_OBJ := $(BUILD)/emu/cuda/emu/racecheck.o
 EMU_CHECK_TESTS := $(BUILD)/emu/cuda/emu/racecheck_tests.o
 endif
 
+# The instrumentation as the objects were last built with it: a file that changes only when
+# EMU_INSTRUMENT does (make EMU_RACECHECK=0, then 1), so that every object compiled with it is
+# rebuilt then, and only then.
+EMU_FLAGS_STAMP := $(BUILD)/emu/instrument-flags
+.PHONY: emu-flags-check
+emu-flags-check:
+$(EMU_FLAGS_STAMP): emu-flags-check
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(strip $(EMU_INSTRUMENT))' | cmp -s - $@ || \
+	  printf '%s\n' '$(strip $(EMU_INSTRUMENT))' > $@
+
 # Each source goes through cuda/emu/launch_bounds.pl, which makes every kernel declared
 # __launch_bounds__(N) check its block against N at each launch (no hand-written call).
 EMU_LB := perl cuda/emu/launch_bounds.pl
-$(BUILD)/emu/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl | deps
+$(BUILD)/emu/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
 $(BUILD)/emu/cuda/emu/racecheck_tests.o: cuda/emu/racecheck_tests.cpp cuda/emu/launch_bounds.pl \
-                                         | deps
+                                         $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
 # The hooks themselves: never instrumented.
@@ -105,6 +116,7 @@ $(BUILD)/emu/cuda/emu/racecheck.o: cuda/emu/racecheck.cpp | deps
 	$(CXX) $(CXXFLAGS) -MT $@ -MF $(@:.o=.d) -c $< -o $@
 # The test source with kernels of its own.
 $(BUILD)/obj/tests/test_cuda_emulator.o: CXXFLAGS += $(EMU_INSTRUMENT)
+$(BUILD)/obj/tests/test_cuda_emulator.o: $(EMU_FLAGS_STAMP)
 
 $(BUILD)/bin/tests: $(EMU_KERNEL_OBJ) $(EMU_CHECK_TESTS) $(EMU_HOOK_OBJ)
 

@@ -126,15 +126,28 @@ void check_schedule_independent(Run run, Read read, const char* what) {
 // ---- sgemm ---------------------------------------------------------------------------------
 void sgemm_case() {
     struct Shape { int M, N, K; };
-    // From {130, 129, 24} on, the shapes cross version 4's 128x128 tiles and its 8-deep
-    // slices, most with ragged edges; the last two cross the 256-row and 256-column tiles
-    // too. Blocks wholly inside with K a multiple of the slice take the unchecked loop:
-    // {130, 129, 24}, {256, 128, 64} and {136, 264, 16} have such blocks for every tile shape.
-    // {3, 40, 5}, {8, 70, 37} and {16, 300, 130} are LSTM-step shapes: few rows, which the
-    // automatic choice gives to the few-rows kernels (K split over 8 warps, some with none).
-    const Shape shapes[] = {{1, 1, 1},      {3, 40, 5},     {8, 70, 37},    {16, 300, 130},
-                            {17, 33, 40},   {100, 17, 33},  {130, 129, 24}, {256, 128, 64},
-                            {257, 130, 68}, {260, 270, 20}, {136, 264, 16}};
+    // The fewest shapes, each as small as it can be, that take every kernel down every path
+    // (each one runs under every version, tile, layout and transpose below, and the emulator's
+    // cost grows with the tiles a shape covers):
+    //   {1, 1, 1}       one element: one block, one thread with work.
+    //   {3, 40, 5}      few rows (M <= 16: the few-rows kernels under the automatic choice);
+    //                   K under one 8-deep slice, so that 3 of the nn kernel's 8 warps get none.
+    //   {8, 70, 37}     few rows; N ragged against both few-rows kernels' column blocks (8, 32).
+    //   {16, 100, 130}  few rows at the limit; K split unevenly over the nn kernel's 8 warps.
+    //   {17, 33, 40}    just past few rows: the warp-tiled 128x64 tile (N <= 64), one ragged
+    //                   block (rows and columns not multiples of 4: the element-wise groups).
+    //   {100, 17, 33}   tall and thin; K ragged against the 8-deep slices and the float4 groups.
+    //   {130, 129, 24}  crosses the 128x128 and 128x64 tiles by 2 rows and 1 column, whose
+    //                   block (0, 0) lies wholly inside with K a multiple of 8: the unchecked
+    //                   loop of those tiles.
+    //   {262, 257, 16}  crosses the 256-row and 256-column tiles too (rows and columns ragged
+    //                   against the float4 groups), each with a block wholly inside: the
+    //                   unchecked loop of every warp-tile shape; K of two slices, so the double
+    //                   buffering swaps once.
+    // Batched (2) throughout. {256, 128, 64}, {257, 130, 68}, {260, 270, 20}, {136, 264, 16} and
+    // {16, 300, 130}, which took these paths again at 4 times the work, are gone.
+    const Shape shapes[] = {{1, 1, 1},    {3, 40, 5},    {8, 70, 37},    {16, 100, 130},
+                            {17, 33, 40}, {100, 17, 33}, {130, 129, 24}, {262, 257, 16}};
     // Every version, and version 4 with each of its block-tile shapes.
     const std::pair<SgemmVersion, SgemmTile> versions[] = {
         {SgemmVersion::naive, SgemmTile::automatic},
@@ -191,12 +204,22 @@ void sgemm_case() {
                         };
                         run();
                         CHECK(testutil::allclose(download(dC), ref, 1e-5, 1e-5, "C"));
-                        if (M > 1 && v != SgemmVersion::naive)
+                        // Twice more, threads and blocks in both orders, for layout 1 (as the
+                        // split-K case below does): the layouts differ only in how a thread
+                        // loads op(A) and op(B) into registers (float4 or scalar) and stores
+                        // its C; what goes to shared memory, where, and between which barriers
+                        // is the same. (Every run above is also under the race check, which
+                        // finds a race between warps whatever the order.)
+                        if (M > 1 && v != SgemmVersion::naive && layout == 1)
                             check_schedule_independent(run, [&] { return download(dC); }, "sgemm");
                     }
                 }
     // beta = 0 must not read C: it starts as NaN, which any read would carry into the result.
-    for (const Shape& shape : {Shape{17, 33, 40}, Shape{257, 130, 68}, Shape{260, 270, 20}})
+    // {17, 33, 40}: one ragged block of every tile; {130, 129, 24}: several blocks of the 128
+    // tiles, and in every tile shape both stores of C (a float4 where 4 columns lie inside C,
+    // one element at a time at the ragged edge). The store is the same code in a block wholly
+    // inside and at the edges.
+    for (const Shape& shape : {Shape{17, 33, 40}, Shape{130, 129, 24}})
         for (int layout = 0; layout < 2; layout++)
             for (int ta = 0; ta < 2; ta++)
                 for (int tb = 0; tb < 2; tb++) {
@@ -253,11 +276,20 @@ void sgemm_split_k_case() {
     struct Shape {
         int M, N, K, batch;
     };
-    const Shape shapes[] = {{17, 33, 2999, 1},
-                            {130, 129, 1100, 1},
-                            {257, 70, 1500, 2},
+    // The emulator's cost is the tiles' blocks times K, so each shape is the fewest blocks and
+    // about the least K (two slices of at least 512, for the warp tiles) that split:
+    //   {17, 33, 1030, 1}  the 128x64 tile (N <= 64), one block; slices of 520 and 510.
+    //   {20, 65, 1030, 2}  the 128x128 tile (N > 64), batched: slices of every batch element
+    //                      in one grid; ragged against the tile and the float4 groups.
+    //   {8, 70, 2051, 2}   the few-rows nn kernel's split (slices of 256 or more), batched:
+    //                      8 slices, the last one shorter.
+    //   {16, 100, 1030, 1} the few-rows kernels at M = 16 (the nn one in 4 slices).
+    // (These replace {17, 33, 2999}, {130, 129, 1100} and {257, 70, 1500}: the same paths at
+    // 5 times the work.)
+    const Shape shapes[] = {{17, 33, 1030, 1},
+                            {20, 65, 1030, 2},
                             {8, 70, 2051, 2},
-                            {16, 300, 1030, 1}};
+                            {16, 100, 1030, 1}};
     for (const Shape& shape : shapes)
         for (int layout = 0; layout < 2; layout++)
             for (int ta = 0; ta < 2; ta++)
@@ -577,21 +609,25 @@ AttentionRef attention_reference(const std::vector<float>& Q, const std::vector<
 struct AttentionShape { int B, h, n, d_k; };
 const AttentionShape ATTENTION_SHAPES[] = {
     {1, 1, 1, 24}, {2, 2, 17, 40}, {1, 2, 33, 64}, {2, 1, 100, 24}, {1, 1, 70, 100}};
-// FlashAttention, both versions: those shapes and every n with every d_k below. Against version
+// FlashAttention, both versions: those shapes and each n below with three d_k. Against version
 // 1's 32-row tiles and version 2's 64-row ones, n = 1 is one row, 17 and 33 end ragged, 100 ends
 // in a ragged fourth or second tile and 130 in a ragged fifth or third. The kernels are compiled
-// for D = 32, 64, 128: d_k = 24 pads to 32, 37 and 64 take D = 64, 100 and 128 take 128; d_k = 37
-// (not a multiple of 4) also takes version 2's guarded scalar loads instead of float4.
-const int FLASH_NS[] = {1, 17, 33, 100, 130}, FLASH_D_KS[] = {24, 37, 64, 100, 128};
+// for D = 32, 64, 128, and every n meets each of them: d_k = 24 pads to 32; 37 or 64 take D = 64
+// (37, not a multiple of 4, takes version 2's guarded scalar loads instead of float4); 100 or 128
+// take 128 (100 padded). Each of 37, 64, 100 and 128 meets at least two n, ragged ones among
+// them. (Every n with every d_k, 25 pairs, took the same paths at twice the work.)
+const std::pair<int, int> FLASH_N_D_KS[] = {{1, 24},   {1, 37},   {1, 128},  {17, 24},
+                                            {17, 64},  {17, 100}, {33, 24},  {33, 37},
+                                            {33, 128}, {100, 24}, {100, 64}, {100, 100},
+                                            {130, 24}, {130, 37}, {130, 128}};
 
 void attention_case(bool fused, FlashVersion version = FlashVersion::register_tiled) {
     std::vector<AttentionShape> shapes(std::begin(ATTENTION_SHAPES), std::end(ATTENTION_SHAPES));
     if (fused)
-        for (int n : FLASH_NS)
-            for (int d_k : FLASH_D_KS) {
-                const int odd = int(shapes.size()) % 2;  // B = 2, h = 1 or B = 1, h = 2
-                shapes.push_back({1 + odd, 2 - odd, n, d_k});
-            }
+        for (const auto& [n, d_k] : FLASH_N_D_KS) {
+            const int odd = int(shapes.size()) % 2;  // B = 2, h = 1 or B = 1, h = 2
+            shapes.push_back({1 + odd, 2 - odd, n, d_k});
+        }
     for (const AttentionShape& shape : shapes)
         for (bool causal : {false, true}) {
             // plain ints: clang 14 cannot capture a binding

@@ -333,6 +333,10 @@ inline const SharedRegion* const* g_shared_pages = nullptr;
 //   w = epoch << 10 | writer's tid               (epochs below 2^21, tids below 1024)
 //   r = epoch << 11 | several warps << 10 | first reader's tid
 // A word is never cleared at a barrier: an epoch number that is not the current one is stale.
+// Bit 31 of w (OUTSIDE; the epoch and tid use 31) marks a word that is not wholly inside its
+// array: the padding before and after it, and a last word the array shares with the padding.
+// A hook checks the bounds of an access by that bit alone (the words it touches read it
+// anyway) and takes the exact check for a marked word.
 // The cold part holds what only a report reads: the code addresses (as offsets from
 // code_anchor, 32 bits) of the write and of the two reads, and the second reader.
 struct ShadowHot {
@@ -343,6 +347,7 @@ struct ShadowCold {
     uint32_t r2_tid;
 };
 constexpr uint32_t EPOCH_LIMIT = 1u << 21;  // the epochs a runner counts before it starts over
+constexpr uint32_t OUTSIDE = 1u << 31;
 [[gnu::noinline]] inline void code_anchor() { __asm__ volatile(""); }
 inline int32_t code_offset(const void* pc) {
     return int32_t(intptr_t(pc) - intptr_t(&code_anchor));
@@ -352,27 +357,19 @@ inline const void* code_from_offset(int32_t off) {
 }
 // The shadow is one flat array over the whole shared range (address space only: a page is
 // committed when first touched): word w of the range, at g_shared_base + 4 w, has hot[w] and
-// cold[w]. Per page of the range, the bytes [lo, hi) of it that are a live array's (0, 0: a
-// guard page, padding only, or free), so that a hook checks an access against its array's
-// bounds without reading the array's region.
-struct SharedPageBounds {
-    uint32_t lo = 0, hi = 0;
-};
+// cold[w].
 inline ShadowHot* g_shadow_hot = nullptr;
 inline ShadowCold* g_shadow_cold = nullptr;
-inline SharedPageBounds* g_shared_bounds = nullptr;
 inline bool reserve_shadow() {
     static const bool ok = [] {
-        const size_t words = g_shared_size / 4, pages = g_shared_size >> g_page_shift;
+        const size_t words = g_shared_size / 4;
         const int prot = PROT_READ | PROT_WRITE;
         const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
         void* h = mmap(nullptr, words * sizeof(ShadowHot), prot, flags, -1, 0);
         void* c = mmap(nullptr, words * sizeof(ShadowCold), prot, flags, -1, 0);
-        void* b = mmap(nullptr, pages * sizeof(SharedPageBounds), prot, flags, -1, 0);
-        if (h == MAP_FAILED || c == MAP_FAILED || b == MAP_FAILED) return false;
+        if (h == MAP_FAILED || c == MAP_FAILED) return false;
         g_shadow_hot = static_cast<ShadowHot*>(h);
         g_shadow_cold = static_cast<ShadowCold*>(c);
-        g_shared_bounds = static_cast<SharedPageBounds*>(b);
         return true;
     }();
     return ok;
@@ -443,6 +440,7 @@ struct SharedRegion {
     bool in_space = false;          // map lies in shared_space() (else a plain mmap)
     ShadowHot* hot = nullptr;    // its data's words in the flat shadow (race check)
     ShadowCold* cold = nullptr;
+    bool marked = false;         // OUTSIDE set for ptr and bytes as they are
 
     SharedRegion() = default;
     SharedRegion(const SharedRegion&) = delete;
@@ -454,20 +452,19 @@ struct SharedRegion {
         if (map && in_space) {
             std::vector<const SharedRegion*>& pages = shared_pages();
             const size_t first = size_t(data - g_shared_base) >> g_page_shift;
-            for (size_t k = 0; k < (data_bytes >> g_page_shift); k++) {
-                pages[first + k] = nullptr;
-                g_shared_bounds[first + k] = {};
-            }
+            for (size_t k = 0; k < (data_bytes >> g_page_shift); k++) pages[first + k] = nullptr;
             // The next region here starts with a shadow never accessed (another runner's
-            // epochs are not this one's).
-            madvise(hot, data_bytes / 4 * sizeof(ShadowHot), MADV_DONTNEED);
-            madvise(cold, data_bytes / 4 * sizeof(ShadowCold), MADV_DONTNEED);
+            // epochs are not this one's), its guard pages' words included.
+            const size_t at = size_t(map - g_shared_base) / 4, words = map_bytes / 4;
+            madvise(g_shadow_hot + at, words * sizeof(ShadowHot), MADV_DONTNEED);
+            madvise(g_shadow_cold + at, words * sizeof(ShadowCold), MADV_DONTNEED);
             shared_space().give(map, map_bytes);
         } else if (map) {
             munmap(map, map_bytes);
         }
         map = data = ptr = nullptr;
         hot = nullptr, cold = nullptr;
+        marked = false;
     }
     // Room for `n` bytes, the array's end at the data's end (rounded to 16 bytes).
     void place(size_t n) {
@@ -489,6 +486,13 @@ struct SharedRegion {
             if (in_space) {
                 hot = g_shadow_hot + size_t(data - g_shared_base) / 4;
                 cold = g_shadow_cold + size_t(data - g_shared_base) / 4;
+                // A shadow never accessed, and the guard pages' words OUTSIDE: an access
+                // there goes to the exact check, which leaves it to the fault.
+                ShadowHot* const map_hot = hot - page / 4;
+                std::memset(map_hot, 0, map_bytes / 4 * sizeof(ShadowHot));
+                for (size_t w = 0; w < page / 4; w++)
+                    map_hot[w].w = OUTSIDE, hot[need / 4 + w].w = OUTSIDE;
+                marked = false;
                 std::vector<const SharedRegion*>& pages = shared_pages();
                 g_shared_pages = pages.data();
                 const size_t first = size_t(data - g_shared_base) >> g_page_shift;
@@ -511,21 +515,26 @@ struct SharedRegion {
             guard_table[guard].hi = reinterpret_cast<uintptr_t>(map) + map_bytes;
             guard_table[guard].lo = reinterpret_cast<uintptr_t>(map);
         }
-        bytes = n;
-        ptr = data + data_bytes - rounded;
-        if (in_space) {  // each page's live bytes: [ptr, ptr + n) cut by the page
-            const size_t first = size_t(data - g_shared_base) >> g_page_shift;
-            const size_t start = size_t(ptr - data), end = start + n;
-            for (size_t k = 0; k < (data_bytes >> g_page_shift); k++) {
-                const size_t lo = k * page, hi = lo + page;
-                g_shared_bounds[first + k].lo = uint32_t(std::min(std::max(start, lo), hi) - lo);
-                g_shared_bounds[first + k].hi = uint32_t(std::max(std::min(end, hi), lo) - lo);
-            }
+        unsigned char* const at = data + data_bytes - rounded;
+        if (at != ptr || n != bytes || !marked) {
+            bytes = n;
+            ptr = at;
+            mark_outside();
         }
+    }
+    // Sets OUTSIDE on the words not wholly inside [ptr, ptr + bytes), clears it on the others.
+    void mark_outside() {
+        marked = true;
+        if (!hot) return;
+        const size_t first = size_t(ptr - data) / 4, end = (size_t(ptr - data) + bytes) / 4;
+        for (size_t w = 0; w < data_bytes / 4; w++)
+            hot[w].w = w >= first && w < end ? hot[w].w & ~OUTSIDE : hot[w].w | OUTSIDE;
     }
     void fill() { std::memset(data, 0xFF, data_bytes); }
     void clear_shadow() {
-        if (hot) std::memset(hot, 0, data_bytes / 4 * sizeof(ShadowHot));
+        if (!hot) return;
+        std::memset(hot, 0, data_bytes / 4 * sizeof(ShadowHot));
+        mark_outside();
     }
     // The first byte of the padding that is no longer 0xFF, or nullptr.
     const unsigned char* written_padding() const {
@@ -760,6 +769,9 @@ struct FiberBlock {
     const void* kernel = nullptr;  // the launch's kernel, for a fault's message
 };
 inline thread_local FiberBlock* t_fb = nullptr;
+// The race check's view of the running fiber: its block's epoch << 32 | its tid, set by the
+// scheduler as it switches to it; 0 outside a kernel, or with the race check off.
+inline thread_local uint64_t t_race = 0;
 
 inline void yield_to_scheduler() {
     FiberBlock& fb = *t_fb;
@@ -819,7 +831,8 @@ EMU_RT_INLINE void syncthreads(const char* file, int line) {
     if (fb.at_barrier == 0) {
         fb.barrier_file = file;
         fb.barrier_line = line;
-    } else if (line != fb.barrier_line || std::strcmp(file, fb.barrier_file) != 0) {
+    } else if (line != fb.barrier_line ||
+               (file != fb.barrier_file && std::strcmp(file, fb.barrier_file) != 0)) {
         fail_in_thread("threads of one block wait at different __syncthreads (" +
                        std::string(fb.barrier_file) + ":" + std::to_string(fb.barrier_line) +
                        " and " + file + ":" + std::to_string(line) +
@@ -1012,11 +1025,13 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
             fb.current = t;
             t_current = &f.ts;
             fb.in_kernel = true;
+            t_race = (g_checks & check_races) ? uint64_t(fb.epoch) << 32 | uint32_t(t) : 0;
 #ifdef EMU_FAST_SWITCH
             emu_switch_stack(&fb.scheduler_sp, f.sp);
 #else
             swapcontext(&fb.scheduler, &f.ctx);
 #endif
+            t_race = 0;
             fb.in_kernel = false;
             ran = true;
             if (fb.fault) fault_message(fb);
@@ -1146,7 +1161,7 @@ inline std::string block_name() { return "block " + dims(t_fb->bs.block_idx); }
 
 // The race check of shadow word w of the shared range (g_shadow_hot[w]): tid of warp tid >> 5
 // accesses it in epoch e. A read that repeats what the word already records (the common case)
-// stores nothing.
+// stores nothing. MARKED: the word may carry OUTSIDE (the exact check's path), which stays.
 [[noreturn, gnu::noinline, gnu::cold]] inline void race_at(size_t w, bool write, const void* pc,
                                                            const char* other_did, int other,
                                                            int32_t other_pc) {
@@ -1154,11 +1169,11 @@ inline std::string block_name() { return "block " + dims(t_fb->bs.block_idx); }
     const SharedRegion* r = g_shared_pages[size_t(p - g_shared_base) >> g_page_shift];
     race_error(*r, p, write, pc, other_did, other, code_from_offset(other_pc));
 }
-template <bool WRITE>
+template <bool WRITE, bool MARKED = false>
 [[gnu::always_inline]] inline void shadow_word(size_t w, uint32_t e, uint32_t tid,
                                                const void* pc) {
     ShadowHot& h = g_shadow_hot[w];
-    const uint32_t warp = tid >> 5, wt = h.w, rt = h.r;
+    const uint32_t warp = tid >> 5, wt = MARKED ? h.w & ~OUTSIDE : h.w, rt = h.r;
     if (__builtin_expect((wt >> 10) == e && ((wt & 1023) >> 5) != warp, 0))
         race_at(w, WRITE, pc, "wrote", int(wt & 1023), g_shadow_cold[w].w_pc);
     if (WRITE) {
@@ -1169,7 +1184,10 @@ template <bool WRITE>
                     first_other ? g_shadow_cold[w].r1_pc : g_shadow_cold[w].r2_pc);
         }
         const uint32_t tag = e << 10 | tid;
-        if (wt != tag) h.w = tag, g_shadow_cold[w].w_pc = code_offset(pc);
+        if (wt != tag) {
+            h.w = tag | (MARKED ? h.w & OUTSIDE : 0);
+            g_shadow_cold[w].w_pc = code_offset(pc);
+        }
     } else if ((rt >> 11) != e) {
         h.r = e << 11 | tid;
         g_shadow_cold[w].r1_pc = code_offset(pc);
@@ -1189,34 +1207,51 @@ template <bool WRITE>
                    " bytes at " + code_at(pc) + ": " + r.where(p));
 }
 
-// The race check of the words [off / 4, (off + n - 1) / 4] of the shared range.
-template <bool WRITE>
+// The race check of the words [off / 4, (off + n - 1) / 4] of the shared range. ONE_WORD: the
+// access is known to lie in one word (an aligned access of at most 4 bytes). t_race: the
+// running thread's epoch and tid, 0 outside a kernel (the scheduler's own look at the padding)
+// or with the race check off.
+template <bool WRITE, bool ONE_WORD = false, bool MARKED = false>
 [[gnu::always_inline]] inline void race_check(size_t off, size_t n, const void* pc) {
-    if (!(g_checks & check_races)) return;
-    const FiberBlock* fb = t_fb;
-    if (!fb || !fb->in_kernel) return;  // the scheduler's own look at the padding
-    const uint32_t e = fb->epoch, tid = uint32_t(fb->current);
-    for (size_t w = off >> 2; w <= (off + n - 1) >> 2; w++) shadow_word<WRITE>(w, e, tid, pc);
+    const uint64_t tag = t_race;
+    if (!tag) return;
+    const uint32_t e = uint32_t(tag >> 32), tid = uint32_t(tag);
+    if (ONE_WORD) return shadow_word<WRITE, MARKED>(off >> 2, e, tid, pc);
+    for (size_t w = off >> 2; w <= (off + n - 1) >> 2; w++)
+        shadow_word<WRITE, MARKED>(w, e, tid, pc);
 }
-// An access of n bytes at p, in the shared range, that is not inside one page's live bytes:
-// across two pages of its array, or outside it.
+// An access of n bytes at p, in the shared range, that touches a word marked OUTSIDE: in a
+// guard page, outside its array, or inside it but in a word it shares with the padding.
 template <bool WRITE>
 [[gnu::noinline]] inline void shared_access_slow(const unsigned char* p, size_t n,
                                                  const void* pc) {
     const SharedRegion* r = g_shared_pages[size_t(p - g_shared_base) >> g_page_shift];
     if (!r) return;  // a guard page: the access faults, and the SIGSEGV handler names it
     if (p < r->ptr || p + n > r->ptr + r->bytes) return shared_out_of_bounds(*r, p, n, WRITE, pc);
-    race_check<WRITE>(size_t(p - g_shared_base), n, pc);
+    race_check<WRITE, false, true>(size_t(p - g_shared_base), n, pc);
 }
-// The same, inlined into each hook: the page's bounds, then the race check.
-template <bool WRITE>
-[[gnu::always_inline]] inline void shared_access(const unsigned char* p, size_t n,
-                                                 const void* pc) {
+// A shared access of N bytes: its words' OUTSIDE bits (the bounds), then the race check. Not
+// inlined into the hooks: so the hooks' common path (the stack, host memory, a cudaMalloc'd
+// buffer) needs no registers saved, and reaches this by a tail jump.
+template <bool WRITE, size_t N, bool ONE_WORD>
+[[gnu::noinline]] inline void shared_access(const unsigned char* p, const void* pc) {
     const size_t off = size_t(p - g_shared_base);
-    const SharedPageBounds b = g_shared_bounds[off >> g_page_shift];
-    const size_t in = off & ((size_t(1) << g_page_shift) - 1);
-    if (__builtin_expect(!(in >= b.lo && in + n <= b.hi), 0))
-        return shared_access_slow<WRITE>(p, n, pc);
+    if (ONE_WORD) {
+        if (__builtin_expect(g_shadow_hot[off >> 2].w & OUTSIDE, 0))
+            return shared_access_slow<WRITE>(p, N, pc);
+    } else {
+        for (size_t w = off >> 2; w <= (off + N - 1) >> 2; w++)
+            if (__builtin_expect(g_shadow_hot[w].w & OUTSIDE, 0))
+                return shared_access_slow<WRITE>(p, N, pc);
+    }
+    race_check<WRITE, ONE_WORD>(off, N, pc);
+}
+// The same for n bytes known only at run time.
+template <bool WRITE>
+[[gnu::noinline]] inline void shared_access_n(const unsigned char* p, size_t n, const void* pc) {
+    const size_t off = size_t(p - g_shared_base);
+    for (size_t w = off >> 2; w <= (off + n - 1) >> 2; w++)
+        if (g_shadow_hot[w].w & OUTSIDE) return shared_access_slow<WRITE>(p, n, pc);
     race_check<WRITE>(off, n, pc);
 }
 
@@ -1274,11 +1309,21 @@ inline std::string global_where(const unsigned char* p) {
 // inlined into each hook. SIZED: the compiler's N-byte access of a type aligned to N (so it must
 // be N-aligned). Most accesses (the stack, host memory) end at the two range comparisons; one
 // inside a cudaMalloc'd buffer's page at one more; shared memory goes on to the race check.
+// The common path saves no registers: every call out of it is a tail jump.
+template <size_t N, bool WRITE, bool SIZED>
+[[gnu::always_inline]] inline void access(const void* addr, const void* pc);
+// A sized access that is misaligned: reported (where the check is on), then checked as an
+// unaligned one.
+template <size_t N, bool WRITE>
+[[gnu::noinline, gnu::cold]] inline void misaligned_then_access(const void* addr, const void* pc) {
+    misaligned_access(addr, N, WRITE, pc);
+    access<N, WRITE, false>(addr, pc);
+}
 template <size_t N, bool WRITE, bool SIZED>
 [[gnu::always_inline]] inline void access(const void* addr, const void* pc) {
     const uintptr_t p = uintptr_t(addr);
     if (SIZED && N > 1 && __builtin_expect((p & (N - 1)) != 0, 0))
-        misaligned_access(addr, N, WRITE, pc);
+        return misaligned_then_access<N, WRITE>(addr, pc);
     const size_t g = p - uintptr_t(g_global_base);
     if (g < g_global_size) {
         const GlobalPage pg = g_global_pages[g >> g_page_shift];
@@ -1287,7 +1332,8 @@ template <size_t N, bool WRITE, bool SIZED>
         return global_slow(static_cast<const unsigned char*>(addr), N, WRITE, pc);
     }
     if (p - uintptr_t(g_shared_base) < g_shared_size)
-        shared_access<WRITE>(static_cast<const unsigned char*>(addr), N, pc);
+        return shared_access<WRITE, N, SIZED && N <= 4>(static_cast<const unsigned char*>(addr),
+                                                        pc);
 }
 // The same for n bytes known only at run time (__tsan_read_range and the like).
 [[gnu::noinline]] inline void access_range(const void* addr, size_t n, bool write,
@@ -1297,8 +1343,8 @@ template <size_t N, bool WRITE, bool SIZED>
     if (p - uintptr_t(g_global_base) < g_global_size)
         global_slow(static_cast<const unsigned char*>(addr), n, write, pc);
     else if (p - uintptr_t(g_shared_base) < g_shared_size)
-        write ? shared_access<true>(static_cast<const unsigned char*>(addr), n, pc)
-              : shared_access<false>(static_cast<const unsigned char*>(addr), n, pc);
+        write ? shared_access_n<true>(static_cast<const unsigned char*>(addr), n, pc)
+              : shared_access_n<false>(static_cast<const unsigned char*>(addr), n, pc);
 }
 #endif  // !EMU_THREADS
 
