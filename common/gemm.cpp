@@ -5,7 +5,7 @@
 //       pack B[pc:pc+KC, jc:jc+NC] into NR-wide micro-panels      Bp: (NC/NR, KC, NR)
 //       for ic in M step MC:             rows whose packed A stays in one core's L2
 //         pack A[ic:ic+MC, pc:pc+KC] into MR-tall micro-panels    Ap: (MC/MR, KC, MR)
-//         for jr in NC step NR:          one B micro-panel (KC x NR, 16 KB) stays in L1
+//         for jr in NC step NR:          one B micro-panel (KC x NR: 16 or 32 KB) in L1
 //           for ir in MC step MR:
 //             micro-kernel: C[ir:ir+MR, jr:jr+NR] += Ap_panel @ Bp_panel  in registers
 //
@@ -198,9 +198,9 @@ inline float at_a(const float* A, int lda, bool trans_a, int i, int k) {
 // Element by element that is one scalar load and one strided store per float: the two packings
 // took 8% of the CPU time of a one-thread 2048 A @ B^T (perf), 4% after this. With AVX-512 it
 // is done 16 x 16 floats at a time in registers: 16 row loads, the classic three-stage shuffle
-// transpose (unpack, shuffle_ps, two rounds of shuffle_f32x4) and 16 masked stores. Only copies: the packed panel, and so every product,
-// is bit for bit what the scalar loops write. Returns false where there is no AVX-512 (the
-// caller then runs its scalar loop).
+// transpose (unpack, shuffle_ps, two rounds of shuffle_f32x4) and 16 masked stores. Only
+// copies: the packed panel, and so every product, is bit for bit what the scalar loops write.
+// Returns false where there is no AVX-512 (the caller then runs its scalar loop).
 #if defined(__AVX512F__)
 // GCC 12's unpack and shuffle intrinsics start from _mm512_undefined_ps(), which its
 // -Wmaybe-uninitialized reports once inlined (a known false positive).
