@@ -275,6 +275,14 @@ bool transpose_pack_b(const float* src, long ld, int n, int kc, float* dst) {
 void pack_a_panel(const float* A, int lda, bool trans_a, int i0, int m, int p0, int kc,
                   float* dst) {
     if (trans_a) {  // A is (K, M): a row of the panel is contiguous
+#if defined(__AVX512F__)
+        static_assert(MR <= 16, "a row of the panel is one masked vector");
+        const __mmask16 mask = (__mmask16)((1u << m) - 1);
+        for (int k = 0; k < kc; k++)  // m floats in, MR out (zeros past m)
+            _mm512_mask_storeu_ps(dst + k * MR, (__mmask16)((1u << MR) - 1),
+                                  _mm512_maskz_loadu_ps(mask, A + (long)(p0 + k) * lda + i0));
+        return;
+#endif
         for (int k = 0; k < kc; k++) {
             const float* src = A + (long)(p0 + k) * lda + i0;
             for (int r = 0; r < m; r++) dst[k * MR + r] = src[r];
@@ -380,7 +388,7 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
     }
     // A narrow C (N <= 4 NR) uses each element of A only a few times: packing it would cost as
     // much as the FMAs it feeds, so A is read in place.
-    const bool direct_a = N <= 4 * NR;
+    const bool direct_a = N <= 4 * NR && !trans_a;
 
 #pragma omp parallel num_threads(nt)
     {
