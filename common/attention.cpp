@@ -41,7 +41,23 @@ constexpr int LDT = Bc + 16;
 // Below this many multiply-adds a parallel region costs more than it saves.
 constexpr double PARALLEL_MIN_WORK = 1 << 18;
 
+// The naive forward's row blocks: a multiple of every micro-kernel's MR (12, 6 or 4 rows).
+// At n = 1024 a block's rows of S and P are 2 x 192 KB, beside K^T and V packed (2 x 256 KB)
+// in the 1 MB L2 of one core.
+constexpr int NAIVE_ROWS = 48;
+
+// Threads the naive kernels spread the slices over; each thread's packed K^T and V is allocated
+// before the parallel region.
+int naive_threads(int B, int h, int n, int d_k) {
+    return (double)B * h * n * n * d_k > PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
+}
+
 }  // namespace
+
+// Per thread: K^T and V packed for sgemm_packed_b (2 n d_k, rounded up to whole panels).
+long attention_naive_forward_workspace_floats(int n, int d_k) {
+    return sgemm_packed_b_floats(d_k, n) + sgemm_packed_b_floats(n, d_k);
+}
 
 // ------------------------------------------------------------------------------------------
 // naive: everything for all B*h*n*n pairs in memory, the way autograd would run the article's
@@ -53,43 +69,65 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
     const float scale = 1.0f / std::sqrt((float)d_k);
     const long nn = (long)n * n, nd = (long)n * d_k;
     mem::Buffer<float> S((size_t)B * h * nn, mem::uninit);  // (B, h, n, n) scores, freed on return
-    const bool parallel = (double)B * h * nn * d_k > PARALLEL_MIN_WORK;
+    const int nt = naive_threads(B, h, n, d_k);
+    const int NR = sgemm_panel_width();
+    const long kt_floats = sgemm_packed_b_floats(d_k, n);  // K^T packed: (d_k, n)
+    const long per_thread = attention_naive_forward_workspace_floats(n, d_k);
+    mem::Buffer<float> workspace((size_t)nt * per_thread, mem::uninit);
 
-#pragma omp parallel for schedule(dynamic) if (parallel)
-    for (int bh = 0; bh < B * h; bh++) {
-        const float* Q_ = Q + bh * nd;  // (n, d_k)
-        const float* K_ = K + bh * nd;  // (n, d_k)
-        const float* V_ = V + bh * nd;  // (n, d_k)
-        float* S_ = S.data() + bh * nn;  // (n, n)
-        float* P_ = P + bh * nn;         // (n, n)
-        float* O_ = O + bh * nd;         // (n, d_k)
+#pragma omp parallel num_threads(nt)
+    {
+        float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T packed
+        float* const Vp = Kt + kt_floats;                                      // V packed
 
-        // S = Q K^T / sqrt(d_k)
-        sgemm(false, true, n, n, d_k, scale, Q_, d_k, K_, d_k, 0.0f, S_, n);
-        if (causal)  // masked_fill(mask, -inf): query i sees keys j <= i
-            for (int i = 0; i < n; i++)
-                std::fill(S_ + (long)i * n + i + 1, S_ + (long)(i + 1) * n, NEG_INF);
+#pragma omp for schedule(dynamic)
+        for (int bh = 0; bh < B * h; bh++) {
+            const float* Q_ = Q + bh * nd;  // (n, d_k)
+            float* S_ = S.data() + bh * nn;  // (n, n)
+            float* P_ = P + bh * nn;         // (n, n)
+            float* O_ = O + bh * nd;         // (n, d_k)
+            sgemm_pack_b(true, d_k, n, K + bh * nd, d_k, Kt);   // op(B) = K^T: (d_k, n)
+            sgemm_pack_b(false, n, d_k, V + bh * nd, d_k, Vp);  // op(B) = V: (n, d_k)
 
-        // P = softmax(S) along each row, subtracting the row max so exp never overflows.
-        for (int i = 0; i < n; i++) {
-            const float* s = S_ + (long)i * n;
-            float* p = P_ + (long)i * n;
-            float m = NEG_INF;
+            // NAIVE_ROWS query rows at a time: their rows of S are still in L2 when the softmax
+            // reads them, and their rows of P when P V does. Every element is computed as one
+            // whole-matrix sgemm computes it (each row of S and O is its own sum), so S, P and
+            // O are bit for bit what S = Q K^T, softmax, O = P V over all n rows give.
+            for (int r0 = 0; r0 < n; r0 += NAIVE_ROWS) {
+                const int rows = std::min(NAIVE_ROWS, n - r0);
+                float* S_r = S_ + (long)r0 * n;  // (rows, n)
+                float* P_r = P_ + (long)r0 * n;  // (rows, n)
+
+                // S = Q K^T / sqrt(d_k)
+                sgemm_packed_b(false, rows, n, d_k, scale, Q_ + (long)r0 * d_k, d_k, Kt,
+                               (long)d_k * NR, 0.0f, S_r, n);
+                if (causal)  // masked_fill(mask, -inf): query i sees keys j <= i
+                    for (int i = r0; i < r0 + rows; i++)
+                        std::fill(S_ + (long)i * n + i + 1, S_ + (long)(i + 1) * n, NEG_INF);
+
+                // P = softmax(S) along each row, subtracting the row max so exp never overflows.
+                for (int i = 0; i < rows; i++) {
+                    const float* s = S_r + (long)i * n;
+                    float* p = P_r + (long)i * n;
+                    float m = NEG_INF;
 #pragma omp simd reduction(max : m)
-            for (int j = 0; j < n; j++) m = s[j] > m ? s[j] : m;  // std::max stays scalar here
-            float l = 0.0f;
+                    for (int j = 0; j < n; j++) m = s[j] > m ? s[j] : m;  // std::max stays scalar
+                    float l = 0.0f;
 #pragma omp simd reduction(+ : l)
-            for (int j = 0; j < n; j++) {
-                p[j] = exp_fast(s[j] - m);
-                l += p[j];
-            }
-            const float inv_l = 1.0f / l;
+                    for (int j = 0; j < n; j++) {
+                        p[j] = exp_fast(s[j] - m);
+                        l += p[j];
+                    }
+                    const float inv_l = 1.0f / l;
 #pragma omp simd
-            for (int j = 0; j < n; j++) p[j] *= inv_l;
-        }
+                    for (int j = 0; j < n; j++) p[j] *= inv_l;
+                }
 
-        // O = P V
-        sgemm(false, false, n, d_k, n, 1.0f, P_, n, V_, d_k, 0.0f, O_, d_k);
+                // O = P V
+                sgemm_packed_b(false, rows, d_k, n, 1.0f, P_r, n, Vp, (long)n * NR, 0.0f,
+                               O_ + (long)r0 * d_k, d_k);
+            }
+        }
     }
 }
 
