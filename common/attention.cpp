@@ -219,7 +219,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
         float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T packed
         float* const Vp = Kt + sgemm_packed_b_floats(d_k, n);                  // V packed
         float* const S_tile = Vp + sgemm_packed_b_floats(n, d_k);  // (Br, Bc) scores, then P
-        float* const O_tile = S_tile + (long)Br * LDT;              // (Br, d_k) unnormalised O
+        float* const O_tile = S_tile + (long)Br * LDT;             // (Br, d_k) unnormalised O
         float m[Br], l[Br];                                        // running row max and sum
 
 #pragma omp for schedule(dynamic)
@@ -286,7 +286,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
 }
 
 // Per thread: K^T and V^T packed (2 n d_k), K, Q and dO packed (3 n d_k), a P tile and a
-// dP tile (2 Br Bc).
+// dP tile (2 Br LDT).
 long attention_fused_backward_workspace_floats(int n, int d_k) {
     return 2 * sgemm_packed_b_floats(d_k, n) + 3 * sgemm_packed_b_floats(n, d_k) +
            2L * Br * LDT;
@@ -333,7 +333,7 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
         float* const Qp = Kp + tn_floats;                                      // Q
         float* const dOp = Qp + tn_floats;                                     // dO
         float* const P_tile = dOp + tn_floats;     // (Br, Bc) recomputed probabilities
-        float* const dP_tile = P_tile + Br * LDT;   // (Br, Bc) dP, then dS
+        float* const dP_tile = P_tile + Br * LDT;  // (Br, Bc) dP, then dS
 
 #pragma omp for schedule(dynamic)
         for (int bh = 0; bh < B * h; bh++) {
@@ -389,7 +389,8 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                     sgemm_packed_b(true, cols, d_k, rows, 1.0f, P, LDT, dOp + (long)r0 * NR, ndr,
                                    1.0f, dV_j, d_k);
                     // dP = dO_i V_j^T, then dS = P * (dP - D_i) in place
-                    sgemm_packed_b(false, rows, cols, d_k, 1.0f, dO_i, d_k, Vt_j, dr, 0.0f, dS, LDT);
+                    sgemm_packed_b(false, rows, cols, d_k, 1.0f, dO_i, d_k, Vt_j, dr, 0.0f, dS,
+                                   LDT);
                     for (int r = 0; r < rows; r++) {
                         const float* p = P + (long)r * LDT;
                         float* ds = dS + (long)r * LDT;
