@@ -52,6 +52,52 @@ int naive_threads(int B, int h, int n, int d_k) {
     return (double)B * h * n * n * d_k > PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
 }
 
+// p[j] = exp_fast(s[j] - m) for j < n (p may be s); returns their sum, added up as GCC 12 adds up
+// `#pragma omp simd reduction(+ : sum)` over that loop (16 lane sums over the whole vectors,
+// the last n % 16 added one by one into lane 0, then the lanes one by one from 0), so p and the
+// sum are bit for bit what that loop gives. With AVX-512 the exps go through exp_fast16.
+inline float exp_shifted_sum(const float* s, float* p, int n, float m) {
+#if defined(__AVX512F__)
+    const int n16 = n / 16 * 16;
+    const __m512 vm = _mm512_set1_ps(m);
+    __m512 lanes = _mm512_setzero_ps();
+    for (int j = 0; j < n16; j += 16) {
+        const __m512 e = exp_fast16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+        _mm512_storeu_ps(p + j, e);
+        lanes = _mm512_add_ps(lanes, e);
+    }
+    alignas(64) float lane[16];
+    _mm512_store_ps(lane, lanes);
+    for (int j = n16; j < n; j++) {  // the last n % 16 go into lane 0
+        p[j] = exp_fast(s[j] - m);
+        lane[0] += p[j];
+    }
+    float sum = 0.0f;
+    for (int v = 0; v < 16; v++) sum += lane[v];
+    return sum;
+#else
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < n; j++) {
+        p[j] = exp_fast(s[j] - m);
+        sum += p[j];
+    }
+    return sum;
+#endif
+}
+
+// p[j] = exp_fast(p[j] - m) for j < n, with AVX-512 16 at a time through exp_fast16.
+inline void exp_shifted(float* p, int n, float m) {
+    int j = 0;
+#if defined(__AVX512F__)
+    const __m512 vm = _mm512_set1_ps(m);
+    for (; j + 16 <= n; j += 16)
+        _mm512_storeu_ps(p + j, exp_fast16(_mm512_sub_ps(_mm512_loadu_ps(p + j), vm)));
+#endif
+#pragma omp simd
+    for (int k = j; k < n; k++) p[k] = exp_fast(p[k] - m);
+}
+
 }  // namespace
 
 // Per thread: K^T and V packed for sgemm_packed_b (2 n d_k, rounded up to whole panels).
@@ -112,12 +158,7 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
                     float m = NEG_INF;
 #pragma omp simd reduction(max : m)
                     for (int j = 0; j < n; j++) m = s[j] > m ? s[j] : m;  // std::max stays scalar
-                    float l = 0.0f;
-#pragma omp simd reduction(+ : l)
-                    for (int j = 0; j < n; j++) {
-                        p[j] = exp_fast(s[j] - m);
-                        l += p[j];
-                    }
+                    const float l = exp_shifted_sum(s, p, n, m);
                     const float inv_l = 1.0f / l;
 #pragma omp simd
                     for (int j = 0; j < n; j++) p[j] *= inv_l;
@@ -250,12 +291,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                         float m_new = m[r];
 #pragma omp simd reduction(max : m_new)
                         for (int c = 0; c < visible; c++) m_new = s[c] > m_new ? s[c] : m_new;
-                        float row_sum = 0.0f;
-#pragma omp simd reduction(+ : row_sum)
-                        for (int c = 0; c < visible; c++) {
-                            s[c] = exp_fast(s[c] - m_new);
-                            row_sum += s[c];
-                        }
+                        const float row_sum = exp_shifted_sum(s, s, std::max(visible, 0), m_new);
                         for (int c = std::max(visible, 0); c < cols; c++) s[c] = 0.0f;
                         // m_new is finite: every query row sees at least key 0 in tile 0.
                         const float correction = exp_fast(m[r] - m_new);  // exp(-inf) = 0 at first
@@ -381,8 +417,7 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                         float* p = P + (long)r * LDT;
                         const int visible = causal ? std::clamp(r0 + r - c0 + 1, 0, cols) : cols;
                         const float Li = L_[r0 + r];
-#pragma omp simd
-                        for (int c = 0; c < visible; c++) p[c] = exp_fast(p[c] - Li);
+                        exp_shifted(p, visible, Li);
                         for (int c = visible; c < cols; c++) p[c] = 0.0f;
                     }
                     // dV_j += P^T dO_i
