@@ -32,11 +32,78 @@ constexpr float NEG_INF = -std::numeric_limits<float>::infinity();
 // longer tile products, so less of each one goes to starting and storing its register tiles.
 constexpr int Br = 256;
 constexpr int Bc = 256;
+// The row stride of the S / P / dP tiles (Br, Bc): Bc + 16 floats, not Bc. 256 floats are 1 KB,
+// so the rows of a tile fall into 4 of the L1 cache's 64 sets, and the tile products that walk
+// down its columns (P^T dO and dS^T Q, a new row at every step of their k loop) miss L1 on
+// nearly every load; one cache line more per row spreads them over all the sets.
+constexpr int LDT = Bc + 16;
 
 // Below this many multiply-adds a parallel region costs more than it saves.
 constexpr double PARALLEL_MIN_WORK = 1 << 18;
 
+// The naive forward's row blocks: a multiple of every micro-kernel's MR (12, 6 or 4 rows).
+// At n = 1024 a block's rows of S and P are 2 x 192 KB, beside K^T and V packed (2 x 256 KB)
+// in the 1 MB L2 of one core.
+constexpr int NAIVE_ROWS = 48;
+
+// Threads the naive kernels spread the slices over; each thread's packed K^T and V is allocated
+// before the parallel region.
+int naive_threads(int B, int h, int n, int d_k) {
+    return (double)B * h * n * n * d_k > PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
+}
+
+// p[j] = exp_fast(s[j] - m) for j < n (p may be s); returns their sum, added up as GCC 12 adds up
+// `#pragma omp simd reduction(+ : sum)` over that loop (16 lane sums over the whole vectors,
+// the last n % 16 added one by one into lane 0, then the lanes one by one from 0), so p and the
+// sum are bit for bit what that loop gives. With AVX-512 the exps go through exp_fast16.
+inline float exp_shifted_sum(const float* s, float* p, int n, float m) {
+#if defined(__AVX512F__)
+    const int n16 = n / 16 * 16;
+    const __m512 vm = _mm512_set1_ps(m);
+    __m512 lanes = _mm512_setzero_ps();
+    for (int j = 0; j < n16; j += 16) {
+        const __m512 e = exp_fast16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+        _mm512_storeu_ps(p + j, e);
+        lanes = _mm512_add_ps(lanes, e);
+    }
+    alignas(64) float lane[16];
+    _mm512_store_ps(lane, lanes);
+    for (int j = n16; j < n; j++) {  // the last n % 16 go into lane 0
+        p[j] = exp_fast(s[j] - m);
+        lane[0] += p[j];
+    }
+    float sum = 0.0f;
+    for (int v = 0; v < 16; v++) sum += lane[v];
+    return sum;
+#else
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < n; j++) {
+        p[j] = exp_fast(s[j] - m);
+        sum += p[j];
+    }
+    return sum;
+#endif
+}
+
+// p[j] = exp_fast(p[j] - m) for j < n, with AVX-512 16 at a time through exp_fast16.
+inline void exp_shifted(float* p, int n, float m) {
+    int j = 0;
+#if defined(__AVX512F__)
+    const __m512 vm = _mm512_set1_ps(m);
+    for (; j + 16 <= n; j += 16)
+        _mm512_storeu_ps(p + j, exp_fast16(_mm512_sub_ps(_mm512_loadu_ps(p + j), vm)));
+#endif
+#pragma omp simd
+    for (int k = j; k < n; k++) p[k] = exp_fast(p[k] - m);
+}
+
 }  // namespace
+
+// Per thread: K^T and V packed for sgemm_packed_b (2 n d_k, rounded up to whole panels).
+long attention_naive_forward_workspace_floats(int n, int d_k) {
+    return sgemm_packed_b_floats(d_k, n) + sgemm_packed_b_floats(n, d_k);
+}
 
 // ------------------------------------------------------------------------------------------
 // naive: everything for all B*h*n*n pairs in memory, the way autograd would run the article's
@@ -48,43 +115,60 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
     const float scale = 1.0f / std::sqrt((float)d_k);
     const long nn = (long)n * n, nd = (long)n * d_k;
     mem::Buffer<float> S((size_t)B * h * nn, mem::uninit);  // (B, h, n, n) scores, freed on return
-    const bool parallel = (double)B * h * nn * d_k > PARALLEL_MIN_WORK;
+    const int nt = naive_threads(B, h, n, d_k);
+    const int NR = sgemm_panel_width();
+    const long kt_floats = sgemm_packed_b_floats(d_k, n);  // K^T packed: (d_k, n)
+    const long per_thread = attention_naive_forward_workspace_floats(n, d_k);
+    mem::Buffer<float> workspace((size_t)nt * per_thread, mem::uninit);
 
-#pragma omp parallel for schedule(dynamic) if (parallel)
-    for (int bh = 0; bh < B * h; bh++) {
-        const float* Q_ = Q + bh * nd;  // (n, d_k)
-        const float* K_ = K + bh * nd;  // (n, d_k)
-        const float* V_ = V + bh * nd;  // (n, d_k)
-        float* S_ = S.data() + bh * nn;  // (n, n)
-        float* P_ = P + bh * nn;         // (n, n)
-        float* O_ = O + bh * nd;         // (n, d_k)
+#pragma omp parallel num_threads(nt)
+    {
+        float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T packed
+        float* const Vp = Kt + kt_floats;                                      // V packed
 
-        // S = Q K^T / sqrt(d_k)
-        sgemm(false, true, n, n, d_k, scale, Q_, d_k, K_, d_k, 0.0f, S_, n);
-        if (causal)  // masked_fill(mask, -inf): query i sees keys j <= i
-            for (int i = 0; i < n; i++)
-                std::fill(S_ + (long)i * n + i + 1, S_ + (long)(i + 1) * n, NEG_INF);
+#pragma omp for schedule(dynamic)
+        for (int bh = 0; bh < B * h; bh++) {
+            const float* Q_ = Q + bh * nd;  // (n, d_k)
+            float* S_ = S.data() + bh * nn;  // (n, n)
+            float* P_ = P + bh * nn;         // (n, n)
+            float* O_ = O + bh * nd;         // (n, d_k)
+            sgemm_pack_b(true, d_k, n, K + bh * nd, d_k, Kt);   // op(B) = K^T: (d_k, n)
+            sgemm_pack_b(false, n, d_k, V + bh * nd, d_k, Vp);  // op(B) = V: (n, d_k)
 
-        // P = softmax(S) along each row, subtracting the row max so exp never overflows.
-        for (int i = 0; i < n; i++) {
-            const float* s = S_ + (long)i * n;
-            float* p = P_ + (long)i * n;
-            float m = NEG_INF;
+            // NAIVE_ROWS query rows at a time: their rows of S are still in L2 when the softmax
+            // reads them, and their rows of P when P V does. Every element is computed as one
+            // whole-matrix sgemm computes it (each row of S and O is its own sum), so S, P and
+            // O are bit for bit what S = Q K^T, softmax, O = P V over all n rows give.
+            for (int r0 = 0; r0 < n; r0 += NAIVE_ROWS) {
+                const int rows = std::min(NAIVE_ROWS, n - r0);
+                float* S_r = S_ + (long)r0 * n;  // (rows, n)
+                float* P_r = P_ + (long)r0 * n;  // (rows, n)
+
+                // S = Q K^T / sqrt(d_k)
+                sgemm_packed_b(false, rows, n, d_k, scale, Q_ + (long)r0 * d_k, d_k, Kt,
+                               (long)d_k * NR, 0.0f, S_r, n);
+                if (causal)  // masked_fill(mask, -inf): query i sees keys j <= i
+                    for (int i = r0; i < r0 + rows; i++)
+                        std::fill(S_ + (long)i * n + i + 1, S_ + (long)(i + 1) * n, NEG_INF);
+
+                // P = softmax(S) along each row, subtracting the row max so exp never overflows.
+                for (int i = 0; i < rows; i++) {
+                    const float* s = S_r + (long)i * n;
+                    float* p = P_r + (long)i * n;
+                    float m = NEG_INF;
 #pragma omp simd reduction(max : m)
-            for (int j = 0; j < n; j++) m = s[j] > m ? s[j] : m;  // std::max stays scalar here
-            float l = 0.0f;
-#pragma omp simd reduction(+ : l)
-            for (int j = 0; j < n; j++) {
-                p[j] = exp_fast(s[j] - m);
-                l += p[j];
-            }
-            const float inv_l = 1.0f / l;
+                    for (int j = 0; j < n; j++) m = s[j] > m ? s[j] : m;  // std::max stays scalar
+                    const float l = exp_shifted_sum(s, p, n, m);
+                    const float inv_l = 1.0f / l;
 #pragma omp simd
-            for (int j = 0; j < n; j++) p[j] *= inv_l;
-        }
+                    for (int j = 0; j < n; j++) p[j] *= inv_l;
+                }
 
-        // O = P V
-        sgemm(false, false, n, d_k, n, 1.0f, P_, n, V_, d_k, 0.0f, O_, d_k);
+                // O = P V
+                sgemm_packed_b(false, rows, d_k, n, 1.0f, P_r, n, Vp, (long)n * NR, 0.0f,
+                               O_ + (long)r0 * d_k, d_k);
+            }
+        }
     }
 }
 
@@ -150,9 +234,9 @@ int fused_threads(int B, int h, int n, int d_k) {
 
 }  // namespace
 
-// Per thread: K^T and V packed (2 n d_k), an S tile (Br, Bc) and an O tile (Br, d_k).
+// Per thread: K^T and V packed (2 n d_k), an S tile (Br, LDT) and an O tile (Br, d_k).
 long attention_fused_forward_workspace_floats(int n, int d_k) {
-    return sgemm_packed_b_floats(d_k, n) + sgemm_packed_b_floats(n, d_k) + (long)Br * Bc +
+    return sgemm_packed_b_floats(d_k, n) + sgemm_packed_b_floats(n, d_k) + (long)Br * LDT +
            (long)Br * d_k;
 }
 
@@ -176,7 +260,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
         float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T packed
         float* const Vp = Kt + sgemm_packed_b_floats(d_k, n);                  // V packed
         float* const S_tile = Vp + sgemm_packed_b_floats(n, d_k);  // (Br, Bc) scores, then P
-        float* const O_tile = S_tile + (long)Br * Bc;              // (Br, d_k) unnormalised O
+        float* const O_tile = S_tile + (long)Br * LDT;             // (Br, d_k) unnormalised O
         float m[Br], l[Br];                                        // running row max and sum
 
 #pragma omp for schedule(dynamic)
@@ -194,25 +278,20 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                 const int Tc_i = causal ? std::min(Tc, (r0 + rows - 1) / Bc + 1) : Tc;
                 for (int j = 0; j < Tc_i; j++) {
                     const int c0 = j * Bc, cols = std::min(Bc, n - c0);
-                    float* S = S_tile;  // (rows, cols), ld Bc
+                    float* S = S_tile;  // (rows, cols), ld LDT
 
                     // S = Q_i K_j^T / sqrt(d_k); K_j^T is columns c0.. of the packed K^T
                     sgemm_packed_b(false, rows, cols, d_k, scale, Q_i, d_k,
-                                   Kt + (long)(c0 / NR) * d_k * NR, (long)d_k * NR, 0.0f, S, Bc);
+                                   Kt + (long)(c0 / NR) * d_k * NR, (long)d_k * NR, 0.0f, S, LDT);
 
                     // Online softmax: new max, rescale the old sum and output, add this tile.
                     for (int r = 0; r < rows; r++) {
-                        float* s = S + (long)r * Bc;
+                        float* s = S + (long)r * LDT;
                         const int visible = causal ? std::min(cols, r0 + r - c0 + 1) : cols;
                         float m_new = m[r];
 #pragma omp simd reduction(max : m_new)
                         for (int c = 0; c < visible; c++) m_new = s[c] > m_new ? s[c] : m_new;
-                        float row_sum = 0.0f;
-#pragma omp simd reduction(+ : row_sum)
-                        for (int c = 0; c < visible; c++) {
-                            s[c] = exp_fast(s[c] - m_new);
-                            row_sum += s[c];
-                        }
+                        const float row_sum = exp_shifted_sum(s, s, std::max(visible, 0), m_new);
                         for (int c = std::max(visible, 0); c < cols; c++) s[c] = 0.0f;
                         // m_new is finite: every query row sees at least key 0 in tile 0.
                         const float correction = exp_fast(m[r] - m_new);  // exp(-inf) = 0 at first
@@ -225,7 +304,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                         }
                     }
                     // O_tile += P V_j; V_j is rows c0.. of the packed V
-                    sgemm_packed_b(false, rows, d_k, cols, 1.0f, S, Bc, Vp + (long)c0 * NR,
+                    sgemm_packed_b(false, rows, d_k, cols, 1.0f, S, LDT, Vp + (long)c0 * NR,
                                    (long)n * NR, 1.0f, O_tile, d_k);
                 }
 
@@ -243,10 +322,10 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
 }
 
 // Per thread: K^T and V^T packed (2 n d_k), K, Q and dO packed (3 n d_k), a P tile and a
-// dP tile (2 Br Bc).
+// dP tile (2 Br LDT).
 long attention_fused_backward_workspace_floats(int n, int d_k) {
     return 2 * sgemm_packed_b_floats(d_k, n) + 3 * sgemm_packed_b_floats(n, d_k) +
-           2L * Br * Bc;
+           2L * Br * LDT;
 }
 
 size_t attention_fused_backward_workspace_bytes(int B, int h, int n, int d_k) {
@@ -290,7 +369,7 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
         float* const Qp = Kp + tn_floats;                                      // Q
         float* const dOp = Qp + tn_floats;                                     // dO
         float* const P_tile = dOp + tn_floats;     // (Br, Bc) recomputed probabilities
-        float* const dP_tile = P_tile + Br * Bc;   // (Br, Bc) dP, then dS
+        float* const dP_tile = P_tile + Br * LDT;  // (Br, Bc) dP, then dS
 
 #pragma omp for schedule(dynamic)
         for (int bh = 0; bh < B * h; bh++) {
@@ -329,35 +408,35 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                     const float* Q_i = Q_ + (long)r0 * d_k;    // (rows, d_k)
                     const float* dO_i = dO_ + (long)r0 * d_k;  // (rows, d_k)
                     float* dQ_i = dQ_ + (long)r0 * d_k;        // (rows, d_k)
-                    float* P = P_tile;                          // (rows, cols), ld Bc
-                    float* dS = dP_tile;                        // (rows, cols), ld Bc
+                    float* P = P_tile;                          // (rows, cols), ld LDT
+                    float* dS = dP_tile;                        // (rows, cols), ld LDT
 
                     // P = exp(Q_i K_j^T / sqrt(d_k) - L_i): the forward's probabilities, recomputed
-                    sgemm_packed_b(false, rows, cols, d_k, scale, Q_i, d_k, Kt_j, dr, 0.0f, P, Bc);
+                    sgemm_packed_b(false, rows, cols, d_k, scale, Q_i, d_k, Kt_j, dr, 0.0f, P, LDT);
                     for (int r = 0; r < rows; r++) {
-                        float* p = P + (long)r * Bc;
+                        float* p = P + (long)r * LDT;
                         const int visible = causal ? std::clamp(r0 + r - c0 + 1, 0, cols) : cols;
                         const float Li = L_[r0 + r];
-#pragma omp simd
-                        for (int c = 0; c < visible; c++) p[c] = exp_fast(p[c] - Li);
+                        exp_shifted(p, visible, Li);
                         for (int c = visible; c < cols; c++) p[c] = 0.0f;
                     }
                     // dV_j += P^T dO_i
-                    sgemm_packed_b(true, cols, d_k, rows, 1.0f, P, Bc, dOp + (long)r0 * NR, ndr,
+                    sgemm_packed_b(true, cols, d_k, rows, 1.0f, P, LDT, dOp + (long)r0 * NR, ndr,
                                    1.0f, dV_j, d_k);
                     // dP = dO_i V_j^T, then dS = P * (dP - D_i) in place
-                    sgemm_packed_b(false, rows, cols, d_k, 1.0f, dO_i, d_k, Vt_j, dr, 0.0f, dS, Bc);
+                    sgemm_packed_b(false, rows, cols, d_k, 1.0f, dO_i, d_k, Vt_j, dr, 0.0f, dS,
+                                   LDT);
                     for (int r = 0; r < rows; r++) {
-                        const float* p = P + (long)r * Bc;
-                        float* ds = dS + (long)r * Bc;
+                        const float* p = P + (long)r * LDT;
+                        float* ds = dS + (long)r * LDT;
                         const float Di = D_[r0 + r];
 #pragma omp simd
                         for (int c = 0; c < cols; c++) ds[c] = p[c] * (ds[c] - Di);
                     }
                     // dQ_i += dS K_j / sqrt(d_k),  dK_j += dS^T Q_i / sqrt(d_k)
-                    sgemm_packed_b(false, rows, d_k, cols, scale, dS, Bc, K_j, ndr, 1.0f, dQ_i,
+                    sgemm_packed_b(false, rows, d_k, cols, scale, dS, LDT, K_j, ndr, 1.0f, dQ_i,
                                    d_k);
-                    sgemm_packed_b(true, cols, d_k, rows, scale, dS, Bc, Qp + (long)r0 * NR, ndr,
+                    sgemm_packed_b(true, cols, d_k, rows, scale, dS, LDT, Qp + (long)r0 * NR, ndr,
                                    1.0f, dK_j, d_k);
                 }
             }

@@ -26,6 +26,9 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                               const float* L, const float* dO, float* dQ, float* dK, float* dV,
                               int B, int h, int n, int d_k, bool causal);
 
+// What the naive forward holds per thread (K^T and V packed for sgemm), in floats.
+long attention_naive_forward_workspace_floats(int n, int d_k);
+
 // What the fused kernels hold per thread (K, V and friends packed for sgemm, and the tiles),
 // in floats; a call that splits its slices across threads holds one per thread.
 long attention_fused_forward_workspace_floats(int n, int d_k);

@@ -5,7 +5,7 @@
 //       pack B[pc:pc+KC, jc:jc+NC] into NR-wide micro-panels      Bp: (NC/NR, KC, NR)
 //       for ic in M step MC:             rows whose packed A stays in one core's L2
 //         pack A[ic:ic+MC, pc:pc+KC] into MR-tall micro-panels    Ap: (MC/MR, KC, MR)
-//         for jr in NC step NR:          one B micro-panel (KC x NR, 16 KB) stays in L1
+//         for jr in NC step NR:          one B micro-panel (KC x NR: 16 or 32 KB) in L1
 //           for ir in MC step MR:
 //             micro-kernel: C[ir:ir+MR, jr:jr+NR] += Ap_panel @ Bp_panel  in registers
 //
@@ -162,7 +162,12 @@ void micro_kernel(int kc, const float* a, long a_rs, long a_ks, const float* b, 
             }
     } else {  // right edge: only n < NR columns of C exist
         alignas(64) float tile[m][NR];
+        // Unrolled like every other loop over acc: indexed by a variable anywhere, acc would
+        // live in memory, and GCC 12 then zeroes it on the stack before the k loop and stores it
+        // there after (48 stores a call, ~10% of a K = 64 product's time in perf).
+#pragma GCC unroll 16
         for (int i = 0; i < m; i++)
+#pragma GCC unroll 4
             for (int v = 0; v < NV; v++) Simd::store(&tile[i][v * W], acc[i][v]);
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++) {
@@ -188,16 +193,103 @@ inline float at_a(const float* A, int lda, bool trans_a, int i, int k) {
     return trans_a ? A[(long)k * lda + i] : A[(long)i * lda + k];
 }
 
+// Packing a row-major operand into a panel is a transpose: dst[k * dst_ld + r] = src[r * ld + k]
+// for r < rows, k < kc, with lanes rows..lanes of each dst row zeroed (the panel's padding).
+// Element by element that is one scalar load and one strided store per float: the two packings
+// took 8% of the CPU time of a one-thread 2048 A @ B^T (perf), 4% after this. With AVX-512 it
+// is done 16 x 16 floats at a time in registers: 16 row loads, the classic three-stage shuffle
+// transpose (unpack, shuffle_ps, two rounds of shuffle_f32x4) and 16 masked stores. Only
+// copies: the packed panel, and so every product, is bit for bit what the scalar loops write.
+// Returns false where there is no AVX-512 (the caller then runs its scalar loop).
+#if defined(__AVX512F__)
+// GCC 12's unpack and shuffle intrinsics start from _mm512_undefined_ps(), which its
+// -Wmaybe-uninitialized reports once inlined (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+inline void transpose16(__m512 r[16]) {
+    __m512 t[16], u[16];
+    // lane L of t[2i]: a[4L] b[4L] a[4L+1] b[4L+1], where a, b are rows 2i, 2i+1
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int g = 0; g < 4; g++) {  // lane L of u[4g + j]: rows 4g..4g+3 at column 4L + j
+        u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; j++) {  // column 4L + j: lane L of u[j], u[4 + j], u[8 + j], u[12 + j]
+        const __m512 p0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44);
+        const __m512 p1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xEE);
+        const __m512 p2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44);
+        const __m512 p3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xEE);
+        r[j] = _mm512_shuffle_f32x4(p0, p2, 0x88);
+        r[4 + j] = _mm512_shuffle_f32x4(p0, p2, 0xDD);
+        r[8 + j] = _mm512_shuffle_f32x4(p1, p3, 0x88);
+        r[12 + j] = _mm512_shuffle_f32x4(p1, p3, 0xDD);
+    }
+}
+#pragma GCC diagnostic pop
+#endif
+
+// rows <= lanes <= 16.
+bool transpose_pack(const float* src, long ld, int rows, int kc, float* dst, int dst_ld,
+                    int lanes) {
+#if defined(__AVX512F__)
+    const __mmask16 lane_mask = (__mmask16)((1u << lanes) - 1);
+    for (int k0 = 0; k0 < kc; k0 += 16) {
+        const int kn = std::min(16, kc - k0);
+        const __mmask16 k_mask = (__mmask16)((1u << kn) - 1);  // never reads past a row's end
+        __m512 r[16];  // r[i] = src row i, columns k0..k0+16; zero rows pad the panel
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++)
+            r[i] = i < rows ? _mm512_maskz_loadu_ps(k_mask, src + i * ld + k0)
+                            : _mm512_setzero_ps();
+        transpose16(r);  // now r[k] = column k0 + k: rows 0..15
+        for (int k = 0; k < kn; k++)
+            _mm512_mask_storeu_ps(dst + (long)(k0 + k) * dst_ld, lane_mask, r[k]);
+    }
+    return true;
+#else
+    (void)src, (void)ld, (void)rows, (void)kc, (void)dst, (void)dst_ld, (void)lanes;
+    return false;
+#endif
+}
+
+// A transposed B's micro-panel: NR columns of op(B) are NR rows of B, in groups of 16.
+bool transpose_pack_b(const float* src, long ld, int n, int kc, float* dst) {
+#if defined(__AVX512F__)
+    static_assert(NR % 16 == 0, "the transposing pack takes NR in groups of 16");
+    for (int g = 0; g < NR; g += 16)
+        transpose_pack(src + (long)g * ld, ld, std::clamp(n - g, 0, 16), kc, dst + g, NR, 16);
+    return true;
+#else
+    (void)src, (void)ld, (void)n, (void)kc, (void)dst;
+    return false;
+#endif
+}
+
 // One MR-tall micro-panel of op(A): rows i0..i0+m, shared index p0..p0+kc -> dst (kc, MR),
 // zero-padded below m rows.
 void pack_a_panel(const float* A, int lda, bool trans_a, int i0, int m, int p0, int kc,
                   float* dst) {
     if (trans_a) {  // A is (K, M): a row of the panel is contiguous
+#if defined(__AVX512F__)
+        static_assert(MR <= 16, "a row of the panel is one masked vector");
+        const __mmask16 mask = (__mmask16)((1u << m) - 1);
+        for (int k = 0; k < kc; k++)  // m floats in, MR out (zeros past m)
+            _mm512_mask_storeu_ps(dst + k * MR, (__mmask16)((1u << MR) - 1),
+                                  _mm512_maskz_loadu_ps(mask, A + (long)(p0 + k) * lda + i0));
+        return;
+#endif
         for (int k = 0; k < kc; k++) {
             const float* src = A + (long)(p0 + k) * lda + i0;
             for (int r = 0; r < m; r++) dst[k * MR + r] = src[r];
             for (int r = m; r < MR; r++) dst[k * MR + r] = 0.0f;
         }
+    } else if (transpose_pack(A + (long)i0 * lda + p0, lda, m, kc, dst, MR, MR)) {
+        // A is (M, K): done 16 k at a time in registers (transpose_pack)
     } else {  // A is (M, K): walk each source row once
         for (int r = 0; r < MR; r++) {
             if (r < m) {
@@ -227,6 +319,8 @@ void pack_b_panel(const float* B, int ldb, bool trans_b, int p0, int kc, int j0,
             for (int c = 0; c < n; c++) dst[k * NR + c] = src[c];
             for (int c = n; c < NR; c++) dst[k * NR + c] = 0.0f;
         }
+    } else if (transpose_pack_b(B + (long)j0 * ldb + p0, ldb, n, kc, dst)) {
+        // B is (N, K): done 16 k at a time in registers (transpose_pack)
     } else {  // B is (N, K)
         for (int c = 0; c < NR; c++) {
             if (c < n) {
@@ -293,8 +387,10 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
         ws = workspace.data();
     }
     // A narrow C (N <= 4 NR) uses each element of A only a few times: packing it would cost as
-    // much as the FMAs it feeds, so A is read in place.
-    const bool direct_a = N <= 4 * NR;
+    // much as the FMAs it feeds, so A is read in place. Not a transposed A: there each k step
+    // of the kernel reads a new line, lda apart (P^T dO at n = 1024: 4 KB, one L1 set for all
+    // of them), and one masked vector a panel row packs it for less than those misses cost.
+    const bool direct_a = N <= 4 * NR && !trans_a;
 
 #pragma omp parallel num_threads(nt)
     {

@@ -107,6 +107,42 @@ TEST_CASE("gemm: shapes that cross every cache block and use both threads") {
     CHECK(check({true, false, 40, 4113, 20, 0.5f, 0.0f}, rng));
 }
 
+// Packing is only copying: op(A) and op(B) read from a transposed array pack into the same
+// panels as from a plain one, so all four transpose combinations of the same product give C bit
+// for bit alike. The shapes put the transposing packs (16 x 16 blocks in registers with
+// AVX-512) at every edge: M below, at and above MR (12 with AVX-512), N across the groups of 16
+// in a panel of NR (32), K below and across 16 and KC (256), narrow C (A read in place).
+TEST_CASE("gemm: the four transpose combinations give the same C bit for bit") {
+    std::mt19937 rng(4);
+    std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+    for (int M : {1, 5, 11, 12, 13, 24, 37, 150})
+        for (int N : {1, 15, 16, 17, 31, 33, 129, 161})
+            for (int K : {1, 15, 16, 17, 50, 257}) {
+                CAPTURE(M);
+                CAPTURE(N);
+                CAPTURE(K);
+                std::vector<float> A((size_t)M * K), At((size_t)K * M);  // (M, K), (K, M)
+                std::vector<float> B((size_t)K * N), Bt((size_t)N * K);  // (K, N), (N, K)
+                for (int i = 0; i < M; i++)
+                    for (int k = 0; k < K; k++)
+                        At[(size_t)k * M + i] = A[(size_t)i * K + k] = U(rng);
+                for (int k = 0; k < K; k++)
+                    for (int j = 0; j < N; j++)
+                        Bt[(size_t)j * K + k] = B[(size_t)k * N + j] = U(rng);
+                std::vector<float> C0((size_t)M * N);  // (M, N), each transpose combination
+                sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C0.data(), N);
+                for (int t = 1; t < 4; t++) {
+                    const bool ta = t & 1, tb = t & 2;
+                    CAPTURE(ta);
+                    CAPTURE(tb);
+                    std::vector<float> C((size_t)M * N);
+                    sgemm(ta, tb, M, N, K, 1.0f, ta ? At.data() : A.data(), ta ? M : K,
+                          tb ? Bt.data() : B.data(), tb ? K : N, 0.0f, C.data(), N);
+                    CHECK(std::memcmp(C.data(), C0.data(), C.size() * sizeof(float)) == 0);
+                }
+            }
+}
+
 TEST_CASE("gemm: K = 0 or alpha = 0 only scales C") {
     std::vector<float> C = {1, 2, 3, 4}, A = {1, 1}, B = {1, 1};
     sgemm(false, false, 2, 2, 0, 1.0f, A.data(), 1, B.data(), 2, 0.5f, C.data(), 2);
