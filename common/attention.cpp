@@ -105,6 +105,11 @@ long attention_naive_forward_workspace_floats(int n, int d_k) {
     return sgemm_packed_b_floats(d_k, n) + sgemm_packed_b_floats(n, d_k);
 }
 
+size_t attention_naive_forward_workspace_bytes(int B, int h, int n, int d_k) {
+    return (size_t)naive_threads(B, h, n, d_k) * attention_naive_forward_workspace_floats(n, d_k) *
+           sizeof(float);
+}
+
 // ------------------------------------------------------------------------------------------
 // naive: everything for all B*h*n*n pairs in memory, the way autograd would run the article's
 // scaled_dot_product_attention: S and P in the forward, dP and dS in the backward.

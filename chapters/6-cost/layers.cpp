@@ -143,12 +143,13 @@ mem::Buffer<float> AttentionLayer::backward(const float* dy) {
 // The allocation timeline above, added up for a benchmark cell: x, dy and the weights (and
 // their gradients) present throughout, y dropped after the forward (the loss has consumed it),
 // dx returned at the end. In units of one (B, n, d_model) tensor u and one (B, h, n, n) matrix sq:
-//   naive: forward  QKV 3u + O u + S + P                  = 4u + 2 sq
+//   naive: forward  QKV 3u + O u + S + P + workspace      = 4u + 2 sq + ws
 //          backward QKV 3u + P + dO u + dQKV 3u + dP + dS = 7u + 3 sq   <- the peak
 //   fused: forward  QKV 3u + O u + L + workspace, then QKV 3u + O u + concat u + y u = 6u
 //          backward QKV 3u + O u + dO u + dQKV 3u, L, D + workspace = 8u + 2 rows + ws <- the peak
-// (qkv and QKV both alive during the input projection: 6u.) The fused workspace is per thread
-// (attention_fused_*_workspace_floats). sgemm's packing workspace comes on top;
+// (qkv and QKV both alive during the input projection: 6u.) The workspaces are per thread
+// (attention_*_workspace_floats: K^T and V packed, and the fused tiles); the naive one is small
+// beside sq, so its backward stays the peak. sgemm's packing workspace comes on top;
 // sgemm_workspace_bytes_max() bounds it.
 double AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_model, int n_heads) {
     const int d_k = d_model / n_heads;
@@ -159,9 +160,10 @@ double AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_mode
     const double fixed = weights + 2 * u;                                  // + x, dy
     const double ws_forward = attention_fused_forward_workspace_bytes(B, n_heads, n, d_k);
     const double ws_backward = attention_fused_backward_workspace_bytes(B, n_heads, n, d_k);
+    const double ws_naive = attention_naive_forward_workspace_bytes(B, n_heads, n, d_k);
     const double peak = fused ? std::max({8 * u + 2 * rows + ws_backward, 6 * u + rows,
                                           4 * u + rows + ws_forward})
-                              : 7 * u + 3 * sq;
+                              : std::max(7 * u + 3 * sq, 4 * u + 2 * sq + ws_naive);
     return fixed + peak + (double)sgemm_workspace_bytes_max();
 }
 
