@@ -22,18 +22,20 @@ struct Make {
     std::string out;  // stdout and stderr together
 };
 
-// `make -s help` in the project with the given variables; only the probes run (no compiling).
-Make make_help(const std::string& vars) {
+// `make -s ARGS` in the project, from an empty environment: a make that runs the tests hands
+// down its jobserver and its variables (OPENMP=0 among them, in that build).
+Make run_make(const std::string& args) {
     const std::string out = "/tmp/transformer-test-make-" + std::to_string(::getpid()) + ".out";
-    // A make that runs the tests hands down its jobserver and its variables (OPENMP=0 among them,
-    // in that build): start from an empty environment.
     const std::string cmd = "env -i PATH=\"$PATH\" make -s -C '" + std::string(PROJECT_ROOT) +
-                            "' help NVCC= " + vars + " >" + out + " 2>&1";
+                            "' " + args + " >" + out + " 2>&1";
     const int status = std::system(cmd.c_str());
     Make m{WIFEXITED(status) ? WEXITSTATUS(status) : -1, testutil::read_file_abs(out)};
     std::remove(out.c_str());
     return m;
 }
+
+// `make -s help` with the given variables; only the probes run (no compiling).
+Make make_help(const std::string& vars) { return run_make("help NVCC= " + vars); }
 
 std::vector<std::string> lines_starting(const std::string& text, const std::string& prefix) {
     std::vector<std::string> found;
@@ -104,17 +106,11 @@ namespace {
 // The files a dry run of `make GOAL` would write (each compile's and link's `-o PATH`), with
 // $(BUILD) in an empty folder so that nothing is up to date.
 std::vector<std::string> would_write(const std::string& goal, const std::string& build) {
-    const std::string out = "/tmp/transformer-test-make-" + std::to_string(::getpid()) + ".out";
-    const std::string cmd = "env -i PATH=\"$PATH\" make -n -s -C '" + std::string(PROJECT_ROOT) +
-                            "' " + goal + " BUILD=" + build + " >" + out + " 2>&1";
-    const int status = std::system(cmd.c_str());
-    const std::string text = testutil::read_file_abs(out);
-    std::remove(out.c_str());
-    const bool ran = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    const std::string said = goal + ":\n" + text;
-    REQUIRE_MESSAGE(ran, said);
+    const Make m = run_make("-n " + goal + " BUILD=" + build);
+    const std::string said = goal + ":\n" + m.out;
+    REQUIRE_MESSAGE(m.exit_code == 0, said);
     std::vector<std::string> paths;
-    std::istringstream in(text);
+    std::istringstream in(m.out);
     for (std::string word, prev; in >> word; prev = word)
         if (prev == "-o") paths.push_back(word);
     std::sort(paths.begin(), paths.end());

@@ -764,8 +764,9 @@ TEST_CASE("cuda emulator: a guard-page hit past a buffer's end or before its sta
 }
 
 // A misaligned float4 store, or a load into a float4, is a named launch error in every build:
-// float4's assignment checks both addresses (the access checks, where compiled in, too).
-TEST_CASE("cuda emulator: a misaligned float4 store or load is a named launch error") {
+// float4's assignment checks both addresses (the access checks, where compiled in, too). One of
+// the planted bugs `make emu-racecheck` runs ("emulator checks:"), here since it needs no hooks.
+TEST_CASE("emulator checks: a misaligned float4 store or load is a named launch error") {
     for (bool store : {false, true}) {
         CAPTURE(store);
         auto run = [store] {

@@ -227,18 +227,6 @@ __global__ void shared_atomics_kernel(int* out) {
     out[threadIdx.x] = count[0];
 }
 
-// A float4 copied between p + 32 (aligned) and p + offset floats: loaded from there, or
-// stored there.
-__global__ void vector_access_kernel(float* p, int offset, bool store) {
-    if (threadIdx.x != 0) return;
-    float4* aligned = reinterpret_cast<float4*>(p + 32);
-    float4* moved = reinterpret_cast<float4*>(p + offset);
-    if (store)
-        *moved = *aligned;
-    else
-        *aligned = *moved;
-}
-
 // Thread 0 reads in[index] into out[0].
 __global__ void global_read_kernel(const float* in, float* out, long index) {
     if (threadIdx.x == 0) out[0] = in[index];
@@ -310,40 +298,6 @@ TEST_CASE("emulator checks: a race between warps with a __syncwarp or a shuffle 
     std::vector<int> c(96);
     CUDA_CHECK(cudaMemcpy(c.data(), counts.data(), 96 * 4, cudaMemcpyDeviceToHost));
     CHECK(c == std::vector<int>(96, 96));
-}
-
-TEST_CASE("emulator checks: a misaligned float4 load and store") {
-    for (bool store : {false, true}) {
-        CAPTURE(store);
-        auto run = [store] {
-            gpu::Buffer<float> p(128);
-            return launch_error([&] {
-                launch_kernel(vector_access_kernel, dim3(1), dim3(32), 0, p.data(), 1, store);
-            });
-        };
-        ChildResult r = in_child(run);
-        REQUIRE_MESSAGE(r.exited, "the child died: the access was not caught");
-        CHECK_MESSAGE(r.text.find(std::string("misaligned 16-byte ") +
-                                  (store ? "store to " : "load from ")) != std::string::npos,
-                      r.text);
-        CHECK_MESSAGE(
-            r.text.find("(4 bytes past a 16-byte boundary) by thread (0,0,0)") != std::string::npos,
-            r.text);
-        CHECK_MESSAGE(r.text.find(lines_resolve() ? "racecheck_tests.cpp:" : "code address") !=
-                          std::string::npos,
-                      r.text);
-        // Aligned: fine.
-        gpu::Buffer<float> p(128);
-        CHECK(launch_error([&] {
-                  launch_kernel(vector_access_kernel, dim3(1), dim3(32), 0, p.data(), 4, store);
-              }).empty());
-        // Without the check: unseen, or a fault that names no misaligned access.
-        ChildResult off = in_child([&] {
-            Without w(emu::check_alignment);
-            return run();
-        });
-        CHECK_MESSAGE(off.text.find("misaligned") == std::string::npos, off.text);
-    }
 }
 
 TEST_CASE("emulator checks: a global read past a buffer's end or before its start") {
