@@ -52,6 +52,38 @@ int naive_threads(int B, int h, int n, int d_k) {
     return (double)B * h * n * n * d_k > PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
 }
 
+// max(m, s[0], ..., s[n-1]). Max is exact, so any order gives the same float: with AVX-512 four
+// vectors side by side, since one chain of 16 dependent vmaxps per 256-float row was most of the
+// forward's softmax time (perf). (-Wmaybe-uninitialized: GCC 12's false positive on its own
+// intrinsics, as in gemm.h.)
+#if defined(__AVX512F__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+inline float row_max(const float* s, int n, float m) {
+#if defined(__AVX512F__)
+    __m512 a0 = _mm512_set1_ps(m), a1 = a0, a2 = a0, a3 = a0;
+    int j = 0;
+    for (; j + 64 <= n; j += 64) {
+        a0 = _mm512_max_ps(a0, _mm512_loadu_ps(s + j));
+        a1 = _mm512_max_ps(a1, _mm512_loadu_ps(s + j + 16));
+        a2 = _mm512_max_ps(a2, _mm512_loadu_ps(s + j + 32));
+        a3 = _mm512_max_ps(a3, _mm512_loadu_ps(s + j + 48));
+    }
+    for (; j + 16 <= n; j += 16) a0 = _mm512_max_ps(a0, _mm512_loadu_ps(s + j));
+    m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3)));
+    for (; j < n; j++) m = s[j] > m ? s[j] : m;
+    return m;
+#else
+#pragma omp simd reduction(max : m)
+    for (int j = 0; j < n; j++) m = s[j] > m ? s[j] : m;  // std::max stays scalar
+    return m;
+#endif
+}
+#if defined(__AVX512F__)
+#pragma GCC diagnostic pop
+#endif
+
 // p[j] = exp_fast(s[j] - m) for j < n (p may be s); returns their sum, added up as GCC 12 adds up
 // `#pragma omp simd reduction(+ : sum)` over that loop (16 lane sums over the whole vectors,
 // the last n % 16 added one by one into lane 0, then the lanes one by one from 0), so p and the
@@ -98,11 +130,34 @@ inline void exp_shifted(float* p, int n, float m) {
     for (int k = j; k < n; k++) p[k] = exp_fast(p[k] - m);
 }
 
+// The operands that are rows of a (n, d_k) slice X (V in P V, K in dS K, Q and dO in the
+// backward's transposed products) are read where they lie when d_k is a whole number of
+// sgemm's panels (d_k = 64: two of 32 columns), and otherwise from a copy packed by
+// sgemm_pack_b. rows_b_packed() says which; rows_b_floats() is the copy's size, 0 in place.
+bool rows_b_packed(int d_k) { return d_k % sgemm_panel_width() != 0; }
+long rows_b_floats(int n, int d_k) {
+    return rows_b_packed(d_k) ? sgemm_packed_b_floats(n, d_k) : 0;
+}
+void pack_rows_b(int n, int d_k, const float* X, float* Xp) {
+    if (rows_b_packed(d_k)) sgemm_pack_b(false, n, d_k, X, d_k, Xp);
+}
+
+// C = alpha * op(A) @ X[k0 : k0 + K, :] + beta * C, for X (n, d_k) and Xp its copy.
+void times_rows(bool trans_a, int M, int K, float alpha, const float* A, int lda, const float* X,
+                const float* Xp, int n, int d_k, int k0, float beta, float* C, int ldc) {
+    if (rows_b_packed(d_k))
+        sgemm_packed_b(trans_a, M, d_k, K, alpha, A, lda, Xp + (long)k0 * sgemm_panel_width(),
+                       (long)n * sgemm_panel_width(), beta, C, ldc);
+    else
+        sgemm_row_major_b(trans_a, M, d_k, K, alpha, A, lda, X + (long)k0 * d_k, d_k, beta, C,
+                          ldc);
+}
+
 }  // namespace
 
 // Per thread: K^T and V packed for sgemm_packed_b (2 n d_k, rounded up to whole panels).
 long attention_naive_forward_workspace_floats(int n, int d_k) {
-    return sgemm_packed_b_floats(d_k, n) + sgemm_packed_b_floats(n, d_k);
+    return sgemm_packed_b_floats(d_k, n) + rows_b_floats(n, d_k);
 }
 
 size_t attention_naive_forward_workspace_bytes(int B, int h, int n, int d_k) {
@@ -129,7 +184,7 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
 #pragma omp parallel num_threads(nt)
     {
         float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T packed
-        float* const Vp = Kt + kt_floats;                                      // V packed
+        float* const Vp = Kt + kt_floats;  // V packed (unused when V is read in place)
 
 #pragma omp for schedule(dynamic)
         for (int bh = 0; bh < B * h; bh++) {
@@ -138,7 +193,7 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
             float* P_ = P + bh * nn;         // (n, n)
             float* O_ = O + bh * nd;         // (n, d_k)
             sgemm_pack_b(true, d_k, n, K + bh * nd, d_k, Kt);   // op(B) = K^T: (d_k, n)
-            sgemm_pack_b(false, n, d_k, V + bh * nd, d_k, Vp);  // op(B) = V: (n, d_k)
+            pack_rows_b(n, d_k, V + bh * nd, Vp);                // op(B) = V: (n, d_k)
 
             // NAIVE_ROWS query rows at a time: their rows of S are still in L2 when the softmax
             // reads them, and their rows of P when P V does. Every element is computed as one
@@ -160,9 +215,7 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
                 for (int i = 0; i < rows; i++) {
                     const float* s = S_r + (long)i * n;
                     float* p = P_r + (long)i * n;
-                    float m = NEG_INF;
-#pragma omp simd reduction(max : m)
-                    for (int j = 0; j < n; j++) m = s[j] > m ? s[j] : m;  // std::max stays scalar
+                    const float m = row_max(s, n, NEG_INF);
                     const float l = exp_shifted_sum(s, p, n, m);
                     const float inv_l = 1.0f / l;
 #pragma omp simd
@@ -170,8 +223,8 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
                 }
 
                 // O = P V
-                sgemm_packed_b(false, rows, d_k, n, 1.0f, P_r, n, Vp, (long)n * NR, 0.0f,
-                               O_ + (long)r0 * d_k, d_k);
+                times_rows(false, rows, n, 1.0f, P_r, n, V + bh * nd, Vp, n, d_k, 0, 0.0f,
+                           O_ + (long)r0 * d_k, d_k);
             }
         }
     }
@@ -239,9 +292,10 @@ int fused_threads(int B, int h, int n, int d_k) {
 
 }  // namespace
 
-// Per thread: K^T and V packed (2 n d_k), an S tile (Br, LDT) and an O tile (Br, d_k).
+// Per thread: K^T packed and V packed or not (n d_k or 2 n d_k), an S tile (Br, LDT) and an O
+// tile (Br, d_k).
 long attention_fused_forward_workspace_floats(int n, int d_k) {
-    return sgemm_packed_b_floats(d_k, n) + sgemm_packed_b_floats(n, d_k) + (long)Br * LDT +
+    return sgemm_packed_b_floats(d_k, n) + rows_b_floats(n, d_k) + (long)Br * LDT +
            (long)Br * d_k;
 }
 
@@ -263,15 +317,15 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
 #pragma omp parallel num_threads(nt)
     {
         float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T packed
-        float* const Vp = Kt + sgemm_packed_b_floats(d_k, n);                  // V packed
-        float* const S_tile = Vp + sgemm_packed_b_floats(n, d_k);  // (Br, Bc) scores, then P
+        float* const Vp = Kt + sgemm_packed_b_floats(d_k, n);      // V packed, if it is
+        float* const S_tile = Vp + rows_b_floats(n, d_k);          // (Br, Bc) scores, then P
         float* const O_tile = S_tile + (long)Br * LDT;             // (Br, d_k) unnormalised O
         float m[Br], l[Br];                                        // running row max and sum
 
 #pragma omp for schedule(dynamic)
         for (int bh = 0; bh < B * h; bh++) {
             sgemm_pack_b(true, d_k, n, K + bh * nd, d_k, Kt);   // op(B) = K^T: (d_k, n)
-            sgemm_pack_b(false, n, d_k, V + bh * nd, d_k, Vp);  // op(B) = V: (n, d_k)
+            pack_rows_b(n, d_k, V + bh * nd, Vp);                // op(B) = V: (n, d_k)
             for (int i = 0; i < Tr; i++) {
                 const int r0 = i * Br, rows = std::min(Br, n - r0);  // query rows r0..r0+rows
                 const float* Q_i = Q + bh * nd + (long)r0 * d_k;      // (rows, d_k)
@@ -293,9 +347,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                     for (int r = 0; r < rows; r++) {
                         float* s = S + (long)r * LDT;
                         const int visible = causal ? std::min(cols, r0 + r - c0 + 1) : cols;
-                        float m_new = m[r];
-#pragma omp simd reduction(max : m_new)
-                        for (int c = 0; c < visible; c++) m_new = s[c] > m_new ? s[c] : m_new;
+                        const float m_new = row_max(s, std::max(visible, 0), m[r]);
                         const float row_sum = exp_shifted_sum(s, s, std::max(visible, 0), m_new);
                         for (int c = std::max(visible, 0); c < cols; c++) s[c] = 0.0f;
                         // m_new is finite: every query row sees at least key 0 in tile 0.
@@ -308,9 +360,9 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                             for (int c = 0; c < d_k; c++) o[c] *= correction;
                         }
                     }
-                    // O_tile += P V_j; V_j is rows c0.. of the packed V
-                    sgemm_packed_b(false, rows, d_k, cols, 1.0f, S, LDT, Vp + (long)c0 * NR,
-                                   (long)n * NR, 1.0f, O_tile, d_k);
+                    // O_tile += P V_j; V_j is rows c0.. of V
+                    times_rows(false, rows, cols, 1.0f, S, LDT, V + bh * nd, Vp, n, d_k, c0,
+                               1.0f, O_tile, d_k);
                 }
 
                 // O = O_tile / l,  L = m + log(l)
@@ -326,11 +378,10 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
     }
 }
 
-// Per thread: K^T and V^T packed (2 n d_k), K, Q and dO packed (3 n d_k), a P tile and a
-// dP tile (2 Br LDT).
+// Per thread: K^T and V^T packed (2 n d_k), K, Q and dO packed unless read in place (3 n d_k
+// or nothing), a P tile and a dP tile (2 Br LDT).
 long attention_fused_backward_workspace_floats(int n, int d_k) {
-    return 2 * sgemm_packed_b_floats(d_k, n) + 3 * sgemm_packed_b_floats(n, d_k) +
-           2L * Br * LDT;
+    return 2 * sgemm_packed_b_floats(d_k, n) + 3 * rows_b_floats(n, d_k) + 2L * Br * LDT;
 }
 
 size_t attention_fused_backward_workspace_bytes(int B, int h, int n, int d_k) {
@@ -367,12 +418,12 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
 #pragma omp parallel num_threads(nt)
     {
         const long nt_floats = sgemm_packed_b_floats(d_k, n);  // one packed (d_k, n) operand
-        const long tn_floats = sgemm_packed_b_floats(n, d_k);  // one packed (n, d_k) operand
+        const long tn_floats = rows_b_floats(n, d_k);          // one packed (n, d_k), or none
         float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T
         float* const Vt = Kt + nt_floats;                                      // V^T
-        float* const Kp = Vt + nt_floats;                                      // K
-        float* const Qp = Kp + tn_floats;                                      // Q
-        float* const dOp = Qp + tn_floats;                                     // dO
+        float* const Kp = Vt + nt_floats;   // K packed, if it is (tn_floats)
+        float* const Qp = Kp + tn_floats;   // Q packed, if it is
+        float* const dOp = Qp + tn_floats;  // dO packed, if it is
         float* const P_tile = dOp + tn_floats;     // (Br, Bc) recomputed probabilities
         float* const dP_tile = P_tile + Br * LDT;  // (Br, Bc) dP, then dS
 
@@ -393,17 +444,15 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
             // The B operands of the five tile products, packed once for the slice.
             sgemm_pack_b(true, d_k, n, K_, d_k, Kt);
             sgemm_pack_b(true, d_k, n, V_, d_k, Vt);
-            sgemm_pack_b(false, n, d_k, K_, d_k, Kp);
-            sgemm_pack_b(false, n, d_k, Q_, d_k, Qp);
-            sgemm_pack_b(false, n, d_k, dO_, d_k, dOp);
-            const long ndr = (long)n * NR;                          // panel stride of Kp, Qp, dOp
-            const long dr = (long)d_k * NR;                         // panel stride of Kt, Vt
+            pack_rows_b(n, d_k, K_, Kp);
+            pack_rows_b(n, d_k, Q_, Qp);
+            pack_rows_b(n, d_k, dO_, dOp);
+            const long dr = (long)d_k * NR;  // panel stride of Kt, Vt
 
             for (int j = 0; j < Tc; j++) {
                 const int c0 = j * Bc, cols = std::min(Bc, n - c0);
                 const float* Kt_j = Kt + (long)(c0 / NR) * dr;  // K_j^T: (d_k, cols)
                 const float* Vt_j = Vt + (long)(c0 / NR) * dr;  // V_j^T: (d_k, cols)
-                const float* K_j = Kp + (long)c0 * NR;           // K_j: (cols, d_k)
                 float* dK_j = dK_ + (long)c0 * d_k;              // (cols, d_k)
                 float* dV_j = dV_ + (long)c0 * d_k;              // (cols, d_k)
                 // causal: query tiles entirely above this key tile see none of it.
@@ -426,8 +475,8 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                         for (int c = visible; c < cols; c++) p[c] = 0.0f;
                     }
                     // dV_j += P^T dO_i
-                    sgemm_packed_b(true, cols, d_k, rows, 1.0f, P, LDT, dOp + (long)r0 * NR, ndr,
-                                   1.0f, dV_j, d_k);
+                    times_rows(true, cols, rows, 1.0f, P, LDT, dO_, dOp, n, d_k, r0, 1.0f, dV_j,
+                               d_k);
                     // dP = dO_i V_j^T, then dS = P * (dP - D_i) in place
                     sgemm_packed_b(false, rows, cols, d_k, 1.0f, dO_i, d_k, Vt_j, dr, 0.0f, dS,
                                    LDT);
@@ -439,10 +488,10 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                         for (int c = 0; c < cols; c++) ds[c] = p[c] * (ds[c] - Di);
                     }
                     // dQ_i += dS K_j / sqrt(d_k),  dK_j += dS^T Q_i / sqrt(d_k)
-                    sgemm_packed_b(false, rows, d_k, cols, scale, dS, LDT, K_j, ndr, 1.0f, dQ_i,
-                                   d_k);
-                    sgemm_packed_b(true, cols, d_k, rows, scale, dS, LDT, Qp + (long)r0 * NR, ndr,
-                                   1.0f, dK_j, d_k);
+                    times_rows(false, rows, cols, scale, dS, LDT, K_, Kp, n, d_k, c0, 1.0f, dQ_i,
+                               d_k);
+                    times_rows(true, cols, rows, scale, dS, LDT, Q_, Qp, n, d_k, r0, 1.0f, dK_j,
+                               d_k);
                 }
             }
         }

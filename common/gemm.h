@@ -21,6 +21,11 @@ void sgemm_pack_b(bool trans_b, int K, int N, const float* B, int ldb, float* Bp
 // and op(A) read where it lies. Runs on the calling thread: for use inside parallel loops.
 void sgemm_packed_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
                     const float* Bp, long panel_stride, float beta, float* C, int ldc);
+// The same with a row-major B (K, N) read where it lies, for N a multiple of
+// sgemm_panel_width(): columns j..j+NR of its rows are already one panel, NR floats a row, ldb
+// apart. Attention's K, V, Q and dO with d_k = 64 need no packed copy this way.
+void sgemm_row_major_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
+                       const float* B, int ldb, float beta, float* C, int ldc);
 
 // Whether sgemm's micro-kernels round each multiply-add once (a fused multiply-add: x86-64 with
 // FMA, every aarch64) or twice (x86-64 without FMA, e.g. `make ARCH_FLAGS=`). Fixed at compile
@@ -80,9 +85,11 @@ inline float exp_fast(float x) {
 #include <immintrin.h>
 // exp_fast on 16 floats at once, written out step by step as GCC 12 vectorises exp_fast
 // (t and both halves of r are fused multiply-adds, then the Horner steps, then
-// fma(p * r, r, r) + 1): lane for lane bit for bit exp_fast for every x <= 88 (the softmax
-// only ever asks for x <= 0). About 20 instructions where GCC's own vector code spends about 30
-// on computing the clamped inputs' results beside it and blending them in.
+// fma(p * r, r, r) + 1): lane for lane bit for bit exp_fast for every x. The last step,
+// p * 2^n, is one vscalefps (exact for these n, as exp_fast's multiply by the float 2^n it
+// builds from n's bits is), zeroed where x < -87: 16 instructions where GCC's own vector code
+// spends about 30 on computing the clamped inputs' results beside it and blending them in
+// (and 19 with 2^n built from its bits; the softmax's exps were a sixth of the fused forward).
 // GCC 12's intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
 // once inlined (a known false positive; gemm.cpp's transposes do the same).
 #pragma GCC diagnostic push
@@ -102,10 +109,8 @@ inline __m512 exp_fast16(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
     p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-    const __m512i two_n = _mm512_slli_epi32(
-        _mm512_add_epi32(_mm512_cvttps_epi32(nf), _mm512_set1_epi32(127)), 23);
     const __mmask16 kept = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_US);
-    return _mm512_maskz_mul_ps(kept, p, _mm512_castsi512_ps(two_n));  // x < -87: 0
+    return _mm512_maskz_scalef_ps(kept, p, nf);  // x < -87: 0
 }
 #pragma GCC diagnostic pop
 #endif

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 namespace {
@@ -226,6 +227,64 @@ TEST_CASE("gemm: B packed once, then sub-blocks of it multiplied (the FlashAtten
                         CHECK(testutil::allclose(C, ref, 1e-5 * std::sqrt(K + 1.0) * 4, 1e-5, "C"));
                     }
 }
+
+TEST_CASE("gemm: a row-major B read in place gives what its packed copy gives, bit for bit") {
+    // The fused attention reads K, V, Q and dO where they lie when d_k is a whole number of
+    // panels: sgemm_row_major_b must round exactly as sgemm_packed_b on the packed copy.
+    std::mt19937 rng(6);
+    std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+    const int NR = sgemm_panel_width();
+    for (int ta = 0; ta < 2; ta++)
+        for (int M : {1, 13, 100})
+            for (int N : {NR, 2 * NR, 5 * NR})
+                for (int K : {1, 64, 300})  // 300 > KC: two slices of the shared dimension
+                    for (float beta : {0.0f, 1.0f}) {
+                        CAPTURE(ta);
+                        CAPTURE(M);
+                        CAPTURE(N);
+                        CAPTURE(K);
+                        CAPTURE(beta);
+                        const int ldb = N + 7, lda = (ta ? M : K) + 3;  // rows with a gap
+                        std::vector<float> B((size_t)K * ldb), A((size_t)(ta ? K : M) * lda);
+                        std::vector<float> C1((size_t)M * N);
+                        for (auto& v : B) v = U(rng);
+                        for (auto& v : A) v = U(rng);
+                        for (auto& v : C1) v = U(rng);
+                        std::vector<float> C2 = C1, Bp(sgemm_packed_b_floats(K, N));
+                        sgemm_pack_b(false, K, N, B.data(), ldb, Bp.data());
+                        sgemm_packed_b(ta != 0, M, N, K, 0.125f, A.data(), lda, Bp.data(),
+                                       (long)K * NR, beta, C1.data(), N);
+                        sgemm_row_major_b(ta != 0, M, N, K, 0.125f, A.data(), lda, B.data(), ldb,
+                                          beta, C2.data(), N);
+                        CHECK(std::memcmp(C1.data(), C2.data(), C1.size() * sizeof(float)) == 0);
+                    }
+    std::vector<float> A(4), B(4 * NR), C(4 * NR);
+    CHECK_THROWS_AS(sgemm_row_major_b(false, 1, NR + 1, 1, 1.0f, A.data(), 1, B.data(), NR + 1,
+                                      0.0f, C.data(), NR + 1),
+                    std::invalid_argument);
+}
+
+#if defined(__AVX512F__)
+TEST_CASE("gemm: exp_fast16 is exp_fast lane for lane, bit for bit") {
+    // The softmax's exps go 16 at a time through exp_fast16; the scalar tail and every other
+    // build through exp_fast: both must give the same floats for every x, the edges included.
+    std::vector<float> x = {-std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::infinity(),
+                            -1000.0f, -100.0f, -87.5f, -87.0f, -86.99f, 88.0f, 88.5f, 1000.0f,
+                            0.0f, -0.0f, 1e-30f, -1e-30f};
+    for (int i = 0; i <= 200000; i++) x.push_back(-104.0f + 200.0f * i / 200000);
+    while (x.size() % 16) x.push_back(0.5f);
+    for (size_t i = 0; i < x.size(); i += 16) {
+        alignas(64) float y[16];
+        _mm512_store_ps(y, exp_fast16(_mm512_loadu_ps(x.data() + i)));
+        for (int l = 0; l < 16; l++) {
+            const float ref = exp_fast(x[i + l]);
+            CAPTURE(x[i + l]);
+            if (std::memcmp(&y[l], &ref, sizeof ref) != 0) CHECK(y[l] == ref);  // fail shows both
+        }
+    }
+}
+#endif
 
 TEST_CASE("gemm: sgemm_small equals sgemm bit for bit (tiny products, every transpose)") {
     // The attention's per-head products take sgemm_small; it must round exactly as sgemm does,
