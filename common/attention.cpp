@@ -130,27 +130,46 @@ inline void exp_shifted(float* p, int n, float m) {
     for (int k = j; k < n; k++) p[k] = exp_fast(p[k] - m);
 }
 
-// The operands that are rows of a (n, d_k) slice X (V in P V, K in dS K, Q and dO in the
-// backward's transposed products) are read where they lie when d_k is a whole number of
-// sgemm's panels (d_k = 64: two of 32 columns), and otherwise from a copy packed by
+// The operands that are rows of a (n, d_k) slice X, rows ld apart (V in P V, K in dS K, Q and
+// dO in the backward's transposed products), are read where they lie when d_k is a whole number
+// of sgemm's panels (d_k = 64: two of 32 columns), and otherwise from a copy packed by
 // sgemm_pack_b. rows_b_packed() says which; rows_b_floats() is the copy's size, 0 in place.
 bool rows_b_packed(int d_k) { return d_k % sgemm_panel_width() != 0; }
 long rows_b_floats(int n, int d_k) {
     return rows_b_packed(d_k) ? sgemm_packed_b_floats(n, d_k) : 0;
 }
-void pack_rows_b(int n, int d_k, const float* X, float* Xp) {
-    if (rows_b_packed(d_k)) sgemm_pack_b(false, n, d_k, X, d_k, Xp);
+void pack_rows_b(int n, int d_k, const float* X, long ld, float* Xp) {
+    if (rows_b_packed(d_k)) sgemm_pack_b(false, n, d_k, X, (int)ld, Xp);
 }
 
-// C = alpha * op(A) @ X[k0 : k0 + K, :] + beta * C, for X (n, d_k) and Xp its copy.
+// C = alpha * op(A) @ X[k0 : k0 + K, :] + beta * C, for X (n, d_k) with rows ld apart and Xp
+// its copy.
 void times_rows(bool trans_a, int M, int K, float alpha, const float* A, int lda, const float* X,
-                const float* Xp, int n, int d_k, int k0, float beta, float* C, int ldc) {
+                long ld, const float* Xp, int n, int d_k, int k0, float beta, float* C, int ldc) {
     if (rows_b_packed(d_k))
         sgemm_packed_b(trans_a, M, d_k, K, alpha, A, lda, Xp + (long)k0 * sgemm_panel_width(),
                        (long)n * sgemm_panel_width(), beta, C, ldc);
     else
-        sgemm_row_major_b(trans_a, M, d_k, K, alpha, A, lda, X + (long)k0 * d_k, d_k, beta, C,
-                          ldc);
+        sgemm_row_major_b(trans_a, M, d_k, K, alpha, A, lda, X + k0 * ld, (int)ld, beta, C, ldc);
+}
+
+// K^T packed, times 1/sqrt(d_k) where that is a power of two (d_k = 64: 1/8), which makes
+// Q (K^T / 8) bit for bit (Q K^T) / 8 and lets S = Q K^T / sqrt(d_k) skip the multiply by alpha
+// on its way out of the registers (the K = 64 products' epilogue was ~4% of their time).
+// Returns the alpha that is left for S: 1, or the scale itself.
+float pack_kt_scaled(int n, int d_k, const float* K, long ld, float scale, float* Kt) {
+    sgemm_pack_b(true, d_k, n, K, (int)ld, Kt);  // op(B) = K^T: (d_k, n)
+    int e;
+    if (std::frexp(scale, &e) != 0.5f) return scale;  // not a power of two: keep alpha
+    const long floats = sgemm_packed_b_floats(d_k, n);
+#pragma omp simd
+    for (long i = 0; i < floats; i++) Kt[i] *= scale;
+    return 1.0f;
+}
+
+// Where slice bh = b * h + hh starts in a tensor of layout L.
+long slice_offset(const HeadsLayout& L, int bh, int h) {
+    return (bh / h) * L.batch + (bh % h) * L.head;
 }
 
 }  // namespace
@@ -172,8 +191,15 @@ size_t attention_naive_forward_workspace_bytes(int B, int h, int n, int d_k) {
 
 void attention_naive_forward(const float* Q, const float* K, const float* V, float* O, float* P,
                              int B, int h, int n, int d_k, bool causal) {
+    const HeadsLayout L = heads_contiguous(h, n, d_k);
+    attention_naive_forward(Q, K, V, O, P, B, h, n, d_k, causal, L, L);
+}
+
+void attention_naive_forward(const float* Q, const float* K, const float* V, float* O, float* P,
+                             int B, int h, int n, int d_k, bool causal, const HeadsLayout& qkv,
+                             const HeadsLayout& o) {
     const float scale = 1.0f / std::sqrt((float)d_k);
-    const long nn = (long)n * n, nd = (long)n * d_k;
+    const long nn = (long)n * n, ld = qkv.row, ldo = o.row;
     mem::Buffer<float> S((size_t)B * h * nn, mem::uninit);  // (B, h, n, n) scores, freed on return
     const int nt = naive_threads(B, h, n, d_k);
     const int NR = sgemm_panel_width();
@@ -188,12 +214,14 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
 
 #pragma omp for schedule(dynamic)
         for (int bh = 0; bh < B * h; bh++) {
-            const float* Q_ = Q + bh * nd;  // (n, d_k)
-            float* S_ = S.data() + bh * nn;  // (n, n)
-            float* P_ = P + bh * nn;         // (n, n)
-            float* O_ = O + bh * nd;         // (n, d_k)
-            sgemm_pack_b(true, d_k, n, K + bh * nd, d_k, Kt);   // op(B) = K^T: (d_k, n)
-            pack_rows_b(n, d_k, V + bh * nd, Vp);                // op(B) = V: (n, d_k)
+            const long in = slice_offset(qkv, bh, h);
+            const float* Q_ = Q + in;                       // (n, d_k), rows ld apart
+            const float* V_ = V + in;                       // (n, d_k), rows ld apart
+            float* S_ = S.data() + bh * nn;                 // (n, n)
+            float* P_ = P + bh * nn;                        // (n, n)
+            float* O_ = O + slice_offset(o, bh, h);         // (n, d_k), rows ldo apart
+            const float alpha = pack_kt_scaled(n, d_k, K + in, ld, scale, Kt);  // (d_k, n)
+            pack_rows_b(n, d_k, V_, ld, Vp);                  // op(B) = V: (n, d_k)
 
             // NAIVE_ROWS query rows at a time: their rows of S are still in L2 when the softmax
             // reads them, and their rows of P when P V does. Every element is computed as one
@@ -205,7 +233,7 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
                 float* P_r = P_ + (long)r0 * n;  // (rows, n)
 
                 // S = Q K^T / sqrt(d_k)
-                sgemm_packed_b(false, rows, n, d_k, scale, Q_ + (long)r0 * d_k, d_k, Kt,
+                sgemm_packed_b(false, rows, n, d_k, alpha, Q_ + r0 * ld, (int)ld, Kt,
                                (long)d_k * NR, 0.0f, S_r, n);
                 if (causal)  // masked_fill(mask, -inf): query i sees keys j <= i
                     for (int i = r0; i < r0 + rows; i++)
@@ -223,8 +251,8 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
                 }
 
                 // O = P V
-                times_rows(false, rows, n, 1.0f, P_r, n, V + bh * nd, Vp, n, d_k, 0, 0.0f,
-                           O_ + (long)r0 * d_k, d_k);
+                times_rows(false, rows, n, 1.0f, P_r, n, V_, ld, Vp, n, d_k, 0, 0.0f,
+                           O_ + r0 * ldo, (int)ldo);
             }
         }
     }
@@ -233,27 +261,37 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
 void attention_naive_backward(const float* Q, const float* K, const float* V, const float* P,
                               const float* dO, float* dQ, float* dK, float* dV, int B, int h,
                               int n, int d_k, bool causal) {
+    const HeadsLayout L = heads_contiguous(h, n, d_k);
+    attention_naive_backward(Q, K, V, P, dO, dQ, dK, dV, B, h, n, d_k, causal, L, L);
+}
+
+void attention_naive_backward(const float* Q, const float* K, const float* V, const float* P,
+                              const float* dO, float* dQ, float* dK, float* dV, int B, int h,
+                              int n, int d_k, bool causal, const HeadsLayout& qkv,
+                              const HeadsLayout& o) {
     (void)causal;  // P is exactly 0 above the diagonal, so dS is too: no mask needed
     const float scale = 1.0f / std::sqrt((float)d_k);
-    const long nn = (long)n * n, nd = (long)n * d_k;
+    const long nn = (long)n * n;
+    const int ld = (int)qkv.row, ldo = (int)o.row;
     mem::Buffer<float> dP((size_t)B * h * nn, mem::uninit);  // (B, h, n, n)
     mem::Buffer<float> dS((size_t)B * h * nn, mem::uninit);  // (B, h, n, n)
     const bool parallel = (double)B * h * nn * d_k > PARALLEL_MIN_WORK;
 
 #pragma omp parallel for schedule(dynamic) if (parallel)
     for (int bh = 0; bh < B * h; bh++) {
-        const float* Q_ = Q + bh * nd;    // (n, d_k)
-        const float* K_ = K + bh * nd;    // (n, d_k)
-        const float* V_ = V + bh * nd;    // (n, d_k)
-        const float* P_ = P + bh * nn;    // (n, n)
-        const float* dO_ = dO + bh * nd;  // (n, d_k)
-        float* dP_ = dP.data() + bh * nn;  // (n, n)
-        float* dS_ = dS.data() + bh * nn;  // (n, n)
+        const long in = slice_offset(qkv, bh, h);  // Q, K, V, dQ, dK, dV: rows ld apart
+        const float* Q_ = Q + in;                                // (n, d_k)
+        const float* K_ = K + in;                                // (n, d_k)
+        const float* V_ = V + in;                                // (n, d_k)
+        const float* P_ = P + bh * nn;                           // (n, n)
+        const float* dO_ = dO + slice_offset(o, bh, h);          // (n, d_k), rows ldo apart
+        float* dP_ = dP.data() + bh * nn;                        // (n, n)
+        float* dS_ = dS.data() + bh * nn;                        // (n, n)
 
         // dV = P^T dO
-        sgemm(true, false, n, d_k, n, 1.0f, P_, n, dO_, d_k, 0.0f, dV + bh * nd, d_k);
+        sgemm(true, false, n, d_k, n, 1.0f, P_, n, dO_, ldo, 0.0f, dV + in, ld);
         // dP = dO V^T
-        sgemm(false, true, n, n, d_k, 1.0f, dO_, d_k, V_, d_k, 0.0f, dP_, n);
+        sgemm(false, true, n, n, d_k, 1.0f, dO_, ldo, V_, ld, 0.0f, dP_, n);
         // softmax backward: dS = P * (dP - D), D_i = sum_j P_ij dP_ij
         for (int i = 0; i < n; i++) {
             const float* p = P_ + (long)i * n;
@@ -266,8 +304,8 @@ void attention_naive_backward(const float* Q, const float* K, const float* V, co
             for (int j = 0; j < n; j++) ds[j] = p[j] * (dp[j] - D);
         }
         // dQ = dS K / sqrt(d_k),  dK = dS^T Q / sqrt(d_k)
-        sgemm(false, false, n, d_k, n, scale, dS_, n, K_, d_k, 0.0f, dQ + bh * nd, d_k);
-        sgemm(true, false, n, d_k, n, scale, dS_, n, Q_, d_k, 0.0f, dK + bh * nd, d_k);
+        sgemm(false, false, n, d_k, n, scale, dS_, n, K_, ld, 0.0f, dQ + in, ld);
+        sgemm(true, false, n, d_k, n, scale, dS_, n, Q_, ld, 0.0f, dK + in, ld);
     }
 }
 
@@ -306,8 +344,15 @@ size_t attention_fused_forward_workspace_bytes(int B, int h, int n, int d_k) {
 
 void attention_fused_forward(const float* Q, const float* K, const float* V, float* O, float* L,
                              int B, int h, int n, int d_k, bool causal) {
+    const HeadsLayout C = heads_contiguous(h, n, d_k);
+    attention_fused_forward(Q, K, V, O, L, B, h, n, d_k, causal, C, C);
+}
+
+void attention_fused_forward(const float* Q, const float* K, const float* V, float* O, float* L,
+                             int B, int h, int n, int d_k, bool causal, const HeadsLayout& qkv,
+                             const HeadsLayout& o) {
     const float scale = 1.0f / std::sqrt((float)d_k);
-    const long nd = (long)n * d_k;
+    const long ld = qkv.row, ldo = o.row;
     const int Tr = (n + Br - 1) / Br, Tc = (n + Bc - 1) / Bc;
     const int NR = sgemm_panel_width();
     const int nt = fused_threads(B, h, n, d_k);
@@ -324,11 +369,14 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
 
 #pragma omp for schedule(dynamic)
         for (int bh = 0; bh < B * h; bh++) {
-            sgemm_pack_b(true, d_k, n, K + bh * nd, d_k, Kt);   // op(B) = K^T: (d_k, n)
-            pack_rows_b(n, d_k, V + bh * nd, Vp);                // op(B) = V: (n, d_k)
+            const long in = slice_offset(qkv, bh, h);
+            const float* V_ = V + in;                            // (n, d_k), rows ld apart
+            float* O_ = O + slice_offset(o, bh, h);              // (n, d_k), rows ldo apart
+            const float alpha = pack_kt_scaled(n, d_k, K + in, ld, scale, Kt);  // (d_k, n)
+            pack_rows_b(n, d_k, V_, ld, Vp);                     // op(B) = V: (n, d_k)
             for (int i = 0; i < Tr; i++) {
                 const int r0 = i * Br, rows = std::min(Br, n - r0);  // query rows r0..r0+rows
-                const float* Q_i = Q + bh * nd + (long)r0 * d_k;      // (rows, d_k)
+                const float* Q_i = Q + in + r0 * ld;                  // (rows, d_k)
                 std::fill(m, m + rows, NEG_INF);
                 std::fill(l, l + rows, 0.0f);
                 std::fill(O_tile, O_tile + (long)rows * d_k, 0.0f);
@@ -340,7 +388,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                     float* S = S_tile;  // (rows, cols), ld LDT
 
                     // S = Q_i K_j^T / sqrt(d_k); K_j^T is columns c0.. of the packed K^T
-                    sgemm_packed_b(false, rows, cols, d_k, scale, Q_i, d_k,
+                    sgemm_packed_b(false, rows, cols, d_k, alpha, Q_i, (int)ld,
                                    Kt + (long)(c0 / NR) * d_k * NR, (long)d_k * NR, 0.0f, S, LDT);
 
                     // Online softmax: new max, rescale the old sum and output, add this tile.
@@ -361,15 +409,15 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                         }
                     }
                     // O_tile += P V_j; V_j is rows c0.. of V
-                    times_rows(false, rows, cols, 1.0f, S, LDT, V + bh * nd, Vp, n, d_k, c0,
-                               1.0f, O_tile, d_k);
+                    times_rows(false, rows, cols, 1.0f, S, LDT, V_, ld, Vp, n, d_k, c0, 1.0f,
+                               O_tile, d_k);
                 }
 
                 // O = O_tile / l,  L = m + log(l)
                 for (int r = 0; r < rows; r++) {
                     const float inv_l = 1.0f / l[r];
                     const float* o = O_tile + (long)r * d_k;
-                    float* out = O + bh * nd + (long)(r0 + r) * d_k;
+                    float* out = O_ + (r0 + r) * ldo;
                     for (int c = 0; c < d_k; c++) out[c] = o[c] * inv_l;
                     L[(long)bh * n + r0 + r] = m[r] + std::log(l[r]);
                 }
@@ -392,8 +440,16 @@ size_t attention_fused_backward_workspace_bytes(int B, int h, int n, int d_k) {
 void attention_fused_backward(const float* Q, const float* K, const float* V, const float* O,
                               const float* L, const float* dO, float* dQ, float* dK, float* dV,
                               int B, int h, int n, int d_k, bool causal) {
+    const HeadsLayout C = heads_contiguous(h, n, d_k);
+    attention_fused_backward(Q, K, V, O, L, dO, dQ, dK, dV, B, h, n, d_k, causal, C, C);
+}
+
+void attention_fused_backward(const float* Q, const float* K, const float* V, const float* O,
+                              const float* L, const float* dO, float* dQ, float* dK, float* dV,
+                              int B, int h, int n, int d_k, bool causal, const HeadsLayout& qkv,
+                              const HeadsLayout& o) {
     const float scale = 1.0f / std::sqrt((float)d_k);
-    const long nd = (long)n * d_k;
+    const long ld = qkv.row, ldo = o.row;
     const int Tr = (n + Br - 1) / Br, Tc = (n + Bc - 1) / Bc;
     const int NR = sgemm_panel_width();
     const int nt = fused_threads(B, h, n, d_k);
@@ -402,10 +458,11 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
     // D first: one dot product per query row.
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (long row = 0; row < (long)B * h * n; row++) {
-        const float* o = O + row * d_k;
-        const float* g = dO + row * d_k;
+        const long at = slice_offset(o, (int)(row / n), h) + (row % n) * ldo;
+        const float* o_i = O + at;
+        const float* g = dO + at;
         float acc = 0.0f;
-        for (int c = 0; c < d_k; c++) acc += o[c] * g[c];
+        for (int c = 0; c < d_k; c++) acc += o_i[c] * g[c];
         D[row] = acc;
     }
 
@@ -429,44 +486,48 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
 
 #pragma omp for schedule(dynamic)
         for (int bh = 0; bh < B * h; bh++) {
-            const float* Q_ = Q + bh * nd;    // (n, d_k)
-            const float* K_ = K + bh * nd;    // (n, d_k)
-            const float* V_ = V + bh * nd;    // (n, d_k)
-            const float* dO_ = dO + bh * nd;  // (n, d_k)
-            float* dQ_ = dQ + bh * nd;        // (n, d_k)
-            float* dK_ = dK + bh * nd;        // (n, d_k)
-            float* dV_ = dV + bh * nd;        // (n, d_k)
+            const long in = slice_offset(qkv, bh, h);  // Q, K, V, dQ, dK, dV: rows ld apart
+            const float* Q_ = Q + in;                          // (n, d_k)
+            const float* K_ = K + in;                          // (n, d_k)
+            const float* V_ = V + in;                          // (n, d_k)
+            const float* dO_ = dO + slice_offset(o, bh, h);    // (n, d_k), rows ldo apart
+            float* dQ_ = dQ + in;                              // (n, d_k)
+            float* dK_ = dK + in;                              // (n, d_k)
+            float* dV_ = dV + in;                              // (n, d_k)
             const float* L_ = L + (long)bh * n;
             const float* D_ = D.data() + (long)bh * n;
-            std::fill(dQ_, dQ_ + nd, 0.0f);
-            std::fill(dK_, dK_ + nd, 0.0f);
-            std::fill(dV_, dV_ + nd, 0.0f);
+            for (int r = 0; r < n; r++) {
+                std::fill_n(dQ_ + r * ld, d_k, 0.0f);
+                std::fill_n(dK_ + r * ld, d_k, 0.0f);
+                std::fill_n(dV_ + r * ld, d_k, 0.0f);
+            }
             // The B operands of the five tile products, packed once for the slice.
-            sgemm_pack_b(true, d_k, n, K_, d_k, Kt);
-            sgemm_pack_b(true, d_k, n, V_, d_k, Vt);
-            pack_rows_b(n, d_k, K_, Kp);
-            pack_rows_b(n, d_k, Q_, Qp);
-            pack_rows_b(n, d_k, dO_, dOp);
+            const float alpha = pack_kt_scaled(n, d_k, K_, ld, scale, Kt);
+            sgemm_pack_b(true, d_k, n, V_, (int)ld, Vt);
+            pack_rows_b(n, d_k, K_, ld, Kp);
+            pack_rows_b(n, d_k, Q_, ld, Qp);
+            pack_rows_b(n, d_k, dO_, ldo, dOp);
             const long dr = (long)d_k * NR;  // panel stride of Kt, Vt
 
             for (int j = 0; j < Tc; j++) {
                 const int c0 = j * Bc, cols = std::min(Bc, n - c0);
                 const float* Kt_j = Kt + (long)(c0 / NR) * dr;  // K_j^T: (d_k, cols)
                 const float* Vt_j = Vt + (long)(c0 / NR) * dr;  // V_j^T: (d_k, cols)
-                float* dK_j = dK_ + (long)c0 * d_k;              // (cols, d_k)
-                float* dV_j = dV_ + (long)c0 * d_k;              // (cols, d_k)
+                float* dK_j = dK_ + c0 * ld;                     // (cols, d_k)
+                float* dV_j = dV_ + c0 * ld;                     // (cols, d_k)
                 // causal: query tiles entirely above this key tile see none of it.
                 const int i_first = causal ? c0 / Br : 0;
                 for (int i = i_first; i < Tr; i++) {
                     const int r0 = i * Br, rows = std::min(Br, n - r0);
-                    const float* Q_i = Q_ + (long)r0 * d_k;    // (rows, d_k)
-                    const float* dO_i = dO_ + (long)r0 * d_k;  // (rows, d_k)
-                    float* dQ_i = dQ_ + (long)r0 * d_k;        // (rows, d_k)
+                    const float* Q_i = Q_ + r0 * ld;     // (rows, d_k)
+                    const float* dO_i = dO_ + r0 * ldo;  // (rows, d_k)
+                    float* dQ_i = dQ_ + r0 * ld;         // (rows, d_k)
                     float* P = P_tile;                          // (rows, cols), ld LDT
                     float* dS = dP_tile;                        // (rows, cols), ld LDT
 
                     // P = exp(Q_i K_j^T / sqrt(d_k) - L_i): the forward's probabilities, recomputed
-                    sgemm_packed_b(false, rows, cols, d_k, scale, Q_i, d_k, Kt_j, dr, 0.0f, P, LDT);
+                    sgemm_packed_b(false, rows, cols, d_k, alpha, Q_i, (int)ld, Kt_j, dr, 0.0f, P,
+                                   LDT);
                     for (int r = 0; r < rows; r++) {
                         float* p = P + (long)r * LDT;
                         const int visible = causal ? std::clamp(r0 + r - c0 + 1, 0, cols) : cols;
@@ -475,11 +536,11 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                         for (int c = visible; c < cols; c++) p[c] = 0.0f;
                     }
                     // dV_j += P^T dO_i
-                    times_rows(true, cols, rows, 1.0f, P, LDT, dO_, dOp, n, d_k, r0, 1.0f, dV_j,
-                               d_k);
+                    times_rows(true, cols, rows, 1.0f, P, LDT, dO_, ldo, dOp, n, d_k, r0, 1.0f,
+                               dV_j, (int)ld);
                     // dP = dO_i V_j^T, then dS = P * (dP - D_i) in place
-                    sgemm_packed_b(false, rows, cols, d_k, 1.0f, dO_i, d_k, Vt_j, dr, 0.0f, dS,
-                                   LDT);
+                    sgemm_packed_b(false, rows, cols, d_k, 1.0f, dO_i, (int)ldo, Vt_j, dr, 0.0f,
+                                   dS, LDT);
                     for (int r = 0; r < rows; r++) {
                         const float* p = P + (long)r * LDT;
                         float* ds = dS + (long)r * LDT;
@@ -488,10 +549,10 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                         for (int c = 0; c < cols; c++) ds[c] = p[c] * (ds[c] - Di);
                     }
                     // dQ_i += dS K_j / sqrt(d_k),  dK_j += dS^T Q_i / sqrt(d_k)
-                    times_rows(false, rows, cols, scale, dS, LDT, K_, Kp, n, d_k, c0, 1.0f, dQ_i,
-                               d_k);
-                    times_rows(true, cols, rows, scale, dS, LDT, Q_, Qp, n, d_k, r0, 1.0f, dK_j,
-                               d_k);
+                    times_rows(false, rows, cols, scale, dS, LDT, K_, ld, Kp, n, d_k, c0, 1.0f,
+                               dQ_i, (int)ld);
+                    times_rows(true, cols, rows, scale, dS, LDT, Q_, ld, Qp, n, d_k, r0, 1.0f,
+                               dK_j, (int)ld);
                 }
             }
         }

@@ -152,7 +152,12 @@ void micro_kernel(int kc, const float* a, long a_rs, long a_ks, const float* b, 
 
     const float alpha = scale.alpha, beta = scale.beta;
     const V valpha = Simd::bcast(alpha), vbeta = Simd::bcast(beta);
-    if (n == NR) {
+    if (n == NR && alpha == 1.0f && beta == 0.0f) {  // C = A B: the tile as it is
+#pragma GCC unroll 16
+        for (int i = 0; i < m; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) Simd::store(C + i * ldc + v * W, acc[i][v]);
+    } else if (n == NR) {
 #pragma GCC unroll 16
         for (int i = 0; i < m; i++)
 #pragma GCC unroll 4

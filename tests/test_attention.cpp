@@ -129,6 +129,85 @@ TEST_CASE("attention: naive and fused match the double reference at awkward shap
             }
 }
 
+TEST_CASE("attention: heads read inside qkv and written into the concat give the same bits") {
+    // Section 6's layer hands the kernels q, k, v where they lie in qkv (B, n, 3, h, d_k) and
+    // takes O (and gives dO) in the concat's layout (B, n, h, d_k): every output must be bit for
+    // bit what the contiguous (B, h, n, d_k) call gives, with K, V, Q and dO read in place
+    // (d_k = 64) or packed (24, 7), over one tile and several.
+    std::mt19937 rng(11);
+    const int B = 2, h = 3;
+    struct Shape {
+        int n, d_k;
+    };
+    for (Shape shape : {Shape{33, 64}, Shape{300, 64}, Shape{300, 24}, Shape{17, 7}})
+        for (bool fused : {false, true})
+            for (bool causal : {false, true}) {
+                const int n = shape.n, d_k = shape.d_k, D = h * d_k;
+                CAPTURE(n);
+                CAPTURE(d_k);
+                CAPTURE(fused);
+                CAPTURE(causal);
+                const size_t size = (size_t)B * h * n * d_k;
+                Vec Q = random_vec(size, rng, 1.5f), K = random_vec(size, rng, 1.5f);
+                Vec V = random_vec(size, rng), dO = random_vec(size, rng);
+                // the same numbers in the layer's layouts
+                Vec qkv((size_t)3 * size, -7.0f), dO_rows(size, -7.0f);
+                for (int b = 0; b < B; b++)
+                    for (int hh = 0; hh < h; hh++)
+                        for (int i = 0; i < n; i++)
+                            for (int c = 0; c < d_k; c++) {
+                                const size_t from = (((size_t)b * h + hh) * n + i) * d_k + c;
+                                const size_t row = (size_t)b * n + i, col = (size_t)hh * d_k + c;
+                                qkv[row * 3 * D + col] = Q[from];
+                                qkv[row * 3 * D + D + col] = K[from];
+                                qkv[row * 3 * D + 2 * D + col] = V[from];
+                                dO_rows[row * D + col] = dO[from];
+                            }
+                const HeadsLayout lq = heads_in_rows(n, d_k, 3 * D), lo = heads_in_rows(n, d_k, D);
+                Vec O(size), dQ(size), dK(size), dV(size), O_rows(size), dqkv(3 * size, 9.0f);
+                Vec saved(fused ? (size_t)B * h * n : (size_t)B * h * n * n), saved2 = saved;
+                const float* q = qkv.data();
+                float* dq = dqkv.data();
+                if (fused) {
+                    attention_fused_forward(Q.data(), K.data(), V.data(), O.data(), saved.data(),
+                                            B, h, n, d_k, causal);
+                    attention_fused_backward(Q.data(), K.data(), V.data(), O.data(),
+                                             saved.data(), dO.data(), dQ.data(), dK.data(),
+                                             dV.data(), B, h, n, d_k, causal);
+                    attention_fused_forward(q, q + D, q + 2 * D, O_rows.data(), saved2.data(), B,
+                                            h, n, d_k, causal, lq, lo);
+                    attention_fused_backward(q, q + D, q + 2 * D, O_rows.data(), saved2.data(),
+                                             dO_rows.data(), dq, dq + D, dq + 2 * D, B, h, n,
+                                             d_k, causal, lq, lo);
+                } else {
+                    attention_naive_forward(Q.data(), K.data(), V.data(), O.data(), saved.data(),
+                                            B, h, n, d_k, causal);
+                    attention_naive_backward(Q.data(), K.data(), V.data(), saved.data(),
+                                             dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n,
+                                             d_k, causal);
+                    attention_naive_forward(q, q + D, q + 2 * D, O_rows.data(), saved2.data(), B,
+                                            h, n, d_k, causal, lq, lo);
+                    attention_naive_backward(q, q + D, q + 2 * D, saved2.data(), dO_rows.data(),
+                                             dq, dq + D, dq + 2 * D, B, h, n, d_k, causal, lq,
+                                             lo);
+                }
+                CHECK(saved2 == saved);  // L or P
+                size_t differ = 0;
+                for (int b = 0; b < B; b++)
+                    for (int hh = 0; hh < h; hh++)
+                        for (int i = 0; i < n; i++)
+                            for (int c = 0; c < d_k; c++) {
+                                const size_t at = (((size_t)b * h + hh) * n + i) * d_k + c;
+                                const size_t row = (size_t)b * n + i, col = (size_t)hh * d_k + c;
+                                differ += O_rows[row * D + col] != O[at];
+                                differ += dqkv[row * 3 * D + col] != dQ[at];
+                                differ += dqkv[row * 3 * D + D + col] != dK[at];
+                                differ += dqkv[row * 3 * D + 2 * D + col] != dV[at];
+                            }
+                CHECK(differ == 0);
+            }
+}
+
 TEST_CASE("attention: causal rows put exactly zero probability on future keys") {
     std::mt19937 rng(8);
     const int n = 33, d_k = 5;

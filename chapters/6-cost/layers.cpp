@@ -11,13 +11,6 @@
 #include "common/gemm.h"
 #include "common/lstm.h"
 
-namespace {
-
-// Below this many floats a parallel copy costs more than it saves.
-constexpr double PARALLEL_MIN_WORK = 1 << 18;
-
-}  // namespace
-
 const char* method_name(Method m) {
     switch (m) {
         case Method::naive: return "어텐션(단순 구현)";
@@ -48,43 +41,28 @@ mem::Buffer<float> AttentionLayer::forward(const float* x, int B, int n) {
     x_ = x, B_ = B, n_ = n;
 
     // qkv = self.qkv(x).reshape(B, N, 3, self.h, self.d_head).permute(2, 0, 3, 1, 4):
-    // x W_qkv^T as one (B*n, D) x (D, 3D) product, then the heads split out by a copy
-    {
-        mem::Buffer<float> qkv((size_t)3 * u, mem::uninit);  // (B, n, 3, h, d_k)
-        sgemm(false, true, B * n, 3 * D, D, 1.0f, x, D, W_qkv.data(), D, 0.0f, qkv.data(), 3 * D);
-        QKV_ = mem::Buffer<float>((size_t)3 * u, mem::uninit);  // (3, B, h, n, d_k)
-#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < n; i++)
-                for (int s = 0; s < 3; s++)
-                    for (int hh = 0; hh < h; hh++)
-                        std::copy_n(qkv.data() + (((long)b * n + i) * 3 + s) * D + hh * d_k, d_k,
-                                    QKV_.data() + ((((long)s * B + b) * h + hh) * n + i) * d_k);
-    }  // qkv freed here
-    const float* Q = QKV_.data();          // (B, h, n, d_k)
-    const float* K = QKV_.data() + u;      // (B, h, n, d_k)
-    const float* V = QKV_.data() + 2 * u;  // (B, h, n, d_k)
+    // x W_qkv^T as one (B*n, D) x (D, 3D) product. The reshape and permute copy nothing (in
+    // torch they are views): head hh of q is columns hh * d_k .. of each row of qkv, k and v
+    // the same D and 2 D further on, and the attention reads them there (heads_in_rows).
+    QKV_ = mem::Buffer<float>((size_t)3 * u, mem::uninit);  // (B, n, 3, h, d_k)
+    sgemm(false, true, B * n, 3 * D, D, 1.0f, x, D, W_qkv.data(), D, 0.0f, QKV_.data(), 3 * D);
+    const float* Q = QKV_.data();      // (B, h, n, d_k) seen in (B, n, 3, h, d_k)
+    const float* K = QKV_.data() + D;  // the same
+    const float* V = K + D;            // the same
+    const HeadsLayout qkv = heads_in_rows(n, d_k, 3 * D), o = heads_in_rows(n, d_k, D);
 
-    // o, a = scaled_dot_product_attention(q, k, v): the naive kernel keeps P = a, the fused one
-    // keeps only each row's logsumexp L
-    mem::Buffer<float> O(u, mem::uninit);  // (B, h, n, d_k)
+    // o, a = scaled_dot_product_attention(q, k, v), written straight into the layout of
+    // o.transpose(1, 2).reshape(B, N, D), the concat: head hh in columns hh * d_k .. of each
+    // row. The naive kernel keeps P = a, the fused one only each row's logsumexp L (and reads
+    // o, the concat, again in its backward).
+    concat_ = mem::Buffer<float>(u, mem::uninit);  // (B, n, D) = (B, n, h, d_k)
     if (fused) {
         L_ = mem::Buffer<float>((size_t)B * h * n, mem::uninit);  // (B, h, n)
-        attention_fused_forward(Q, K, V, O.data(), L_.data(), B, h, n, d_k, causal);
+        attention_fused_forward(Q, K, V, concat_.data(), L_.data(), B, h, n, d_k, causal, qkv, o);
     } else {
         P_ = mem::Buffer<float>((size_t)B * h * n * n, mem::uninit);  // (B, h, n, n)
-        attention_naive_forward(Q, K, V, O.data(), P_.data(), B, h, n, d_k, causal);
+        attention_naive_forward(Q, K, V, concat_.data(), P_.data(), B, h, n, d_k, causal, qkv, o);
     }
-
-    // o = o.transpose(1, 2).reshape(B, N, D): the concat
-    concat_ = mem::Buffer<float>(u, mem::uninit);  // (B, n, D)
-#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < n; i++)
-            for (int hh = 0; hh < h; hh++)
-                std::copy_n(O.data() + (((long)b * h + hh) * n + i) * d_k, d_k,
-                            concat_.data() + ((long)b * n + i) * D + hh * d_k);
-    if (fused) O_ = std::move(O);  // the fused backward reads O; the naive one does not
 
     // return self.proj(o): y = concat W_o^T
     mem::Buffer<float> y(u, mem::uninit);  // (B, n, D)
@@ -96,42 +74,28 @@ mem::Buffer<float> AttentionLayer::backward(const float* dy) {
     if (!x_) throw std::logic_error("AttentionLayer::backward called before forward");
     const int B = B_, n = n_, D = d_model, h = n_heads, d_k = D / h;
     const long u = (long)B * n * D;
+    const HeadsLayout qkv = heads_in_rows(n, d_k, 3 * D), o = heads_in_rows(n, d_k, D);
 
-    // y = concat W_o^T:  dW_o = dy^T concat,  dconcat = dy W_o
+    // y = concat W_o^T:  dW_o = dy^T concat,  dconcat = dy W_o, which is dO in the concat's
+    // layout: the attention reads it there
     sgemm(true, false, D, D, B * n, 1.0f, dy, D, concat_.data(), D, 0.0f, dW_o.data(), D);
-    mem::Buffer<float> dO(u, mem::uninit);  // (B, h, n, d_k)
-    {
-        mem::Buffer<float> dconcat(u, mem::uninit);  // (B, n, D)
-        sgemm(false, false, B * n, D, D, 1.0f, dy, D, W_o.data(), D, 0.0f, dconcat.data(), D);
-        concat_ = {};
-#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
-        for (int b = 0; b < B; b++)
-            for (int hh = 0; hh < h; hh++)
-                for (int i = 0; i < n; i++)
-                    std::copy_n(dconcat.data() + ((long)b * n + i) * D + hh * d_k, d_k,
-                                dO.data() + (((long)b * h + hh) * n + i) * d_k);
-    }
+    mem::Buffer<float> dconcat(u, mem::uninit);  // (B, n, D) = dO (B, n, h, d_k)
+    sgemm(false, false, B * n, D, D, 1.0f, dy, D, W_o.data(), D, 0.0f, dconcat.data(), D);
+    if (!fused) concat_ = {};  // the naive backward does not read O
 
-    mem::Buffer<float> dQKV((size_t)3 * u, mem::uninit);  // (3, B, h, n, d_k)
-    const float *Q = QKV_.data(), *K = Q + u, *V = Q + 2 * u;
-    float *dQ = dQKV.data(), *dK = dQ + u, *dV = dQ + 2 * u;
-    if (fused)
-        attention_fused_backward(Q, K, V, O_.data(), L_.data(), dO.data(), dQ, dK, dV, B, h, n,
-                                 d_k, causal);
-    else
-        attention_naive_backward(Q, K, V, P_.data(), dO.data(), dQ, dK, dV, B, h, n, d_k, causal);
-    P_ = {}, L_ = {}, O_ = {}, QKV_ = {}, dO = {};
-
-    // back to (B, n, 3, h, d_k), then qkv = x W_qkv^T:  dW_qkv = dqkv^T x,  dx = dqkv W_qkv
+    // dq, dk, dv, written straight into dqkv (B, n, 3, h, d_k), the layout of qkv
     mem::Buffer<float> dqkv((size_t)3 * u, mem::uninit);  // (B, n, 3D)
-#pragma omp parallel for collapse(2) schedule(static) if (u > PARALLEL_MIN_WORK)
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < n; i++)
-            for (int s = 0; s < 3; s++)
-                for (int hh = 0; hh < h; hh++)
-                    std::copy_n(dQKV.data() + ((((long)s * B + b) * h + hh) * n + i) * d_k, d_k,
-                                dqkv.data() + (((long)b * n + i) * 3 + s) * D + hh * d_k);
-    dQKV = {};
+    const float *Q = QKV_.data(), *K = Q + D, *V = Q + 2 * D;
+    float *dQ = dqkv.data(), *dK = dQ + D, *dV = dQ + 2 * D;
+    if (fused)
+        attention_fused_backward(Q, K, V, concat_.data(), L_.data(), dconcat.data(), dQ, dK, dV,
+                                 B, h, n, d_k, causal, qkv, o);
+    else
+        attention_naive_backward(Q, K, V, P_.data(), dconcat.data(), dQ, dK, dV, B, h, n, d_k,
+                                 causal, qkv, o);
+    P_ = {}, L_ = {}, concat_ = {}, QKV_ = {}, dconcat = {};
+
+    // qkv = x W_qkv^T:  dW_qkv = dqkv^T x,  dx = dqkv W_qkv
     sgemm(true, false, 3 * D, D, B * n, 1.0f, dqkv.data(), 3 * D, x_, D, 0.0f, dW_qkv.data(), D);
     mem::Buffer<float> dx(u, mem::uninit);  // (B, n, D)
     sgemm(false, false, B * n, D, 3 * D, 1.0f, dqkv.data(), 3 * D, W_qkv.data(), D, 0.0f,
@@ -143,14 +107,15 @@ mem::Buffer<float> AttentionLayer::backward(const float* dy) {
 // The allocation timeline above, added up for a benchmark cell: x, dy and the weights (and
 // their gradients) present throughout, y dropped after the forward (the loss has consumed it),
 // dx returned at the end. In units of one (B, n, d_model) tensor u and one (B, h, n, n) matrix sq:
-//   naive: forward  QKV 3u + O u + S + P + workspace      = 4u + 2 sq + ws
-//          backward QKV 3u + P + dO u + dQKV 3u + dP + dS = 7u + 3 sq   <- the peak
-//   fused: forward  QKV 3u + O u + L + workspace, then QKV 3u + O u + concat u + y u = 6u
-//          backward QKV 3u + O u + dO u + dQKV 3u, L, D + workspace = 8u + 2 rows + ws <- the peak
-// (qkv and QKV both alive during the input projection: 6u.) The workspaces are per thread
-// (attention_*_workspace_floats: K^T and V packed, and the fused tiles); the naive one is small
-// beside sq, so its backward stays the peak. sgemm's packing workspace comes on top;
-// sgemm_workspace_bytes_max() bounds it.
+//   naive: forward  QKV 3u + concat u + S + P + workspace     = 4u + 2 sq + ws
+//          backward QKV 3u + P + dconcat u + dqkv 3u + dP + dS = 7u + 3 sq   <- the peak
+//   fused: forward  QKV 3u + concat u + L + workspace, then QKV 3u + concat u + L + y u = 5u
+//          backward QKV 3u + concat u + dconcat u + dqkv 3u, L, D + workspace
+//                                                              = 8u + 2 rows + ws <- the peak
+// (The fused backward reads O, which is the concat; the naive one frees it after dW_o.) The
+// workspaces are per thread (attention_*_workspace_floats: K^T and V packed, and the fused
+// tiles); the naive one is small beside sq, so its backward stays the peak. sgemm's packing
+// workspace comes on top; sgemm_workspace_bytes_max() bounds it.
 double AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_model, int n_heads) {
     const int d_k = d_model / n_heads;
     const double u = (double)B * n * d_model * sizeof(float);
@@ -161,7 +126,7 @@ double AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_mode
     const double ws_forward = attention_fused_forward_workspace_bytes(B, n_heads, n, d_k);
     const double ws_backward = attention_fused_backward_workspace_bytes(B, n_heads, n, d_k);
     const double ws_naive = attention_naive_forward_workspace_bytes(B, n_heads, n, d_k);
-    const double peak = fused ? std::max({8 * u + 2 * rows + ws_backward, 6 * u + rows,
+    const double peak = fused ? std::max({8 * u + 2 * rows + ws_backward, 5 * u + rows,
                                           4 * u + rows + ws_forward})
                               : std::max(7 * u + 3 * sq, 4 * u + 2 * sq + ws_naive);
     return fixed + peak + (double)sgemm_workspace_bytes_max();

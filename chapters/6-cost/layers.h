@@ -5,11 +5,13 @@
 // Section 3's autograd module computes the same thing (tests/test_chapter6.cpp holds the two
 // against each other: the same weights, the same y, dx and weight gradients); these layers run
 // the same forward, in the listing's order, with the backward written out by hand, so that what
-// is held and for how long is explicit (every buffer a mem::Buffer, which mem::peak_bytes() counts) and the only
-// difference between the first two columns is the attention call:
+// is held and for how long is explicit (every buffer a mem::Buffer, which mem::peak_bytes()
+// counts) and the only difference between the first two columns is the attention call:
 //   AttentionLayer   x (B, n, d_model) -> qkv = x W_qkv^T -> reshape (B, n, 3, h, d_k)
 //                    -> permute(2, 0, 3, 1, 4) -> attention -> transpose + reshape (the concat)
 //                    -> y = concat W_o^T
+//                    reshape and permute are views, as in torch: the attention reads q, k, v
+//                    inside qkv and writes O in the concat's layout (HeadsLayout); no copies
 //                    attention: common/attention.h, attention_naive_forward / _backward (S and
 //                    P in memory) or attention_fused_forward / _backward (FlashAttention-2)
 //   LstmLayer        torch's nn.LSTM(d, d), time-major: common/lstm.h, lstm_forward / _backward
@@ -42,9 +44,9 @@ struct AttentionLayer {
 private:
     const float* x_ = nullptr;  // saved input (B, n, d_model), owned by the caller
     int B_ = 0, n_ = 0;
-    mem::Buffer<float> QKV_;     // (3, B, h, n, d_k)
-    mem::Buffer<float> O_;       // (B, h, n, d_k), fused only (its backward reads O)
-    mem::Buffer<float> concat_;  // (B, n, d_model)
+    mem::Buffer<float> QKV_;     // (B, n, 3, h, d_k): qkv, which q, k and v are views of
+    mem::Buffer<float> concat_;  // (B, n, d_model): the attention's O, which the fused backward
+                                 // reads again
     mem::Buffer<float> P_;       // naive: (B, h, n, n)
     mem::Buffer<float> L_;       // fused: (B, h, n)
 };
