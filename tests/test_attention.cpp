@@ -140,72 +140,64 @@ TEST_CASE("attention: heads read inside qkv and written into the concat give the
         int n, d_k;
     };
     for (Shape shape : {Shape{33, 64}, Shape{300, 64}, Shape{300, 24}, Shape{17, 7}})
-        for (bool fused : {false, true})
-            for (bool causal : {false, true}) {
-                const int n = shape.n, d_k = shape.d_k, D = h * d_k;
-                CAPTURE(n);
-                CAPTURE(d_k);
-                CAPTURE(fused);
-                CAPTURE(causal);
-                const size_t size = (size_t)B * h * n * d_k;
-                Vec Q = random_vec(size, rng, 1.5f), K = random_vec(size, rng, 1.5f);
-                Vec V = random_vec(size, rng), dO = random_vec(size, rng);
-                // the same numbers in the layer's layouts
-                Vec qkv((size_t)3 * size, -7.0f), dO_rows(size, -7.0f);
+        for (int variant = 0; variant < 4; variant++) {
+            const bool fused = variant & 1, causal = variant & 2;
+            const int n = shape.n, d_k = shape.d_k, D = h * d_k;
+            INFO("n = " << n << ", d_k = " << d_k << ", fused " << fused << ", causal " << causal);
+            // random numbers in the layer's layouts, and the same gathered per head
+            const size_t size = (size_t)B * h * n * d_k;
+            Vec qkv = random_vec(3 * size, rng, 1.5f), dO_rows = random_vec(size, rng);
+            // f(at, in_qkv, in_concat): element c of row i of head hh of batch b, where it lies
+            // in (B, h, n, d_k), in qkv (q's; k's and v's are D and 2 D on) and in the concat
+            const auto each = [&](auto f) {
                 for (int b = 0; b < B; b++)
                     for (int hh = 0; hh < h; hh++)
                         for (int i = 0; i < n; i++)
                             for (int c = 0; c < d_k; c++) {
-                                const size_t from = (((size_t)b * h + hh) * n + i) * d_k + c;
                                 const size_t row = (size_t)b * n + i, col = (size_t)hh * d_k + c;
-                                qkv[row * 3 * D + col] = Q[from];
-                                qkv[row * 3 * D + D + col] = K[from];
-                                qkv[row * 3 * D + 2 * D + col] = V[from];
-                                dO_rows[row * D + col] = dO[from];
+                                f((((size_t)b * h + hh) * n + i) * d_k + c, row * 3 * D + col,
+                                  row * D + col);
                             }
-                const HeadsLayout lq = heads_in_rows(n, d_k, 3 * D), lo = heads_in_rows(n, d_k, D);
-                Vec O(size), dQ(size), dK(size), dV(size), O_rows(size), dqkv(3 * size, 9.0f);
-                Vec saved(fused ? (size_t)B * h * n : (size_t)B * h * n * n), saved2 = saved;
-                const float* q = qkv.data();
-                float* dq = dqkv.data();
-                if (fused) {
-                    attention_fused_forward(Q.data(), K.data(), V.data(), O.data(), saved.data(),
-                                            B, h, n, d_k, causal);
-                    attention_fused_backward(Q.data(), K.data(), V.data(), O.data(),
-                                             saved.data(), dO.data(), dQ.data(), dK.data(),
-                                             dV.data(), B, h, n, d_k, causal);
-                    attention_fused_forward(q, q + D, q + 2 * D, O_rows.data(), saved2.data(), B,
-                                            h, n, d_k, causal, lq, lo);
-                    attention_fused_backward(q, q + D, q + 2 * D, O_rows.data(), saved2.data(),
-                                             dO_rows.data(), dq, dq + D, dq + 2 * D, B, h, n,
-                                             d_k, causal, lq, lo);
-                } else {
-                    attention_naive_forward(Q.data(), K.data(), V.data(), O.data(), saved.data(),
-                                            B, h, n, d_k, causal);
-                    attention_naive_backward(Q.data(), K.data(), V.data(), saved.data(),
-                                             dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n,
-                                             d_k, causal);
-                    attention_naive_forward(q, q + D, q + 2 * D, O_rows.data(), saved2.data(), B,
-                                            h, n, d_k, causal, lq, lo);
-                    attention_naive_backward(q, q + D, q + 2 * D, saved2.data(), dO_rows.data(),
-                                             dq, dq + D, dq + 2 * D, B, h, n, d_k, causal, lq,
-                                             lo);
-                }
-                CHECK(saved2 == saved);  // L or P
-                size_t differ = 0;
-                for (int b = 0; b < B; b++)
-                    for (int hh = 0; hh < h; hh++)
-                        for (int i = 0; i < n; i++)
-                            for (int c = 0; c < d_k; c++) {
-                                const size_t at = (((size_t)b * h + hh) * n + i) * d_k + c;
-                                const size_t row = (size_t)b * n + i, col = (size_t)hh * d_k + c;
-                                differ += O_rows[row * D + col] != O[at];
-                                differ += dqkv[row * 3 * D + col] != dQ[at];
-                                differ += dqkv[row * 3 * D + D + col] != dK[at];
-                                differ += dqkv[row * 3 * D + 2 * D + col] != dV[at];
-                            }
-                CHECK(differ == 0);
+            };
+            Vec Q(size), K(size), V(size), dO(size);
+            each([&](size_t at, size_t in_qkv, size_t in_concat) {
+                Q[at] = qkv[in_qkv], K[at] = qkv[in_qkv + D], V[at] = qkv[in_qkv + 2 * D];
+                dO[at] = dO_rows[in_concat];
+            });
+            const HeadsLayout lq = heads_in_rows(n, d_k, 3 * D), lo = heads_in_rows(n, d_k, D);
+            Vec O(size), dQ(size), dK(size), dV(size), O_rows(size), dqkv(3 * size, 9.0f);
+            Vec saved(fused ? (size_t)B * h * n : (size_t)B * h * n * n), saved2 = saved;
+            const float* q = qkv.data();
+            float* dq = dqkv.data();
+            if (fused) {
+                attention_fused_forward(Q.data(), K.data(), V.data(), O.data(), saved.data(), B, h,
+                                        n, d_k, causal);
+                attention_fused_backward(Q.data(), K.data(), V.data(), O.data(), saved.data(),
+                                         dO.data(), dQ.data(), dK.data(), dV.data(), B, h, n, d_k,
+                                         causal);
+                attention_fused_forward(q, q + D, q + 2 * D, O_rows.data(), saved2.data(), B, h, n,
+                                        d_k, causal, lq, lo);
+                attention_fused_backward(q, q + D, q + 2 * D, O_rows.data(), saved2.data(),
+                                         dO_rows.data(), dq, dq + D, dq + 2 * D, B, h, n, d_k,
+                                         causal, lq, lo);
+            } else {
+                attention_naive_forward(Q.data(), K.data(), V.data(), O.data(), saved.data(), B, h,
+                                        n, d_k, causal);
+                attention_naive_backward(Q.data(), K.data(), V.data(), saved.data(), dO.data(),
+                                         dQ.data(), dK.data(), dV.data(), B, h, n, d_k, causal);
+                attention_naive_forward(q, q + D, q + 2 * D, O_rows.data(), saved2.data(), B, h, n,
+                                        d_k, causal, lq, lo);
+                attention_naive_backward(q, q + D, q + 2 * D, saved2.data(), dO_rows.data(), dq,
+                                         dq + D, dq + 2 * D, B, h, n, d_k, causal, lq, lo);
             }
+            CHECK(saved2 == saved);  // L or P
+            size_t differ = 0;
+            each([&](size_t at, size_t in_qkv, size_t in_concat) {
+                differ += (O_rows[in_concat] != O[at]) + (dqkv[in_qkv] != dQ[at]) +
+                          (dqkv[in_qkv + D] != dK[at]) + (dqkv[in_qkv + 2 * D] != dV[at]);
+            });
+            CHECK(differ == 0);
+        }
 }
 
 TEST_CASE("attention: causal rows put exactly zero probability on future keys") {
