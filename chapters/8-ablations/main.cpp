@@ -520,8 +520,9 @@ int main(int argc, char** argv) {
             figure(draw);
         } else if (name == "heads") {
             report();
-        } else if (std::any_of(cmp.begin(), cmp.end(),
-                               [&](const Comparison& c) { return c.spec->claim == name; })) {
+        } else if (const std::string& claim = name;  // clang 14 cannot capture a binding
+                   std::any_of(cmp.begin(), cmp.end(),
+                               [&](const Comparison& c) { return c.spec->claim == claim; })) {
             std::printf("\n== %s (--runs: 설정 일부만) ==\n", name.c_str());
             report_comparisons(cmp, name);
         }
