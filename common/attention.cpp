@@ -56,7 +56,7 @@ int naive_threads(int B, int h, int n, int d_k) {
 // vectors side by side, since one chain of 16 dependent vmaxps per 256-float row was most of the
 // forward's softmax time (perf). (-Wmaybe-uninitialized: GCC 12's false positive on its own
 // intrinsics, as in gemm.h.)
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
@@ -80,7 +80,7 @@ inline float row_max(const float* s, int n, float m) {
     return m;
 #endif
 }
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
 

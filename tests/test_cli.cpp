@@ -310,7 +310,8 @@ TEST_CASE("cli: a figure folder that cannot be written is found before the long 
         {"1-self-attention", "--explain 2"},
         {"4-positional-encoding", ""},
         {"5-blocks", "--depths 6"}};
-    for (const auto& [program, args] : runs) {
+    for (const auto& run : runs) {
+        const char *program = run.first, *args = run.second;  // clang 14 cannot capture a binding
         CAPTURE(program);
         testutil::Run r = testutil::run(program, std::string(args) + " --figure-dir " + file);
         CHECK(r.exit_code == 2);

@@ -197,8 +197,9 @@ TEST_CASE("fuzz: the weights file: cuts, bit flips, overflowing sizes, control b
 
     const std::string path = "/tmp/fuzz-weights-" + std::to_string(::getpid()) + ".bin";
     int loaded = 0, refused = 0;
-    for (const auto& [what, bytes] : inputs) {
-        CAPTURE(what);
+    for (const auto& input : inputs) {
+        const auto& [what, bytes] = input;
+        CAPTURE(input.first);  // clang 14 cannot capture a binding
         weights_bytes::write_file(path, bytes);
         try {
             serialize::Checkpoint ck = serialize::load(path);
@@ -456,8 +457,9 @@ TEST_CASE("fuzz: chapter 7's weights file: hyper-parameters and shapes set to ed
     CHECK(inputs.size() >= 200);
 
     int loaded = 0, refused = 0;
-    for (const auto& [what, bytes] : inputs) {
-        CAPTURE(what);
+    for (const auto& input : inputs) {
+        const auto& [what, bytes] = input;
+        CAPTURE(input.first);  // clang 14 cannot capture a binding
         weights_bytes::write_file(path, bytes);
         try {
             translate::Loaded l = translate::load_model(path);
