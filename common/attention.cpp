@@ -46,9 +46,10 @@ constexpr double PARALLEL_MIN_WORK = 1 << 18;
 // in the 1 MB L2 of one core.
 constexpr int NAIVE_ROWS = 48;
 
-// Threads the naive kernels spread the slices over; each thread's packed K^T and V is allocated
-// before the parallel region.
-int naive_threads(int B, int h, int n, int d_k) {
+// Threads the (batch, head) slices are spread over, by the naive forward and both fused kernels.
+// Each thread's workspace is allocated before the parallel region, so what a call holds does
+// not depend on how the threads happen to run.
+int slice_threads(int B, int h, int n, int d_k) {
     return (double)B * h * n * n * d_k > PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
 }
 
@@ -175,13 +176,14 @@ long slice_offset(const HeadsLayout& L, int bh, int h) {
 
 }  // namespace
 
-// Per thread: K^T and V packed for sgemm_packed_b (2 n d_k, rounded up to whole panels).
+// Per thread: K^T packed for sgemm_packed_b, and V unless it is read in place (n d_k or 2 n d_k,
+// rounded up to whole panels).
 long attention_naive_forward_workspace_floats(int n, int d_k) {
     return sgemm_packed_b_floats(d_k, n) + rows_b_floats(n, d_k);
 }
 
 size_t attention_naive_forward_workspace_bytes(int B, int h, int n, int d_k) {
-    return (size_t)naive_threads(B, h, n, d_k) * attention_naive_forward_workspace_floats(n, d_k) *
+    return (size_t)slice_threads(B, h, n, d_k) * attention_naive_forward_workspace_floats(n, d_k) *
            sizeof(float);
 }
 
@@ -202,7 +204,7 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
     const float scale = 1.0f / std::sqrt((float)d_k);
     const long nn = (long)n * n, ld = qkv.row, ldo = o.row;
     mem::Buffer<float> S((size_t)B * h * nn, mem::uninit);  // (B, h, n, n) scores, freed on return
-    const int nt = naive_threads(B, h, n, d_k);
+    const int nt = slice_threads(B, h, n, d_k);
     const int NR = sgemm_panel_width();
     const long kt_floats = sgemm_packed_b_floats(d_k, n);  // K^T packed: (d_k, n)
     const long per_thread = attention_naive_forward_workspace_floats(n, d_k);
@@ -317,19 +319,10 @@ void attention_naive_backward(const float* Q, const float* K, const float* V, co
 // rescaled whenever m grows. Only O and L = m + log(l) leave the kernel.
 //
 // One thread owns a whole (batch, head) slice. Every Q tile meets the same K and V tiles, so
-// the thread packs K^T and V into sgemm's panel layout once per slice (what a GPU kernel gets
-// by keeping its tiles in shared memory) and the tile products run without packing.
+// the thread packs K^T into sgemm's panel layout once per slice (and V, unless its rows already
+// are panels: rows_b_packed), what a GPU kernel gets by keeping its tiles in shared memory, and
+// the tile products run without packing.
 // ------------------------------------------------------------------------------------------
-
-namespace {
-
-// Threads the slices are spread over. Each thread's workspace is allocated before the parallel
-// region, so what a call holds does not depend on how the threads happen to run.
-int fused_threads(int B, int h, int n, int d_k) {
-    return (double)B * h * n * n * d_k > PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
-}
-
-}  // namespace
 
 // Per thread: K^T packed and V packed or not (n d_k or 2 n d_k), an S tile (Br, LDT) and an O
 // tile (Br, d_k).
@@ -339,7 +332,7 @@ long attention_fused_forward_workspace_floats(int n, int d_k) {
 }
 
 size_t attention_fused_forward_workspace_bytes(int B, int h, int n, int d_k) {
-    return (size_t)fused_threads(B, h, n, d_k) * attention_fused_forward_workspace_floats(n, d_k) *
+    return (size_t)slice_threads(B, h, n, d_k) * attention_fused_forward_workspace_floats(n, d_k) *
            sizeof(float);
 }
 
@@ -356,7 +349,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
     const long ld = qkv.row, ldo = o.row;
     const int Tr = (n + Br - 1) / Br, Tc = (n + Bc - 1) / Bc;
     const int NR = sgemm_panel_width();
-    const int nt = fused_threads(B, h, n, d_k);
+    const int nt = slice_threads(B, h, n, d_k);
     const long per_thread = attention_fused_forward_workspace_floats(n, d_k);
     mem::Buffer<float> workspace((size_t)nt * per_thread, mem::uninit);
 
@@ -436,7 +429,7 @@ long attention_fused_backward_workspace_floats(int n, int d_k) {
 }
 
 size_t attention_fused_backward_workspace_bytes(int B, int h, int n, int d_k) {
-    return (size_t)fused_threads(B, h, n, d_k) * attention_fused_backward_workspace_floats(n, d_k) *
+    return (size_t)slice_threads(B, h, n, d_k) * attention_fused_backward_workspace_floats(n, d_k) *
            sizeof(float);
 }
 
@@ -455,7 +448,7 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
     const long ld = qkv.row, ldo = o.row;
     const int Tr = (n + Br - 1) / Br, Tc = (n + Bc - 1) / Bc;
     const int NR = sgemm_panel_width();
-    const int nt = fused_threads(B, h, n, d_k);
+    const int nt = slice_threads(B, h, n, d_k);
     mem::Buffer<float> D((size_t)B * h * n, mem::uninit);  // (B, h, n): D_i = dO_i . O_i
 
     // D first: one dot product per query row.
@@ -506,7 +499,8 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
             const float* L_ = L + (long)bh * n;
             const float* D_ = D.data() + (long)bh * n;
             std::fill_n(dQ_sum, (long)n * d_k, 0.0f);
-            // The B operands of the five tile products, packed once for the slice.
+            // The B operands of the five tile products, packed once for the slice (K, Q and dO
+            // only where they are not read in place).
             const float alpha = pack_kt_scaled(n, d_k, K_, ld, scale, Kt);
             sgemm_pack_b(true, d_k, n, V_, (int)ld, Vt);
             pack_rows_b(n, d_k, K_, ld, Kp);

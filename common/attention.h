@@ -58,7 +58,8 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                               int B, int h, int n, int d_k, bool causal, const HeadsLayout& qkv,
                               const HeadsLayout& o);
 
-// What the naive forward holds per thread (K^T and V packed for sgemm), in floats.
+// What the naive forward holds per thread (K^T, and V unless read in place, packed for sgemm), in
+// floats.
 long attention_naive_forward_workspace_floats(int n, int d_k);
 // All a call over B*h slices holds at once: that times the threads it runs on.
 size_t attention_naive_forward_workspace_bytes(int B, int h, int n, int d_k);

@@ -211,8 +211,10 @@ inline float at_a(const float* A, int lda, bool trans_a, int i, int k) {
 #if defined(__AVX512F__)
 // GCC 12's unpack and shuffle intrinsics start from _mm512_undefined_ps(), which its
 // -Wmaybe-uninitialized reports once inlined (a known false positive).
+#if !defined(__clang__)  // clang has no -Wmaybe-uninitialized (nor the false positive)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 inline void transpose16(__m512 r[16]) {
     __m512 t[16], u[16];
     // lane L of t[2i]: a[4L] b[4L] a[4L+1] b[4L+1], where a, b are rows 2i, 2i+1
@@ -237,7 +239,9 @@ inline void transpose16(__m512 r[16]) {
         r[12 + j] = _mm512_shuffle_f32x4(p1, p3, 0xDD);
     }
 }
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 #endif
 
 // rows <= lanes <= 16.

@@ -92,8 +92,10 @@ inline float exp_fast(float x) {
 // (and 19 with 2^n built from its bits; the softmax's exps were a sixth of the fused forward).
 // GCC 12's intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
 // once inlined (a known false positive; gemm.cpp's transposes do the same).
+#if !defined(__clang__)  // clang has no -Wmaybe-uninitialized (nor the false positive)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 inline __m512 exp_fast16(__m512 x) {
     const __m512 xc = _mm512_min_ps(_mm512_set1_ps(88.0f),  // max/min keep a NaN x as NaN
                                     _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
@@ -112,7 +114,9 @@ inline __m512 exp_fast16(__m512 x) {
     const __mmask16 kept = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_US);
     return _mm512_maskz_scalef_ps(kept, p, nf);  // x < -87: 0
 }
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 #endif
 
 // An upper bound on the packing workspace sgemm calls can hold at once (packed blocks of A and
