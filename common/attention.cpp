@@ -451,15 +451,26 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
     const int nt = slice_threads(B, h, n, d_k);
     mem::Buffer<float> D((size_t)B * h * n, mem::uninit);  // (B, h, n): D_i = dO_i . O_i
 
-    // D first: one dot product per query row.
+    // D first: one dot product per query row, DR rows side by side. Each row's sum is still
+    // one chain of adds from c = 0 up (so D is what the plain loop gives, bit for bit), but DR
+    // chains run at once: one at a time, every add waited for the one before it, and this loop
+    // was 2.5% of the backward (5.6 ms at n = 1024).
+    constexpr int DR = 8;
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (long row = 0; row < (long)B * h * n; row++) {
-        const long at = slice_offset(o, (int)(row / n), h) + (row % n) * ldo;
-        const float* o_i = O + at;
-        const float* g = dO + at;
-        float acc = 0.0f;
-        for (int c = 0; c < d_k; c++) acc += o_i[c] * g[c];
-        D[row] = acc;
+    for (long row0 = 0; row0 < (long)B * h * n; row0 += DR) {
+        const int rows = (int)std::min<long>(DR, (long)B * h * n - row0);
+        const float* o_i[DR];  // row0 + r of O and dO
+        const float* g[DR];
+        float acc[DR];
+        for (int r = 0; r < DR; r++) {
+            const long row = row0 + std::min(r, rows - 1);  // past the end: the last row again
+            const long at = slice_offset(o, (int)(row / n), h) + (row % n) * ldo;
+            o_i[r] = O + at, g[r] = dO + at, acc[r] = 0.0f;
+        }
+        for (int c = 0; c < d_k; c++)
+#pragma GCC unroll 8
+            for (int r = 0; r < DR; r++) acc[r] += o_i[r][c] * g[r][c];
+        for (int r = 0; r < rows; r++) D[row0 + r] = acc[r];
     }
 
     const long per_thread = attention_fused_backward_workspace_floats(n, d_k);
