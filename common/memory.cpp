@@ -8,6 +8,9 @@
 #include <mutex>
 #include <new>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace mem {
 
@@ -24,6 +27,34 @@ void reset_peak() { g_peak.store(g_current.load()); }
 double physical_bytes() {
     return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
 }
+
+// ---- blocks from the system ----------------------------------------------------------------
+// A block of 2 MiB and up is 2 MiB-aligned and a whole number of 2 MiB pages long, and the
+// kernel is asked to back it with 2 MiB pages (transparent huge pages, which Debian's default
+// mode, madvise, gives only to memory that asks). Section 6's attention reads each head as rows
+// of 256 bytes, 6 KB apart, inside the (B, n, 3 d_model) projection: with 4 KB pages nearly
+// every row is a page of its own, and the page walks were a good part of packing K^T and V^T
+// and of writing dQ, dK, dV out (timed with rdtsc at n = 1024: 23% and 40% of their cycles).
+// In alternating processes (B 8, n 1024, 2 threads) the M=4096 N=1536 K=512 sgemm ran 6%
+// faster, the naive attention layer 8%, the fused one and the LSTM 4%. Without THP, or off
+// Linux, it is only an alignment; a block wastes under 2 MiB, and under half of itself.
+namespace {
+
+constexpr size_t HUGE_PAGE = 2 << 20;
+
+void* system_alloc(size_t rounded) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (rounded >= HUGE_PAGE) {
+        const size_t whole = (rounded + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+        void* p = std::aligned_alloc(HUGE_PAGE, whole);
+        if (p) madvise(p, whole, MADV_HUGEPAGE);  // a hint: if it fails, nothing else changes
+        return p;
+    }
+#endif
+    return std::aligned_alloc(64, rounded);
+}
+
+}  // namespace
 
 // ---- the cache of large freed blocks --------------------------------------------------------
 constexpr size_t CACHE_MIN_BLOCK = 1 << 20;  // smaller blocks go straight back to malloc
@@ -73,10 +104,10 @@ void* allocate(size_t bytes, bool zero) {
         }
     }
     if (!p) {
-        p = std::aligned_alloc(64, rounded);
+        p = system_alloc(rounded);
         if (!p) {  // give the cache back and try once more
             empty_cache();
-            p = std::aligned_alloc(64, rounded);
+            p = system_alloc(rounded);
         }
         if (!p) throw std::bad_alloc();
     }
