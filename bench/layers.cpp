@@ -29,21 +29,72 @@ void fill_uniform(mem::Buffer<float>& buf, float bound, torch_rng::Generator& rn
     rng.uniform_(buf.data(), buf.size(), -bound, bound);
 }
 
-struct Cell {
-    double ms, peak_mb, predicted_mb;
+// The yardstick: sgemm on the layer's biggest product shape at n = 512, (B*512, d_model) x
+// (d_model, 3 d_model), on buffers held for the whole run and taken from the same allocator as
+// the layers' own (so on the same kind of pages).
+struct Yardstick {
+    int M, N, K;
+    mem::Buffer<float> A, W, C;
+    Yardstick(int M_, int N_, int K_, torch_rng::Generator& rng)
+        : M(M_), N(N_), K(K_), A((size_t)M_ * K_), W((size_t)N_ * K_), C((size_t)M_ * N_) {
+        fill_uniform(A, 1, rng), fill_uniform(W, 1, rng);
+        call_s();  // the first call's page faults
+    }
+    size_t bytes() const { return (A.size() + W.size() + C.size()) * sizeof(float); }
+    double flops() const { return 2.0 * M * N * K; }
+    double call_s() {  // one call, in seconds
+        const double t0 = now_s();
+        sgemm(false, true, M, N, K, 1, A.data(), K, W.data(), K, 0, C.data(), N);
+        return now_s() - t0;
+    }
+    double mean_call_s(int calls) {
+        double total = 0;
+        for (int c = 0; c < calls; c++) total += call_s();
+        return total / calls;
+    }
 };
 
-// 1 warm-up, then the mean of `repeat` timed runs; peak memory of the last run.
-Cell measure(const std::function<void()>& step, int repeat, double predicted) {
+// Yardstick calls on each side of a timed step. The machine is shared and its speed drifts
+// within seconds (this sgemm ran at 174-211 GFLOP/s over one minute here): with the rate taken
+// once before a cell and set against steps seconds later, ten runs of the fused layer at
+// n = 1024 gave ratios from 0.97x to 1.44x (standard deviation 0.117); with the rate taken on
+// both sides of every step, 0.034.
+constexpr int RATE_CALLS = 3;
+
+struct Cell {
+    double ms;       // the mean of the timed steps
+    double peak_mb;  // the last step's peak, less the yardstick's buffers
+    double predicted_mb;
+    double gflops;   // the median over the steps of the rate around each
+    double flop_ms;  // the cell's FLOPs at that rate
+    double ratio;    // the median over the steps of (step time) / (FLOP time at its rate)
+};
+
+// 1 warm-up, then `repeat` timed steps, each between two batches of RATE_CALLS yardstick calls
+// (the batch after one step is the batch before the next) and set against the rate of the
+// mean call time of its two batches.
+Cell measure(const std::function<void()>& step, int repeat, double predicted, double flops,
+             Yardstick& yardstick) {
     step();
-    double total = 0;
+    double before = yardstick.mean_call_s(RATE_CALLS);
+    double total = 0, peak = 0;
+    std::vector<double> gflops, ratio;
     for (int r = 0; r < repeat; r++) {
         mem::reset_peak();
         const double t0 = now_s();
         step();
-        total += now_s() - t0;
+        const double t = now_s() - t0;
+        peak = (double)(mem::peak_bytes() - yardstick.bytes());
+        const double after = yardstick.mean_call_s(RATE_CALLS);
+        const double rate = yardstick.flops() / ((before + after) / 2);  // FLOP/s
+        total += t;
+        gflops.push_back(rate * 1e-9);
+        ratio.push_back(t / (flops / rate));
+        before = after;
     }
-    return {total / repeat * 1e3, mem::peak_bytes() / 1e6, predicted / 1e6};
+    const double median_gflops = bench::median(gflops);
+    return {total / repeat * 1e3, peak / 1e6, predicted / 1e6, median_gflops,
+            flops / (median_gflops * 1e9) * 1e3, bench::median(ratio)};
 }
 
 }  // namespace
@@ -70,33 +121,19 @@ int main(int argc, char** argv) {
         if (n < 1) cli.fail("--seq-lens must be positive");
 
     torch_rng::Generator rng(0);
-    // The sgemm rate on the layer's biggest product shape at n = 512, measured again right
-    // before every cell: the machine is shared and its speed drifts over a run.
-    const int rate_M = batch * 512, rate_N = 3 * d_model, rate_K = d_model;
-    const auto gemm_gflops_now = [&] {  // its buffers are gone before the cell's peak is taken
-        mem::Buffer<float> A((size_t)rate_M * rate_K), W((size_t)rate_N * rate_K),
-            C((size_t)rate_M * rate_N);
-        fill_uniform(A, 1, rng), fill_uniform(W, 1, rng);
-        Cell c = measure([&] { sgemm(false, true, rate_M, rate_N, rate_K, 1, A.data(), rate_K,
-                                     W.data(), rate_K, 0, C.data(), rate_N); },
-                         5, 0);
-        return 2.0 * rate_M * rate_N * rate_K / (c.ms * 1e-3) * 1e-9;
-    };
+    Yardstick yardstick(batch * 512, 3 * d_model, d_model, rng);
     std::printf("batch = %d, d_model = %d, heads = %d; forward+backward; each cell the median of "
                 "%d runs, a run the mean of %d after 1 warm-up\n",
                 batch, d_model, heads, runs, repeat);
-    std::printf("FLOP ms: the cell's FLOPs at the sgemm rate measured just before it "
-                "(M=%d N=%d K=%d); ratio: the median of the runs' ms / FLOP ms\n",
-                rate_M, rate_N, rate_K);
+    std::printf("GFLOP/s: sgemm M=%d N=%d K=%d, %d calls before and after every timed step; "
+                "FLOP ms: the cell's FLOPs at that rate; ratio: a step's ms over its FLOP ms at "
+                "the rate around it, the median of a run's steps, then of the runs\n",
+                yardstick.M, yardstick.N, yardstick.K, RATE_CALLS);
 
     // The table is measured `runs` times over (rounds over every cell, so a drift of the machine
     // touches every cell alike); each cell shows the median of its rounds.
-    struct Round {
-        Cell cell;
-        double gemm_gflops, flop_ms;
-    };
     const Method methods[] = {Method::naive, Method::fused, Method::lstm};
-    std::vector<std::vector<Round>> rounds(seq_lens.size() * 3);  // (n, method) -> one per run
+    std::vector<std::vector<Cell>> rounds(seq_lens.size() * 3);  // (n, method) -> one per run
     const bool tty = isatty(STDERR_FILENO);
     for (int run = 0; run < runs; run++) {
         for (size_t i = 0; i < seq_lens.size(); i++) {
@@ -108,37 +145,37 @@ int main(int argc, char** argv) {
             fill_uniform(x, 1, rng), fill_uniform(dy, 1, rng);
             for (int k = 0; k < 3; k++) {
                 const Method m = methods[k];
-                const double gemm_gflops = gemm_gflops_now();
                 Cell c;
-                double flops = 0;
                 if (m != Method::lstm) {
                     const bool fused = m == Method::fused;
                     AttentionLayer layer(d_model, heads, fused);
                     const float bound = 1.0f / std::sqrt((float)d_model);  // nn.Linear's init
                     fill_uniform(layer.W_qkv, bound, rng), fill_uniform(layer.W_o, bound, rng);
+                    // projections 8 B n D^2 forward, twice that backward; attention 4 B n^2 D
+                    // forward, twice that backward
+                    const double flops = 24.0 * batch * n * d_model * d_model +
+                                         12.0 * batch * (double)n * n * d_model;
                     c = measure(
                         [&] {
                             { mem::Buffer<float> y = layer.forward(x.data(), batch, n); }
                             mem::Buffer<float> dx = layer.backward(dy.data());
                         },
                         repeat,
-                        AttentionLayer::predicted_peak_bytes(fused, batch, n, d_model, heads));
-                    // projections 8 B n D^2 forward, twice that backward; attention 4 B n^2 D
-                    // forward, twice that backward
-                    flops = 24.0 * batch * n * d_model * d_model +
-                            12.0 * batch * (double)n * n * d_model;
+                        AttentionLayer::predicted_peak_bytes(fused, batch, n, d_model, heads),
+                        flops, yardstick);
                 } else {
                     LstmLayer layer(d_model);
                     const float bound = 1.0f / std::sqrt((float)d_model);
                     fill_uniform(layer.W_ih, bound, rng), fill_uniform(layer.W_hh, bound, rng),
                         fill_uniform(layer.b, bound, rng);
+                    // input and recurrent products and their backward: 3 x 2 GEMMs of 8 n B d^2
+                    const double flops = 3.0 * 2 * 8.0 * n * batch * (double)d_model * d_model;
                     c = measure([&] { layer.forward(x.data(), n, batch);
                                       mem::Buffer<float> dx = layer.backward(dy.data()); },
-                                repeat, LstmLayer::predicted_peak_bytes(batch, n, d_model));
-                    // input and recurrent products and their backward: 3 x 2 GEMMs of 8 n B d^2
-                    flops = 3.0 * 2 * 8.0 * n * batch * (double)d_model * d_model;
+                                repeat, LstmLayer::predicted_peak_bytes(batch, n, d_model), flops,
+                                yardstick);
                 }
-                rounds[i * 3 + k].push_back({c, gemm_gflops, flops / (gemm_gflops * 1e9) * 1e3});
+                rounds[i * 3 + k].push_back(c);
             }
         }
     }
@@ -151,14 +188,13 @@ int main(int argc, char** argv) {
             const Method m = methods[k];
             const char* name = m == Method::naive ? "naive" : m == Method::fused ? "fused" : "LSTM";
             std::vector<double> ms, peak, gflops, flop_ms, ratio;
-            for (const Round& r : rounds[i * 3 + k]) {
-                ms.push_back(r.cell.ms), peak.push_back(r.cell.peak_mb);
-                gflops.push_back(r.gemm_gflops), flop_ms.push_back(r.flop_ms);
-                ratio.push_back(r.cell.ms / r.flop_ms);
+            for (const Cell& c : rounds[i * 3 + k]) {
+                ms.push_back(c.ms), peak.push_back(c.peak_mb), gflops.push_back(c.gflops);
+                flop_ms.push_back(c.flop_ms), ratio.push_back(c.ratio);
             }
             std::printf("%6d | %-8s | %9.1f | %9.1f %9.1f | %7.1f %9.1f %5.2fx\n", seq_lens[i],
                         name, bench::median(ms), bench::median(peak),
-                        rounds[i * 3 + k][0].cell.predicted_mb, bench::median(gflops),
+                        rounds[i * 3 + k][0].predicted_mb, bench::median(gflops),
                         bench::median(flop_ms), bench::median(ratio));
         }
     return 0;
