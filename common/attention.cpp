@@ -88,14 +88,15 @@ inline float row_max(const float* s, int n, float m) {
 // p[j] = exp_fast(s[j] - m) for j < n (p may be s); returns their sum, added up as GCC 12 adds up
 // `#pragma omp simd reduction(+ : sum)` over that loop (16 lane sums over the whole vectors,
 // the last n % 16 added one by one into lane 0, then the lanes one by one from 0), so p and the
-// sum are bit for bit what that loop gives. With AVX-512 the exps go through exp_fast16.
+// sum are bit for bit what that loop gives. With AVX-512 the exps go through
+// exp_fast16_unclamped, exp_fast16 bit for bit since m >= s[j], so s[j] - m <= 0.
 inline float exp_shifted_sum(const float* s, float* p, int n, float m) {
 #if defined(__AVX512F__)
     const int n16 = n / 16 * 16;
     const __m512 vm = _mm512_set1_ps(m);
     __m512 lanes = _mm512_setzero_ps();
     for (int j = 0; j < n16; j += 16) {
-        const __m512 e = exp_fast16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+        const __m512 e = exp_fast16_unclamped(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
         _mm512_storeu_ps(p + j, e);
         lanes = _mm512_add_ps(lanes, e);
     }
@@ -119,13 +120,15 @@ inline float exp_shifted_sum(const float* s, float* p, int n, float m) {
 #endif
 }
 
-// p[j] = exp_fast(p[j] - m) for j < n, with AVX-512 16 at a time through exp_fast16.
+// p[j] = exp_fast(p[j] - m) for j < n, where m >= p[j] (the backward's m is the row's
+// logsumexp), with AVX-512 16 at a time through exp_fast16_unclamped.
 inline void exp_shifted(float* p, int n, float m) {
     int j = 0;
 #if defined(__AVX512F__)
     const __m512 vm = _mm512_set1_ps(m);
     for (; j + 16 <= n; j += 16)
-        _mm512_storeu_ps(p + j, exp_fast16(_mm512_sub_ps(_mm512_loadu_ps(p + j), vm)));
+        _mm512_storeu_ps(p + j,
+                         exp_fast16_unclamped(_mm512_sub_ps(_mm512_loadu_ps(p + j), vm)));
 #endif
 #pragma omp simd
     for (int k = j; k < n; k++) p[k] = exp_fast(p[k] - m);
