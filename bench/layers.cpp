@@ -47,14 +47,17 @@ struct Yardstick {
         sgemm(false, true, M, N, K, 1, A.data(), K, W.data(), K, 0, C.data(), N);
         return now_s() - t0;
     }
+    // After a step has had the caches, one call untimed (the first ran 1-2% slower), then the
+    // mean of `calls` calls.
     double mean_call_s(int calls) {
+        call_s();
         double total = 0;
         for (int c = 0; c < calls; c++) total += call_s();
         return total / calls;
     }
 };
 
-// Yardstick calls on each side of a timed step. The machine is shared and its speed drifts
+// Timed yardstick calls on each side of a timed step. The machine is shared and its speed drifts
 // within seconds (this sgemm ran at 174-211 GFLOP/s over one minute here): with the rate taken
 // once before a cell and set against steps seconds later, ten runs of the fused layer at
 // n = 1024 gave ratios from 0.97x to 1.44x (standard deviation 0.117); with the rate taken on
