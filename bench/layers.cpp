@@ -128,9 +128,10 @@ int main(int argc, char** argv) {
     std::printf("batch = %d, d_model = %d, heads = %d; forward+backward; each cell the median of "
                 "%d runs, a run the mean of %d after 1 warm-up\n",
                 batch, d_model, heads, runs, repeat);
-    std::printf("GFLOP/s: sgemm M=%d N=%d K=%d, %d calls before and after every timed step; "
-                "FLOP ms: the cell's FLOPs at that rate; ratio: a step's ms over its FLOP ms at "
-                "the rate around it, the median of a run's steps, then of the runs\n",
+    std::printf("GFLOP/s: sgemm M=%d N=%d K=%d, %d calls (after 1 untimed) before and after "
+                "every timed step; FLOP ms: the cell's FLOPs at that rate; ratio: a step's ms "
+                "over its FLOP ms at the rate around it, the median of a run's steps, then of the "
+                "runs\n",
                 yardstick.M, yardstick.N, yardstick.K, RATE_CALLS);
 
     // The table is measured `runs` times over (rounds over every cell, so a drift of the machine
