@@ -39,8 +39,13 @@ template <class F> double block_seconds(F&& f, int calls) {
     return (seconds_now() - t0) / calls;
 }
 
-// OpenBLAS alone, rerun in a child with OPENBLAS_CORETYPE=core: GFLOP/s per (size, A@B^T?),
-// read from the child's "gflops N TB G" lines. Empty where the child failed.
+// OpenBLAS alone in a child process (with OPENBLAS_CORETYPE=core, unless core is empty):
+// GFLOP/s per (size, A@B^T?), read from the child's "gflops N TB G" lines. Empty where the child
+// failed. Each library runs where the other's threads are not: after a call, both spin for a
+// while before they sleep (our OpenMP threads a few ms, OpenBLAS's 0.1 s), and in one process,
+// their calls in turn on the two cores here, each took the other's cycles: OpenBLAS ran 107-155
+// GFLOP/s at 512 and 1024, and 154-179 when our threads had slept first, which made our ratio
+// 1.2-1.6x where it was about 1.0x; ours, after OpenBLAS's calls, fell as low as 8 GFLOP/s.
 std::map<std::pair<int, int>, double> rerun_openblas(const std::string& core,
                                                      const std::vector<int>& sizes, int repeat,
                                                      std::string& child_core) {
@@ -49,7 +54,7 @@ std::map<std::pair<int, int>, double> rerun_openblas(const std::string& core,
     const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0) return out;
     self[len] = 0;
-    std::string cmd = "OPENBLAS_CORETYPE=" + core + " '" + self +
+    std::string cmd = (core.empty() ? "" : "OPENBLAS_CORETYPE=" + core + " ") + "'" + self +
                       "' --openblas-only --runs 1 --repeat " + std::to_string(repeat) +
                       " --sizes ";
     for (size_t i = 0; i < sizes.size(); i++) cmd += (i ? "," : "") + std::to_string(sizes[i]);
@@ -103,13 +108,14 @@ int main(int argc, char** argv) {
     if (openblas_only && !blas.sgemm) cli.fail("--openblas-only: libopenblas.so.0 not found");
     const std::string rerun = blas.sgemm ? openblas::rerun_core(blas.core, best) : "";
     std::string rerun_reported;
-    bool rerun_failed = false;
+    bool rerun_failed = false, alone_failed = false;
 
     if (openblas_only) {
         std::printf("core %s\n", blas.core.c_str());
     } else {
         std::printf("sgemm, row-major, %d thread(s); each cell the median of %d runs, a run the "
-                    "best of %d\n", omp_get_max_threads(), runs, repeat);
+                    "best of %d%s\n", omp_get_max_threads(), runs, repeat,
+                    blas.sgemm ? "; OpenBLAS alone in a child process, then ours" : "");
         if (blas.sgemm)
             std::printf("yardstick: %s; core %s (this CPU's best: %s)\n", blas.config.c_str(),
                         blas.core.c_str(), openblas::list(best.cores).c_str());
@@ -117,7 +123,8 @@ int main(int argc, char** argv) {
 
     // The table is measured `runs` times over (rounds over every cell, so a drift of the machine
     // touches every cell alike) and each cell shows its median: GFLOP/s, and the median of the
-    // rounds' ratios (each round's two libraries ran side by side).
+    // rounds' ratios (each round runs OpenBLAS alone in a child process, then ours, seconds
+    // apart; see rerun_openblas for why not in turn in one process).
     struct Cell {
         double ours = 0, theirs = 0, rerun = 0;  // GFLOP/s; rerun 0 where there was none
     };
@@ -128,7 +135,12 @@ int main(int argc, char** argv) {
     for (int round = 0; round < runs; round++) {
         if (tty && !openblas_only)
             std::fprintf(stderr, "\rbench-gemm: run %d of %d ", round + 1, runs);
-        std::map<std::pair<int, int>, double> rerun_gflops;
+        std::map<std::pair<int, int>, double> theirs_gflops, rerun_gflops;
+        if (blas.sgemm && !openblas_only) {
+            std::string core;
+            theirs_gflops = rerun_openblas("", sizes, repeat, core);
+            if (theirs_gflops.empty()) alone_failed = true;
+        }
         if (rerun != "" && !openblas_only)
             rerun_gflops = rerun_openblas(rerun, sizes, repeat, rerun_reported);
         if (rerun != "" && !openblas_only && rerun_gflops.empty()) rerun_failed = true;
@@ -157,16 +169,12 @@ int main(int argc, char** argv) {
                     continue;
                 }
                 const int calls = std::max(1, (int)(0.05 / block_seconds(ours, 1)));  // + warm-up
-                if (blas.sgemm) block_seconds(theirs, 1);
-                double best_ours = 1e30, best_theirs = 1e30;
-                for (int r = 0; r < repeat; r++) {
+                double best_ours = 1e30;
+                for (int r = 0; r < repeat; r++)
                     best_ours = std::min(best_ours, block_seconds(ours, calls));
-                    if (blas.sgemm)
-                        best_theirs = std::min(best_theirs, block_seconds(theirs, calls));
-                }
                 Cell c;
                 c.ours = flops / best_ours * 1e-9;
-                if (blas.sgemm) c.theirs = flops / best_theirs * 1e-9;
+                if (theirs_gflops.count({n, variant})) c.theirs = theirs_gflops[{n, variant}];
                 if (rerun_gflops.count({n, variant})) c.rerun = rerun_gflops[{n, variant}];
                 cells[{n, variant}].push_back(c);
             }
@@ -175,6 +183,9 @@ int main(int argc, char** argv) {
     if (tty && !openblas_only) std::fprintf(stderr, "\r\033[K");
     if (openblas_only) return 0;
 
+    if (alone_failed)
+        std::printf("  OpenBLAS's child process failed in a run: its cells there have no "
+                    "OpenBLAS figure and no ratio\n");
     if (rerun != "" && rerun_failed)
         std::printf("  the rerun with OPENBLAS_CORETYPE=%s failed in a run: the ratio is against "
                     "%s alone there\n", rerun.c_str(), blas.core.c_str());
@@ -199,7 +210,8 @@ int main(int argc, char** argv) {
             std::vector<double> ours, theirs, reruns, ratios;
             for (const Cell& c : rounds) {
                 ours.push_back(c.ours), theirs.push_back(c.theirs), reruns.push_back(c.rerun);
-                ratios.push_back(c.ours / std::max(c.theirs, c.rerun));
+                if (std::max(c.theirs, c.rerun) > 0)
+                    ratios.push_back(c.ours / std::max(c.theirs, c.rerun));
             }
             const char* op = variant ? "A@B^T" : "A@B";
             if (!blas.sgemm)
