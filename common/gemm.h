@@ -96,9 +96,8 @@ inline float exp_fast(float x) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-inline __m512 exp_fast16(__m512 x) {
-    const __m512 xc = _mm512_min_ps(_mm512_set1_ps(88.0f),  // max/min keep a NaN x as NaN
-                                    _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
+// The steps of exp_fast16 and exp_fast16_unclamped below: e^xc from xc, zeroed where x < -87.
+inline __m512 exp_fast16_steps(__m512 xc, __m512 x) {
     const __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f),
                                      _mm512_set1_ps(12582912.0f));
     const __m512 nf = _mm512_sub_ps(t, _mm512_set1_ps(12582912.0f));
@@ -115,26 +114,17 @@ inline __m512 exp_fast16(__m512 x) {
     return _mm512_maskz_scalef_ps(kept, p, nf);  // x < -87: 0
 }
 
+inline __m512 exp_fast16(__m512 x) {
+    const __m512 xc = _mm512_min_ps(_mm512_set1_ps(88.0f),  // max/min keep a NaN x as NaN
+                                    _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
+    return exp_fast16_steps(xc, x);
+}
+
 // exp_fast16 without the two clamps, for x <= 88: the softmax's x = s - max(s) <= 0. There it
 // is exp_fast16 bit for bit: between -87 and 88 the clamps change nothing, and below -87 (-inf
 // included, where r and p turn NaN) the mask still gives 0. 12% faster through the softmax's
 // loop; above 88 it would not saturate as exp_fast does.
-inline __m512 exp_fast16_unclamped(__m512 x) {
-    const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f),
-                                     _mm512_set1_ps(12582912.0f));
-    const __m512 nf = _mm512_sub_ps(t, _mm512_set1_ps(12582912.0f));
-    __m512 r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fmadd_ps(nf, _mm512_set1_ps(2.12194440e-4f), r);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r,
-                               _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-    const __mmask16 kept = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_US);
-    return _mm512_maskz_scalef_ps(kept, p, nf);  // x < -87: 0
-}
+inline __m512 exp_fast16_unclamped(__m512 x) { return exp_fast16_steps(x, x); }
 #if !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
