@@ -46,7 +46,7 @@ template <class F> double block_seconds(F&& f, int calls) {
 // their calls in turn on the two cores here, each took the other's cycles: OpenBLAS ran 107-155
 // GFLOP/s at 512 and 1024, and 154-179 when our threads had slept first, which made our ratio
 // 1.2-1.6x where it was about 1.0x; ours, after OpenBLAS's calls, fell as low as 8 GFLOP/s.
-std::map<std::pair<int, int>, double> rerun_openblas(const std::string& core,
+std::map<std::pair<int, int>, double> openblas_in_child(const std::string& core,
                                                      const std::vector<int>& sizes, int repeat,
                                                      std::string& child_core) {
     std::map<std::pair<int, int>, double> out;
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
     // The table is measured `runs` times over (rounds over every cell, so a drift of the machine
     // touches every cell alike) and each cell shows its median: GFLOP/s, and the median of the
     // rounds' ratios (each round runs OpenBLAS alone in a child process, then ours, seconds
-    // apart; see rerun_openblas for why not in turn in one process).
+    // apart; see openblas_in_child for why not in turn in one process).
     struct Cell {
         double ours = 0, theirs = 0, rerun = 0;  // GFLOP/s; rerun 0 where there was none
     };
@@ -138,11 +138,11 @@ int main(int argc, char** argv) {
         std::map<std::pair<int, int>, double> theirs_gflops, rerun_gflops;
         if (blas.sgemm && !openblas_only) {
             std::string core;
-            theirs_gflops = rerun_openblas("", sizes, repeat, core);
+            theirs_gflops = openblas_in_child("", sizes, repeat, core);
             if (theirs_gflops.empty()) alone_failed = true;
         }
         if (rerun != "" && !openblas_only)
-            rerun_gflops = rerun_openblas(rerun, sizes, repeat, rerun_reported);
+            rerun_gflops = openblas_in_child(rerun, sizes, repeat, rerun_reported);
         if (rerun != "" && !openblas_only && rerun_gflops.empty()) rerun_failed = true;
         for (int n : sizes) {
             mem::Buffer<float> A((size_t)n * n), B((size_t)n * n), C((size_t)n * n);  // (n, n)

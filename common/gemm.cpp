@@ -281,27 +281,12 @@ bool transpose_pack_b(const float* src, long ld, int n, int kc, float* dst) {
 #endif
 }
 
-// One MR-tall micro-panel of op(A): rows i0..i0+m, shared index p0..p0+kc -> dst (kc, MR),
-// zero-padded below m rows.
-void pack_a_panel(const float* A, int lda, bool trans_a, int i0, int m, int p0, int kc,
-                  float* dst) {
-    if (trans_a) {  // A is (K, M): a row of the panel is contiguous
-#if defined(__AVX512F__)
-        static_assert(MR <= 16, "a row of the panel is one masked vector");
-        const __mmask16 mask = (__mmask16)((1u << m) - 1);
-        for (int k = 0; k < kc; k++)  // m floats in, MR out (zeros past m)
-            _mm512_mask_storeu_ps(dst + k * MR, (__mmask16)((1u << MR) - 1),
-                                  _mm512_maskz_loadu_ps(mask, A + (long)(p0 + k) * lda + i0));
-        return;
-#endif
-        for (int k = 0; k < kc; k++) {
-            const float* src = A + (long)(p0 + k) * lda + i0;
-            for (int r = 0; r < m; r++) dst[k * MR + r] = src[r];
-            for (int r = m; r < MR; r++) dst[k * MR + r] = 0.0f;
-        }
-    } else if (transpose_pack(A + (long)i0 * lda + p0, lda, m, kc, dst, MR, MR)) {
-        // A is (M, K): done 16 k at a time in registers (transpose_pack)
-    } else {  // A is (M, K): walk each source row once
+// One MR-tall micro-panel of a row-major op(A) = A (M, K): rows i0..i0+m, shared index
+// p0..p0+kc -> dst (kc, MR), zero-padded below m rows. (A transposed A: pack_a_block_trans.)
+void pack_a_panel(const float* A, int lda, int i0, int m, int p0, int kc, float* dst) {
+    if (transpose_pack(A + (long)i0 * lda + p0, lda, m, kc, dst, MR, MR)) {
+        // done 16 k at a time in registers (transpose_pack)
+    } else {  // walk each source row once
         for (int r = 0; r < MR; r++) {
             if (r < m) {
                 const float* src = A + (long)(i0 + r) * lda + p0;
@@ -314,14 +299,15 @@ void pack_a_panel(const float* A, int lda, bool trans_a, int i0, int m, int p0, 
 }
 
 // The row panels of a block of a transposed op(A) (A is (K, M), so op(A)'s row i is A's column
-// i): rows i0..i0+rows, shared index p0..p0+kc -> panel q at dst + q * kc * MR, each what
-// pack_a_panel writes, in another order. Panel by panel, every k step reads a new row of A, lda
-// apart; where lda is a multiple of 1024 floats those rows all fall in one L1 set, and each of
-// a block's 12 panels read them again after they had gone: 10.9 cycles a panel row at
-// lda = 1024 (P^T dO in the naive backward, where this packing took 32% of the product), 5.3
-// at 512 and 1536. KG rows at a time across all the panels, their lines stay in L1: 2.7-3.2
-// cycles at every lda. Only the order of the copies differs: the panels are the same floats.
+// i): rows i0..i0+rows, shared index p0..p0+kc -> panel q (kc, MR) at dst + q * kc * MR,
+// zero-padded below the last row. A panel row is a contiguous stretch of a row of A. Packed
+// panel by panel, every k step read a new row of A, lda apart; where lda is a multiple of 1024
+// floats those rows all fall in one L1 set, and each of a block's 12 panels read them again
+// after they had gone: 10.9 cycles a panel row at lda = 1024 (P^T dO in the naive backward,
+// where this packing took 32% of the product), 5.3 at 512 and 1536. KG rows at a time across
+// all the panels, their lines stay in L1: 2.7-3.2 cycles at every lda.
 void pack_a_block_trans(const float* A, int lda, int i0, int rows, int p0, int kc, float* dst) {
+    static_assert(MR <= 16, "a row of a panel is one masked vector");
     constexpr int KG = 8;
     const int panels = ceil_div(rows, MR);
     for (int k0 = 0; k0 < kc; k0 += KG) {
@@ -346,6 +332,16 @@ void pack_a_block_trans(const float* A, int lda, int i0, int rows, int p0, int k
             }
         }
     }
+}
+
+// The row panels of op(A)'s rows i0..i0+rows, shared index p0..p0+kc -> panel q at
+// dst + q * kc * MR.
+void pack_a_block(const float* A, int lda, bool trans_a, int i0, int rows, int p0, int kc,
+                  float* dst) {
+    if (trans_a) return pack_a_block_trans(A, lda, i0, rows, p0, kc, dst);
+    for (int q = 0; q * MR < rows; q++)
+        pack_a_panel(A, lda, i0 + q * MR, std::min(MR, rows - q * MR), p0, kc,
+                     dst + (long)q * kc * MR);
 }
 
 // One NR-wide micro-panel of op(B): shared index p0..p0+kc, columns j0..j0+n -> dst (kc, NR),
@@ -460,12 +456,9 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
 
                 for (int ib = r0; ib < r1; ib += MC / MR) {  // an L2 block of row panels
                     const int ie = std::min(r1, ib + MC / MR);
-                    if (trans_a)  // (direct_a is never trans_a)
-                        pack_a_block_trans(A, lda, ib * MR, std::min(ie * MR, M) - ib * MR, pc, kc,
-                                           Ap);
-                    for (int ir = ib; ir < ie && !direct_a && !trans_a; ir++)
-                        pack_a_panel(A, lda, trans_a, ir * MR, std::min(MR, M - ir * MR), pc, kc,
-                                     Ap + (long)(ir - ib) * kc * MR);
+                    if (!direct_a)
+                        pack_a_block(A, lda, trans_a, ib * MR, std::min(ie * MR, M) - ib * MR, pc,
+                                     kc, Ap);
                     for (int jr = c0; jr < c1; jr++) {
                         const int j = jc + jr * NR;
                         const int n = std::min(NR, N - j);
@@ -501,9 +494,7 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
     mem::Buffer<float> Ap((size_t)row_panels * MR * K, mem::uninit);
     for (int pc = 0; pc < K; pc += KC) {
         const int kc = std::min(KC, K - pc);
-        for (int ir = 0; ir < row_panels; ir++)
-            pack_a_panel(A, lda, trans_a, ir * MR, std::min(MR, M - ir * MR), pc, kc,
-                         Ap.data() + (long)row_panels * MR * pc + (long)ir * kc * MR);
+        pack_a_block(A, lda, trans_a, 0, M, pc, kc, Ap.data() + (long)row_panels * MR * pc);
     }
     nt = std::min(nt, col_panels);
     // A packed copy of the ragged edge, one per thread.
