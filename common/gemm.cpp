@@ -120,10 +120,12 @@ struct Scale {
 // with DirectA an m x kc block of A read in place: element (i, k) at a[i * a_rs + k * a_ks]
 // (a_rs = lda, a_ks = 1 for a row-major A; a_rs = 1, a_ks = lda for a transposed one); and b is
 // kc rows of NR floats, b_stride apart (NR when packed, ldb when read in place).
+// With PrefetchNext, C_next is the C tile the caller's next call writes (or nullptr): its lines
+// are asked for while this call's FMAs run (below); without, C_next is not used.
 // m <= MR is a template argument so a short edge tile does no wasted work.
-template <int m, bool DirectA>
+template <int m, bool DirectA, bool PrefetchNext>
 void micro_kernel(int kc, const float* a, long a_rs, long a_ks, const float* b, long b_stride,
-                  float* C, long ldc, int n, const Scale& scale) {
+                  float* C, long ldc, const float* C_next, int n, const Scale& scale) {
     using V = Simd::V;
     constexpr int NV = Simd::NV, W = Simd::W;
     V acc[m][NV];  // the C tile, held in registers
@@ -132,12 +134,31 @@ void micro_kernel(int kc, const float* a, long a_rs, long a_ks, const float* b, 
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) acc[i][v] = Simd::zero();
 
-    // The C tile is written at the end: ask for its cache lines now, while the FMAs run.
-    for (int i = 0; i < m; i++) {
-        __builtin_prefetch(C + i * ldc, 1);
-        __builtin_prefetch(C + i * ldc + NR - 1, 1);
+    // Without PrefetchNext (C a tile in L1 or L2, as in attention's tile products): the C tile
+    // is written at the end, so its cache lines are asked for now, while the FMAs run.
+    // With it (sgemm_packed, whose C may be far bigger than L2: a 2048 x 2048 product is 16 MB,
+    // read and written once per KC slice, its lines coming from L3): the next call's C tile
+    // (MR rows, both ends of each: 2 MR lines where a row is 128 bytes), one line every
+    // pf_every k steps. Asked for all at once at the start of the call that writes them, they
+    // kept the FMAs waiting: one thread's 2048 product ran at 59-60 flops a TSC cycle, 65-66.5
+    // with the next tile's lines spread over the call before (Xeon, 2 MB L2; the kernel on
+    // cached operands: 74). Attention's tile products ran slower with it.
+    if constexpr (!PrefetchNext) {
+        for (int i = 0; i < m; i++) {
+            __builtin_prefetch(C + i * ldc, 1);
+            __builtin_prefetch(C + i * ldc + NR - 1, 1);
+        }
     }
+    const int pf_lines = PrefetchNext && C_next ? 2 * MR : 0;
+    const int pf_every = std::max(1, kc / std::max(1, pf_lines));
+    int pf = 0, pf_k = 0;  // lines asked for so far, and the k of the next one
     for (int k = 0; k < kc; k++) {
+        if constexpr (PrefetchNext) {
+            if (pf < pf_lines && k == pf_k) {
+                __builtin_prefetch(C_next + (pf >> 1) * ldc + (pf & 1) * (NR - 1), 1);
+                pf++, pf_k += pf_every;
+            }
+        }
         V bv[NV];  // one row of the B panel
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) bv[v] = Simd::load(b + v * W);
@@ -184,16 +205,18 @@ void micro_kernel(int kc, const float* a, long a_rs, long a_ks, const float* b, 
     }
 }
 
-using Kernel = void (*)(int, const float*, long, long, const float*, long, float*, long, int,
-                        const Scale&);
+using Kernel = void (*)(int, const float*, long, long, const float*, long, float*, long,
+                        const float*, int, const Scale&);
 
-template <bool DirectA, int... I>
+template <bool DirectA, bool PrefetchNext, int... I>
 constexpr auto make_kernels(std::integer_sequence<int, I...>) {
-    return std::array<Kernel, sizeof...(I)>{&micro_kernel<I + 1, DirectA>...};
+    return std::array<Kernel, sizeof...(I)>{&micro_kernel<I + 1, DirectA, PrefetchNext>...};
 }
-// KERNELS[m - 1] handles a tile of m rows of packed A; KERNELS_DIRECT_A of A in place.
-constexpr auto KERNELS = make_kernels<false>(std::make_integer_sequence<int, MR>{});
-constexpr auto KERNELS_DIRECT_A = make_kernels<true>(std::make_integer_sequence<int, MR>{});
+// KERNELS[m - 1] handles a tile of m rows of packed A; KERNELS_DIRECT_A of A in place;
+// KERNELS_NEXT of packed A, asking for the next call's C tile as it goes.
+constexpr auto KERNELS = make_kernels<false, false>(std::make_integer_sequence<int, MR>{});
+constexpr auto KERNELS_DIRECT_A = make_kernels<true, false>(std::make_integer_sequence<int, MR>{});
+constexpr auto KERNELS_NEXT = make_kernels<false, true>(std::make_integer_sequence<int, MR>{});
 
 // Element (i, k) of op(A) and (k, j) of op(B).
 inline float at_a(const float* A, int lda, bool trans_a, int i, int k) {
@@ -466,14 +489,19 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
                         for (int ir = ib; ir < ie; ir++) {
                             const int i = ir * MR;
                             const int m = std::min(MR, M - i);
-                            if (direct_a)  // op(A)[i, pc] where it lies
+                            // next: the tile below, or the top of the next panel's column
+                            const float* C_next = ir + 1 < ie  ? C + (long)(i + MR) * ldc + j
+                                                  : jr + 1 < c1 ? C + (long)ib * MR * ldc + j + NR
+                                                                : nullptr;
+                            if (direct_a)  // op(A)[i, pc] where it lies (C at most 4 NR wide)
                                 KERNELS_DIRECT_A[m - 1](
                                     kc, trans_a ? A + (long)pc * lda + i : A + (long)i * lda + pc,
                                     trans_a ? 1 : lda, trans_a ? lda : 1, b, NR,
-                                    C + (long)i * ldc + j, ldc, n, scale);
+                                    C + (long)i * ldc + j, ldc, nullptr, n, scale);
                             else
-                                KERNELS[m - 1](kc, Ap + (long)(ir - ib) * kc * MR, 0, 0, b, NR,
-                                               C + (long)i * ldc + j, ldc, n, scale);
+                                KERNELS_NEXT[m - 1](kc, Ap + (long)(ir - ib) * kc * MR, 0, 0, b,
+                                                    NR, C + (long)i * ldc + j, ldc, C_next, n,
+                                                    scale);
                         }
                     }
                 }
@@ -523,7 +551,7 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
                     const int i = ir * MR;
                     const int m = std::min(MR, M - i);
                     KERNELS[m - 1](kc, Ap_k + (long)ir * kc * MR, 0, 0, b, b_stride,
-                                   C + (long)i * ldc + j, ldc, n, scale);
+                                   C + (long)i * ldc + j, ldc, nullptr, n, scale);
                 }
             }
         }
@@ -580,7 +608,7 @@ void sgemm_panels_b(bool trans_a, int M, int N, int K, float alpha, const float*
             for (int j = 0; j < N; j += NR)
                 KERNELS_DIRECT_A[m - 1](kc, a, trans_a ? 1 : lda, trans_a ? lda : 1,
                                         B + (j / NR) * panel_stride + pc * row_stride,
-                                        row_stride, C + (long)i * ldc + j, ldc,
+                                        row_stride, C + (long)i * ldc + j, ldc, nullptr,
                                         std::min(NR, N - j), scale);
         }
     }
