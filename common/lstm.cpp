@@ -88,6 +88,31 @@ struct Chain {
     float* packed() { return W_hh_packed.data() + omp_get_thread_num() * per_thread; }
 };
 
+// C (+)= A @ op(B) for one thread's share of the step product: `groups` packed operands of
+// N columns (the forward's four gates; the backward's one), group g at Wp + g * group_floats
+// and writing columns g * c_group.. of C. The share is read once per step and is as big as a
+// core's L2 (2 MB at d = 512 with 2 threads): walked in the same order every step, each panel
+// had left the cache by the time it came round again (least recently used goes first), and on
+// a 2-core Xeon whose two cores then read 4 MB a step from L3 together, a forward step's
+// product took 105 us a thread (66 us with one core reading). Walked forwards on even steps
+// and backwards on odd ones, a step starts with the panels the last one ended with, which are
+// still cached: at n = 1024 (B 8, d 512) the forward ran 4% and the backward 8% faster (best
+// of 4, alternated 6 times in one process). Panel by panel, one call each: every C tile is
+// computed as the one call over all panels computes it, so the results are the same bit for
+// bit.
+void step_product(int t, int groups, int M, int N, int K, const float* A, int lda, const float* Wp,
+                  long group_floats, float beta, float* C, long c_group, int ldc) {
+    const int NR = sgemm_panel_width(), panels = (N + NR - 1) / NR;
+    const long panel_stride = (long)K * NR;
+    for (int s = 0; s < groups * panels; s++) {
+        const int u = t % 2 == 0 ? s : groups * panels - 1 - s;
+        const int g = u / panels, p = u % panels;
+        sgemm_packed_b(false, M, std::min(NR, N - p * NR), K, 1.0f, A, lda,
+                       Wp + g * group_floats + p * panel_stride, panel_stride, beta,
+                       C + g * c_group + p * NR, ldc);
+    }
+}
+
 }  // namespace
 
 void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const float* b, int n,
@@ -112,7 +137,6 @@ void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const fl
         const long gate_floats = sgemm_packed_b_floats(d, k1 - k0);
         for (int q = 0; q < 4; q++)
             sgemm_pack_b(true, d, k1 - k0, W_hh + (long)(q * d + k0) * d, d, Wp + q * gate_floats);
-        const long panel_stride = (long)d * sgemm_panel_width();
         for (int t = 0; t < n; t++) {
             float* a = gates + t * B4d;        // (B, 4d) pre-activations, then activations
             const float* h_prev = h + t * Bd;  // (B, d)
@@ -120,9 +144,8 @@ void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const fl
             float* h_t = h + (t + 1) * Bd;     // (B, d)
             float* c_t = c + (t + 1) * Bd;     // (B, d)
             // a += h_{t-1} W_hh^T, the sequential part: my units' columns of each gate
-            for (int q = 0; q < 4; q++)
-                sgemm_packed_b(false, B, k1 - k0, d, 1.0f, h_prev, d, Wp + q * gate_floats,
-                               panel_stride, 1.0f, a + q * d + k0, 4 * d);
+            step_product(t, 4, B, k1 - k0, d, h_prev, d, Wp, gate_floats, 1.0f, a + k0, d,
+                         4 * d);
             // fused gates and cell update for my units, one vectorised pass
             for (int r = 0; r < B; r++) {
                 float* ar = a + (long)r * 4 * d;
@@ -161,7 +184,6 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
         // op(B) = W_hh's columns k0..k1: (4d, k1 - k0)
         float* const Wp = chain.packed();
         sgemm_pack_b(false, 4 * d, k1 - k0, W_hh + k0, d, Wp);
-        const long panel_stride = 4L * d * sgemm_panel_width();
         for (int t = n - 1; t >= 0; t--) {
             const float* a = gates + t * B4d;  // (B, 4d) activated i, f, g, o
             const float* c_prev = c + t * Bd;  // (B, d)
@@ -186,8 +208,8 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
                 }
             chain.barrier.wait();  // dgates_t complete: every unit's dh_{t-1} reads all of it
             // dh_{t-1} = dgates_t W_hh for my units: (B, 4d) x (4d, k1 - k0)
-            sgemm_packed_b(false, B, k1 - k0, 4 * d, 1.0f, da, 4 * d, Wp, panel_stride, 0.0f,
-                           dh_next.data() + k0, d);
+            step_product(t, 1, B, k1 - k0, 4 * d, da, 4 * d, Wp, 0, 0.0f, dh_next.data() + k0,
+                         0, d);
         }
     }
 
