@@ -15,8 +15,10 @@
 #include "common/parallel.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -115,7 +117,8 @@ int main(int argc, char** argv) {
     } else {
         std::printf("sgemm, row-major, %d thread(s); each cell the median of %d runs, a run the "
                     "best of %d%s\n", omp_get_max_threads(), runs, repeat,
-                    blas.sgemm ? "; OpenBLAS alone in a child process, then ours" : "");
+                    blas.sgemm ? "; OpenBLAS alone in a child process beside ours, size by size, "
+                                     "in alternating order" : "");
         if (blas.sgemm)
             std::printf("yardstick: %s; core %s (this CPU's best: %s)\n", blas.config.c_str(),
                         blas.core.c_str(), openblas::list(best.cores).c_str());
@@ -123,8 +126,13 @@ int main(int argc, char** argv) {
 
     // The table is measured `runs` times over (rounds over every cell, so a drift of the machine
     // touches every cell alike) and each cell shows its median: GFLOP/s, and the median of the
-    // rounds' ratios (each round runs OpenBLAS alone in a child process, then ours, seconds
-    // apart; see openblas_in_child for why not in turn in one process).
+    // rounds' ratios. Within a round each size is measured on its own, OpenBLAS alone in a child
+    // process (see openblas_in_child for why not in turn in one process) right beside ours, and
+    // the order alternates from one size and round to the next: OpenBLAS's cores, then ours;
+    // ours, then OpenBLAS's best core, then its own. This machine's speed drifts within seconds
+    // (and may fall after a stretch of AVX-512 work): with the whole table for OpenBLAS's two
+    // cores first and ours always last, ours ran 190 GFLOP/s at 2048 where OpenBLAS had run 262
+    // half a minute before, and 306 at other times.
     struct Cell {
         double ours = 0, theirs = 0, rerun = 0;  // GFLOP/s; rerun 0 where there was none
     };
@@ -132,56 +140,72 @@ int main(int argc, char** argv) {
     const bool tty = isatty(STDERR_FILENO);
     std::mt19937 rng(0);
     std::uniform_real_distribution<float> U(-1.0f, 1.0f);
-    for (int round = 0; round < runs; round++) {
-        if (tty && !openblas_only)
-            std::fprintf(stderr, "\rbench-gemm: run %d of %d ", round + 1, runs);
-        std::map<std::pair<int, int>, double> theirs_gflops, rerun_gflops;
-        if (blas.sgemm && !openblas_only) {
-            std::string core;
-            theirs_gflops = openblas_in_child("", sizes, repeat, core);
-            if (theirs_gflops.empty()) alone_failed = true;
-        }
-        if (rerun != "" && !openblas_only)
-            rerun_gflops = openblas_in_child(rerun, sizes, repeat, rerun_reported);
-        if (rerun != "" && !openblas_only && rerun_gflops.empty()) rerun_failed = true;
-        for (int n : sizes) {
-            mem::Buffer<float> A((size_t)n * n), B((size_t)n * n), C((size_t)n * n);  // (n, n)
-            for (size_t i = 0; i < A.size(); i++) A[i] = U(rng), B[i] = U(rng);
-            const double flops = 2.0 * n * n * n;
-            for (int variant = 0; variant < 2; variant++) {
-                // A @ B, and A @ B^T (the Q K^T shape attention uses).
-                const bool tb = variant == 1;
-                auto ours = [&] {
-                    sgemm(false, tb, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
-                };
-                auto theirs = [&] {
+    // Our GFLOP/s for A @ B and A @ B^T (the Q K^T shape attention uses) at size n; with
+    // openblas_only, OpenBLAS's, printed as "gflops" lines for the parent.
+    auto measure = [&](int n) {
+        std::array<double, 2> gflops{};
+        mem::Buffer<float> A((size_t)n * n), B((size_t)n * n), C((size_t)n * n);  // (n, n)
+        for (size_t i = 0; i < A.size(); i++) A[i] = U(rng), B[i] = U(rng);
+        const double flops = 2.0 * n * n * n;
+        for (int variant = 0; variant < 2; variant++) {
+            const bool tb = variant == 1;
+            std::function<void()> call = [&] {
+                sgemm(false, tb, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+            };
+            if (openblas_only)
+                call = [&] {
                     blas.sgemm(openblas::CblasRowMajor, openblas::CblasNoTrans,
                                tb ? openblas::CblasTrans : openblas::CblasNoTrans, n, n, n, 1.0f,
                                A.data(), n, B.data(), n, 0.0f, C.data(), n);
                 };
-                if (openblas_only) {
-                    const int calls = std::max(1, (int)(0.05 / block_seconds(theirs, 1)));
-                    double best_theirs = 1e30;
-                    for (int r = 0; r < repeat; r++)
-                        best_theirs = std::min(best_theirs, block_seconds(theirs, calls));
-                    std::printf("gflops %d %d %.3f\n", n, variant, flops / best_theirs * 1e-9);
-                    std::fflush(stdout);
-                    continue;
-                }
-                const int calls = std::max(1, (int)(0.05 / block_seconds(ours, 1)));  // + warm-up
-                double best_ours = 1e30;
-                for (int r = 0; r < repeat; r++)
-                    best_ours = std::min(best_ours, block_seconds(ours, calls));
+            const int calls = std::max(1, (int)(0.05 / block_seconds(call, 1)));  // + warm-up
+            double best = 1e30;
+            for (int r = 0; r < repeat; r++) best = std::min(best, block_seconds(call, calls));
+            gflops[variant] = flops / best * 1e-9;
+            if (openblas_only) {
+                std::printf("gflops %d %d %.3f\n", n, variant, gflops[variant]);
+                std::fflush(stdout);
+            }
+        }
+        return gflops;
+    };
+    if (openblas_only) {
+        for (int n : sizes) measure(n);
+        return 0;
+    }
+    int turn = 0;  // counts (round, size) pairs: even, OpenBLAS first; odd, ours first
+    for (int round = 0; round < runs; round++) {
+        if (tty) std::fprintf(stderr, "\rbench-gemm: run %d of %d ", round + 1, runs);
+        for (int n : sizes) {
+            const bool ours_first = turn++ % 2 == 1;
+            std::map<std::pair<int, int>, double> theirs, reruns;
+            std::array<double, 2> ours{};
+            auto run_theirs = [&] {
+                if (!blas.sgemm) return;
+                std::string core;
+                theirs = openblas_in_child("", {n}, repeat, core);
+                if (theirs.empty()) alone_failed = true;
+            };
+            auto run_rerun = [&] {
+                if (rerun == "") return;
+                reruns = openblas_in_child(rerun, {n}, repeat, rerun_reported);
+                if (reruns.empty()) rerun_failed = true;
+            };
+            if (ours_first) {
+                ours = measure(n), run_rerun(), run_theirs();
+            } else {
+                run_theirs(), run_rerun(), ours = measure(n);
+            }
+            for (int variant = 0; variant < 2; variant++) {
                 Cell c;
-                c.ours = flops / best_ours * 1e-9;
-                if (theirs_gflops.count({n, variant})) c.theirs = theirs_gflops[{n, variant}];
-                if (rerun_gflops.count({n, variant})) c.rerun = rerun_gflops[{n, variant}];
+                c.ours = ours[variant];
+                if (theirs.count({n, variant})) c.theirs = theirs[{n, variant}];
+                if (reruns.count({n, variant})) c.rerun = reruns[{n, variant}];
                 cells[{n, variant}].push_back(c);
             }
         }
     }
-    if (tty && !openblas_only) std::fprintf(stderr, "\r\033[K");
-    if (openblas_only) return 0;
+    if (tty) std::fprintf(stderr, "\r\033[K");
 
     if (alone_failed)
         std::printf("  OpenBLAS's child process failed in a run: its cells there have no "
