@@ -128,11 +128,11 @@ int main(int argc, char** argv) {
     // touches every cell alike) and each cell shows its median: GFLOP/s, and the median of the
     // rounds' ratios. Within a round each size is measured on its own, OpenBLAS alone in a child
     // process (see openblas_in_child for why not in turn in one process) right beside ours, and
-    // the order alternates from one size and round to the next: OpenBLAS's cores, then ours;
-    // ours, then OpenBLAS's best core, then its own. This machine's speed drifts within seconds
-    // (and may fall after a stretch of AVX-512 work): with the whole table for OpenBLAS's two
-    // cores first and ours always last, ours ran 190 GFLOP/s at 2048 where OpenBLAS had run 262
-    // half a minute before, and 306 at other times.
+    // the order alternates from one size to the next and, for each size, from one round to the
+    // next: OpenBLAS's cores, then ours; ours, then OpenBLAS's best core, then its own. This
+    // machine's speed drifts within seconds (and may fall after a stretch of AVX-512 work): with
+    // the whole table for OpenBLAS's two cores first and ours always last, ours ran 190 GFLOP/s
+    // at 2048 where OpenBLAS had run 262 half a minute before, and 306 at other times.
     struct Cell {
         double ours = 0, theirs = 0, rerun = 0;  // GFLOP/s; rerun 0 where there was none
     };
@@ -173,11 +173,13 @@ int main(int argc, char** argv) {
         for (int n : sizes) measure(n);
         return 0;
     }
-    int turn = 0;  // counts (round, size) pairs: even, OpenBLAS first; odd, ours first
     for (int round = 0; round < runs; round++) {
         if (tty) std::fprintf(stderr, "\rbench-gemm: run %d of %d ", round + 1, runs);
-        for (int n : sizes) {
-            const bool ours_first = turn++ % 2 == 1;
+        for (size_t s = 0; s < sizes.size(); s++) {
+            const int n = sizes[s];
+            // (a count of the (round, size) pairs would keep each size's order in every round
+            // wherever the number of sizes is even)
+            const bool ours_first = (round + s) % 2 == 1;
             std::map<std::pair<int, int>, double> theirs, reruns;
             std::array<double, 2> ours{};
             auto run_theirs = [&] {
