@@ -41,9 +41,9 @@ constexpr int LDT = Bc + 16;
 // Below this many multiply-adds a parallel region costs more than it saves.
 constexpr double PARALLEL_MIN_WORK = 1 << 18;
 
-// The naive forward's row blocks: a multiple of every micro-kernel's MR (12, 6 or 4 rows).
-// At n = 1024 a block's rows of S and P are 2 x 192 KB, beside K^T and V packed (2 x 256 KB)
-// in the 1 MB L2 of one core.
+// The naive forward's and backward's row blocks: a multiple of every micro-kernel's MR (12, 6
+// or 4 rows). At n = 1024 a block's rows of S and P (of dP and dS) are 2 x 192 KB, beside K^T
+// and V (V^T and K) packed, 2 x 256 KB, in the 1 MB L2 of one core.
 constexpr int NAIVE_ROWS = 48;
 
 // Threads the (batch, head) slices are spread over, by the naive forward and both fused kernels.
@@ -135,26 +135,23 @@ inline void exp_shifted(float* p, int n, float m) {
 }
 
 // The operands that are rows of a (n, d_k) slice X, rows ld apart (V in P V, K in dS K, Q and
-// dO in the backward's transposed products), are read where they lie when d_k is a whole number
-// of sgemm's panels (d_k = 64: two of 32 columns), and otherwise from a copy packed by
-// sgemm_pack_b. rows_b_packed() says which; rows_b_floats() is the copy's size, 0 in place.
-bool rows_b_packed(int d_k) { return d_k % sgemm_panel_width() != 0; }
-long rows_b_floats(int n, int d_k) {
-    return rows_b_packed(d_k) ? sgemm_packed_b_floats(n, d_k) : 0;
-}
+// dO in the backward's transposed products), are multiplied from a copy packed by sgemm_pack_b
+// (n d_k floats rounded up to whole panels, rows_b_floats()), once per slice. Read where they
+// lie, the rows of a head inside the layer's qkv are 3 d_model floats apart (6 KB at d_model =
+// 512, 96 cache lines), so the rows a product walks down share two of L1's 64 sets: in steps in
+// alternation in one process (B 8, n 1024, d_model 512, 2 threads) the naive layer's step took
+// 7% less time with the copies, the fused one's 2% less; with contiguous (B, h, n, d_k) slices
+// they made no difference.
+long rows_b_floats(int n, int d_k) { return sgemm_packed_b_floats(n, d_k); }
 void pack_rows_b(int n, int d_k, const float* X, long ld, float* Xp) {
-    if (rows_b_packed(d_k)) sgemm_pack_b(false, n, d_k, X, (int)ld, Xp);
+    sgemm_pack_b(false, n, d_k, X, (int)ld, Xp);
 }
 
-// C = alpha * op(A) @ X[k0 : k0 + K, :] + beta * C, for X (n, d_k) with rows ld apart and Xp
-// its copy.
-void times_rows(bool trans_a, int M, int K, float alpha, const float* A, int lda, const float* X,
-                long ld, const float* Xp, int n, int d_k, int k0, float beta, float* C, int ldc) {
-    if (rows_b_packed(d_k))
-        sgemm_packed_b(trans_a, M, d_k, K, alpha, A, lda, Xp + (long)k0 * sgemm_panel_width(),
-                       (long)n * sgemm_panel_width(), beta, C, ldc);
-    else
-        sgemm_row_major_b(trans_a, M, d_k, K, alpha, A, lda, X + k0 * ld, (int)ld, beta, C, ldc);
+// C = alpha * op(A) @ X[k0 : k0 + K, :] + beta * C, for X (n, d_k) packed into Xp.
+void times_rows(bool trans_a, int M, int K, float alpha, const float* A, int lda, const float* Xp,
+                int n, int d_k, int k0, float beta, float* C, int ldc) {
+    sgemm_packed_b(trans_a, M, d_k, K, alpha, A, lda, Xp + (long)k0 * sgemm_panel_width(),
+                   (long)n * sgemm_panel_width(), beta, C, ldc);
 }
 
 // K^T packed, times 1/sqrt(d_k) where that is a power of two (d_k = 64: 1/8), which makes
@@ -179,8 +176,7 @@ long slice_offset(const HeadsLayout& L, int bh, int h) {
 
 }  // namespace
 
-// Per thread: K^T packed for sgemm_packed_b, and V unless it is read in place (n d_k or 2 n d_k,
-// rounded up to whole panels).
+// Per thread: K^T and V packed for sgemm_packed_b (2 n d_k, rounded up to whole panels).
 long attention_naive_forward_workspace_floats(int n, int d_k) {
     return sgemm_packed_b_floats(d_k, n) + rows_b_floats(n, d_k);
 }
@@ -188,6 +184,16 @@ long attention_naive_forward_workspace_floats(int n, int d_k) {
 size_t attention_naive_forward_workspace_bytes(int B, int h, int n, int d_k) {
     return (size_t)slice_threads(B, h, n, d_k) * attention_naive_forward_workspace_floats(n, d_k) *
            sizeof(float);
+}
+
+// Per thread: V^T and K packed for sgemm_packed_b.
+long attention_naive_backward_workspace_floats(int n, int d_k) {
+    return sgemm_packed_b_floats(d_k, n) + rows_b_floats(n, d_k);
+}
+
+size_t attention_naive_backward_workspace_bytes(int B, int h, int n, int d_k) {
+    return (size_t)slice_threads(B, h, n, d_k) *
+           attention_naive_backward_workspace_floats(n, d_k) * sizeof(float);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -216,7 +222,7 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
 #pragma omp parallel num_threads(nt)
     {
         float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T packed
-        float* const Vp = Kt + kt_floats;  // V packed (unused when V is read in place)
+        float* const Vp = Kt + kt_floats;  // V packed
 
 #pragma omp for schedule(dynamic)
         for (int bh = 0; bh < B * h; bh++) {
@@ -257,7 +263,7 @@ void attention_naive_forward(const float* Q, const float* K, const float* V, flo
                 }
 
                 // O = P V
-                times_rows(false, rows, n, 1.0f, P_r, n, V_, ld, Vp, n, d_k, 0, 0.0f,
+                times_rows(false, rows, n, 1.0f, P_r, n, Vp, n, d_k, 0, 0.0f,
                            O_ + r0 * ldo, (int)ldo);
             }
         }
@@ -281,37 +287,70 @@ void attention_naive_backward(const float* Q, const float* K, const float* V, co
     const int ld = (int)qkv.row, ldo = (int)o.row;
     mem::Buffer<float> dP((size_t)B * h * nn, mem::uninit);  // (B, h, n, n)
     mem::Buffer<float> dS((size_t)B * h * nn, mem::uninit);  // (B, h, n, n)
-    const bool parallel = (double)B * h * nn * d_k > PARALLEL_MIN_WORK;
+    const int nt = slice_threads(B, h, n, d_k);
+    const int NR = sgemm_panel_width();
+    const int KS = sgemm_k_slice();
+    const long vt_floats = sgemm_packed_b_floats(d_k, n);  // V^T packed: (d_k, n)
+    const long per_thread = attention_naive_backward_workspace_floats(n, d_k);
+    mem::Buffer<float> workspace((size_t)nt * per_thread, mem::uninit);
 
-#pragma omp parallel for schedule(dynamic) if (parallel)
-    for (int bh = 0; bh < B * h; bh++) {
-        const long in = slice_offset(qkv, bh, h);  // Q, K, V, dQ, dK, dV: rows ld apart
-        const float* Q_ = Q + in;                                // (n, d_k)
-        const float* K_ = K + in;                                // (n, d_k)
-        const float* V_ = V + in;                                // (n, d_k)
-        const float* P_ = P + bh * nn;                           // (n, n)
-        const float* dO_ = dO + slice_offset(o, bh, h);          // (n, d_k), rows ldo apart
-        float* dP_ = dP.data() + bh * nn;                        // (n, n)
-        float* dS_ = dS.data() + bh * nn;                        // (n, n)
+#pragma omp parallel num_threads(nt)
+    {
+        float* const Vt = workspace.data() + omp_get_thread_num() * per_thread;  // V^T packed
+        float* const Kp = Vt + vt_floats;  // K packed
 
-        // dV = P^T dO
-        sgemm(true, false, n, d_k, n, 1.0f, P_, n, dO_, ldo, 0.0f, dV + in, ld);
-        // dP = dO V^T
-        sgemm(false, true, n, n, d_k, 1.0f, dO_, ldo, V_, ld, 0.0f, dP_, n);
-        // softmax backward: dS = P * (dP - D), D_i = sum_j P_ij dP_ij
-        for (int i = 0; i < n; i++) {
-            const float* p = P_ + (long)i * n;
-            const float* dp = dP_ + (long)i * n;
-            float* ds = dS_ + (long)i * n;
-            float D = 0.0f;
+#pragma omp for schedule(dynamic)
+        for (int bh = 0; bh < B * h; bh++) {
+            const long in = slice_offset(qkv, bh, h);  // Q, K, V, dQ, dK, dV: rows ld apart
+            const float* Q_ = Q + in;                        // (n, d_k)
+            const float* K_ = K + in;                        // (n, d_k)
+            const float* P_ = P + bh * nn;                   // (n, n)
+            const float* dO_ = dO + slice_offset(o, bh, h);  // (n, d_k), rows ldo apart
+            float* dP_ = dP.data() + bh * nn;                // (n, n)
+            float* dS_ = dS.data() + bh * nn;                // (n, n)
+            sgemm_pack_b(true, d_k, n, V + in, ld, Vt);      // op(B) = V^T: (d_k, n)
+            pack_rows_b(n, d_k, K_, ld, Kp);                 // op(B) = K: (n, d_k)
+
+            // A block of KS rows of P and dS at a time (sgemm's k slice), in NAIVE_ROWS-row
+            // pieces as in the forward: a piece's rows of dP are still in L2 when the softmax
+            // backward reads them, and its rows of dS when dS K does; then the block's rows of P
+            // and dS are the next KS k's of dV = P^T dO and dK = dS^T Q. Each element is summed
+            // as the whole-matrix products sum it (sgemm_k_slice), so dP, dS, dQ, dK and dV are
+            // bit for bit what the four products over all n rows give.
+            for (int k0 = 0; k0 < n; k0 += KS) {
+                const int ks = std::min(KS, n - k0);
+                for (int r0 = k0; r0 < k0 + ks; r0 += NAIVE_ROWS) {
+                    const int rows = std::min(NAIVE_ROWS, k0 + ks - r0);
+                    const float* P_r = P_ + (long)r0 * n;  // (rows, n)
+                    float* dP_r = dP_ + (long)r0 * n;      // (rows, n)
+                    float* dS_r = dS_ + (long)r0 * n;      // (rows, n)
+
+                    // dP = dO V^T
+                    sgemm_packed_b(false, rows, n, d_k, 1.0f, dO_ + (long)r0 * ldo, ldo, Vt,
+                                   (long)d_k * NR, 0.0f, dP_r, n);
+                    // softmax backward: dS = P * (dP - D), D_i = sum_j P_ij dP_ij
+                    for (int i = 0; i < rows; i++) {
+                        const float* p = P_r + (long)i * n;
+                        const float* dp = dP_r + (long)i * n;
+                        float* ds = dS_r + (long)i * n;
+                        float D = 0.0f;
 #pragma omp simd reduction(+ : D)
-            for (int j = 0; j < n; j++) D += p[j] * dp[j];
+                        for (int j = 0; j < n; j++) D += p[j] * dp[j];
 #pragma omp simd
-            for (int j = 0; j < n; j++) ds[j] = p[j] * (dp[j] - D);
+                        for (int j = 0; j < n; j++) ds[j] = p[j] * (dp[j] - D);
+                    }
+                    // dQ = dS K / sqrt(d_k)
+                    times_rows(false, rows, n, scale, dS_r, n, Kp, n, d_k, 0, 0.0f,
+                               dQ + in + (long)r0 * ld, ld);
+                }
+                // dV = P^T dO,  dK = dS^T Q / sqrt(d_k): the block's KS k's
+                const float beta = k0 == 0 ? 0.0f : 1.0f;
+                sgemm(true, false, n, d_k, ks, 1.0f, P_ + (long)k0 * n, n, dO_ + (long)k0 * ldo,
+                      ldo, beta, dV + in, ld);
+                sgemm(true, false, n, d_k, ks, scale, dS_ + (long)k0 * n, n, Q_ + (long)k0 * ld,
+                      ld, beta, dK + in, ld);
+            }
         }
-        // dQ = dS K / sqrt(d_k),  dK = dS^T Q / sqrt(d_k)
-        sgemm(false, false, n, d_k, n, scale, dS_, n, K_, ld, 0.0f, dQ + in, ld);
-        sgemm(true, false, n, d_k, n, scale, dS_, n, Q_, ld, 0.0f, dK + in, ld);
     }
 }
 
@@ -322,13 +361,11 @@ void attention_naive_backward(const float* Q, const float* K, const float* V, co
 // rescaled whenever m grows. Only O and L = m + log(l) leave the kernel.
 //
 // One thread owns a whole (batch, head) slice. Every Q tile meets the same K and V tiles, so
-// the thread packs K^T into sgemm's panel layout once per slice (and V, unless its rows already
-// are panels: rows_b_packed), what a GPU kernel gets by keeping its tiles in shared memory, and
-// the tile products run without packing.
+// the thread packs K^T and V into sgemm's panel layout once per slice, what a GPU kernel gets by
+// keeping its tiles in shared memory, and the tile products run without packing.
 // ------------------------------------------------------------------------------------------
 
-// Per thread: K^T packed and V packed or not (n d_k or 2 n d_k), an S tile (Br, LDT) and an O
-// tile (Br, d_k).
+// Per thread: K^T and V packed (2 n d_k), an S tile (Br, LDT) and an O tile (Br, d_k).
 long attention_fused_forward_workspace_floats(int n, int d_k) {
     return sgemm_packed_b_floats(d_k, n) + rows_b_floats(n, d_k) + (long)Br * LDT +
            (long)Br * d_k;
@@ -406,7 +443,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                         }
                     }
                     // O_tile += P V_j; V_j is rows c0.. of V
-                    times_rows(false, rows, cols, 1.0f, S, LDT, V_, ld, Vp, n, d_k, c0, 1.0f,
+                    times_rows(false, rows, cols, 1.0f, S, LDT, Vp, n, d_k, c0, 1.0f,
                                O_tile, d_k);
                 }
 
@@ -423,9 +460,8 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
     }
 }
 
-// Per thread: K^T and V^T packed (2 n d_k), K, Q and dO packed unless read in place (3 n d_k
-// or nothing), a P tile and a dP tile (2 Br LDT), and dQ, dK_j, dV_j summed up contiguous
-// ((n + 2 Bc) d_k).
+// Per thread: K^T and V^T packed (2 n d_k), K, Q and dO packed (3 n d_k), a P tile and a dP
+// tile (2 Br LDT), and dQ, dK_j, dV_j summed up contiguous ((n + 2 Bc) d_k).
 long attention_fused_backward_workspace_floats(int n, int d_k) {
     return 2 * sgemm_packed_b_floats(d_k, n) + 3 * rows_b_floats(n, d_k) + 2L * Br * LDT +
            (long)(n + 2 * Bc) * d_k;
@@ -485,7 +521,7 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
 #pragma omp parallel num_threads(nt)
     {
         const long nt_floats = sgemm_packed_b_floats(d_k, n);  // one packed (d_k, n) operand
-        const long tn_floats = rows_b_floats(n, d_k);          // one packed (n, d_k), or none
+        const long tn_floats = rows_b_floats(n, d_k);          // one packed (n, d_k)
         float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T
         float* const Vt = Kt + nt_floats;                                      // V^T
         float* const Kp = Vt + nt_floats;   // K packed, if it is (tn_floats)
@@ -513,8 +549,7 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
             const float* L_ = L + (long)bh * n;
             const float* D_ = D.data() + (long)bh * n;
             std::fill_n(dQ_sum, (long)n * d_k, 0.0f);
-            // The B operands of the five tile products, packed once for the slice (K, Q and dO
-            // only where they are not read in place).
+            // The B operands of the five tile products, packed once for the slice.
             const float alpha = pack_kt_scaled(n, d_k, K_, ld, scale, Kt);
             sgemm_pack_b(true, d_k, n, V_, (int)ld, Vt);
             pack_rows_b(n, d_k, K_, ld, Kp);
@@ -556,12 +591,12 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                         for (int c = 0; c < cols; c++) ds[c] = p[c] * (ds[c] - Di);
                     }
                     // dV_j += P^T dO_i
-                    times_rows(true, cols, rows, 1.0f, P, LDT, dO_, ldo, dOp, n, d_k, r0, 1.0f,
+                    times_rows(true, cols, rows, 1.0f, P, LDT, dOp, n, d_k, r0, 1.0f,
                                dV_j, d_k);
                     // dQ_i += dS K_j / sqrt(d_k),  dK_j += dS^T Q_i / sqrt(d_k)
-                    times_rows(false, rows, cols, scale, dS, LDT, K_, ld, Kp, n, d_k, c0, 1.0f,
+                    times_rows(false, rows, cols, scale, dS, LDT, Kp, n, d_k, c0, 1.0f,
                                dQ_i, d_k);
-                    times_rows(true, cols, rows, scale, dS, LDT, Q_, ld, Qp, n, d_k, r0, 1.0f,
+                    times_rows(true, cols, rows, scale, dS, LDT, Qp, n, d_k, r0, 1.0f,
                                dK_j, d_k);
                 }
                 for (int r = 0; r < cols; r++) {  // dK_j and dV_j are whole: out they go

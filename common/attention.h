@@ -58,11 +58,13 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
                               int B, int h, int n, int d_k, bool causal, const HeadsLayout& qkv,
                               const HeadsLayout& o);
 
-// What the naive forward holds per thread (K^T, and V unless read in place, packed for sgemm), in
-// floats.
+// What the naive forward holds per thread (K^T and V packed for sgemm), and the backward (V^T and
+// K), in floats.
 long attention_naive_forward_workspace_floats(int n, int d_k);
+long attention_naive_backward_workspace_floats(int n, int d_k);
 // All a call over B*h slices holds at once: that times the threads it runs on.
 size_t attention_naive_forward_workspace_bytes(int B, int h, int n, int d_k);
+size_t attention_naive_backward_workspace_bytes(int B, int h, int n, int d_k);
 
 // What the fused kernels hold per thread (K, V and friends packed for sgemm, and the tiles),
 // in floats; a call that splits its slices across threads holds one per thread.

@@ -30,8 +30,6 @@
 
 #include <algorithm>
 #include <array>
-#include <stdexcept>
-#include <string>
 #include <utility>
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
@@ -579,6 +577,8 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
 
 int sgemm_panel_width() { return NR; }
 
+int sgemm_k_slice() { return KC; }
+
 long sgemm_packed_b_floats(int K, int N) { return (long)ceil_div(N, NR) * NR * K; }
 
 void sgemm_pack_b(bool trans_b, int K, int N, const float* B, int ldb, float* Bp) {
@@ -587,13 +587,9 @@ void sgemm_pack_b(bool trans_b, int K, int N, const float* B, int ldb, float* Bp
                      Bp + (long)jr * K * NR);
 }
 
-namespace {
-
-// C = alpha * op(A) @ B + beta * C with op(A) read where it lies and B in panels of NR columns:
-// panel p at B + p * panel_stride, its row k at + k * row_stride (NR when packed).
-void sgemm_panels_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
-                    const float* B, long panel_stride, long row_stride, float beta, float* C,
-                    int ldc) {
+// op(A) is read where it lies, rows outer: their slice of A stays in L1 while the panels pass.
+void sgemm_packed_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
+                    const float* Bp, long panel_stride, float beta, float* C, int ldc) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
         scale_c(M, N, beta, C, ldc);
@@ -602,32 +598,16 @@ void sgemm_panels_b(bool trans_a, int M, int N, int K, float alpha, const float*
     for (int pc = 0; pc < K; pc += KC) {
         const int kc = std::min(KC, K - pc);
         const Scale scale{alpha, pc == 0 ? beta : 1.0f};  // later slices accumulate
-        for (int i = 0; i < M; i += MR) {  // rows outer: their slice of A stays in L1
+        for (int i = 0; i < M; i += MR) {
             const int m = std::min(MR, M - i);
             const float* a = trans_a ? A + (long)pc * lda + i : A + (long)i * lda + pc;
             for (int j = 0; j < N; j += NR)
                 KERNELS_DIRECT_A[m - 1](kc, a, trans_a ? 1 : lda, trans_a ? lda : 1,
-                                        B + (j / NR) * panel_stride + pc * row_stride,
-                                        row_stride, C + (long)i * ldc + j, ldc, nullptr,
-                                        std::min(NR, N - j), scale);
+                                        Bp + (j / NR) * panel_stride + (long)pc * NR, NR,
+                                        C + (long)i * ldc + j, ldc, nullptr, std::min(NR, N - j),
+                                        scale);
         }
     }
-}
-
-}  // namespace
-
-void sgemm_packed_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
-                    const float* Bp, long panel_stride, float beta, float* C, int ldc) {
-    sgemm_panels_b(trans_a, M, N, K, alpha, A, lda, Bp, panel_stride, NR, beta, C, ldc);
-}
-
-void sgemm_row_major_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
-                       const float* B, int ldb, float beta, float* C, int ldc) {
-    if (N % NR != 0)
-        throw std::invalid_argument("sgemm_row_major_b: N = " + std::to_string(N) +
-                                    " is not a multiple of sgemm_panel_width() = " +
-                                    std::to_string(NR));
-    sgemm_panels_b(trans_a, M, N, K, alpha, A, lda, B, NR, ldb, beta, C, ldc);
 }
 
 void sgemm_reference(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,

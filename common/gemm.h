@@ -7,6 +7,12 @@
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc);
 
+// sgemm adds up the shared dimension in slices of sgemm_k_slice() k's (KC): each summed in
+// registers from zero, then added to C. So a product split along K at multiples of it, the first
+// part with beta and the rest with beta = 1, is bit for bit the whole product (the naive attention
+// backward builds dV = P^T dO and dK = dS^T Q that way, a block of rows of P and dS at a time).
+int sgemm_k_slice();
+
 // Packing B once for many products. FlashAttention multiplies every tile of Q by the same tiles
 // of K and V, so it packs K, V (and their transposes) once per head instead of once per tile;
 // the LSTM multiplies by the same W_hh at every one of its n steps.
@@ -21,11 +27,6 @@ void sgemm_pack_b(bool trans_b, int K, int N, const float* B, int ldb, float* Bp
 // and op(A) read where it lies. Runs on the calling thread: for use inside parallel loops.
 void sgemm_packed_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
                     const float* Bp, long panel_stride, float beta, float* C, int ldc);
-// The same with a row-major B (K, N) read where it lies, for N a multiple of
-// sgemm_panel_width(): columns j..j+NR of its rows are already one panel, NR floats a row, ldb
-// apart. Attention's K, V, Q and dO with d_k = 64 need no packed copy this way.
-void sgemm_row_major_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
-                       const float* B, int ldb, float beta, float* C, int ldc);
 
 // Whether sgemm's micro-kernels round each multiply-add once (a fused multiply-add: x86-64 with
 // FMA, every aarch64) or twice (x86-64 without FMA, e.g. `make ARCH_FLAGS=`). Fixed at compile

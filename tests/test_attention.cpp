@@ -2,6 +2,7 @@
 // other and with a double-precision reference at awkward shapes, causal and not; the naive
 // backward agrees with finite differences.
 #include "common/attention.h"
+#include "common/gemm.h"
 #include "common/memory.h"
 #include "tests/util.h"
 
@@ -214,6 +215,54 @@ TEST_CASE("attention: causal rows put exactly zero probability on future keys") 
         }
         CHECK(row == doctest::Approx(1.0).epsilon(1e-5));
     }
+}
+
+TEST_CASE("attention: the naive backward is bit for bit its four whole-matrix products") {
+    // It runs them a block of rows at a time (common/attention.cpp); the result must be what
+    // dV = P^T dO, dP = dO V^T, dS = P * (dP - D), dQ = dS K / sqrt(d_k), dK = dS^T Q / sqrt(d_k)
+    // over all n rows give, at n across several blocks and d_k read in place (64) or packed (24).
+    std::mt19937 rng(12);
+    const int B = 1, h = 2;
+    for (int d_k : {64, 24})
+        for (int n : {300, 530}) {
+            INFO("n = " << n << ", d_k = " << d_k);
+            const size_t size = (size_t)B * h * n * d_k, nn = (size_t)n * n;
+            Vec Q = random_vec(size, rng), K = random_vec(size, rng), V = random_vec(size, rng);
+            Vec dO = random_vec(size, rng), O(size), P(B * h * nn);
+            attention_naive_forward(Q.data(), K.data(), V.data(), O.data(), P.data(), B, h, n, d_k,
+                                    false);
+            Vec dQ(size), dK(size), dV(size);
+            attention_naive_backward(Q.data(), K.data(), V.data(), P.data(), dO.data(), dQ.data(),
+                                     dK.data(), dV.data(), B, h, n, d_k, false);
+            const float scale = 1.0f / std::sqrt((float)d_k);
+            Vec dP(nn), dS(nn), want(size);  // dP, dS: (n, n) of one slice
+            size_t differ = 0;
+            for (int bh = 0; bh < B * h; bh++) {
+                const size_t x = (size_t)bh * n * d_k;  // slice bh of Q, K, V, dO, ...: (n, d_k)
+                const float* P_ = P.data() + bh * nn;
+                auto count = [&](const Vec& got) {
+                    for (size_t i = 0; i < (size_t)n * d_k; i++) differ += got[x + i] != want[i];
+                };
+                sgemm(true, false, n, d_k, n, 1.0f, P_, n, &dO[x], d_k, 0.0f, want.data(), d_k);
+                count(dV);
+                sgemm(false, true, n, n, d_k, 1.0f, &dO[x], d_k, &V[x], d_k, 0.0f, dP.data(), n);
+                for (int i = 0; i < n; i++) {  // as the backward's loop adds D up
+                    const float* p = P_ + (size_t)i * n;
+                    const float* dp = dP.data() + (size_t)i * n;
+                    float D = 0.0f;
+#pragma omp simd reduction(+ : D)
+                    for (int j = 0; j < n; j++) D += p[j] * dp[j];
+                    for (int j = 0; j < n; j++) dS[(size_t)i * n + j] = p[j] * (dp[j] - D);
+                }
+                sgemm(false, false, n, d_k, n, scale, dS.data(), n, &K[x], d_k, 0.0f, want.data(),
+                      d_k);
+                count(dQ);
+                sgemm(true, false, n, d_k, n, scale, dS.data(), n, &Q[x], d_k, 0.0f, want.data(),
+                      d_k);
+                count(dK);
+            }
+            CHECK(differ == 0);
+        }
 }
 
 TEST_CASE("attention: naive backward agrees with finite differences") {

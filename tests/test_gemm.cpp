@@ -8,7 +8,6 @@
 #include <cstring>
 #include <limits>
 #include <random>
-#include <stdexcept>
 #include <vector>
 
 namespace {
@@ -144,6 +143,41 @@ TEST_CASE("gemm: the four transpose combinations give the same C bit for bit") {
             }
 }
 
+// The naive attention backward (common/attention.cpp) builds dV = P^T dO and dK = dS^T Q a block
+// of sgemm_k_slice() rows of P and dS at a time, and promises the whole products' bits.
+TEST_CASE("gemm: a product split along K at sgemm_k_slice() is the whole product, bit for bit") {
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+    const int KS = sgemm_k_slice();
+    auto same = [&](bool ta, bool tb, int M, int N, int K, float alpha) {
+        std::vector<float> A((size_t)M * K), B((size_t)K * N);  // op(A) (M, K), op(B) (K, N)
+        for (auto& x : A) x = U(rng);
+        for (auto& x : B) x = U(rng);
+        const int lda = ta ? M : K, ldb = tb ? K : N;
+        std::vector<float> whole((size_t)M * N), parts((size_t)M * N);  // (M, N)
+        sgemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, 0.0f, whole.data(), N);
+        for (int k0 = 0; k0 < K; k0 += KS) {  // op(A)'s columns and op(B)'s rows k0..k0+KS
+            const float* a = A.data() + (ta ? (long)k0 * M : k0);
+            const float* b = B.data() + (tb ? k0 : (long)k0 * N);
+            sgemm(ta, tb, M, N, std::min(KS, K - k0), alpha, a, lda, b, ldb,
+                  k0 == 0 ? 0.0f : 1.0f, parts.data(), N);
+        }
+        return std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(float)) == 0;
+    };
+    for (int t = 0; t < 4; t++)
+        for (int M : {7, 16, 300})  // 16: sgemm's path for few rows and a row-major B
+            for (int N : {5, 64, 200})
+                for (int K : {KS + 3, 3 * KS})
+                    for (float alpha : {1.0f, 0.125f, 0.3f}) {
+                        CAPTURE(t);
+                        CAPTURE(M);
+                        CAPTURE(N);
+                        CAPTURE(K);
+                        CAPTURE(alpha);
+                        CHECK(same(t & 1, t & 2, M, N, K, alpha));
+                    }
+}
+
 TEST_CASE("gemm: K = 0 or alpha = 0 only scales C") {
     std::vector<float> C = {1, 2, 3, 4}, A = {1, 1}, B = {1, 1};
     sgemm(false, false, 2, 2, 0, 1.0f, A.data(), 1, B.data(), 2, 0.5f, C.data(), 2);
@@ -226,42 +260,6 @@ TEST_CASE("gemm: B packed once, then sub-blocks of it multiplied (the FlashAtten
                                        (long)Kt * NR, beta, C.data(), N);
                         CHECK(testutil::allclose(C, ref, 1e-5 * std::sqrt(K + 1.0) * 4, 1e-5, "C"));
                     }
-}
-
-TEST_CASE("gemm: a row-major B read in place gives what its packed copy gives, bit for bit") {
-    // The fused attention reads K, V, Q and dO where they lie when d_k is a whole number of
-    // panels: sgemm_row_major_b must round exactly as sgemm_packed_b on the packed copy.
-    std::mt19937 rng(6);
-    std::uniform_real_distribution<float> U(-1.0f, 1.0f);
-    const int NR = sgemm_panel_width();
-    for (int ta = 0; ta < 2; ta++)
-        for (int M : {1, 13, 100})
-            for (int N : {NR, 2 * NR, 5 * NR})
-                for (int K : {1, 64, 300})  // 300 > KC: two slices of the shared dimension
-                    for (float beta : {0.0f, 1.0f}) {
-                        CAPTURE(ta);
-                        CAPTURE(M);
-                        CAPTURE(N);
-                        CAPTURE(K);
-                        CAPTURE(beta);
-                        const int ldb = N + 7, lda = (ta ? M : K) + 3;  // rows with a gap
-                        std::vector<float> B((size_t)K * ldb), A((size_t)(ta ? K : M) * lda);
-                        std::vector<float> C1((size_t)M * N);
-                        for (auto& v : B) v = U(rng);
-                        for (auto& v : A) v = U(rng);
-                        for (auto& v : C1) v = U(rng);
-                        std::vector<float> C2 = C1, Bp(sgemm_packed_b_floats(K, N));
-                        sgemm_pack_b(false, K, N, B.data(), ldb, Bp.data());
-                        sgemm_packed_b(ta != 0, M, N, K, 0.125f, A.data(), lda, Bp.data(),
-                                       (long)K * NR, beta, C1.data(), N);
-                        sgemm_row_major_b(ta != 0, M, N, K, 0.125f, A.data(), lda, B.data(), ldb,
-                                          beta, C2.data(), N);
-                        CHECK(std::memcmp(C1.data(), C2.data(), C1.size() * sizeof(float)) == 0);
-                    }
-    std::vector<float> A(4), B(4 * NR), C(4 * NR);
-    CHECK_THROWS_AS(sgemm_row_major_b(false, 1, NR + 1, 1, 1.0f, A.data(), 1, B.data(), NR + 1,
-                                      0.0f, C.data(), NR + 1),
-                    std::invalid_argument);
 }
 
 #if defined(__AVX512F__)

@@ -108,14 +108,15 @@ mem::Buffer<float> AttentionLayer::backward(const float* dy) {
 // their gradients) present throughout, y dropped after the forward (the loss has consumed it),
 // dx returned at the end. In units of one (B, n, d_model) tensor u and one (B, h, n, n) matrix sq:
 //   naive: forward  QKV 3u + concat u + S + P + workspace     = 4u + 2 sq + ws
-//          backward QKV 3u + P + dconcat u + dqkv 3u + dP + dS = 7u + 3 sq   <- the peak
+//          backward QKV 3u + P + dconcat u + dqkv 3u + dP + dS + workspace
+//                                                              = 7u + 3 sq + ws  <- the peak
 //   fused: forward  QKV 3u + concat u + L + workspace, then QKV 3u + concat u + L + y u = 5u
 //          backward QKV 3u + concat u + dconcat u + dqkv 3u, L, D + workspace
 //                                                              = 8u + 2 rows + ws <- the peak
 // (The fused backward reads O, which is the concat; the naive one frees it after dW_o.) The
 // workspaces are per thread (attention_*_workspace_floats: K^T and V packed, and the fused
-// tiles); the naive one is small beside sq, so its backward stays the peak. sgemm's packing
-// workspace comes on top; sgemm_workspace_bytes_max() bounds it.
+// tiles; the naive backward's V^T and K); the naive ones are small beside sq, so its backward
+// stays the peak. sgemm's packing workspace comes on top; sgemm_workspace_bytes_max() bounds it.
 double AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_model, int n_heads) {
     const int d_k = d_model / n_heads;
     const double u = (double)B * n * d_model * sizeof(float);
@@ -126,9 +127,10 @@ double AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_mode
     const double ws_forward = attention_fused_forward_workspace_bytes(B, n_heads, n, d_k);
     const double ws_backward = attention_fused_backward_workspace_bytes(B, n_heads, n, d_k);
     const double ws_naive = attention_naive_forward_workspace_bytes(B, n_heads, n, d_k);
+    const double ws_naive_bw = attention_naive_backward_workspace_bytes(B, n_heads, n, d_k);
     const double peak = fused ? std::max({8 * u + 2 * rows + ws_backward, 5 * u + rows,
                                           4 * u + rows + ws_forward})
-                              : std::max(7 * u + 3 * sq, 4 * u + 2 * sq + ws_naive);
+                              : std::max(7 * u + 3 * sq + ws_naive_bw, 4 * u + 2 * sq + ws_naive);
     return fixed + peak + (double)sgemm_workspace_bytes_max();
 }
 
