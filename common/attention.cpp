@@ -396,7 +396,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
 #pragma omp parallel num_threads(nt)
     {
         float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T packed
-        float* const Vp = Kt + sgemm_packed_b_floats(d_k, n);      // V packed, if it is
+        float* const Vp = Kt + sgemm_packed_b_floats(d_k, n);      // V packed
         float* const S_tile = Vp + rows_b_floats(n, d_k);          // (Br, Bc) scores, then P
         float* const O_tile = S_tile + (long)Br * LDT;             // (Br, d_k) unnormalised O
         float m[Br], l[Br];                                        // running row max and sum
@@ -524,9 +524,9 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
         const long tn_floats = rows_b_floats(n, d_k);          // one packed (n, d_k)
         float* const Kt = workspace.data() + omp_get_thread_num() * per_thread;  // K^T
         float* const Vt = Kt + nt_floats;                                      // V^T
-        float* const Kp = Vt + nt_floats;   // K packed, if it is (tn_floats)
-        float* const Qp = Kp + tn_floats;   // Q packed, if it is
-        float* const dOp = Qp + tn_floats;  // dO packed, if it is
+        float* const Kp = Vt + nt_floats;   // K packed (tn_floats)
+        float* const Qp = Kp + tn_floats;   // Q packed
+        float* const dOp = Qp + tn_floats;  // dO packed
         float* const P_tile = dOp + tn_floats;     // (Br, Bc) recomputed probabilities
         float* const dP_tile = P_tile + Br * LDT;  // (Br, Bc) dP, then dS
         // The sums are kept contiguous and written out once: in section 6's layer dQ, dK and
