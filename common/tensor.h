@@ -99,7 +99,6 @@ public:
 private:
     bool previous_;
 };
-bool grad_enabled();
 
 // --- ops (ops.cpp) ------------------------------------------------------------------------
 // Elementwise with numpy/torch broadcasting.

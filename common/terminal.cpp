@@ -244,6 +244,14 @@ std::vector<std::string> wrap(std::string_view text, int width) {
     return out;
 }
 
+std::string pad_right(std::string_view s, int width) {
+    return std::string(s) + std::string(size_t(std::max(0, width - display_width(s))), ' ');
+}
+
+std::string pad_left(std::string_view s, int width) {
+    return std::string(size_t(std::max(0, width - display_width(s))), ' ') + std::string(s);
+}
+
 std::string fit(std::string_view s, int width) {
     if (width <= 0) return "";
     int w = display_width(s);

@@ -40,6 +40,12 @@ std::vector<std::string> wrap(std::string_view text, int width);
 // Exactly `width` columns: padded with spaces, or cut (at a code point) with "…" at the end.
 std::string fit(std::string_view s, int width);
 
+// `s` padded with spaces on the right (pad_right) or on the left (pad_left) to `width` columns,
+// never cut: a wider `s` comes back as it is. For the tables the chapters print, where a Hangul
+// syllable takes two columns and printf's %-10s would count its three bytes.
+std::string pad_right(std::string_view s, int width);
+std::string pad_left(std::string_view s, int width);
+
 // The first of `texts` (widest first) that fits `width` columns, padded to exactly `width`;
 // the last one cut to fit when none does. For a help line that shortens on a narrow screen.
 std::string fit_first(const std::vector<std::string_view>& texts, int width);
@@ -80,7 +86,6 @@ public:
     // Throws std::runtime_error if stdin is not a terminal or termios refuses.
     void enter(bool mouse);
     void leave();
-    bool active() const { return active_; }
 
     // Set by the signal handlers; the loop clears it after redrawing.
     static bool take_resized();  // SIGWINCH or SIGCONT arrived since the last call

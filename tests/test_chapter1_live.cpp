@@ -23,7 +23,7 @@ live::Model article_model() {
     Tensor W_Q = Tensor::from({{0, -1, -1, -1}, {-1, 1, 1, -1}, {0, -1, 1, 1}, {0, -1, -1, 0}});
     Tensor W_K = Tensor::from({{0, -1, 0, 1}, {1, -1, 0, 1}, {1, 1, -1, -1}, {0, 1, 1, 0}});
     Tensor W_V = Tensor::from({{1, 0, 2, 0}, {0, 2, 0, 1}, {2, 1, 0, 0}, {0, 0, 1, 2}});
-    return live::Model(X, matmul(X, W_Q), matmul(X, W_K), matmul(X, W_V));
+    return live::Model(matmul(X, W_Q), matmul(X, W_K), matmul(X, W_V));
 }
 
 bool same_bits(const Tensor& a, const Tensor& b) {

@@ -19,8 +19,7 @@ namespace live {
 
 // ---- the numbers ---------------------------------------------------------------------------
 
-Model::Model(const Tensor& X_, const Tensor& Q_, const Tensor& K_, const Tensor& V_)
-    : X(X_), Q(Q_), K(K_), V(V_) {
+Model::Model(const Tensor& Q_, const Tensor& K_, const Tensor& V_) : Q(Q_), K(K_), V(V_) {
     const int64_t n = Q.size(0);
     const float d_k = float(Q.size(-1));
     // The listing's first two steps, written as it writes them: these are the scores softmax
@@ -66,13 +65,9 @@ Colors colors_from_env() {
 namespace {
 
 constexpr int CELL_W = 8;         // one weight of the grid: " 0.7201 "
-constexpr int LABEL_W = 7;        // the grid's row label: "  > 3번 "
+constexpr int LABEL_W = 7;        // the grid's row label: "  > 3번" (a space follows it)
 constexpr int GAP = 3;            // between the steps and the grid when they stand side by side
 constexpr int TO_EDGE = 1 << 20;  // a span's end column that append() cuts at the block's edge
-
-std::string right(const std::string& s, int w) {
-    return std::string(size_t(std::max(0, w - term::display_width(s))), ' ') + s;
-}
 
 std::string center(const std::string& s, int w) {
     int pad = std::max(0, w - term::display_width(s));
@@ -110,7 +105,7 @@ std::string row_text(const Tensor& t, int r) {
             w = std::max(w, int(one(t.at({a, b})).size()));
     std::string s = "[";
     for (int b = 0; b < cols; b++)
-        s += (b ? ", " : "") + right(one(t.at({r, b})), w);
+        s += (b ? ", " : "") + term::pad_left(one(t.at({r, b})), w);
     return s + "]";
 }
 
@@ -206,8 +201,9 @@ Block steps_block(const Model& m, const View& v) {
     }
     auto cells = [&](const std::string& j, const std::string& k, const std::string& a,
                      const std::string& s, const std::string& w, const std::string& val) {
-        return "  " + right(j, 2) + "   " + term::fit(k, kw) + "  " + right(a, w1) + "  " +
-               right(s, w2) + "  " + right(w, w3) + "   " + val;
+        return "  " + term::pad_left(j, 2) + "   " + term::fit(k, kw) + "  " +
+               term::pad_left(a, w1) + "  " + term::pad_left(s, w2) + "  " + term::pad_left(w, w3) +
+               "   " + val;
     };
     b.add(cells("j", "k_j", H1, H2, H3, H4));
     for (int j = 0; j < n; j++) {

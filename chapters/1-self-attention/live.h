@@ -28,10 +28,10 @@ namespace live {
 // for them without and with causal_mask, and the scores it computes on the way (the same
 // expressions as the listing, so softmax(scores[c]) is attn[c] bit for bit).
 struct Model {
-    Model(const Tensor& X, const Tensor& Q, const Tensor& K, const Tensor& V);
+    Model(const Tensor& Q, const Tensor& K, const Tensor& V);
     int n() const { return int(Q.size(0)); }
 
-    Tensor X, Q, K, V;       // (n, d_model), (n, d_k), (n, d_k), (n, d_v)
+    Tensor Q, K, V;          // (n, d_k), (n, d_k), (n, d_v)
     Tensor QKt;              // (n, n) Q @ K^T: the dot products q_i·k_j
     Tensor scores[2];        // (n, n) QKt / sqrt(d_k); [1] with -inf where causal_mask is 1
     Tensor attn[2], out[2];  // (n, n), (n, d_v): [0] no mask, [1] causal

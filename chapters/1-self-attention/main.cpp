@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     if (live) {
         try {
             return live::run(
-                live::Model(X, Q, K, V),
+                live::Model(Q, K, V),
                 {.query = explain > 0 ? explain - 1 : 0, .causal = mask_name == "causal"}, plain);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "1-self-attention: error: %s\n", e.what());
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
     // One row of the computation by hand, one step at a time: the dot products and scores as
     // the widget takes them from the listing's expressions (live.h), then the printed block's
     // weights and output.
-    const live::Model steps(X, Q, K, V);
+    const live::Model steps(Q, K, V);
     const int i = explain - 1, c = mask.defined() ? 1 : 0;
     const int d_k = int(Q.size(1));
     auto row = live::row_text;  // Q, K and V hold integers: "[-1., -1., -1., -2.]", as --live

@@ -11,17 +11,12 @@
 #include <vector>
 
 #include "chapters/8-ablations/experiments.h"
+#include "common/format.h"
 #include "common/plot/plot.h"
 
 namespace ablations {
 
 namespace {
-
-std::string num(double v, int digits) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.*f", digits, v);
-    return b;
-}
 
 // Every seed's value at x (spread a little so that equal values stay visible), then the mean
 // and its interval just right of them.
@@ -227,8 +222,8 @@ void draw_first_step(const Records& r, const std::vector<Comparison>& c,
         w_min = std::min(w_min, b->value("self_weight_min"));
         w_max = std::max(w_max, b->value("self_weight_max"));
     }
-    const std::string weight = w_min == w_max ? "가중치 " + num(w_min, 6)
-                                              : "가중치 " + num(w_min, 6) + "~" + num(w_max, 6);
+    const std::string weight = w_min == w_max ? "가중치 " + fixed(w_min, 6)
+                                              : "가중치 " + fixed(w_min, 6) + "~" + fixed(w_max, 6);
     two_panels(r, c, "first-step",
                {{"그대로", "base:first_intact"},
                 {"셀프 -> 평균", "base:first_self_mean"},

@@ -44,10 +44,6 @@ Figure::Figure(double width_in, double height_in, double dpi)
 }
 Figure::~Figure() = default;
 
-double Figure::dpi() const { return impl_->dpi; }
-int Figure::width_px() const { return impl_->W(); }
-int Figure::height_px() const { return impl_->H(); }
-
 Axes& Figure::subplot(int rows, int cols, int index) {
     FigureImpl& F = *impl_;
     if (rows <= 0 || cols <= 0 || index < 0 || index >= rows * cols)

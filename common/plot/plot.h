@@ -218,10 +218,6 @@ public:
     // The PNG bytes save_png would write.
     std::vector<uint8_t> png_bytes(bool bbox_tight = true);
 
-    double dpi() const;
-    int width_px() const;
-    int height_px() const;
-
 private:
     friend class Axes;
     std::unique_ptr<FigureImpl> impl_;
