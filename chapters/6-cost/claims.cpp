@@ -101,7 +101,7 @@ PathLengths path_lengths(const std::vector<int>& ns, int d_model, int heads, int
 
 void print_path_lengths(const PathLengths& p, int d_model) {
     std::printf(
-        "\n최장 의존 경로: 마지막 위치의 출력에서 첫 위치의 입력까지 오는 기울기 "
+        "최장 의존 경로: 마지막 위치의 출력에서 첫 위치의 입력까지 오는 기울기 "
         "|u·∂y_n/∂x_1| (초기화 직후, d_model = %d)\n",
         d_model);
     std::printf("     n |          LSTM | Self-attention\n");
@@ -127,8 +127,9 @@ void print_path_lengths(const PathLengths& p, int d_model) {
     std::printf("LSTM: %s%s%s; Self-attention: %s\n", lstm_fit.c_str(), zero_from ? ", " : "",
                 zeros.c_str(), attention_fit.c_str());
     if (!std::isfinite(k) || (!std::isfinite(lstm_rate) && !zero_from)) {
-        std::printf("판정 보류 — 기울기가 0보다 큰 서로 다른 길이가 둘 이상 있어야 추세를 맞출 수 "
-                    "있음 (--path-lens에 길이를 둘 이상)\n");
+        std::printf(
+            "판정 보류 — 기울기가 0보다 큰 서로 다른 길이가 둘 이상 있어야 추세를 맞출 수 "
+            "있음 (--path-lens에 길이를 둘 이상)\n\n");
         return;
     }
     const bool lstm_vanishes = lstm_rate < 0.99 || zero_from;
@@ -137,7 +138,7 @@ void print_path_lengths(const PathLengths& p, int d_model) {
     // The verdict names the exponent it judged (the rule: polynomial, k > -1.5), not a fixed 1/n.
     std::printf(
         "판정: %s — LSTM은 거리에 따라 지수적으로 사라지고(%s), 어텐션은 맞춘 지수대로 n^%.2f로만 "
-        "줄어듦 (기준: 지수 > -1.5; n = %d에서 %.1e 대 %.1e)\n",
+        "줄어듦 (기준: 지수 > -1.5; n = %d에서 %.1e 대 %.1e)\n\n",
         lstm_vanishes && attention_polynomial ? "재현됨" : "엇갈림",
         std::isfinite(lstm_rate) ? text : zeros.c_str(), k, p.n.back(), p.lstm.back(),
         p.attention.back());

@@ -1,12 +1,12 @@
-// Section 6's prose claims that need no training, computed after the table (main.cpp calls
-// them; read this after layers.h).
+// Section 6's prose claims that need no training, computed where the article makes them
+// (main.cpp calls them; read this after layers.h).
 //   "첫 단어와 마지막 단어 사이의 거리도 RNN에서는 n단계지만 어텐션에서는 한 단계이며, 기울기가
 //    n번의 곱셈을 거치며 소실되던 문제가 구조적으로 사라집니다": |dy_n/dx_1| at initialisation,
-//    for the LSTM and for the attention layer, as n grows.
+//    for the LSTM and for the attention layer, as n grows (right after the complexity table).
 //   "두 값이 뒤집히는 지점은 n = 512 부근인데, 이는 ... n = d_model = 512와 정확히
 //    맞아떨어집니다": where the naive layer's peak memory passes the LSTM's, from the memory
 //    model the table's skip decisions use (its match with measured peaks is tested), as the
-//    batch and d_model change.
+//    batch and d_model change (after the measured table).
 #pragma once
 #include <string>
 #include <vector>

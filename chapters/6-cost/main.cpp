@@ -1,20 +1,23 @@
 // Section 6 of the article: 무엇을 대가로 치렀는가 -- what attention paid for dropping recurrence.
 //
-// Part 1 prints the article's complexity table (RNN vs self-attention) and computes from it
-// where the per-layer costs n*d^2 and n^2*d cross (n = d_model) and how much heavier attention
-// is at n = 4096.
+// Part 1 prints the article's complexity table (RNN vs self-attention), measures the prose
+// right after it (the gradient's path from the last position to the first: n steps through
+// the LSTM, one through attention) and computes where the per-layer costs n*d^2 and n^2*d
+// cross (n = d_model) and how much heavier attention is at n = 4096.
 // Part 2 measures it: one attention layer (QKV projection, attention, output projection) with
 // the naive algorithm (the n x n matrix in memory) and the fused one (FlashAttention-2 tiles,
 // no n x n matrix), and an LSTM of the same width; forward + backward; 2 warm-ups then the mean
 // of 5, as the article's script does; time and peak tracked memory per cell; a cell whose
-// predicted peak does not fit in memory is skipped, not crashed into. Then figure 3.
+// predicted peak does not fit in memory is skipped, not crashed into. Then where the measured
+// memory curves cross, as the prose after the article's table says, and figure 3.
 //
 // Read in this order:
 //   main.cpp      part 1 (the complexity table), part 2 (one benchmark cell, the table), figure 3
 //   layers.h/cpp  the layers being timed: AttentionLayer, section 3's MultiHeadAttention with
 //                 an explicit backward, naive or fused; LstmLayer, torch's nn.LSTM(d, d)
-//   claims.h/cpp  the prose after the table, computed: the path length |dy_n/dx_1| and where
-//                 the memory crossover falls
+//   claims.h/cpp  the prose around the tables, computed: the path length |dy_n/dx_1| (after
+//                 the complexity table) and where the memory crossover falls (after the
+//                 measured one)
 // and, shared with the tests and cuda/, the kernels the layers call:
 //   common/attention.cpp  attention_naive_forward / _backward (S and P in memory) and
 //                         attention_fused_forward / _backward (FlashAttention-2 tiles)
@@ -54,23 +57,20 @@ constexpr double MIB = 1024.0 * 1024.0;  // the article's MB: torch's bytes / 10
 
 // ---- part 1: the complexity table --------------------------------------------------------
 
-// `s` padded with spaces to `width` terminal columns (Hangul takes two).
-std::string pad(const std::string& s, int width) {
-    return s + std::string(std::max(0, width - term::display_width(s)), ' ');
-}
-std::string pad_left(const std::string& s, int width) {
-    return std::string(std::max(0, width - term::display_width(s)), ' ') + s;
-}
-
-void print_complexity(int d_model) {
+void print_complexity_table() {
     const char* rows[4][3] = {{"항목", "RNN", "Self-attention"},
                               {"층당 연산량", "O(n·d²)", "O(n²·d)"},
                               {"순차적 연산 횟수", "O(n)", "O(1)"},
                               {"최장 의존 경로", "O(n)", "O(1)"}};
     for (auto& r : rows)
-        std::printf("%s%s%s\n", pad(r[0], 18).c_str(), pad(r[1], 10).c_str(), r[2]);
+        std::printf("%s%s%s\n", term::pad_right(r[0], 18).c_str(),
+                    term::pad_right(r[1], 10).c_str(), r[2]);
     std::printf("\n");
+}
 
+// "대가는 첫 번째 줄입니다": where the table's first row crosses, and how far apart it is at
+// n = 4096.
+void print_cost_crossover(int d_model) {
     // Per-layer cost: RNN n*d^2, self-attention n^2*d. They are equal where n = d.
     const double d = d_model;
     auto rnn = [&](double n) { return n * d * d; };
@@ -198,7 +198,7 @@ std::string format_cell(const Cell& c) {
         if (c.predicted_mb > 0)
             std::snprintf(buf, sizeof buf, "건너뜀(예상 %.0f MB)", c.predicted_mb);
         else std::snprintf(buf, sizeof buf, "건너뜀(메모리 부족)");
-        return pad_left(buf, 24);
+        return term::pad_left(buf, 24);
     }
     std::snprintf(buf, sizeof buf, "%8.1f ms / %7.0f MB", c.ms, c.mb);
     return buf;
@@ -273,7 +273,15 @@ int main(int argc, char** argv) {
     }
     cli.check_figure_dir();  // before the measurement, not after it
 
-    print_complexity(cfg.d_model);
+    print_complexity_table();
+    // The prose right after the table (CPU only): the gradient's path from the last position
+    // to the first, one step through attention and n through the LSTM.
+    PathLengths paths;
+    if (!no_claims && device == "cpu") {
+        paths = path_lengths(path_lens, cfg.d_model, cfg.heads);
+        print_path_lengths(paths, cfg.d_model);
+    }
+    print_cost_crossover(cfg.d_model);
 
     std::printf("device = %s, batch = %d, d_model = %d\n", device.c_str(), cfg.batch, cfg.d_model);
     std::fflush(stdout);
@@ -322,8 +330,7 @@ int main(int argc, char** argv) {
     if (any_skipped && device == "cuda")
         std::printf("(건너뜀: GPU 메모리 %.0f MB에 들어가지 않는 항목)\n", memory_mb);
 
-    // The prose after the table (CPU only): the gradient's path, and the memory crossover.
-    PathLengths paths;
+    // The prose after the measured table (CPU only): where the memory curves cross.
     if (!no_claims && device == "cpu") {
         std::vector<double> naive_mb, lstm_mb;
         for (const std::vector<Cell>& row : cells) {
@@ -331,8 +338,6 @@ int main(int argc, char** argv) {
             lstm_mb.push_back(row[2].skipped ? -1 : row[2].mb);
         }
         print_memory_crossover(seq_lens, naive_mb, lstm_mb, cfg.batch, cfg.d_model, cfg.heads);
-        paths = path_lengths(path_lens, cfg.d_model, cfg.heads);
-        print_path_lengths(paths, cfg.d_model);
     }
 
     if (!no_figures) {

@@ -23,9 +23,10 @@
 // parameter split and the position-wise check, 6: the path length and the memory crossover).
 //
 // Read in this order: experiments.h (the runs, what each measures, the comparisons and their
-// thresholds), experiments.cpp, stats.h (the interval and the verdict rule), main.cpp (this
-// file: each claim's table and verdicts, the summary), runner.h/.cpp (the runs as parallel
-// processes), figures.cpp (one figure per claim). The model is chapters/5-blocks/decoder.h,
+// thresholds), experiments.cpp, stats.h/.cpp (the interval and the verdict rule), summary.h/.cpp
+// (each comparison computed from the runs' records, and the --summary TSV), main.cpp (this
+// file: each claim's table and verdicts), runner.h/.cpp (the runs as parallel processes),
+// figures.h/.cpp (one figure per claim). The model is chapters/5-blocks/decoder.h,
 // the trainer chapters/7-translate/train.h.
 //
 //   make ablations                             everything, K seeds (see the Makefile)
@@ -56,6 +57,7 @@
 #include "chapters/8-ablations/summary.h"
 #include "common/atomic_file.h"
 #include "common/cli.h"
+#include "common/format.h"
 #include "common/serialize.h"
 #include "common/terminal.h"
 
@@ -88,20 +90,11 @@ double tail_loss(const std::vector<double>& loss, size_t k) {
 constexpr size_t TAIL = 50;
 size_t tail_steps(int steps) { return std::min(TAIL, size_t(std::max(steps, 1))); }
 
-std::string num(double v, int digits) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.*f", digits, v);
-    return b;
-}
-std::string pad(const std::string& s, int width) {  // to `width` display columns
-    return s + std::string(size_t(std::max(0, width - term::display_width(s))), ' ');
-}
-
 // Over the seeds: "mean ± half-width" of a measure (the 95% t interval; one seed: the value).
 std::string spread(const std::vector<double>& v, int digits) {
     const Interval ci = t_interval(v);
-    if (ci.n < 2) return num(ci.mean, digits);
-    return num(ci.mean, digits) + " ± " + num(ci.half_width(), digits);
+    if (ci.n < 2) return fixed(ci.mean, digits);
+    return fixed(ci.mean, digits) + " ± " + fixed(ci.half_width(), digits);
 }
 std::vector<double> tail_losses(const std::vector<const Record*>& runs, int steps) {
     std::vector<double> out;
@@ -117,14 +110,14 @@ void report_comparisons(const std::vector<Comparison>& all, const std::string& c
         const Interval& ci = c.ci;
         std::string diffs;
         for (double d : c.diff)
-            diffs += (diffs.empty() ? "" : " ") + num(d, 1);
+            diffs += (diffs.empty() ? "" : " ") + fixed(d, 1);
         std::printf("  비교 %s − %s (%s): 씨앗별 %s\n", c.spec->variant, c.spec->baseline,
                     c.spec->metric, diffs.c_str());
         const std::string interval =
             ci.n < 2 ? "구간 없음 (씨앗 1개)"
-                     : "95% 구간 [" + num(ci.low, 2) + ", " + num(ci.high, 2) + "]";
+                     : "95% 구간 [" + fixed(ci.low, 2) + ", " + fixed(ci.high, 2) + "]";
         const std::string rule = rule_text(c.spec->rule);
-        std::printf("    평균 %s점, %s, 기준 %s → 판정: %s%s\n", num(ci.mean, 2).c_str(),
+        std::printf("    평균 %s점, %s, 기준 %s → 판정: %s%s\n", fixed(ci.mean, 2).c_str(),
                     interval.c_str(), rule.c_str(), verdict_korean(c.verdict),
                     c.verdict == Verdict::undecided
                         ? (ci.n < 2 ? " (씨앗이 하나뿐이라 구간이 없음)"
@@ -153,7 +146,8 @@ void report_scaling(const Records& r, const std::vector<Comparison>& cmp, double
                     Row{256, "나누지 않음", "unscaled-256", s256},
                     Row{16, "√d_k로 나눔", "base", s16},
                     Row{16, "나누지 않음", "unscaled-16", s16}})
-        std::printf("  %3d | %s | %14s | %18s | %s\n", row.d_k, pad(row.how, 10).c_str(),
+        std::printf("  %3d | %s | %14s | %18s | %s\n", row.d_k,
+                    term::pad_right(row.how, 10).c_str(),
                     spread(values_of(r, std::string(row.run) + ":init_max_weight"), 3).c_str(),
                     spread(tail_losses(r.at(row.run), row.steps), 4).c_str(),
                     spread(values_of(r, std::string(row.run) + ":exact"), 1).c_str());
@@ -206,7 +200,7 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
                 double m = 0;
                 for (const Record* rec : runs)
                     m += rec->get("validation_curve")[i] / double(runs.size());
-                std::printf(" %s", num(m, 1).c_str());
+                std::printf(" %s", fixed(m, 1).c_str());
             }
             std::printf("\n");
         }
@@ -224,15 +218,17 @@ void report_pruning(const Records& r, const std::vector<Comparison>& cmp) {
         n);
     std::printf(
         "  씨앗 | 시험 | 검증에서 고른 개수 → 시험 | 가장 덜 중요한 %d개 제거 → 시험 | 한 종류 "
-        "통째로 제거: 인코더 셀프, 디코더 셀프, 인코더-디코더\n",
-        (n + 2) / 3);
+        "통째로 제거: %s, %s, %s\n",
+        (n + 2) / 3, kind_name(Kind::encoder_self), kind_name(Kind::decoder_self),
+        kind_name(Kind::cross));
     for (size_t k = 0; k < base.size(); k++) {
         const Record& b = *base[k];
         const std::vector<double>& whole = b.get("kind_removed_test");
         std::printf("  %4d | %4s | %12d개 → %5s | %28s | %s, %s, %s\n", int(b.value("seed")),
-                    num(b.value("exact"), 1).c_str(), int(b.value("can_go")),
-                    num(b.value("can_go_test"), 1).c_str(), num(b.value("pruned_third"), 1).c_str(),
-                    num(whole[0], 1).c_str(), num(whole[1], 1).c_str(), num(whole[2], 1).c_str());
+                    fixed(b.value("exact"), 1).c_str(), int(b.value("can_go")),
+                    fixed(b.value("can_go_test"), 1).c_str(),
+                    fixed(b.value("pruned_third"), 1).c_str(), fixed(whole[0], 1).c_str(),
+                    fixed(whole[1], 1).c_str(), fixed(whole[2], 1).c_str());
     }
     report_comparisons(cmp, "pruning");
 }
@@ -332,7 +328,7 @@ void report_first_step(const Records& r, const std::vector<Comparison>& cmp) {
     std::printf("7장의 학습된 모델, <시작> 하나만 넣은 첫 생성 스텝, 시험 집합 1000문장\n");
     std::printf(
         "셀프 어텐션 가중치(모든 씨앗·층·헤드·문장): 최소 %s, 최대 %s (볼 것이 자기 자신뿐)\n",
-        num(w_min, 6).c_str(), num(w_max, 6).c_str());
+        fixed(w_min, 6).c_str(), fixed(w_max, 6).c_str());
     std::printf(
         "  첫 스텝                                   | 첫 숫자 정답 (%%) | 예측 분포의 이동(TV)\n");
     const char* names[] = {"그대로", "셀프 어텐션 출력 -> 문장 평균",
@@ -344,7 +340,7 @@ void report_first_step(const Records& r, const std::vector<Comparison>& cmp) {
         std::vector<double> tv;
         for (const Record* b : base)
             tv.push_back(b->get("first_step_tv")[size_t(i)]);
-        std::printf("  %s | %16s | %s\n", pad(names[i], 41).c_str(),
+        std::printf("  %s | %16s | %s\n", term::pad_right(names[i], 41).c_str(),
                     spread(values_of(r, std::string("base:") + keys[i]), 1).c_str(),
                     spread(tv, 4).c_str());
     }
