@@ -7,6 +7,9 @@
 // of d_head = d_model / h dims by a reshape; one call of section 1's attention runs every head at
 // once; the heads are put back side by side (the concat) and mixed by W_O (proj).
 //
+// attend() below is section 1's scaled_dot_product_attention; it goes through head_switches.h
+// only so chapter 8 can switch the scaling off or mask heads (read that file after this one).
+//
 // Section 5 reuses it unchanged ("3절의 MultiHeadAttention과 같은 코드이며 print문만
 // 주석 처리했습니다"): there print_shapes stays false, the article's commented-out prints.
 #pragma once
@@ -16,31 +19,9 @@
 #include <string>
 #include <utility>
 
-#include "chapters/1-self-attention/attention.h"
+#include "chapters/3-multi-head/head_switches.h"
 #include "common/nn.h"
 #include "common/tensor.h"
-
-// Beyond the listing, for chapter 8's ablations: the two switches of one attention over h heads,
-// and that attention with them applied. scale_scores = false leaves out the 1/sqrt(d_k) of
-// section 2; head_mask (h), when set, multiplies each head's output by its entry before the
-// concat (0 removes the head: Michel et al. 2019's head mask). MultiHeadAttention below and
-// section 5's CrossAttention (chapters/5-blocks/decoder.h) both attend through attend().
-struct HeadSwitches {
-    bool scale_scores = true;
-    Tensor head_mask;          // (h) or undefined
-    mutable Tensor last_attn;  // (B, h, N, S) of the last call, for figures and experiments
-
-    // Section 1's attention for every head at once, q (B, h, N, d_head), k and v (B, h, S,
-    // d_head): returns the heads' outputs (B, h, N, d_head) and the weights (B, h, N, S).
-    std::pair<Tensor, Tensor> attend(Tensor q, const Tensor& k, const Tensor& v,
-                                     const Tensor& mask) const {
-        if (!scale_scores) q = q * std::sqrt(float(q.size(-1)));  // the division, undone
-        auto [o, a] = scaled_dot_product_attention(q, k, v, mask);
-        if (head_mask.defined()) o = o * reshape(head_mask, {1, q.size(1), 1, 1});
-        last_attn = a.detach();
-        return {o, a};
-    }
-};
 
 struct MultiHeadAttention : Module, HeadSwitches {
     int h, d_head;
