@@ -203,10 +203,11 @@ TEST_CASE("chapter 3: the memory check counts the table's largest module, as the
 
 TEST_CASE("chapter 5: positions are counted from 0, as section 4 counts them, and say so") {
     // Section 4's "32번 위치" is PE[32] (the figure's rows 0..63); chapter 5's lines say the
-    // range they count in, so "3번 위치" reads as position 3 of 0..7, not as a fourth token.
+    // range they count in, so "3번 위치" reads as position 3 of 0..9, not as a fourth token.
     auto r = testutil::run("5-blocks", "--no-figures --depths 6");
     REQUIRE(r.exit_code == 0);
-    CHECK(r.out.find("위치 8개(0~7번) 중 3번 위치의 입력만 바꾸면\n") != std::string::npos);
+    CHECK(r.out.find("위치별 피드포워드 (d_model = 512): 위치 10개(0~9번) 중 3번 위치의 입력만 "
+                     "바꾸면\n") != std::string::npos);
     CHECK(r.out.find("(a) causal 마스크: 위치 8개(0~7번) 중 5번 위치의 토큰을 바꾸면\n"
                      "    0~4번 위치 출력의 최대 차이: 0.0\n") != std::string::npos);
     // The untrained demo stops at its length limit, and says so instead of implying it chose

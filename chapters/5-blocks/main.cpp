@@ -9,15 +9,19 @@
 // block over the first for L = 6, 12, 24. Weights and data come from the torch-exact generator
 // (torch.manual_seed(0) for the model, manual_seed(1) for the data), so the digits are torch's.
 //
-// After the table the decoder's three claims are computed, not asserted:
+// After the table (the output starts with the article's own lines), first the feed-forward net
+// as the prose before the listing describes it: about two thirds of a block's parameters, and
+// ten 512-wide positions passing through it independently. Then the decoder's three claims are
+// computed, not asserted:
 //   (a) the causal mask: changing a later target token leaves earlier outputs exactly unchanged;
 //   (b) teacher forcing: one forward pass predicts every target position;
 //   (c) generation: one token per step, while the encoder runs once per sentence.
 //
 // Read blocks.h first (the article's listing: FeedForward, Block with Post-LN and Pre-LN side
 // by side, Stack; MultiHeadAttention is section 3's, included from chapters/3-multi-head), then
-// this file's measurement, then decoder.h and decoder.cpp (the decoder the prose describes) with
-// decoder_demo() here, and the figure (5-blocks.png) drawn at the end.
+// this file's measurement and feed_forward_claims(), then decoder.h and decoder.cpp
+// (the decoder the prose describes) with decoder_demo() here, and the figure (5-blocks.png)
+// drawn at the end.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -58,8 +62,9 @@ void draw_figure(const std::vector<double>& post, const std::vector<double>& pre
 // ---- the feed-forward net, as the prose before the listing describes it ------------------------
 // "중간 차원이 4배로 넓어지므로 블록 파라미터의 약 3분의 2가 여기에 몰려 있습니다": counted on a
 // Block of the paper's size. "512차원 벡터 열 개가 들어오면 열 개가 각각 독립적으로 통과하며 서로
-// 아무 영향을 주지 않습니다": one position's input changed, every other position's output compared.
-void feed_forward_claims(int d_check) {
+// 아무 영향을 주지 않습니다": ten positions of 512 dims, one position's input changed, every other
+// position's output compared.
+void feed_forward_claims() {
     const int d = 512, h = 8;  // the paper's d_model and heads
     Block block(d, h, LnPlacement::PostLN);
     const int64_t attn = block.attn.num_parameters(), ff = block.ff.num_parameters();
@@ -71,8 +76,8 @@ void feed_forward_claims(int d_check) {
         if (share) std::printf("  %4.1f%%", 100.0 * double(n) / double(total));
         std::printf("\n");
     };
-    std::printf("\n블록 하나의 파라미터 (d_model = %d, 헤드 %d개, 피드포워드 %d -> %d -> %d)\n", d,
-                h, d, 4 * d, d);
+    std::printf("\n블록 하나의 파라미터 (d_model = %d, 헤드 %d개, 피드포워드 %d -> %d -> %d)\n", d, h,
+                d, 4 * d, d);
     row("멀티헤드 어텐션 W_Q W_K W_V W_O", attn);
     row("피드포워드 W_1 b_1 W_2 b_2", ff);
     row("층 정규화 2개", ln);
@@ -82,28 +87,29 @@ void feed_forward_claims(int d_check) {
                 "8·d² + 5·d)\n",
                 std::fabs(share - 2.0 / 3.0) < 0.02 ? "재현됨" : "재현되지 않음", 100 * share);
 
-    // Position-wise: positions 0..7 of one sentence, the input at position 3 changed. Positions
+    // Position-wise: positions 0..9 of one sentence, the input at position 3 changed. Positions
     // are counted from 0, as section 4 counts them ("32번 위치" is PE[32]); tokens of a sentence
     // are counted from 1, as section 1 counts them ("1번 토큰"), and the output says which.
     torch_rng::manual_seed(3);
-    FeedForward ffn(d_check);
+    FeedForward ffn(d);
     NoGradGuard no_grad;
-    const int N = 8, j = 3;
-    Tensor x = Tensor::from(torch_rng::randn(size_t(N) * d_check), {1, N, d_check});
+    const int N = 10, j = 3;  // "512차원 벡터 열 개"
+    Tensor x = Tensor::from(torch_rng::randn(size_t(N) * d), {1, N, d});  // (1, N, d)
+    // (1, N, d): x with position j's input moved by 1 in every dimension
     Tensor x2 = Tensor::from(x.to_vector(), x.shape());
-    for (int c = 0; c < d_check; c++)
-        x2.data()[j * d_check + c] += 1.0f;
+    for (int c = 0; c < d; c++)
+        x2.data()[j * d + c] += 1.0f;
     Tensor y = ffn(x), y2 = ffn(x2);  // (1, N, d)
     double others = 0, same = 0;
     for (int i = 0; i < N; i++)
-        for (int c = 0; c < d_check; c++) {
-            const double diff =
-                std::fabs(double(y.data()[i * d_check + c]) - y2.data()[i * d_check + c]);
+        for (int c = 0; c < d; c++) {
+            const double diff = std::fabs(double(y.data()[i * d + c]) - y2.data()[i * d + c]);
             (i == j ? same : others) = std::max(i == j ? same : others, diff);
         }
-    std::printf("위치별 피드포워드 (d_model = %d): 위치 %d개(0~%d번) 중 %d번 위치의 입력만 "
-                "바꾸면\n",
-                d_check, N, N - 1, j);
+    std::printf(
+        "위치별 피드포워드 (d_model = %d): 위치 %d개(0~%d번) 중 %d번 위치의 입력만 "
+        "바꾸면\n",
+        d, N, N - 1, j);
     std::printf("    다른 위치 출력의 최대 차이: %s\n", py_repr(others).c_str());
     std::printf("    %d번 위치 출력의 최대 차이: %s\n", j, fixed(same, 4).c_str());
     std::printf("판정: %s — 다른 위치의 출력은 %s\n",
@@ -253,7 +259,7 @@ int main(int argc, char** argv) {
         }
     }
     if (!table_only && !no_decoder) {
-        feed_forward_claims(d_model);
+        feed_forward_claims();  // the prose before the listing, after the article's own lines
         decoder_demo();
     }
     return status;
