@@ -27,9 +27,10 @@ namespace {
 constexpr float NEG_INF = -std::numeric_limits<float>::infinity();
 
 // The FlashAttention tile sizes: Br query rows against Bc key rows. On a GPU they are sized to
-// the shared memory of one block (64 x 64 or so); here to the 512 KB L2 cache of one core: a
-// 256 x 256 tile of S (256 KB) with the Q, K, V tiles beside it. Bigger tiles also mean fewer,
-// longer tile products, so less of each one goes to starting and storing its register tiles.
+// the shared memory of one block (64 x 64 or so); here to the L2 cache of one core (1-2 MB on
+// current x86-64 cores, 2 MB on the Xeon these kernels were timed on): a 256 x 256 tile of S
+// (256 KB) with the Q, K, V tiles beside it. Bigger tiles also mean fewer, longer tile
+// products, so less of each one goes to starting and storing its register tiles.
 constexpr int Br = 256;
 constexpr int Bc = 256;
 // The row stride of the S / P / dP tiles (Br, Bc): Bc + 16 floats, not Bc. 256 floats are 1 KB,
@@ -43,7 +44,8 @@ constexpr double PARALLEL_MIN_WORK = 1 << 18;
 
 // The naive forward's and backward's row blocks: a multiple of every micro-kernel's MR (12, 6
 // or 4 rows). At n = 1024 a block's rows of S and P (of dP and dS) are 2 x 192 KB, beside K^T
-// and V (V^T and K) packed, 2 x 256 KB, in the 1 MB L2 of one core.
+// and V (V^T and K) packed, 2 x 256 KB: 896 KB, within one core's L2 (2 MB on the Xeon the
+// block was timed on).
 constexpr int NAIVE_ROWS = 48;
 
 // Threads the (batch, head) slices are spread over, by the naive forward and both fused kernels.

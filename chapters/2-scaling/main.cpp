@@ -12,8 +12,8 @@
 //   build/bin/2-scaling --trials 1000 --dims 8,32 --no-figures
 //
 // The folder, in reading order:
-//   main.cpp            this file: softmax_np, the listing's loop, the table, and figure 1 at
-//                       the end
+//   main.cpp            this file: softmax_np, the listing's loop, the table, the log-log
+//                       slope of the gradient measure against d_k and its verdict, figure 1
 //   numpy_math.h, .cpp  numpy's pairwise sums, on which the printed digits depend
 // numpy's generator is common/random.h. Section 3 starts at its listing,
 // chapters/3-multi-head/multi_head_attention.h.

@@ -10,8 +10,10 @@
 //   AttentionLayer   x (B, n, d_model) -> qkv = x W_qkv^T -> reshape (B, n, 3, h, d_k)
 //                    -> permute(2, 0, 3, 1, 4) -> attention -> transpose + reshape (the concat)
 //                    -> y = concat W_o^T
-//                    reshape and permute are views, as in torch: the attention reads q, k, v
-//                    inside qkv and writes O in the concat's layout (HeadsLayout); no copies
+//                    reshape and permute are views, as in torch: the attention finds q, k, v
+//                    inside qkv and writes O in the concat's layout (HeadsLayout), so no
+//                    permuted copy of qkv or O is made (inside, each head's K and V are
+//                    packed for its tile products, common/attention.cpp)
 //                    attention: common/attention.h, attention_naive_forward / _backward (S and
 //                    P in memory) or attention_fused_forward / _backward (FlashAttention-2)
 //   LstmLayer        torch's nn.LSTM(d, d), time-major: common/lstm.h, lstm_forward / _backward

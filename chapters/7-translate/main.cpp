@@ -4,10 +4,12 @@
 // The task: Sino-Korean number words to Arabic numerals, 1 ... 99999.
 //   삼천이백일 -> 3201      만오천 -> 15000      구만구천구백구십구 -> 99999
 // The input is a sequence of Hangul syllables, the output a sequence of digits, and the two
-// lengths differ (만오천: 3 syllables, 5 digits), so this is the N-to-M case the article says the
-// encoder-decoder exists for. Zero digits are silent in the words; the model has to put them back.
+// lengths differ (만오천: 3 syllables, 5 digits): a sequence-to-sequence task, what the article's
+// opening (seq2seq and its fixed-length bottleneck) and its title's encoder-decoder are about.
+// Zero digits are silent in the words; the model has to put them back.
 //
-// What the article explains in prose, in order:
+// In order (2 and 4 are section 5's prose; 1 adds the paper's embedding scale to section 5's
+// model; 3 is the paper's optimiser and the warm-up section 5 names but does not write out):
 //   1. The model: token embeddings * sqrt(d_model) + the sinusoidal encoding, N encoder blocks,
 //      N decoder blocks (causal self-attention, then encoder-decoder attention on the encoder's
 //      top output), the output head (chapters/5-blocks/decoder.h: EncoderDecoder).
@@ -15,9 +17,10 @@
 //      every position in one forward pass; cross-entropy ignores the padding.
 //   3. Adam with the paper's warm-up: lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).
 //   4. Generation: greedy, autoregressive, from <시작> until <끝>, on 1000 numbers that never
-//      appeared in training; the score is exact match (every digit right, and nothing more).
-//   5. The figure: the loss curve, and the encoder-decoder attention of one example: which
-//      syllables each output digit looked at (the alignment the model learned by itself).
+//      appeared in training; the score (beyond the article) is exact match (every digit right,
+//      and nothing more).
+//   5. The figure (beyond the article): the loss curve, and the encoder-decoder attention of
+//      one example: which syllables each output digit looked at (the alignment it learned).
 //
 // The defaults (2 + 2 blocks, d_model 64, 4 heads, Pre-LN, 2000 steps of 64 sentences, one
 // thread) were tuned for accuracy per CPU second: about a minute of one core reaches 99% or more.
@@ -30,6 +33,7 @@
 //   train.h/.cpp      the model as this task builds it, and the training loop
 //   main.cpp          this file: the options, training, saving, evaluation, the figure at the end
 //   checkpoint.h/.cpp the weights file, checked before a model is built from it
+//   peer_torch.py     the same model and step in PyTorch, which `make bench` times beside ours
 // The model is section 5's EncoderDecoder (chapters/5-blocks/decoder.h, built on blocks.h,
 // section 3's MultiHeadAttention and section 4's positional_encoding); Adam and the warm-up
 // schedule are in common/optim.h.
