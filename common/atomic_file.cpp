@@ -22,6 +22,49 @@ std::string parent_dir(const std::string& path) {
 
 namespace {
 
+// ---- RemoveOnSignal ---------------------------------------------------------------------------
+constexpr int GUARDED[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+char g_guarded_path[4096];                                      // the file a fatal signal removes
+volatile sig_atomic_t g_guarding = 0;                           // 1 while a RemoveOnSignal lives
+struct sigaction g_before[sizeof GUARDED / sizeof GUARDED[0]];  // the handlers it replaced
+
+void remove_then_go_on(int sig) {
+    if (g_guarding) ::unlink(g_guarded_path);
+    for (size_t i = 0; i < sizeof GUARDED / sizeof GUARDED[0]; i++) {
+        if (GUARDED[i] != sig) continue;
+        const struct sigaction& was = g_before[i];
+        if (!(was.sa_flags & SA_SIGINFO) && was.sa_handler == SIG_IGN) return;
+        if (!(was.sa_flags & SA_SIGINFO) && was.sa_handler != SIG_DFL) return was.sa_handler(sig);
+        if (was.sa_flags & SA_SIGINFO) return was.sa_sigaction(sig, nullptr, nullptr);
+    }
+    ::signal(sig, SIG_DFL);  // the default action: the process ends as the signal says
+    ::raise(sig);
+}
+
+}  // namespace
+
+RemoveOnSignal::RemoveOnSignal(const std::string& path) {
+    if (g_guarding || path.size() >= sizeof g_guarded_path) return;
+    std::memcpy(g_guarded_path, path.c_str(), path.size() + 1);
+    struct sigaction sa {};
+    sa.sa_handler = remove_then_go_on;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : GUARDED)
+        sigaddset(&sa.sa_mask, sig);  // one handler at a time
+    for (size_t i = 0; i < sizeof GUARDED / sizeof GUARDED[0]; i++)
+        ::sigaction(GUARDED[i], &sa, &g_before[i]);
+    g_guarding = 1;
+    active_ = true;
+}
+
+RemoveOnSignal::~RemoveOnSignal() {
+    if (!active_) return;
+    for (size_t i = 0; i < sizeof GUARDED / sizeof GUARDED[0]; i++)
+        ::sigaction(GUARDED[i], &g_before[i], nullptr);
+    g_guarding = 0;
+}
+
+namespace {
 
 std::string base_name(const std::string& path) {
     size_t slash = path.find_last_of('/');
@@ -152,6 +195,7 @@ void write(const std::string& path, std::string_view bytes, const Options& optio
     remove_stale(target);
 
     const std::string tmp = temp_name(target);
+    const RemoveOnSignal guard(tmp);  // Ctrl-C while this runs leaves no temporary file
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) throw Error("cannot create " + tmp + ": " + std::strerror(errno));
     struct stat old;

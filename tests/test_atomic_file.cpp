@@ -3,6 +3,7 @@
 #include "common/atomic_file.h"
 #include "tests/util.h"
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
@@ -189,5 +190,69 @@ TEST_CASE("atomic_file: check_writable and check_folder_writable say what a writ
                   .find("Permission denied") != std::string::npos);
         fs::permissions(dir + "/ro", fs::perms::owner_all);
     }
+    fs::remove_all(dir);
+}
+
+TEST_CASE("atomic_file: a fatal signal during a write leaves no temporary file") {
+    const std::string dir = fresh_dir("signal"), target = dir + "/big.bin";
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        // 1 ms into a 64 MB write (tens of ms with its fsync), SIGALRM's handler raises SIGINT,
+        // as a Ctrl-C would arrive: the write's guard removes its temporary file, then the
+        // default action ends the process.
+        ::signal(SIGINT, SIG_DFL);  // as in a program (doctest's crash handler is not)
+        ::signal(SIGALRM, [](int) { ::raise(SIGINT); });
+        const std::string bytes(64 << 20, 'x');
+        ::ualarm(1000, 0);
+        atomic_file::write(target, bytes);
+        ::_exit(0);  // only if the write beat the alarm
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGINT);
+    CHECK(!fs::exists(target));  // never half there
+    CHECK(fs::is_empty(dir));    // and no big.bin.tmp.<pid>
+    fs::remove_all(dir);
+}
+
+TEST_CASE("atomic_file: RemoveOnSignal removes its file, then the signal goes where it went") {
+    const std::string dir = fresh_dir("guard");
+    auto run = [&](bool ignore_first) {
+        const std::string path = dir + "/f" + std::to_string(ignore_first);
+        std::ofstream(path) << "x";
+        pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            ::signal(SIGTERM, ignore_first ? SIG_IGN : SIG_DFL);  // doctest's handler out
+            {
+                const atomic_file::RemoveOnSignal guard(path);
+                ::raise(SIGTERM);
+            }
+            ::_exit(7);  // reached only when SIGTERM was ignored
+        }
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        CHECK(!fs::exists(path));
+        return status;
+    };
+    const int dies = run(false);
+    CHECK((WIFSIGNALED(dies) && WTERMSIG(dies) == SIGTERM));
+    const int lives = run(true);  // SIG_IGN before: the file goes, the process carries on
+    CHECK((WIFEXITED(lives) && WEXITSTATUS(lives) == 7));
+    // Outside a guard the file stays: the guard, not the signal, removes it.
+    const std::string kept = dir + "/kept";
+    std::ofstream(kept) << "x";
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::signal(SIGTERM, SIG_DFL);
+        { const atomic_file::RemoveOnSignal guard(kept + ".other"); }
+        ::raise(SIGTERM);
+        ::_exit(0);
+    }
+    ::waitpid(pid, nullptr, 0);
+    CHECK(fs::exists(kept));
     fs::remove_all(dir);
 }
