@@ -7,6 +7,7 @@
 //
 //   bench-gemm                     the table
 //   bench-gemm --openblas-best     prints this CPU's best OpenBLAS cores (for the torch peers)
+#include "bench/child.h"
 #include "bench/median.h"
 #include "bench/openblas.h"
 #include "common/cli.h"
@@ -56,21 +57,24 @@ std::map<std::pair<int, int>, double> openblas_in_child(const std::string& core,
     const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0) return out;
     self[len] = 0;
-    std::string cmd = (core.empty() ? "" : "OPENBLAS_CORETYPE=" + core + " ") + "'" + self +
-                      "' --openblas-only --runs 1 --repeat " + std::to_string(repeat) +
-                      " --sizes ";
-    for (size_t i = 0; i < sizes.size(); i++) cmd += (i ? "," : "") + std::to_string(sizes[i]);
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return out;
-    char line[512];
-    while (std::fgets(line, sizeof line, p)) {
-        int n = 0, tb = 0;
-        double g = 0;
-        char name[128];
-        if (std::sscanf(line, "gflops %d %d %lf", &n, &tb, &g) == 3) out[{n, tb}] = g;
-        else if (std::sscanf(line, "core %127s", name) == 1) child_core = name;
-    }
-    if (pclose(p) != 0) out.clear();
+    std::string list;
+    for (size_t i = 0; i < sizes.size(); i++)
+        list += (i ? "," : "") + std::to_string(sizes[i]);
+    std::vector<std::pair<std::string, std::string>> env;
+    if (!core.empty()) env.push_back({"OPENBLAS_CORETYPE", core});
+    const int rc =
+        bench::run_child({self, "--openblas-only", "--runs", "1", "--repeat",
+                          std::to_string(repeat), "--sizes", list},
+                         env, [&](const std::string& line) {
+                             int n = 0, tb = 0;
+                             double g = 0;
+                             char name[128];
+                             if (std::sscanf(line.c_str(), "gflops %d %d %lf", &n, &tb, &g) == 3)
+                                 out[{n, tb}] = g;
+                             else if (std::sscanf(line.c_str(), "core %127s", name) == 1)
+                                 child_core = name;
+                         });
+    if (rc != 0) out.clear();
     return out;
 }
 

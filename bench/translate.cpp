@@ -9,9 +9,11 @@
 // --d-model, --heads and --layers time chapter 8's other shapes (e.g. 256, 1, 1) on both sides.
 //
 //   chapter 7 training step: ours X ms, PyTorch Y ms (R.RRx)      R = Y / X
+#include "bench/child.h"
 #include "bench/median.h"
 #include "bench/openblas.h"
 #include "chapters/7-translate/train.h"
+#include "common/atomic_file.h"
 #include "common/cli.h"
 #include "common/optim.h"
 #include "common/parallel.h"
@@ -20,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <unistd.h>
@@ -51,7 +54,9 @@ void write_batches(const std::string& path, const std::vector<Batch>& batches) {
 int main(int argc, char** argv) {
     int steps = 100, warmup = 20, seed = 0;
     ModelConfig mc;  // chapter 7's model unless the options below say otherwise
-    std::string peer = getenv("PEER_PYTHON") ? getenv("PEER_PYTHON") : "/usr/bin/python3";
+    // The peer's python: --peer (then it must run), else PEER_PYTHON or /usr/bin/python3 (then
+    // a missing torch is a line in the output, as make bench wants on a machine without it).
+    std::string peer;
     bool no_peer = false;
     cli::Parser cli("bench-translate",
                     "chapter 7's training step beside PyTorch, same batches, one thread each");
@@ -62,14 +67,22 @@ int main(int argc, char** argv) {
     cli.option("--d-model", mc.d_model, "d_model (chapter 8 trains 32 to 256)").range(4, 1024);
     cli.option("--heads", mc.heads, "attention heads; must divide d_model").range(1, 64);
     cli.option("--layers", mc.layers, "encoder blocks = decoder blocks").range(1, 12);
-    cli.option("--peer", peer, "the python that runs chapters/7-translate/peer_torch.py", "PY");
+    cli.option("--peer", peer,
+               "the python that runs chapters/7-translate/peer_torch.py (default: $PEER_PYTHON "
+               "or /usr/bin/python3); named here, it must succeed",
+               "PY");
     cli.flag("--no-peer", no_peer, "time ours only");
     cli.parse(argc, argv);
-    if (mc.d_model % mc.heads != 0) {
-        std::fprintf(stderr, "bench-translate: --d-model %d is not divisible by --heads %d; "
-                     "choose heads that divide it\n", mc.d_model, mc.heads);
-        return 2;
-    }
+    if (mc.d_model % mc.heads != 0)
+        cli.fail("--d-model " + std::to_string(mc.d_model) + " is not divisible by --heads " +
+                 std::to_string(mc.heads) + "; choose heads that divide it");
+    const bool peer_named = !peer.empty();
+    if (!peer_named) peer = getenv("PEER_PYTHON") ? getenv("PEER_PYTHON") : "/usr/bin/python3";
+    const std::string script = "chapters/7-translate/peer_torch.py";
+    if (!no_peer && ::access(script.c_str(), R_OK) != 0)  // before the timed steps, not after
+        cli.fail(script +
+                 " is not here: run bench-translate from the repository root (make "
+                 "bench does), or pass --no-peer");
 
     omp_set_num_threads(1);  // one thread each, as chapter 7 trains
 #if defined(M_MMAP_THRESHOLD)  // as chapter 7's main does
@@ -113,26 +126,43 @@ int main(int argc, char** argv) {
         std::printf("chapter 7 training step: ours %.1f ms\n", ours);
         return 0;
     }
-    const std::string path = "build/bench-translate.batches." + std::to_string(getpid());
-    write_batches(path, batches);
+    // The batches for the peer, in the system's temporary folder; removed when it is done, and
+    // by Ctrl-C or SIGTERM while it runs.
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("bench-translate.batches." + std::to_string(getpid())))
+                                 .string();
+    const atomic_file::RemoveOnSignal guard(path);
+    try {
+        write_batches(path, batches);
+    } catch (const std::exception& e) {
+        std::remove(path.c_str());
+        std::fprintf(stderr, "bench-translate: error: %s (set TMPDIR to a writable folder)\n",
+                     e.what());
+        return 1;
+    }
     std::string best;
     for (const std::string& c : openblas::best_for_this_cpu().cores)
         best += (best.empty() ? "" : ",") + c;
-    const std::string cmd = "'" + peer + "' chapters/7-translate/peer_torch.py --batches '" + path +
-                            "' --warmup " + std::to_string(warmup) + " --seed " +
-                            std::to_string(seed) + " --d-model " + std::to_string(mc.d_model) +
-                            " --heads " + std::to_string(mc.heads) + " --layers " +
-                            std::to_string(mc.layers) + " --openblas-best '" + best + "'";
-    FILE* p = popen(cmd.c_str(), "r");
     double theirs = -1;
-    char line[1024];
-    while (p && std::fgets(line, sizeof line, p)) {
-        double v;
-        if (std::sscanf(line, "median_ms %lf", &v) == 1) theirs = v;
-        else std::fputs(line, stdout);  // the peer's own lines: torch's BLAS, its core
-    }
-    const int rc = p ? pclose(p) : -1;
+    const int rc = bench::run_child(
+        {peer, script, "--batches", path, "--warmup", std::to_string(warmup), "--seed",
+         std::to_string(seed), "--d-model", std::to_string(mc.d_model), "--heads",
+         std::to_string(mc.heads), "--layers", std::to_string(mc.layers), "--openblas-best", best},
+        {}, [&](const std::string& line) {
+            double v;
+            if (std::sscanf(line.c_str(), "median_ms %lf", &v) == 1)
+                theirs = v;
+            else
+                std::fputs(line.c_str(), stdout);  // the peer's own lines: torch's BLAS, its core
+        });
     std::remove(path.c_str());
+    if (peer_named && (rc != 0 || theirs <= 0)) {
+        std::fprintf(stderr,
+                     "bench-translate: error: --peer %s %s failed (exit status %d); check that it "
+                     "is a python with torch, or pass --no-peer\n",
+                     peer.c_str(), script.c_str(), rc);
+        return 1;
+    }
     if (rc != 0 || theirs <= 0) {
         std::printf("chapter 7 training step: ours %.1f ms (PyTorch peer failed or not "
                     "installed: %s chapters/7-translate/peer_torch.py; Debian: apt-get install "

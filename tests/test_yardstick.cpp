@@ -1,11 +1,13 @@
 // The benchmarks' yardstick (bench/openblas.h, bench/readme-numbers.sh): which OpenBLAS core
 // counts as this CPU's best, when the peer is rerun, and that the README's numbers are refused
-// from a busy machine and name the core they were measured against.
+// from a busy machine and name the core they were measured against; bench-translate's peer is
+// run without a shell.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <sys/wait.h>
@@ -108,4 +110,30 @@ TEST_CASE("yardstick: readme-numbers.sh refuses a busy run and names the core it
     CHECK(readme.find("1024³ A@B 150.0 GFLOP/s (0.75x)") != std::string::npos);
     CHECK(readme.find("ours 30.0 ms, PyTorch 45.0 ms (1.50x)") != std::string::npos);
     std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST_CASE("bench-translate: --peer names one program, never shell text; named, it must succeed") {
+    const std::string mark = "/tmp/transformer-test-peer-" + std::to_string(::getpid());
+    std::remove(mark.c_str());
+    const std::string small = "--steps 1 --warmup 0 --d-model 16 --heads 1 --layers 1 ";
+    // popen pasted the value into a shell line: this one ran `touch` (hostile-user audit).
+    auto r = testutil::run("bench-translate",
+                           small + "--peer \"/bin/true'; touch " + mark + "; echo '\"");
+    CHECK(!std::filesystem::exists(mark));
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("bench-translate: error: --peer /bin/true'; touch ") != std::string::npos);
+    r = testutil::run("bench-translate", small + "--peer /bin/false");  // ran, and failed
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("failed (exit status 1); check that it is a python with torch, or pass "
+                     "--no-peer") != std::string::npos);
+    // Away from the repository root the peer's script is missing: said before the timed steps.
+    const std::string out = mark + ".out";
+    const int status = std::system(("cd /tmp && " + std::string(PROJECT_BIN) + "/bench-translate " +
+                                    small + ">/dev/null 2>" + out)
+                                       .c_str());
+    CHECK(WEXITSTATUS(status) == 2);
+    CHECK(testutil::read_file_abs(out) ==
+          "bench-translate: error: chapters/7-translate/peer_torch.py is not here: run "
+          "bench-translate from the repository root (make bench does), or pass --no-peer\n");
+    std::remove(out.c_str());
 }

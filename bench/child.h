@@ -1,0 +1,87 @@
+// The benchmarks' peers run as child processes: started without a shell (execvp, so a --peer
+// or PEER_PYTHON value is one program name and never shell text), with extra environment
+// variables set for the child only, and their stdout read line by line.
+#pragma once
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+extern char** environ;
+
+namespace bench {
+
+// Runs argv (argv[0] looked up on PATH when it has no '/') with `env` added to this process's
+// environment, calls on_line for each line of its stdout (its stderr is ours); returns its exit
+// status, 128 + the signal's number when a signal ended it, 127 when it could not be started,
+// -1 when no child could be made.
+inline int run_child(const std::vector<std::string>& argv,
+                     const std::vector<std::pair<std::string, std::string>>& env,
+                     const std::function<void(const std::string&)>& on_line) {
+    // Everything the child needs is built here: between fork and exec a child of a threaded
+    // process may only make async-signal-safe calls (no malloc, no setenv, no printf).
+    std::vector<char*> args;
+    for (const std::string& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    std::vector<std::string> extra;
+    for (const auto& [k, v] : env)
+        extra.push_back(k + "=" + v);
+    std::vector<char*> envp;
+    for (char** e = environ; *e; e++) {
+        bool replaced = false;
+        for (const auto& [k, v] : env)
+            replaced |= std::strncmp(*e, k.c_str(), k.size()) == 0 && (*e)[k.size()] == '=';
+        if (!replaced) envp.push_back(*e);
+    }
+    for (std::string& e : extra)
+        envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const std::string cannot = argv[0] + ": cannot run it: ";
+
+    int fd[2];
+    if (::pipe(fd) != 0) return -1;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(fd[0]);
+        ::close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        ::dup2(fd[1], STDOUT_FILENO);
+        ::close(fd[0]);
+        ::close(fd[1]);
+        ::execvpe(args[0], args.data(), envp.data());
+        const char* why = std::strerror(errno);  // glibc's is async-signal-safe for errno values
+        (void)!::write(STDERR_FILENO, cannot.data(), cannot.size());
+        (void)!::write(STDERR_FILENO, why, std::strlen(why));
+        (void)!::write(STDERR_FILENO, "\n", 1);
+        ::_exit(127);
+    }
+    ::close(fd[1]);
+    std::FILE* out = ::fdopen(fd[0], "r");
+    std::string line;
+    for (int c; out && (c = std::fgetc(out)) != EOF;) {
+        line += char(c);
+        if (c == '\n') on_line(line), line.clear();
+    }
+    if (!line.empty()) on_line(line);
+    if (out)
+        std::fclose(out);
+    else
+        ::close(fd[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace bench
