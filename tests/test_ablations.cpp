@@ -4,6 +4,8 @@
 // past its length and leaves rows it never reached untouched), and the program's determinism.
 #include <doctest.h>
 
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +13,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -529,4 +533,74 @@ TEST_CASE("ablations: the README's Claims table is what bench/claims-table.sh ma
                       rows[i][10].c_str());
         CHECK_MESSAGE(table.find(pm) != std::string::npos, pm);
     }
+}
+
+namespace {
+
+// The processes whose parent is `pid` (from /proc), and whether `pid` still runs (a zombie
+// does not).
+std::vector<pid_t> children_of(pid_t pid) {
+    std::vector<pid_t> out;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+        const std::string name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream f(e.path() / "stat");
+        std::string line;
+        std::getline(f, line);
+        const size_t close = line.rfind(')');
+        if (close == std::string::npos) continue;
+        char state = 0;
+        int ppid = 0;
+        if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == pid)
+            out.push_back(pid_t(std::stoi(name)));
+    }
+    return out;
+}
+bool runs(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(f, line)) return false;
+    const size_t close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+}  // namespace
+
+TEST_CASE("ablations: when the runner is terminated, its runs end with it") {
+#if defined(__linux__)
+    // The runner in a process of its own, with two jobs that stay silent for 30 s (as a run
+    // does while it evaluates): a job learned that its parent had gone only at its next write
+    // to the pipe, so after a SIGTERM to 8-ablations alone its runs trained on for 17-22 s.
+    const pid_t runner = ::fork();
+    REQUIRE(runner >= 0);
+    if (runner == 0) {
+        ::signal(SIGTERM, SIG_DFL);  // as in 8-ablations (doctest's crash handler is not)
+        std::vector<ablations::Job> jobs;
+        for (const char* name : {"a", "b"})
+            jobs.push_back({name, 1.0, [](ablations::Progress&) {
+                                ::sleep(30);
+                                return ablations::Record{};
+                            }});
+        ablations::run_jobs(jobs, 2, false);
+        ::_exit(0);
+    }
+    std::vector<pid_t> kids;
+    for (int tries = 0; tries < 100 && kids.size() < 2; tries++) {  // up to 10 s
+        ::usleep(100000);
+        kids = children_of(runner);
+    }
+    REQUIRE(kids.size() == 2);  // both jobs started
+    ::kill(runner, SIGTERM);    // as a process manager stops it: the parent alone
+    ::waitpid(runner, nullptr, 0);
+    bool any = true;
+    for (int tries = 0; tries < 50 && any; tries++) {  // up to 5 s, well short of their 30
+        ::usleep(100000);
+        any = false;
+        for (pid_t k : kids)
+            any |= runs(k);
+    }
+    CHECK(!any);
+    for (pid_t k : kids)
+        ::kill(k, SIGKILL);  // if they did outlive it
+#endif
 }
