@@ -334,13 +334,19 @@ void Parser::figures(std::string& dir, bool& skip, const std::string& file) {
     no_figures_ = &skip;
 }
 
-void Parser::check_figure_dir() const {
+void Parser::check_figure_dir(const std::vector<std::string>& files) const {
     if (!figure_dir_ || *no_figures_) return;
     try {
         atomic_file::check_folder_writable(*figure_dir_);
     } catch (const atomic_file::Error& e) {
         fail("--figure-dir " + quote(*figure_dir_) + ": " + e.what() +
              "; choose another folder or pass --no-figures");
+    }
+    for (const std::string& file : files) {
+        const std::string path = *figure_dir_ + "/" + file;
+        if (const std::string what = atomic_file::not_regular(path); !what.empty())
+            fail("--figure-dir " + quote(*figure_dir_) + ": " + path + " is " + what +
+                 ", where the figure goes; remove it, choose another folder or pass --no-figures");
     }
 }
 

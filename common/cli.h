@@ -64,9 +64,10 @@ public:
     // figure's file name, for the help text.
     void figures(std::string& dir, bool& skip, const std::string& file);
     // For a program that works long before it draws: unless --no-figures, creates the figure
-    // folder and checks that a file can be written in it, else fails (as below) naming it. Call
-    // it after parse(), before the work.
-    void check_figure_dir() const;
+    // folder and checks that a file can be written in it and that none of `files` (the figures'
+    // names in it) is there as a folder, a FIFO or a device, else fails (as below) naming it.
+    // Call it after parse(), before the work.
+    void check_figure_dir(const std::vector<std::string>& files = {}) const;
     // A flag takes no value: present means true.
     void flag(const std::string& name, bool& value, const std::string& help);
 

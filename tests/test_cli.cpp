@@ -326,6 +326,34 @@ TEST_CASE("cli: a figure folder that cannot be written is found before the long 
     std::remove(file.c_str());
 }
 
+TEST_CASE("cli: a figure's own name taken by a folder is found before the long work too") {
+    // Before: the folder was checked, the name in it only when the figure was drawn: chapter 6
+    // measured, chapter 7 trained and chapter 8 ran all its trainings first (hostile-user audit).
+    const std::string dir = "/tmp/transformer-test-cli-figname-" + std::to_string(::getpid());
+    const std::pair<const char*, const char*> runs[] = {
+        {"6-cost", "--seq-lens 8 --batch 1 --d-model 8 --heads 2 --warmup 0 --repeat 1 "
+                   "--path-lens 16"},
+        {"7-translate", "--layers 1 --d-model 16 --heads 2 --batch 4 --steps 3"},
+        {"8-ablations", "--only warmup --scale 0.01 --seeds 1"},
+        {"2-scaling", "--trials 100 --dims 4"}};
+    const char* taken[] = {"6-path-length.png", "7-translate.png", "8-warmup.png",
+                           "2-scaling.png"};
+    for (size_t k = 0; k < 4; k++) {
+        const char *program = runs[k].first, *args = runs[k].second;
+        CAPTURE(program);
+        std::filesystem::remove_all(dir);
+        std::filesystem::create_directories(dir + "/" + taken[k]);
+        testutil::Run r = testutil::run(program, std::string(args) + " --figure-dir " + dir);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());  // nothing trained or measured
+        CHECK(r.err == std::string(program) + ": error: --figure-dir '" + dir + "': " + dir +
+                           "/" + taken[k] +
+                           " is a folder, where the figure goes; remove it, choose another "
+                           "folder or pass --no-figures\n");
+    }
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("7-translate: --load with options that only training reads is refused") {
     // Before: --steps 500 --lr 3 --layers 4 were ignored without a word.
     testutil::Run r = testutil::run("7-translate", "--load w.bin --steps 500 --lr 3 --layers 4");

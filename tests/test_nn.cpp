@@ -254,10 +254,13 @@ TEST_CASE("chapter 5: CrossAttention on x itself is section 3's attention, switc
 
 TEST_CASE("chapter 5: a figure that cannot be written still lets the decoder's section print") {
     // As chapter 1 does: the error is said, the rest of the output follows, the exit code is 1.
-    // The folder passes the check up front (a file there could be written); the figure's own
-    // name is taken by a folder, so only the write itself fails.
+    // The folder and the figure's name pass the checks up front (a file there could be written,
+    // the name is a link to a file that is missing); only the write itself fails, when it finds
+    // that the link points into /proc, where no folder can be made.
     const std::string dir = "/tmp/transformer-test-5-blocks-" + std::to_string(::getpid());
-    std::filesystem::create_directories(dir + "/5-blocks.png");
+    std::filesystem::create_directories(dir);
+    std::filesystem::create_symlink("/proc/transformer-test-none/5-blocks.png",
+                                    dir + "/5-blocks.png");
     auto r = testutil::run("5-blocks", "--depths 6 --figure-dir " + dir);
     CHECK(r.exit_code == 1);
     CHECK(r.err.rfind("5-blocks: error: cannot write figure " + dir + "/5-blocks.png: ", 0) == 0);

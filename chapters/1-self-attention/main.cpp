@@ -68,7 +68,9 @@ int main(int argc, char** argv) {
     if (explain < 0 || explain > n)
         cli.fail("--explain " + std::to_string(explain) + " is not a token: use 1.." +
                  std::to_string(n) + " (or 0 for off)");
-    if (!live) cli.check_figure_dir();  // up front, as every chapter that draws (--live draws none)
+    if (!live)
+        cli.check_figure_dir(
+            {"1-self-attention.png"});  // up front, as every chapter that draws (--live draws none)
 
     // Query, key and value: three roles for the same tokens.
     Tensor Q = matmul(X, W_Q), K = matmul(X, W_K), V = matmul(X, W_V);  // (n, d_k) twice, (n, d_v)

@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
         if (d < 1 || d > (1 << 20)) cli.fail("--dims entries must be between 1 and 1048576");
     // The five lists of one d_k (the article's std, pr, ps, jr, js) hold `trials` doubles each.
     cli.require_memory(5 * 8 * double(trials), "--trials " + std::to_string(trials));
-    cli.check_figure_dir();  // before the trials, which --trials can make long
+    cli.check_figure_dir({"2-scaling.png"});  // before the trials, which --trials can make long
 
     // print(f"d_k={d:5d}  로짓 표준편차 {np.mean(std):6.2f} | ...")
     const std::vector<Means> table = experiment(seed, dims, trials, n_keys);

@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
             cli.fail("--perm must be a permutation of 0.." + std::to_string(n - 1) +
                      " (with --n, give a --perm of that length too)");
     }
-    cli.check_figure_dir();  // up front, as every chapter that draws
+    cli.check_figure_dir({"4-positional-encoding.png"});  // up front, as every chapter that draws
 
     // X (n, d) and the three projections (d, d), scaled by 1/sqrt(d) so the scores stay O(1).
     numpy::Generator g{uint64_t(seed)};

@@ -217,7 +217,7 @@ int main(int argc, char** argv) {
                            "--d-model " + std::to_string(d_model) + " --vocab " +
                                std::to_string(vocab) + " at L = " + std::to_string(int(L)));
     }
-    cli.check_figure_dir();  // before the table's gradients, not after them
+    cli.check_figure_dir({"5-blocks.png"});  // before the table's gradients, not after them
 
     std::vector<double> fig_post, fig_pre;
     int status = 0;  // a figure that cannot be written still lets the decoder's section print

@@ -271,7 +271,8 @@ int main(int argc, char** argv) {
                            "--batch " + std::to_string(cfg.batch) + " --d-model " +
                                std::to_string(cfg.d_model) + " at n = " + std::to_string(n0));
     }
-    cli.check_figure_dir();  // before the measurement, not after it
+    cli.check_figure_dir({device == "cuda" ? "6-cost-cuda.png" : "6-cost.png",
+                          "6-path-length.png"});  // before the measurement, not after it
 
     print_complexity_table();
     // The prose right after the table (CPU only): the gradient's path from the last position

@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
                                std::to_string(mc.layers) + " --d-model " +
                                std::to_string(mc.d_model));
     }
-    cli.check_figure_dir();  // now, not after the training
+    cli.check_figure_dir({"7-translate.png"});  // now, not after the training
     tc.seed = mc.seed;
     // Pre-LN by default: at this budget it reached 99% in fewer steps than Post-LN did.
     mc.placement = norm == "post" ? LnPlacement::PostLN : LnPlacement::PreLN;

@@ -349,17 +349,15 @@ void report_first_step(const Records& r, const std::vector<Comparison>& cmp) {
     report_comparisons(cmp, "first-step");
 }
 
-// A folder we can write a figure into, checked before any training: one line and exit 2.
-void check_output(const cli::Parser& cli, const std::string& figure_dir, bool no_figures,
-                  const std::string& summary) {
+// The figures' folder and names, and the summary file, checked before any training: one line
+// and exit 2.
+void check_output(const cli::Parser& cli, const std::string& summary) {
+    cli.check_figure_dir({"8-scaling.png", "8-heads.png", "8-pruning.png", "8-positions.png",
+                          "8-warmup.png", "8-first-step.png"});
     try {
-        if (!no_figures) {
-            atomic_file::make_folders(figure_dir);
-            serialize::check_writable(figure_dir + "/8-scaling.png");
-        }
         if (!summary.empty()) serialize::check_writable(summary);
     } catch (const std::exception& e) {
-        cli.fail(std::string(e.what()));
+        cli.fail("--summary " + summary + ": " + e.what());
     }
 }
 
@@ -387,8 +385,8 @@ int main(int argc, char** argv) {
     cli.option("--seed", seed,
                "the first seed, 0..1000000000: runs use S, S+1, ..., S+K-1 (weights: the seed, "
                "training order: the seed + 1)");
-    cli.option("--summary", summary, "write one TSV line per comparison to this file; empty: none",
-               "FILE");
+    cli.path("--summary", summary,
+             "write one TSV line per comparison to this file (none unless given)");
     cli.figures(figure_dir, no_figures, "8-scaling.png ... 8-first-step.png");
     cli.parse(argc, argv);
     if (jobs < 1 || jobs > 64) cli.fail("--jobs must be in 1..64");
@@ -433,7 +431,7 @@ int main(int argc, char** argv) {
         }
         needed = asked;
     }
-    check_output(cli, figure_dir, no_figures, summary);
+    check_output(cli, summary);
     // As chapter 7 does: every training step allocates and frees the same few hundred buffers;
     // keep freed memory in the heap instead of handing it back to the kernel (and taking page
     // faults to get it again). The forked runs inherit it.
