@@ -367,15 +367,21 @@ TEST_CASE("7-translate: --load with options that only training reads is refused"
 TEST_CASE("cli: sizes that would overflow a chapter's int arithmetic are refused up front") {
     // 5-blocks: the feed-forward width 4 d overflowed int ("negative dimension in shape
     // (-1073741824, 1073741824)"); a vocabulary of 2^31 - 1 reached std::bad_alloc.
-    testutil::Run r = testutil::run("5-blocks", "--d-model 1073741824 --heads 1 --depths 1");
+    testutil::Run r =
+        testutil::run("5-blocks", "--d-model 1073741824 --heads 1 --depths 1 --no-figures");
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
     CHECK(r.err.rfind("5-blocks: error: --d-model 1073741824 --vocab 50 at L = 1 need about ", 0) ==
           0);
-    r = testutil::run("5-blocks", "--vocab 2147483647 --depths 1");
+    r = testutil::run("5-blocks", "--vocab 2147483647 --depths 1 --no-figures");
     CHECK(r.exit_code == 2);
     CHECK(r.err.rfind("5-blocks: error: --d-model 64 --vocab 2147483647 at L = 1 need about ", 0) ==
           0);
+    // With figures, the L = 24 stack the figure builds is the one judged: --depths 1 at d 4096
+    // was accepted, then ran out of memory building it (hostile-user audit).
+    r = testutil::run("5-blocks", "--depths 1 --d-model 4096 --heads 4 --table-only");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("5-blocks: error: --d-model 4096 --vocab 50 at L = 24 need about ", 0) == 0);
     // 7-translate: a batch of 2^31 - 1 sentences built for minutes (their tokens an int);
     // --steps 2147483647 counted its int loop past the end.
     r = testutil::run("7-translate", "--batch 2147483647");

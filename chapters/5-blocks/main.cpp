@@ -210,9 +210,11 @@ int main(int argc, char** argv) {
         // Held at once, in floats, for the deepest stack: its weights and their gradients (12 d^2
         // per block, the head d x vocab), and the activations of 8 x 32 positions (about 20 d
         // per block, 3 vocab for the logits). Beyond the machine, refused here, before int sizes
-        // such as the feed-forward width 4 d could overflow.
-        const double L = *std::max_element(depths.begin(), depths.end()), d = d_model,
-                     V = vocab;
+        // such as the feed-forward width 4 d could overflow. The figure builds L = 24 whatever
+        // --depths says, so with figures that stack counts too.
+        const double L = std::max(*std::max_element(depths.begin(), depths.end()),
+                                  no_figures ? 0 : 24),
+                     d = d_model, V = vocab;
         cli.require_memory(4 * (2 * (L * 12 * d * d + d * V) + 256 * (L * 20 * d + 3 * V)),
                            "--d-model " + std::to_string(d_model) + " --vocab " +
                                std::to_string(vocab) + " at L = " + std::to_string(int(L)));
