@@ -231,3 +231,20 @@ TEST_CASE("chapter 2: the gradient indicator falls as 1/sqrt(d_k): a log-log slo
     CHECK(std::fabs(scaled) <= 0.01);
     CHECK(r.out.find("판정: 재현됨") != std::string::npos);
 }
+
+TEST_CASE("chapter 2: a d_k listed twice or one key is refused, never printed as nan") {
+    // Before: --dims 4,4 fitted a slope over one x (0/0) and --keys 1 a log of 0, both printed
+    // as -nan with a verdict, exit 0 (hostile-user audit).
+    auto r = testutil::run("2-scaling", "--dims 4,4 --trials 10 --no-figures");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err ==
+          "2-scaling: error: --dims lists 4 twice; the slope over d_k needs each d_k "
+          "once\n");
+    r = testutil::run("2-scaling", "--dims 1,2 --trials 10 --keys 1 --no-figures");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("2-scaling: error: --keys must be between 2 and 64", 0) == 0);
+    r = testutil::run("2-scaling", "--dims 1,2 --trials 10 --keys 2 --no-figures");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("nan") == std::string::npos);
+}

@@ -101,9 +101,18 @@ int main(int argc, char** argv) {
     cli.parse(argc, argv);
     if (seed < 0) cli.fail("--seed must be a non-negative integer (numpy rejects negative seeds)");
     if (trials < 1) cli.fail("--trials must be at least 1");
-    if (n_keys < 1 || n_keys > 64) cli.fail("--keys must be between 1 and 64");
-    for (int d : dims)
-        if (d < 1 || d > (1 << 20)) cli.fail("--dims entries must be between 1 and 1048576");
+    if (n_keys < 2 || n_keys > 64)
+        cli.fail(
+            "--keys must be between 2 and 64 (over one key softmax is 1 whatever the logit, "
+            "and the gradient measure 0)");
+    for (size_t i = 0; i < dims.size(); i++) {
+        if (dims[i] < 1 || dims[i] > (1 << 20))
+            cli.fail("--dims entries must be between 1 and 1048576");
+        for (size_t j = 0; j < i; j++)
+            if (dims[j] == dims[i])
+                cli.fail("--dims lists " + std::to_string(dims[i]) +
+                         " twice; the slope over d_k needs each d_k once");
+    }
     // The five lists of one d_k (the article's std, pr, ps, jr, js) hold `trials` doubles each.
     cli.require_memory(5 * 8 * double(trials), "--trials " + std::to_string(trials));
     cli.check_figure_dir({"2-scaling.png"});  // before the trials, which --trials can make long
@@ -127,14 +136,27 @@ int main(int argc, char** argv) {
             raw.push_back(table[i].grad_raw);
             scaled.push_back(table[i].grad_scaled);
         }
-        std::printf("\n기울기 지표의 로그-로그 기울기 (d_k = %d ~ %d, 최소제곱): 스케일링 없음 "
-                    "%.3f, √d_k로 나눔 %.3f\n",
-                    dims.front(), dims.back(), loglog_slope(d, raw), loglog_slope(d, scaled));
-        const double k = loglog_slope(d, raw);
+        // A measure of exactly 0 (softmax saturated at some d_k) has no logarithm: no slope.
+        auto slope_text = [](double k) {
+            char t[32];
+            std::snprintf(t, sizeof t, "%.3f", k);
+            return std::isfinite(k) ? std::string(t) : std::string("맞출 수 없음");
+        };
+        const double k = loglog_slope(d, raw), k_scaled = loglog_slope(d, scaled);
+        std::printf(
+            "\n기울기 지표의 로그-로그 기울기 (d_k = %d ~ %d, 최소제곱): 스케일링 없음 "
+            "%s, √d_k로 나눔 %s\n",
+            dims.front(), dims.back(), slope_text(k).c_str(), slope_text(k_scaled).c_str());
         std::printf("√d_k에 반비례한다면 -0.5, 일정하다면 0입니다.\n");
-        std::printf("판정: %s — 스케일링 없는 쪽의 기울기 %.3f, -0.5와의 차이 %.3f (기준 0.05)\n",
-                    std::fabs(k + 0.5) <= 0.05 ? "재현됨" : "이 범위에서는 재현되지 않음", k,
-                    std::fabs(k + 0.5));
+        if (!std::isfinite(k))
+            std::printf(
+                "판정 보류 — 스케일링 없는 쪽의 기울기 지표가 어떤 d_k에서 0이 되어 "
+                "(softmax 포화) 로그-로그 기울기를 맞출 수 없음\n");
+        else
+            std::printf(
+                "판정: %s — 스케일링 없는 쪽의 기울기 %.3f, -0.5와의 차이 %.3f (기준 0.05)\n",
+                std::fabs(k + 0.5) <= 0.05 ? "재현됨" : "이 범위에서는 재현되지 않음", k,
+                std::fabs(k + 0.5));
     }
 
     if (!no_figures) {
