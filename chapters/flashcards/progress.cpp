@@ -178,10 +178,22 @@ void check_writable(const std::string& path_in) {
     // What a save does, tried now: the name's length, then (when its folder exists) a
     // temporary file beside it. A failure at the first rating would lose that rating.
     try {
-        if (dir == atomic_file::parent_dir(path))
+        if (dir == atomic_file::parent_dir(path)) {
             atomic_file::check_writable(path, false);
-        else if (path.size() - path.find_last_of('/') - 1 > 255)
-            throw atomic_file::Error("cannot write " + path + ": " + std::strerror(ENAMETOOLONG));
+        } else {
+            if (path.size() - path.find_last_of('/') - 1 > 255)
+                throw atomic_file::Error("cannot write " + path + ": " +
+                                         std::strerror(ENAMETOOLONG));
+            // The first folder the save would create, made and removed now: a folder that
+            // grants write access can still refuse one (/proc, a read-only mount), and the
+            // first rating was lost when the save found out (hostile-user audit).
+            std::string first = atomic_file::parent_dir(path);
+            while (atomic_file::parent_dir(first) != dir)
+                first = atomic_file::parent_dir(first);
+            if (::mkdir(first.c_str(), 0700) != 0)
+                throw atomic_file::Error("cannot create " + first + ": " + std::strerror(errno));
+            ::rmdir(first.c_str());
+        }
     } catch (const atomic_file::Error& e) {
         throw Error(path_in + ": cannot save progress: " + e.what() +
                     "; choose a writable --progress FILE");
