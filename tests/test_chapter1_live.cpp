@@ -258,13 +258,17 @@ TEST_CASE("chapter 1 --live: the line mode prints token 3's screen without and w
     CHECK(plain_frames(r.out).size() == 2);
     CHECK(r.err == "");
 
-    // An unknown line stops the script with exit 2, one line naming it (control bytes hidden).
+    // An unknown line stops the script with exit 2, one line naming it (control bytes escaped,
+    // and a NUL too: printf's %s cut the line there, 'ab' for "ab\0cd").
     r = testutil::run("1-self-attention", "--live", "3\njump\x1b[31m\nm\n");
     CHECK(r.exit_code == 2);
     CHECK(r.err ==
-          "1-self-attention: stdin line 2: unknown key 'jump?[31m'; use one per line: 1-4, left, "
-          "right, m, q (see --help)\n");
+          "1-self-attention: error: stdin line 2: unknown key 'jump\\x1b[31m'; use one per line: "
+          "1-4, left, right, m, q (see --help)\n");
     CHECK(plain_frames(r.out).size() == 2);  // the screens before it were printed
+    r = testutil::run("1-self-attention", "--live", std::string("ab\0cd\n", 6));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("1-self-attention: error: stdin line 1: unknown key 'ab\\x00cd';", 0) == 0);
     r = testutil::run("1-self-attention", "--plain");
     CHECK(r.exit_code == 2);
     CHECK(r.err ==

@@ -532,7 +532,7 @@ TEST_CASE(
     // An unknown key line stops the script, names the line, and keeps what was saved.
     r = testutil::run("flashcards", run_args(path), "space\njump\n1\n");
     CHECK(r.exit_code == 2);
-    CHECK(r.err.rfind("flashcards: stdin line 2: unknown key 'jump'", 0) == 0);
+    CHECK(r.err.rfind("flashcards: error: stdin line 2: unknown key 'jump'", 0) == 0);
     CHECK(cards::load_progress(path).session == 2);
 
     r = testutil::run("flashcards", "--help");

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "chapters/1-self-attention/attention.h"
+#include "common/cli.h"
 #include "common/format.h"
 #include "common/plot/plot.h"
 
@@ -436,10 +437,11 @@ int run_lines(const Model& m, View v) {
         if (line.find_first_not_of(" \t") == std::string::npos) continue;  // a blank line
         Action a;
         if (!parse_line_key(line, m.n(), a)) {
+            // Quoted as the option errors quote: control bytes and NUL as escapes (\x1b, \x00)
             std::fprintf(stderr,
-                         "1-self-attention: stdin line %d: unknown key '%s'; use one per line: "
-                         "1-%d, left, right, m, q (see --help)\n",
-                         line_no, term::printable(line, 40).c_str(), m.n());
+                         "1-self-attention: error: stdin line %d: unknown key %s; use one per "
+                         "line: 1-%d, left, right, m, q (see --help)\n",
+                         line_no, cli::quote(line, 40).c_str(), m.n());
             return 2;
         }
         if (a.kind == Action::Quit) break;

@@ -142,12 +142,12 @@ int run_lines(cards::Session& s, const std::string& progress_path) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
         cards::Action a;
         if (!cards::parse_line_key(line, a)) {
-            std::string shown = term::printable(line, 40);  // no control bytes to a terminal
+            // Quoted as the option errors quote: control bytes and NUL as escapes (\x1b, \x00)
             std::fflush(stdout);
             std::fprintf(stderr,
-                         "flashcards: stdin line %d: unknown key '%s'; use one per line: space, "
-                         "enter, 1, 2, 3, right, left, up, down, q (see --help)\n",
-                         line_no, shown.c_str());
+                         "flashcards: error: stdin line %d: unknown key %s; use one per line: "
+                         "space, enter, 1, 2, 3, right, left, up, down, q (see --help)\n",
+                         line_no, cli::quote(line, 40).c_str());
             return 2;
         }
         if (a == cards::Action::Quit) break;
