@@ -97,8 +97,12 @@ int main(int argc, char** argv) {
     cli.flag("--openblas-only", openblas_only,
              "time OpenBLAS alone, one 'gflops N TRANSB G' line each (the rerun's child)");
     cli.parse(argc, argv);
-    for (int s : sizes)  // n * n floats per matrix, n^3 multiply-adds: n is kept to 2^16
+    for (int s : sizes) {  // n * n floats per matrix, n^3 multiply-adds: n is kept to 2^16
         if (s < 1 || s > 65536) cli.fail("--sizes must be between 1 and 65536");
+        // A, B and C of the largest size, here and (one after the other) in OpenBLAS's child:
+        // refused up front, not three times over as each process runs out of memory.
+        cli.require_memory(3.0 * 4 * s * s, "--sizes " + std::to_string(s));
+    }
 
     const openblas::Best best = openblas::best_for_this_cpu();
     if (print_best) {

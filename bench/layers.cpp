@@ -118,10 +118,20 @@ int main(int argc, char** argv) {
                "times the whole table is measured; each cell shows the median of the runs")
         .range(1, 1000);
     cli.parse(argc, argv);
-    if (batch < 1 || d_model < 1 || heads < 1 || repeat < 1) cli.fail("sizes must be positive");
+    if (heads < 1) cli.fail("--heads must be at least 1");
     if (d_model % heads != 0) cli.fail("--d-model must be a multiple of --heads");
-    for (int n : seq_lens)
-        if (n < 1) cli.fail("--seq-lens must be positive");
+    for (int n : seq_lens) {
+        if (n < 1 || n > (1 << 20)) cli.fail("--seq-lens entries must be between 1 and 1048576");
+        // The naive layer holds the most (its n x n matrices), the LSTM the most per step: the
+        // memory models chapter 6 skips cells by, checked before any cell runs.
+        const double peak =
+            std::max({AttentionLayer::predicted_peak_bytes(false, batch, n, d_model, heads),
+                      AttentionLayer::predicted_peak_bytes(true, batch, n, d_model, heads),
+                      LstmLayer::predicted_peak_bytes(batch, n, d_model)});
+        cli.require_memory(peak, "--seq-lens " + std::to_string(n) + " --batch " +
+                                     std::to_string(batch) + " --d-model " +
+                                     std::to_string(d_model));
+    }
 
     torch_rng::Generator rng(0);
     Yardstick yardstick(batch * 512, 3 * d_model, d_model, rng);

@@ -241,14 +241,18 @@ TEST_CASE("cli: integers and numbers are written one way; out of range is said s
         // warmup + repeat was one int: 2147483647 + 1 ran no timed run and printed 0.0 ms.
         {"6-cost", "--warmup 2147483647 --repeat 1",
          "bad value '2147483647' for --warmup: out of range (an integer in 0..1000000)"},
-        {"6-cost", "--repeat 0", "bad value '0' for --repeat: out of range (an integer in "
-                                 "1..1000000)"},
-        {"6-cost", "--warmup -1", "bad value '-1' for --warmup: out of range (an integer in "
-                                  "0..1000000)"},
+        {"6-cost", "--repeat 0",
+         "bad value '0' for --repeat: out of range (an integer in "
+         "1..1000000)"},
+        {"6-cost", "--warmup -1",
+         "bad value '-1' for --warmup: out of range (an integer in "
+         "0..1000000)"},
         // batch * 512 was an int.
         {"bench-layers", "--batch 4194304",
          "bad value '4194304' for --batch: out of range (an integer in 1..65536)"},
         {"bench-gemm", "--sizes 70000", "--sizes must be between 1 and 65536"},
+        {"bench-layers", "--heads 0", "--heads must be at least 1"},  // was "sizes must be ..."
+        {"bench-layers", "--seq-lens 0", "--seq-lens entries must be between 1 and 1048576"},
     };
     for (const Case& c : cases) {
         CAPTURE(c.args);
@@ -257,6 +261,15 @@ TEST_CASE("cli: integers and numbers are written one way; out of range is said s
         CHECK(r.out.empty());
         CHECK(r.err == std::string(c.program) + ": error: " + c.err + "\n");
     }
+}
+
+TEST_CASE("cli: bench-layers refuses a table beyond the machine before any cell runs") {
+    // Before: no bound and no memory check; it failed with the generic out-of-memory line.
+    testutil::Run r = testutil::run("bench-layers", "--seq-lens 1048576");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("bench-layers: error: --seq-lens 1048576 --batch 8 --d-model 512 need about ",
+                      0) == 0);
 }
 
 TEST_CASE("cli: a value never swallows the next flag, and '-' is not a file name") {
