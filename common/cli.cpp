@@ -291,7 +291,16 @@ void Parser::option(const std::string& name, std::vector<int>& value, const std:
                     const std::string& placeholder) {
     add({name, help, join(value), "comma-separated list of integers", placeholder, true,
          [&value](const std::string& s, const Entry& e) -> std::string {
-             return parse_int_list(s, value) ? "" : "expected " + e.kind;
+             if (parse_int_list(s, value)) return "";
+             // An entry that is an integer but no int: said as a scalar option says it.
+             std::stringstream ss(s);
+             for (std::string item; std::getline(ss, item, ',');) {
+                 long x;
+                 if (parse_int_checked(item, INT_MIN, INT_MAX, x) == NumberParse::out_of_range)
+                     return "entry " + item + " is out of range (integers from " +
+                            std::to_string(INT_MIN) + " to " + std::to_string(INT_MAX) + ")";
+             }
+             return "expected " + e.kind;
          }});
 }
 

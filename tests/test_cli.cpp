@@ -252,6 +252,10 @@ TEST_CASE("cli: integers and numbers are written one way; out of range is said s
          "bad value '4194304' for --batch: out of range (an integer in 1..65536)"},
         {"bench-gemm", "--sizes 70000", "--sizes must be between 1 and 65536"},
         {"bench-layers", "--heads 0", "--heads must be at least 1"},  // was "sizes must be ..."
+        // A list entry past int said "expected comma-separated list of integers".
+        {"6-cost", "--seq-lens 4,99999999999",
+         "bad value '4,99999999999' for --seq-lens: entry 99999999999 is out of range (integers "
+         "from -2147483648 to 2147483647)"},
         {"bench-layers", "--seq-lens 0", "--seq-lens entries must be between 1 and 1048576"},
     };
     for (const Case& c : cases) {
