@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -559,4 +560,51 @@ TEST_CASE("translate: batched small matmul (attention sizes) equals sgemm bit fo
             CHECK(std::memcmp(gb_ref.data(), b.grad().data() + t * K * N, gb_ref.size() * 4) == 0);
         }
     }
+}
+
+TEST_CASE("7-translate: Ctrl-C with --save keeps the weights trained so far") {
+    // Before: the weights were saved only after the last step; an interrupt at step 700 of
+    // 2000 left nothing (hostile-user audit).
+    const std::string dir = "/tmp/transformer-test-interrupt-" + std::to_string(::getpid());
+    ::mkdir(dir.c_str(), 0700);
+    const std::string save = dir + "/w.bin", out = dir + "/out.txt";
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::signal(SIGINT, SIG_DFL);  // as in a shell (doctest's crash handler is not)
+        std::FILE* f = std::freopen(out.c_str(), "w", stdout);
+        (void)f;
+        const std::string bin = std::string(PROJECT_BIN) + "/7-translate";
+        ::execl(bin.c_str(), bin.c_str(), "--layers", "1", "--d-model", "16", "--heads", "2",
+                "--batch", "4", "--steps", "1000000", "--save", save.c_str(), "--no-figures",
+                (char*)nullptr);
+        ::_exit(127);
+    }
+    // Wait for the first progress line (step 100), then interrupt.
+    bool training = false;
+    for (int tries = 0; tries < 300 && !training; tries++) {  // up to 30 s
+        ::usleep(100000);
+        training = testutil::read_file_abs(out).find("스텝   100/") != std::string::npos;
+    }
+    CHECK(training);
+    ::kill(pid, SIGINT);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 130);
+    const std::string said = testutil::read_file_abs(out);
+    CHECK(said.find("가중치를 " + save + "에 저장했습니다\n") != std::string::npos);
+    CHECK(said.find("스텝에서 멈췄습니다 (신호 2)") != std::string::npos);
+    // The file is a whole checkpoint: it loads, and nothing else is left in the folder.
+    translate::Loaded l = translate::load_model(save);
+    CHECK(l.losses.size() >= 100);
+    DIR* d = ::opendir(dir.c_str());
+    int entries = 0;
+    while (dirent* e = ::readdir(d))
+        entries += e->d_name[0] != '.';
+    ::closedir(d);
+    CHECK(entries == 2);  // w.bin and out.txt
+    std::remove(save.c_str());
+    std::remove(out.c_str());
+    ::rmdir(dir.c_str());
 }

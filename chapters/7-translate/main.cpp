@@ -43,6 +43,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -64,6 +65,9 @@ namespace kn = korean_numbers;
 using namespace translate;
 
 namespace {
+
+// The signal that asked the training to stop (SIGINT, SIGTERM), or 0.
+volatile std::sig_atomic_t g_stop_signal = 0;
 
 // The loss curve and one example's encoder-decoder attention (drawn at the end of this file).
 void draw_figure(const std::vector<double>& losses, const EncoderDecoder& model, int64_t example,
@@ -94,7 +98,8 @@ int main(int argc, char** argv) {
     cli.option("--seed", mc.seed, "seed of the weights and of the training order");
     cli.option("--threads", threads,
                "OpenMP threads (one suits these small matrices on a shared machine)");
-    cli.path("--save", save_path, "write the trained weights to FILE");
+    cli.path("--save", save_path,
+             "write the trained weights to FILE (Ctrl-C while training stops and saves them)");
     cli.path("--load", load_path, "read weights from FILE, skip training, evaluate");
     cli.figures(figure_dir, no_figures, "7-translate.png");
     cli.parse(argc, argv);
@@ -190,6 +195,17 @@ int main(int argc, char** argv) {
                         lr, tokens_per_s);
             std::fflush(stdout);
         };
+        // With --save, Ctrl-C (or SIGTERM) stops the training after the step it is in, and the
+        // weights trained so far are saved before the program ends (with 130, as interrupted):
+        // they were lost with the rest. A second Ctrl-C ends it at once.
+        if (!save_path.empty()) {
+            for (int sig : {SIGINT, SIGTERM})
+                std::signal(sig, [](int s) {
+                    g_stop_signal = s;
+                    std::signal(s, SIG_DFL);
+                });
+            tc.stop = [] { return g_stop_signal != 0; };
+        }
         TrainResult r = train(*model, split.train, split.heldout, tc);
         losses = r.losses;
         if (r.diverged_at) {
@@ -210,6 +226,13 @@ int main(int argc, char** argv) {
             return 1;
         }
         std::printf("가중치를 %s에 저장했습니다\n", save_path.c_str());
+        if (g_stop_signal) {  // interrupted: what was trained is kept, the rest is not run
+            std::printf(
+                "학습을 %zu스텝에서 멈췄습니다 (신호 %d); 평가와 그림은 건너뜁니다. 이어서 "
+                "평가하려면: 7-translate --load %s\n",
+                losses.size(), int(g_stop_signal), save_path.c_str());
+            return 128 + int(g_stop_signal);
+        }
     }
 
     // ---- evaluation: greedy generation on the held-out numbers ----------------------------------

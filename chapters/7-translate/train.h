@@ -34,11 +34,14 @@ struct TrainConfig {
     // call, the step's learning rate and the tokens per second since the last call.
     int report_every = 100;
     std::function<void(int step, double loss, double lr, double tokens_per_s)> report;
+    // Asked after every step: true stops the training there (main's Ctrl-C with --save).
+    std::function<bool()> stop;
 };
 
 struct TrainResult {
     std::vector<double> losses;  // one per step taken
     int diverged_at = 0;         // the step whose loss was not finite (training stopped), or 0
+    int stopped_at = 0;          // the step after which `stop` said stop, or 0
     double seconds = 0;
 };
 
