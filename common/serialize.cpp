@@ -109,9 +109,14 @@ void walk(Reader& r, Checkpoint* ck) {
     };
     uint32_t nh = r.get<uint32_t>("the hyper-parameter count");
     check_count(nh, 2 + 8, "hyper-parameters");  // a name length and a value at least
+    std::vector<std::string> hp_names;
     for (uint32_t i = 0; i < nh; i++) {
         std::string name = r.get_name("a hyper-parameter name");
         int64_t value = r.get<int64_t>("a hyper-parameter value");
+        // One value per name: with two, which one the model was built with would be a guess.
+        if (std::find(hp_names.begin(), hp_names.end(), name) != hp_names.end())
+            r.fail("hyper-parameter " + shown(name) + " appears twice (corrupt file)");
+        hp_names.push_back(name);
         if (ck) ck->hparams.push_back({name, value});
     }
     uint32_t nt = r.get<uint32_t>("the tensor count");

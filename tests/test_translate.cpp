@@ -608,3 +608,31 @@ TEST_CASE("7-translate: Ctrl-C with --save keeps the weights trained so far") {
     std::remove(out.c_str());
     ::rmdir(dir.c_str());
 }
+
+TEST_CASE("7-translate: a checkpoint with a negative loss or a hyper-parameter twice is refused") {
+    // Both loaded before, their checksums being right: the losses were drawn on a log axis, and
+    // which of two `layers` the model was built with was the reader's guess (hostile-user audit).
+    const std::string path = "/tmp/transformer-test-ckpt-" + std::to_string(::getpid()) + ".bin";
+    translate::ModelConfig mc;
+    mc.layers = 1, mc.d_model = 16, mc.heads = 2;
+    auto model = translate::make_model(mc);
+    translate::save_model(path, *model, mc, {2.5, -1.0});
+    std::string err;
+    try {
+        translate::load_model(path);
+    } catch (const std::exception& e) {
+        err = e.what();
+    }
+    CHECK(err == path + ": history.loss holds a negative loss (-1.000000); the file is corrupt");
+    serialize::save(path, {{"layers", 1}, {"layers", 2}}, {});
+    err.clear();
+    try {
+        serialize::load(path);
+    } catch (const std::exception& e) {
+        err = e.what();
+    }
+    CHECK(err.find("hyper-parameter 'layers' appears twice (corrupt file)") != std::string::npos);
+    translate::save_model(path, *model, mc, {2.5, 0.5});  // as written by a run: it loads
+    CHECK(translate::load_model(path).losses.size() == 2);
+    std::remove(path.c_str());
+}

@@ -76,6 +76,11 @@ Loaded load_model(const std::string& path) {
     for (auto& nt : ck.tensors)
         if (nt.first == HISTORY) {
             out.losses.assign(nt.second.data(), nt.second.data() + nt.second.numel());
+            // A cross-entropy is never negative (the figure draws it on a log axis).
+            for (double v : out.losses)
+                if (v < 0)
+                    throw std::runtime_error(path + ": " + HISTORY + " holds a negative loss (" +
+                                             std::to_string(v) + "); the file is corrupt");
         } else {
             stored += nt.second.numel();
             weights.push_back(nt);
