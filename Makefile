@@ -150,10 +150,12 @@ cards: $(BUILD)/bin/flashcards ## review the 20-card deck in the terminal (CARDS
 	$(BUILD)/bin/flashcards $(CARDS_ARGS)
 
 # K seeds per run (8-ablations --seeds, whose default is 5); the summary feeds
-# bench/claims-table.sh (the README), which gives the run's time (README, Claims).
+# bench/claims-table.sh (the README), which gives the run's time (README, Claims). Finished runs
+# are kept in $(BUILD)/ablations-runs: after a Ctrl-C, make ablations again trains only the rest.
 ABLATIONS_SEEDS ?= 5
 ablations: $(BUILD)/bin/8-ablations ## chapter 8: the article's claims that need training, over seeds (not in make)
-	$(BUILD)/bin/8-ablations --seeds $(ABLATIONS_SEEDS) --summary figures/8-ablations.tsv $(ABLATIONS_ARGS)
+	$(BUILD)/bin/8-ablations --seeds $(ABLATIONS_SEEDS) --summary figures/8-ablations.tsv \
+	  --keep $(BUILD)/ablations-runs $(ABLATIONS_ARGS)
 
 .PHONY: widget
 widget: $(BUILD)/bin/1-self-attention ## section 1's widget in the terminal (WIDGET_ARGS=--plain)

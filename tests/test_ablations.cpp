@@ -604,3 +604,49 @@ TEST_CASE("ablations: when the runner is terminated, its runs end with it") {
         ::kill(k, SIGKILL);  // if they did outlive it
 #endif
 }
+
+TEST_CASE("ablations: kept records are reused by the same jobs and context, and only by them") {
+    const std::string dir = "/tmp/transformer-test-keep-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    const std::string ran = dir + ".ran";  // one line per job actually run
+    std::remove(ran.c_str());
+    auto job = [&](const std::string& name, double value) {
+        return ablations::Job{name, 1.0, [=](ablations::Progress&) {
+                                  std::ofstream(ran, std::ios::app) << name << "\n";
+                                  ablations::Record r;
+                                  r.put("x", {value, 1.0 / 3.0});
+                                  return r;
+                              }};
+    };
+    auto runs_so_far = [&] {
+        std::ifstream f(ran);
+        int n = 0;
+        for (std::string line; std::getline(f, line);)
+            n++;
+        return n;
+    };
+    const std::vector<ablations::Job> jobs = {job("a/0", 1.5), job("b/0", -2.25)};
+    int reused = -1;
+    auto first = ablations::run_jobs(jobs, 2, false, {dir, "scale=1"}, &reused);
+    CHECK(reused == 0);
+    CHECK(runs_so_far() == 2);
+    auto again = ablations::run_jobs(jobs, 2, false, {dir, "scale=1"}, &reused);
+    CHECK(reused == 2);
+    CHECK(runs_so_far() == 2);  // nothing trained again
+    for (size_t k = 0; k < 2; k++)
+        CHECK(again[k].get("x") == first[k].get("x"));                 // bit for bit
+    ablations::run_jobs(jobs, 2, false, {dir, "scale=0.5"}, &reused);  // other settings: run
+    CHECK(reused == 0);
+    CHECK(runs_so_far() == 4);
+    // A record cut short (no END) is not taken: that job runs again.
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+        if (e.path().filename().string().rfind("a_0-", 0) == 0) {
+            std::string text = testutil::read_file_abs(e.path().string());
+            std::ofstream(e.path()) << text.substr(0, text.find("END"));
+        }
+    ablations::run_jobs(jobs, 2, false, {dir, "scale=1"}, &reused);
+    CHECK(reused == 1);
+    CHECK(runs_so_far() == 5);
+    std::filesystem::remove_all(dir);
+    std::remove(ran.c_str());
+}

@@ -372,6 +372,7 @@ int main(int argc, char** argv) {
     int jobs = int(std::max(1u, std::min(4u, std::thread::hardware_concurrency())));
     double scale = 1.0;
     int seed = 0, seeds = 5;
+    std::string keep_dir;
     bool no_figures = false;
     cli.option("--only", only,
                "comma-separated claims: scaling, heads, pruning, positions, warmup, first-step; "
@@ -387,6 +388,11 @@ int main(int argc, char** argv) {
                "training order: the seed + 1)");
     cli.path("--summary", summary,
              "write one TSV line per comparison to this file (none unless given)");
+    cli.path("--keep", keep_dir,
+             "keep each finished run's numbers in DIR; run again with the same build and "
+             "--scale, runs found there are not trained again (Ctrl-C loses only the runs in "
+             "progress)",
+             "DIR");
     cli.figures(figure_dir, no_figures, "8-scaling.png ... 8-first-step.png");
     cli.parse(argc, argv);
     if (jobs < 1 || jobs > 64) cli.fail("--jobs must be in 1..64");
@@ -432,6 +438,14 @@ int main(int argc, char** argv) {
         needed = asked;
     }
     check_output(cli, summary);
+    if (!keep_dir.empty()) {
+        try {
+            atomic_file::check_folder_writable(keep_dir);
+        } catch (const atomic_file::Error& e) {
+            cli.fail("--keep " + cli::quote(keep_dir) + ": " + e.what() +
+                     "; choose another folder");
+        }
+    }
     // As chapter 7 does: every training step allocates and frees the same few hundred buffers;
     // keep freed memory in the heap instead of handing it back to the kernel (and taking page
     // faults to get it again). The forked runs inherit it.
@@ -457,8 +471,16 @@ int main(int argc, char** argv) {
         "점수는 시험에서\n");
     std::fflush(stdout);
     std::vector<Record> results;
+    int reused = 0;  // runs whose records --keep had
     try {
-        results = run_jobs(selected, jobs, isatty(STDERR_FILENO));
+        char context[64];
+        std::snprintf(context, sizeof context, "scale=%.17g", scale);
+        results = run_jobs(selected, jobs, isatty(STDERR_FILENO), {keep_dir, context}, &reused);
+        if (reused > 0)
+            std::printf(
+                "(학습 %d회는 %s에 남아 있던 결과를 다시 썼습니다: 같은 빌드, 같은 스텝 "
+                "배율)\n",
+                reused, keep_dir.c_str());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "8-ablations: error: %s\n", e.what());
         return 1;
@@ -531,6 +553,10 @@ int main(int argc, char** argv) {
     }
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("\n전체 시간: %.0f초 (학습 %zu회)\n", wall, selected.size());
+    if (reused > 0)  // the time is this run's: the kept runs took theirs before
+        std::printf("\n전체 시간: %.0f초 (학습 %zu회, 그중 %d회는 --keep에 남아 있던 결과)\n", wall,
+                    selected.size(), reused);
+    else
+        std::printf("\n전체 시간: %.0f초 (학습 %zu회)\n", wall, selected.size());
     return status;
 }

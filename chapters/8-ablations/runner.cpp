@@ -9,14 +9,18 @@
 #endif
 
 #include <algorithm>
+#include <cstdint>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <numeric>
 #include <stdexcept>
 
+#include "common/atomic_file.h"
 #include "common/parallel.h"
 
 #include "common/terminal.h"
@@ -50,23 +54,50 @@ void write_all(int fd, const std::string& s) {
     }
 }
 
-// The child's side: run the job, send "R name count v1 v2 ..." lines, then "END".
+// A record as the child sends it, and as Keep stores it: "R name count v1 v2 ..." lines (every
+// value to 17 digits, so it reads back to the same double), then "END".
+std::string format_record(const Record& r) {
+    std::string out;
+    char buf[32];
+    for (const auto& [name, values] : r.items) {
+        out += "R " + name + " " + std::to_string(values.size());
+        for (double v : values) {
+            std::snprintf(buf, sizeof buf, " %.17g", v);
+            out += buf;
+        }
+        out += "\n";
+    }
+    return out + "END\n";
+}
+
+// One "R name count v1 v2 ..." line into `record`; false if it is not one.
+bool parse_record_line(const std::string& line, Record& record) {
+    if (line.rfind("R ", 0) != 0) return false;
+    const char* p = line.c_str() + 2;
+    const char* space = std::strchr(p, ' ');
+    if (!space) return false;
+    std::string name(p, size_t(space - p));
+    char* end = nullptr;
+    const long n = std::strtol(space, &end, 10);
+    if (end == space || n < 0) return false;
+    std::vector<double> values;
+    for (long i = 0; i < n; i++) {
+        char* next = nullptr;
+        values.push_back(std::strtod(end, &next));
+        if (next == end) return false;
+        end = next;
+    }
+    record.put(name, values);
+    return true;
+}
+
+// The child's side: run the job, send its record (format_record).
 [[noreturn]] void run_child(const Job& job, int fd) {
     omp_set_num_threads(1);  // one core per job: the jobs themselves run in parallel
     Progress progress(fd);
     try {
         Record r = job.run(progress);
-        std::string out;
-        char buf[32];
-        for (const auto& [name, values] : r.items) {
-            out += "R " + name + " " + std::to_string(values.size());
-            for (double v : values) {
-                std::snprintf(buf, sizeof buf, " %.17g", v);
-                out += buf;
-            }
-            out += "\n";
-        }
-        write_all(fd, out + "END\n");
+        write_all(fd, format_record(r));
         ::_exit(0);
     } catch (const std::exception& e) {
         write_all(fd, std::string("ERR ") + e.what() + "\n");
@@ -90,20 +121,52 @@ void take_line(Running& r, const std::string& line) {
     if (line.rfind("P ", 0) == 0) {
         std::sscanf(line.c_str() + 2, "%d %d", &r.done, &r.total);
     } else if (line.rfind("R ", 0) == 0) {
-        const char* p = line.c_str() + 2;
-        const char* space = std::strchr(p, ' ');
-        std::string name(p, space ? size_t(space - p) : 0);
-        char* end = nullptr;
-        const long n = std::strtol(space, &end, 10);
-        std::vector<double> values;
-        for (long i = 0; i < n; i++)
-            values.push_back(std::strtod(end, &end));
-        r.record.put(name, values);
+        if (!parse_record_line(line, r.record)) r.error = "a garbled result line";
     } else if (line == "END") {
         r.ended = true;
     } else if (line.rfind("ERR ", 0) == 0) {
         r.error = line.substr(4);
     }
+}
+
+// FNV-1a, 64 bits: the key of a kept record.
+uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
+    for (unsigned char c : s)
+        h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+// The program's own bytes, hashed once: kept records belong to one build.
+uint64_t program_hash() {
+    static const uint64_t h = [] {
+        std::ifstream f("/proc/self/exe", std::ios::binary);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        return fnv1a(ss.str());
+    }();
+    return h;
+}
+
+// keep.dir/<job name, '/' as '_'>-<hex key>.rec
+std::string kept_path(const Keep& keep, const std::string& job_name) {
+    std::string stem = job_name;
+    std::replace(stem.begin(), stem.end(), '/', '_');
+    char hex[20];
+    std::snprintf(hex, sizeof hex, "%016llx",
+                  (unsigned long long)fnv1a(job_name + "\n" + keep.context, program_hash()));
+    return keep.dir + "/" + stem + "-" + hex + ".rec";
+}
+
+// The kept record of a job, if a whole one is there.
+bool read_kept(const std::string& path, Record& out) {
+    std::ifstream f(path);
+    if (!f) return false;
+    Record r;
+    for (std::string line; std::getline(f, line);) {
+        if (line == "END") return out = std::move(r), true;
+        if (!parse_record_line(line, r)) return false;
+    }
+    return false;  // no END: not written whole (atomic_file writes whole files, but be sure)
 }
 
 }  // namespace
@@ -116,15 +179,25 @@ void Progress::operator()(int done, int total) {
     write_all(fd_, "P " + std::to_string(done) + " " + std::to_string(total) + "\n");
 }
 
-std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool show_progress) {
-    std::vector<size_t> order(jobs.size());
-    std::iota(order.begin(), order.end(), size_t(0));
+std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool show_progress,
+                             const Keep& keep, int* reused) {
+    std::vector<Record> records(jobs.size());
+    std::vector<size_t> order;  // the jobs to run: those without a kept record
+    size_t finished = 0;
+    if (reused) *reused = 0;
+    for (size_t j = 0; j < jobs.size(); j++) {
+        if (!keep.dir.empty() && read_kept(kept_path(keep, jobs[j].name), records[j])) {
+            finished++;
+            if (reused) ++*reused;
+        } else {
+            order.push_back(j);
+        }
+    }
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return jobs[a].cost > jobs[b].cost; });
-    std::vector<Record> records(jobs.size());
     std::vector<std::string> failures;
     std::vector<Running> running;
-    size_t next = 0, finished = 0;
+    size_t next = 0;
     std::fflush(stdout);
     std::fflush(stderr);
     auto draw = [&] {
@@ -190,6 +263,14 @@ std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool sh
                 const std::string& name = jobs[r.job].name;
                 if (r.ended && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
                     records[r.job] = std::move(r.record);
+                    if (!keep.dir.empty()) {
+                        try {
+                            atomic_file::write(kept_path(keep, name),
+                                               format_record(records[r.job]));
+                        } catch (const atomic_file::Error& e) {
+                            failures.push_back(name + ": its record was not kept: " + e.what());
+                        }
+                    }
                 } else if (!r.error.empty()) {
                     failures.push_back(name + ": " + r.error);
                 } else if (WIFSIGNALED(status)) {

@@ -36,10 +36,22 @@ struct Job {
     std::function<Record(Progress&)> run;
 };
 
+// Where finished jobs' records are kept, so an interrupted or failed run loses only the jobs that
+// were running: with a folder, each job's record is written there when the job ends, and a job
+// whose record is already there is not run again. A record is found again only by the same job
+// name, the same `context` (the caller's settings that change every job, such as --scale) and
+// the same program file (its bytes are hashed: after a rebuild every job runs again).
+struct Keep {
+    std::string dir;      // empty: nothing is kept
+    std::string context;  // e.g. "scale=0.05"
+};
+
 // Runs each job in a child process with one OpenMP thread, at most `parallel` at once, and
 // returns the records in the jobs' order. Progress is one updating line on stderr when it is a
 // terminal (and nothing otherwise). A job that fails (an exception, a crash) is reported by
-// name: std::runtime_error after the others have finished.
-std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool show_progress);
+// name: std::runtime_error after the others have finished. `reused`, when given, counts the
+// jobs whose records came from keep.dir.
+std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool show_progress,
+                             const Keep& keep = {}, int* reused = nullptr);
 
 }  // namespace ablations
