@@ -453,7 +453,8 @@ TEST_CASE("fuzz: chapter 7's weights file: hyper-parameters and shapes set to ed
         inputs.push_back({"cut to " + std::to_string(keep), base.substr(0, keep)});
     }
     for (int k = 0; k < 40; k++)
-        inputs.push_back({"bit flip " + std::to_string(k), weights_bytes::rechecksum(m.flip(base))});
+        inputs.push_back(
+            {"bit flip " + std::to_string(k), weights_bytes::rechecksum(m.flip(base))});
     CHECK(inputs.size() >= 200);
 
     int loaded = 0, refused = 0;

@@ -20,8 +20,9 @@ std::string format_progress(const Progress& p);
 // A missing file is an empty Progress; an unreadable or corrupt one throws (and is not touched).
 Progress load_progress(const std::string& path);
 // Writes a temporary file beside it (atomic_file::temp_name), fsyncs it, renames it over path
-// and fsyncs the folder: a crash leaves either the old file or the new one. Creates missing parent folders, keeps the file's mode and
-// a symlink's link, and refuses a file without its owner's write bit. Throws Error on failure.
+// and fsyncs the folder: a crash leaves either the old file or the new one. Creates missing
+// parent folders, keeps the file's mode and a symlink's link, and refuses a file without its
+// owner's write bit. Throws Error on failure.
 void save_progress(const std::string& path, const Progress& p);
 // Saves one rating: re-reads the file under a lock on its folder and replaces only `card` with
 // mine's, so two programs reviewing at once keep each other's ratings. Returns what it wrote.

@@ -1,8 +1,9 @@
 // The "emulator checks:" cases of the suite (make emu-racecheck runs them alone): the emulator's
 // access checks (cuda/emu/emulator.h, emu::access), which exist where the kernels are compiled
-// with the access hooks (every GCC emulator build, cuda/cuda.mk). First every kernel in cuda/ at small sizes, which must run clean; then one planted bug
-// per check, each caught and named, and each missed with its check turned off (or, for the
-// carved tiles, with the tiles carved by hand), so that no test here passes without its check.
+// with the access hooks (every GCC emulator build, cuda/cuda.mk). First every kernel in cuda/ at
+// small sizes, which must run clean; then one planted bug per check, each caught and named, and
+// each missed with its check turned off (or, for the carved tiles, with the tiles carved by
+// hand), so that no test here passes without its check.
 #include <doctest.h>
 
 #include "cuda/kernels.h"
