@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
     cli.parse(argc, argv);
     if (plain && !live) cli.fail("--plain only changes --live: add --live, or drop --plain");
 
-    // Four tokens, d_model = d_k = 4. One row of X per token.
+    // Four tokens, d_model = d_k = 4. One row of X per token: X (n, d_model), W_Q, W_K, W_V
+    // (d_model, d_k).
     Tensor X = Tensor::from({{0, 0, 1, 0}, {1, 1, 1, 0}, {1, 1, 0, 1}, {0, 0, 0, 1}});
     Tensor W_Q = Tensor::from({{0, -1, -1, -1}, {-1, 1, 1, -1}, {0, -1, 1, 1}, {0, -1, -1, 0}});
     Tensor W_K = Tensor::from({{0, -1, 0, 1}, {1, -1, 0, 1}, {1, 1, -1, -1}, {0, 1, 1, 0}});
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
     int status = 0;  // a figure that cannot be written still lets --explain print
     if (!no_figures) {
         try {
+            // the weights (n, n), without and with the causal mask
             Tensor plain = mask.defined() ? scaled_dot_product_attention(Q, K, V).second : attn;
             Tensor causal = scaled_dot_product_attention(Q, K, V, causal_mask(n)).second;
             draw_figure(plain, causal, figure_dir + "/1-self-attention.png");

@@ -56,12 +56,12 @@ std::vector<Means> experiment(long seed, const std::vector<int>& dims, int trial
     for (int d : dims) {
         std::vector<double> std_, pr, ps, jr, js;  // std, pr, ps, jr, js = [], [], [], [], []
         for (int trial = 0; trial < trials; trial++) {
-            std::vector<double> q = rng.standard_normal(d);
+            std::vector<double> q = rng.standard_normal(d);                   // (d,)
             std::vector<double> K = rng.standard_normal(size_t(n_keys) * d);  // (n_keys, d)
-            std::vector<double> z = np_matmul(K, q);                          // z = K @ q
+            std::vector<double> z = np_matmul(K, q);                          // (n_keys,) K @ q
             std_.push_back(np_std(z));                                        // z.std()
 
-            std::vector<double> z_scaled(z.size());  // z / np.sqrt(d)
+            std::vector<double> z_scaled(z.size());  // (n_keys,) z / np.sqrt(d)
             for (size_t j = 0; j < z.size(); j++) z_scaled[j] = z[j] / std::sqrt(double(d));
             std::vector<double> p1 = softmax_np(z), p2 = softmax_np(z_scaled);
             pr.push_back(*std::max_element(p1.begin(), p1.end()));  // pr.append(p1.max())

@@ -72,9 +72,10 @@ int main(int argc, char** argv) {
     // mha = MultiHeadAttention(d_model=512, n_heads=8); x = torch.randn(2, 10, 512)
     MultiHeadAttention mha(d_model, heads);
     mha.print_shapes = true;  // the listing's forward prints its intermediate shapes
-    Tensor x = Tensor::from(torch_rng::randn(size_t(batch) * n * d_model), {batch, n, d_model});
+    Tensor x = Tensor::from(torch_rng::randn(size_t(batch) * n * d_model),
+                            {batch, n, d_model});  // (B, N, d_model)
     std::printf("입력       : %s\n", shape_str(x.shape()).c_str());
-    Tensor y = mha(x);
+    Tensor y = mha(x);  // (B, N, d_model)
     std::printf("최종 출력  : %s\n", shape_str(y.shape()).c_str());
     std::printf("파라미터 수: %lld\n", (long long)mha.num_parameters());
     if (no_table) return 0;

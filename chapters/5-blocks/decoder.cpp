@@ -102,7 +102,7 @@ Tensor EncoderDecoder::embed(const Embedding& tokens, const Embedding* table,
 Tensor EncoderDecoder::encode(const std::vector<int64_t>& src, const Shape& src_shape,
                               const Tensor& src_pad_mask) const {
     encoder_calls++;
-    Tensor x = embed(src_embed, src_pos.get(), src, src_shape);
+    Tensor x = embed(src_embed, src_pos.get(), src, src_shape);  // (B, S, d_model)
     for (const auto& b : encoder) x = (*b)(x, src_pad_mask);
     return enc_norm ? (*enc_norm)(x) : x;  // the encoder's top output, shared by every layer
 }
@@ -110,7 +110,7 @@ Tensor EncoderDecoder::encode(const std::vector<int64_t>& src, const Shape& src_
 Tensor EncoderDecoder::decode(const std::vector<int64_t>& tgt, const Shape& tgt_shape,
                               const Tensor& memory, const Tensor& src_pad_mask) const {
     decoder_calls++;
-    Tensor x = embed(tgt_embed, tgt_pos.get(), tgt, tgt_shape);
+    Tensor x = embed(tgt_embed, tgt_pos.get(), tgt, tgt_shape);  // (B, T, d_model)
     Tensor mask = causal_mask(tgt_shape[1]);  // section 1's mask: position t sees targets 0..t
     for (const auto& b : decoder) x = (*b)(x, memory, mask, src_pad_mask);
     return head(dec_norm ? (*dec_norm)(x) : x);
@@ -120,11 +120,11 @@ Tensor EncoderDecoder::decode(const std::vector<int64_t>& tgt, const Shape& tgt_
 std::vector<int64_t> EncoderDecoder::greedy_decode(const std::vector<int64_t>& src, int64_t start,
                                                    int64_t end, int max_len) const {
     NoGradGuard no_grad;
-    Tensor memory = encode(src, {1, int64_t(src.size())});  // once per sentence
+    Tensor memory = encode(src, {1, int64_t(src.size())});  // (1, S, d_model), once a sentence
     std::vector<int64_t> tokens{start};
     while (int(tokens.size()) <= max_len) {
         // Feed everything generated so far; only the last position's prediction is new.
-        Tensor logits = decode(tokens, {1, int64_t(tokens.size())}, memory);
+        Tensor logits = decode(tokens, {1, int64_t(tokens.size())}, memory);  // (1, t, V)
         const int64_t V = logits.size(-1);
         const float* last = logits.data() + (int64_t(tokens.size()) - 1) * V;
         int64_t best = 0;
@@ -179,7 +179,7 @@ Tensor padding_mask(const std::vector<int64_t>& ids, const Shape& shape, int64_t
     if (shape.size() != 2 || numel_of(shape) != int64_t(ids.size()))
         throw std::invalid_argument("padding_mask: " + std::to_string(ids.size()) +
                                     " ids do not fill a (B, S) shape " + shape_str(shape));
-    Tensor m = Tensor::zeros({shape[0], 1, 1, shape[1]});
+    Tensor m = Tensor::zeros({shape[0], 1, 1, shape[1]});  // (B, 1, 1, S)
     for (size_t i = 0; i < ids.size(); i++) m.data()[i] = ids[i] == pad ? 1.0f : 0.0f;
     return m;
 }

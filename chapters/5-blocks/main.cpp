@@ -136,14 +136,14 @@ void decoder_demo() {
     NoGradGuard no_grad;
     std::vector<int64_t> src = {5, 9, 13, 4, 7, 11};
     std::vector<int64_t> tgt = {START, 8, 3, 15, 6, 12, 10, 17};
-    Tensor memory = model.encode(src, {1, int64_t(src.size())});
+    Tensor memory = model.encode(src, {1, int64_t(src.size())});  // (1, S, d_model)
 
     // (a) Change the target token at position 5 (of 0..7, counted as above): positions 0..4
     // cannot see it.
-    Tensor logits = model.decode(tgt, {1, T}, memory);
+    Tensor logits = model.decode(tgt, {1, T}, memory);  // (1, T, V)
     std::vector<int64_t> changed = tgt;
     changed[5] = 19;
-    Tensor logits2 = model.decode(changed, {1, T}, memory);
+    Tensor logits2 = model.decode(changed, {1, T}, memory);  // (1, T, V)
     std::printf("(a) causal 마스크: 위치 %d개(0~%d번) 중 5번 위치의 토큰을 바꾸면\n", T, T - 1);
     std::printf("    0~4번 위치 출력의 최대 차이: %s\n",
                 py_repr(max_abs_diff(logits, logits2, 0, 5)).c_str());

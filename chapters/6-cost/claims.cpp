@@ -65,9 +65,9 @@ PathLengths path_lengths(const std::vector<int>& ns, int d_model, int heads, int
             AttentionLayer layer(D, heads, /*fused=*/false);
             g.uniform_(layer.W_qkv.data(), layer.W_qkv.size(), -bound, bound);
             g.uniform_(layer.W_o.data(), layer.W_o.size(), -bound, bound);
-            mem::Buffer<float> x(size_t(B) * n * D), dy(size_t(B) * n * D);
+            mem::Buffer<float> x(size_t(B) * n * D), dy(size_t(B) * n * D);  // (B, n, D)
             g.uniform_(x.data(), x.size(), -1.0, 1.0);
-            std::vector<float> u(size_t(B) * D);
+            std::vector<float> u(size_t(B) * D);  // (B, D): one unit vector per sequence
             unit_rows(u.data(), B, D, g);
             for (int b = 0; b < B; b++)
                 std::copy_n(u.data() + size_t(b) * D, D, dy.data() + (size_t(b) * n + n - 1) * D);
@@ -83,9 +83,9 @@ PathLengths path_lengths(const std::vector<int>& ns, int d_model, int heads, int
             g.uniform_(layer.W_ih.data(), layer.W_ih.size(), -bound, bound);
             g.uniform_(layer.W_hh.data(), layer.W_hh.size(), -bound, bound);
             g.uniform_(layer.b.data(), layer.b.size(), -2 * bound, 2 * bound);  // b_ih + b_hh
-            mem::Buffer<float> x(size_t(n) * B * D), dy(size_t(n) * B * D);
+            mem::Buffer<float> x(size_t(n) * B * D), dy(size_t(n) * B * D);     // (n, B, D)
             g.uniform_(x.data(), x.size(), -1.0, 1.0);
-            std::vector<float> u(size_t(B) * D);
+            std::vector<float> u(size_t(B) * D);  // (B, D): one unit vector per sequence
             unit_rows(u.data(), B, D, g);
             std::copy(u.begin(), u.end(), dy.data() + size_t(n - 1) * B * D);
             layer.forward(x.data(), n, B);

@@ -151,7 +151,7 @@ Cell run_cell(Method method, int n, const Config& cfg) {
             fill_uniform(attn->W_o, bound, rng);
             step = [&] {
                 { mem::Buffer<float> y = attn->forward(x.data(), B, n); }  // the loss consumes y
-                mem::Buffer<float> dx = attn->backward(dy.data());
+                mem::Buffer<float> dx = attn->backward(dy.data());         // (B, n, d_model)
             };
         } else {
             lstm = std::make_unique<LstmLayer>(D);
@@ -160,7 +160,7 @@ Cell run_cell(Method method, int n, const Config& cfg) {
             fill_uniform(lstm->b, bound, rng);
             step = [&] {
                 lstm->forward(x.data(), n, B);
-                mem::Buffer<float> dx = lstm->backward(dy.data());
+                mem::Buffer<float> dx = lstm->backward(dy.data());  // (n, B, d_model)
             };
         }
 
