@@ -26,19 +26,20 @@ namespace {
 constexpr int GUARDED[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 char g_guarded_path[4096];                                      // the file a fatal signal removes
 volatile sig_atomic_t g_guarding = 0;                           // 1 while a RemoveOnSignal lives
-struct sigaction g_before[sizeof GUARDED / sizeof GUARDED[0]];  // the handlers it replaced
+struct sigaction g_before[sizeof GUARDED / sizeof GUARDED[0]];  // the dispositions it found
+bool g_replaced[sizeof GUARDED / sizeof GUARDED[0]];            // which of them it replaced
 
-void remove_then_go_on(int sig) {
+// Installed only over the default action (which ends the process): a signal the program
+// ignores or handles itself is left alone, since a program that survives it still wants its
+// file (under nohup, SIGHUP is ignored; chapter 7's Ctrl-C handler asks for a save).
+void remove_then_end(int sig) {
     if (g_guarding) ::unlink(g_guarded_path);
-    for (size_t i = 0; i < sizeof GUARDED / sizeof GUARDED[0]; i++) {
-        if (GUARDED[i] != sig) continue;
-        const struct sigaction& was = g_before[i];
-        if (!(was.sa_flags & SA_SIGINFO) && was.sa_handler == SIG_IGN) return;
-        if (!(was.sa_flags & SA_SIGINFO) && was.sa_handler != SIG_DFL) return was.sa_handler(sig);
-        if (was.sa_flags & SA_SIGINFO) return was.sa_sigaction(sig, nullptr, nullptr);
-    }
     ::signal(sig, SIG_DFL);  // the default action: the process ends as the signal says
     ::raise(sig);
+}
+
+bool is_default(const struct sigaction& sa) {
+    return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL;
 }
 
 }  // namespace
@@ -47,12 +48,15 @@ RemoveOnSignal::RemoveOnSignal(const std::string& path) {
     if (g_guarding || path.size() >= sizeof g_guarded_path) return;
     std::memcpy(g_guarded_path, path.c_str(), path.size() + 1);
     struct sigaction sa {};
-    sa.sa_handler = remove_then_go_on;
+    sa.sa_handler = remove_then_end;
     sigemptyset(&sa.sa_mask);
     for (int sig : GUARDED)
         sigaddset(&sa.sa_mask, sig);  // one handler at a time
-    for (size_t i = 0; i < sizeof GUARDED / sizeof GUARDED[0]; i++)
-        ::sigaction(GUARDED[i], &sa, &g_before[i]);
+    for (size_t i = 0; i < sizeof GUARDED / sizeof GUARDED[0]; i++) {
+        ::sigaction(GUARDED[i], nullptr, &g_before[i]);
+        g_replaced[i] = is_default(g_before[i]);
+        if (g_replaced[i]) ::sigaction(GUARDED[i], &sa, nullptr);
+    }
     g_guarding = 1;
     active_ = true;
 }
@@ -60,7 +64,7 @@ RemoveOnSignal::RemoveOnSignal(const std::string& path) {
 RemoveOnSignal::~RemoveOnSignal() {
     if (!active_) return;
     for (size_t i = 0; i < sizeof GUARDED / sizeof GUARDED[0]; i++)
-        ::sigaction(GUARDED[i], &g_before[i], nullptr);
+        if (g_replaced[i]) ::sigaction(GUARDED[i], &g_before[i], nullptr);
     g_guarding = 0;
 }
 

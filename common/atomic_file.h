@@ -8,7 +8,7 @@
 // folder is fsynced. A symlink is written through: the file it points to is replaced and the
 // link stays a link. A target that exists and is not a regular file (a FIFO, a device node, a
 // socket, a folder) is refused, never renamed over. Ctrl-C (SIGINT), SIGTERM, SIGHUP or SIGQUIT
-// during the write remove the temporary file before the process ends (RemoveOnSignal below).
+// ending the process during the write remove the temporary file first (RemoveOnSignal below).
 // Temporary files left by a process that was killed outright (kill -9, a power cut) are removed
 // by the next write to the same target.
 #pragma once
@@ -46,12 +46,13 @@ int remove_stale(const std::string& target);
 // mkdir -p; throws Error ("x is not a folder", "cannot create x: ...").
 void make_folders(const std::string& dir);
 
-// While one lives, SIGINT, SIGTERM, SIGHUP and SIGQUIT first remove `path` (unlink, which a
-// signal handler may call), then go on as they would have gone: to the handler installed before
-// (a terminal program's, which restores the screen), or to the default action, which ends the
-// process. write() guards its temporary file with one; a caller guards a temporary file of its
-// own the same way (bench-translate's batch file, while its peer runs). One guard at a time in a
-// process: a second one made while the first lives guards nothing.
+// While one lives, those of SIGINT, SIGTERM, SIGHUP and SIGQUIT that would end the process (their
+// default action) first remove `path` (unlink, which a signal handler may call), then end it as
+// before. Signals the program ignores (SIGHUP under nohup) or handles itself are left as they
+// are: a program that goes on after them still wants its file. write() guards its temporary file
+// with one; a caller guards a temporary file of its own the same way (bench-translate's batch
+// file, while its peer runs). One guard at a time in a process: a second one made while the
+// first lives guards nothing.
 class RemoveOnSignal {
 public:
     explicit RemoveOnSignal(const std::string& path);

@@ -4,6 +4,7 @@
 #include "tests/util.h"
 
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
@@ -193,23 +194,55 @@ TEST_CASE("atomic_file: check_writable and check_folder_writable say what a writ
     fs::remove_all(dir);
 }
 
-TEST_CASE("atomic_file: a fatal signal during a write leaves no temporary file") {
-    const std::string dir = fresh_dir("signal"), target = dir + "/big.bin";
-    pid_t pid = ::fork();
+namespace {
+
+// The temporary file of the write under way in this process, and the signal to raise once it
+// exists: SIGALRM's handler (every 0.2 ms) checks for it with stat, which a handler may call, so
+// the signal lands inside the write (after its guard is made) on however loaded a machine.
+char g_tmp[4096];
+int g_raise = 0;
+void raise_once_writing(int) {
+    struct stat st;
+    if (::stat(g_tmp, &st) == 0) {
+        ::raise(g_raise);
+        return;
+    }
+    ::ualarm(200, 0);
+}
+
+// In a child: `sig` raised in the middle of a 64 MB atomic_file::write to `target`, with
+// `before` as sig's disposition. Returns the child's wait status; exits 0 when the write ended.
+int write_interrupted(const std::string& target, int sig, void (*before)(int)) {
+    const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        // 1 ms into a 64 MB write (tens of ms with its fsync), SIGALRM's handler raises SIGINT,
-        // as a Ctrl-C would arrive: the write's guard removes its temporary file, then the
-        // default action ends the process.
-        ::signal(SIGINT, SIG_DFL);  // as in a program (doctest's crash handler is not)
-        ::signal(SIGALRM, [](int) { ::raise(SIGINT); });
+        ::signal(sig, before);  // doctest's crash handler out: as in a program
+        const std::string tmp = atomic_file::temp_name(atomic_file::resolve(target));
+        std::memcpy(g_tmp, tmp.c_str(), tmp.size() + 1);
+        g_raise = sig;
+        ::signal(SIGALRM, raise_once_writing);
         const std::string bytes(64 << 20, 'x');
-        ::ualarm(1000, 0);
-        atomic_file::write(target, bytes);
-        ::_exit(0);  // only if the write beat the alarm
+        ::ualarm(200, 0);
+        try {
+            atomic_file::write(target, bytes);
+        } catch (const atomic_file::Error&) {
+            ::_exit(3);
+        }
+        ::_exit(0);
     }
     int status = 0;
     ::waitpid(pid, &status, 0);
+    return status;
+}
+
+volatile sig_atomic_t g_handled = 0;
+
+}  // namespace
+
+TEST_CASE("atomic_file: a fatal signal during a write leaves no temporary file") {
+    // Ctrl-C during a 77 MB 7-translate --save left big.bin.tmp.<pid> (hostile-user audit).
+    const std::string dir = fresh_dir("signal"), target = dir + "/big.bin";
+    const int status = write_interrupted(target, SIGINT, SIG_DFL);
     REQUIRE(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == SIGINT);
     CHECK(!fs::exists(target));  // never half there
@@ -217,42 +250,63 @@ TEST_CASE("atomic_file: a fatal signal during a write leaves no temporary file")
     fs::remove_all(dir);
 }
 
-TEST_CASE("atomic_file: RemoveOnSignal removes its file, then the signal goes where it went") {
+TEST_CASE("atomic_file: a signal the program ignores or handles leaves its write alone") {
+    // Under nohup SIGHUP is ignored, and chapter 7 handles Ctrl-C itself to save: the write must
+    // still end whole, not find its temporary file removed at the rename.
+    const std::string dir = fresh_dir("survive");
+    int status = write_interrupted(dir + "/a.bin", SIGHUP, SIG_IGN);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    CHECK(fs::file_size(dir + "/a.bin") == size_t(64) << 20);
+    status = write_interrupted(dir + "/b.bin", SIGINT, [](int) { g_handled = 1; });
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    CHECK(fs::file_size(dir + "/b.bin") == size_t(64) << 20);
+    CHECK(entries(dir) == 2);  // no temporary left beside them
+    fs::remove_all(dir);
+}
+
+TEST_CASE("atomic_file: RemoveOnSignal removes its file only where the signal ends the process") {
     const std::string dir = fresh_dir("guard");
-    auto run = [&](bool ignore_first) {
-        const std::string path = dir + "/f" + std::to_string(ignore_first);
+    auto run = [&](void (*before)(int)) {
+        const std::string path = dir + "/f";
         std::ofstream(path) << "x";
         pid_t pid = ::fork();
         REQUIRE(pid >= 0);
         if (pid == 0) {
-            ::signal(SIGTERM, ignore_first ? SIG_IGN : SIG_DFL);  // doctest's handler out
+            ::signal(SIGTERM, before);
             {
                 const atomic_file::RemoveOnSignal guard(path);
                 ::raise(SIGTERM);
             }
-            ::_exit(7);  // reached only when SIGTERM was ignored
+            ::raise(SIGTERM);            // after the guard: as before it
+            ::_exit(g_handled ? 8 : 7);  // reached only when SIGTERM did not end it
         }
         int status = 0;
         ::waitpid(pid, &status, 0);
-        CHECK(!fs::exists(path));
-        return status;
+        const bool removed = !fs::exists(path);
+        fs::remove(path);
+        return std::make_pair(status, removed);
     };
-    const int dies = run(false);
+    auto [dies, removed] = run(SIG_DFL);
     CHECK((WIFSIGNALED(dies) && WTERMSIG(dies) == SIGTERM));
-    const int lives = run(true);  // SIG_IGN before: the file goes, the process carries on
-    CHECK((WIFEXITED(lives) && WEXITSTATUS(lives) == 7));
+    CHECK(removed);
+    auto [ignored, removed_ignored] = run(SIG_IGN);
+    CHECK((WIFEXITED(ignored) && WEXITSTATUS(ignored) == 7));
+    CHECK(!removed_ignored);
+    auto [handled, removed_handled] = run([](int) { g_handled = 1; });  // its handler ran
+    CHECK((WIFEXITED(handled) && WEXITSTATUS(handled) == 8));
+    CHECK(!removed_handled);
     // Outside a guard the file stays: the guard, not the signal, removes it.
-    const std::string kept = dir + "/kept";
-    std::ofstream(kept) << "x";
+    const std::string other = dir + "/kept";
+    std::ofstream(other) << "x";
     pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
         ::signal(SIGTERM, SIG_DFL);
-        { const atomic_file::RemoveOnSignal guard(kept + ".other"); }
+        { const atomic_file::RemoveOnSignal guard(other + ".other"); }
         ::raise(SIGTERM);
         ::_exit(0);
     }
     ::waitpid(pid, nullptr, 0);
-    CHECK(fs::exists(kept));
+    CHECK(fs::exists(other));
     fs::remove_all(dir);
 }
