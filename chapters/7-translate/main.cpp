@@ -196,8 +196,9 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
         };
         // With --save, Ctrl-C (or SIGTERM) stops the training after the step it is in, and the
-        // weights trained so far are saved before the program ends (with 130, as interrupted):
-        // they were lost with the rest. A second Ctrl-C ends it at once.
+        // weights trained so far are saved before the program ends (with 128 + the signal, 130
+        // for Ctrl-C, as interrupted): they were lost with the rest. A second Ctrl-C ends it at
+        // once. Only the training is guarded: from the save on, signals act as they always do.
         if (!save_path.empty()) {
             for (int sig : {SIGINT, SIGTERM})
                 std::signal(sig, [](int s) {
@@ -207,6 +208,8 @@ int main(int argc, char** argv) {
             tc.stop = [] { return g_stop_signal != 0; };
         }
         TrainResult r = train(*model, split.train, split.heldout, tc);
+        for (int sig : {SIGINT, SIGTERM})
+            std::signal(sig, SIG_DFL);
         losses = r.losses;
         if (r.diverged_at) {
             std::fprintf(stderr,

@@ -93,10 +93,7 @@ TrainResult train(EncoderDecoder& model, std::vector<int64_t> numbers,
             loss_since = 0;
             n_since = 0;
         }
-        if (c.stop && c.stop() && step < c.steps) {
-            r.stopped_at = step;
-            break;
-        }
+        if (c.stop && c.stop()) break;
     }
     r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
     return r;

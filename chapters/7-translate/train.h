@@ -41,7 +41,6 @@ struct TrainConfig {
 struct TrainResult {
     std::vector<double> losses;  // one per step taken
     int diverged_at = 0;         // the step whose loss was not finite (training stopped), or 0
-    int stopped_at = 0;          // the step after which `stop` said stop, or 0
     double seconds = 0;
 };
 
