@@ -600,8 +600,9 @@ TEST_CASE("ablations: when the runner is terminated, its runs end with it") {
             any |= runs(k);
     }
     CHECK(!any);
-    for (pid_t k : kids)
-        ::kill(k, SIGKILL);  // if they did outlive it
+    if (any)  // they outlived it: end them (only then, or a reused pid could be hit)
+        for (pid_t k : kids)
+            if (runs(k)) ::kill(k, SIGKILL);
 #endif
 }
 

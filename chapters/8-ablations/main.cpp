@@ -349,11 +349,14 @@ void report_first_step(const Records& r, const std::vector<Comparison>& cmp) {
     report_comparisons(cmp, "first-step");
 }
 
-// The figures' folder and names, and the summary file, checked before any training: one line
-// and exit 2.
-void check_output(const cli::Parser& cli, const std::string& summary) {
-    cli.check_figure_dir({"8-scaling.png", "8-heads.png", "8-pruning.png", "8-positions.png",
-                          "8-warmup.png", "8-first-step.png"});
+// The figures' folder and the names of those the chosen claims draw, and the summary file,
+// checked before any training: one line and exit 2.
+void check_output(const cli::Parser& cli, const std::string& summary,
+                  const std::set<std::string>& claims) {
+    std::vector<std::string> figures;  // 8-<claim>.png of each chosen claim
+    for (const std::string& c : claims)
+        figures.push_back("8-" + c + ".png");
+    cli.check_figure_dir(figures);
     try {
         if (!summary.empty()) serialize::check_writable(summary);
     } catch (const std::exception& e) {
@@ -437,7 +440,7 @@ int main(int argc, char** argv) {
         }
         needed = asked;
     }
-    check_output(cli, summary);
+    check_output(cli, summary, chosen);
     if (!keep_dir.empty()) {
         try {
             atomic_file::check_folder_writable(keep_dir);

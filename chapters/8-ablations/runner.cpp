@@ -136,12 +136,18 @@ uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
     return h;
 }
 
-// The program's own bytes, hashed once: kept records belong to one build.
+// The program's own bytes, hashed once: kept records belong to one build. Where the file
+// cannot be read (no /proc), nothing can tell builds apart, so --keep refuses to work.
 uint64_t program_hash() {
     static const uint64_t h = [] {
         std::ifstream f("/proc/self/exe", std::ios::binary);
         std::stringstream ss;
         ss << f.rdbuf();
+        if (!f || ss.str().empty())
+            throw std::runtime_error(
+                "--keep: cannot read this program's own file "
+                "(/proc/self/exe) to tell one build's records from "
+                "another's; run without --keep");
         return fnv1a(ss.str());
     }();
     return h;
@@ -261,14 +267,16 @@ std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool sh
                 int status = 0;
                 ::waitpid(r.pid, &status, 0);
                 const std::string& name = jobs[r.job].name;
-                if (r.ended && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+                if (r.ended && r.error.empty() && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
                     records[r.job] = std::move(r.record);
                     if (!keep.dir.empty()) {
                         try {
                             atomic_file::write(kept_path(keep, name),
                                                format_record(records[r.job]));
-                        } catch (const atomic_file::Error& e) {
-                            failures.push_back(name + ": its record was not kept: " + e.what());
+                        } catch (const atomic_file::Error& e) {  // said; the run goes on
+                            if (show_progress) std::fprintf(stderr, "\r\033[K");
+                            std::fprintf(stderr, "8-ablations: warning: %s was not kept: %s\n",
+                                         name.c_str(), e.what());
                         }
                     }
                 } else if (!r.error.empty()) {
