@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <functional>
 #include <string>
 #include <sys/wait.h>
@@ -43,30 +44,40 @@ inline int run_child(const std::vector<std::string>& argv,
     for (std::string& e : extra)
         envp.push_back(e.data());
     envp.push_back(nullptr);
-    const std::string cannot = argv[0] + ": cannot run it: ";
 
-    int fd[2];
+    // fd: the child's stdout; failed: closed by a successful exec (O_CLOEXEC), or carrying the
+    // errno of a failed one, which the parent puts into words (strerror is not for a child).
+    int fd[2], failed[2];
     if (::pipe(fd) != 0) return -1;
+    if (::pipe2(failed, O_CLOEXEC) != 0) {
+        ::close(fd[0]);
+        ::close(fd[1]);
+        return -1;
+    }
     std::fflush(stdout);
     std::fflush(stderr);
     const pid_t pid = ::fork();
     if (pid < 0) {
-        ::close(fd[0]);
-        ::close(fd[1]);
+        for (int f : {fd[0], fd[1], failed[0], failed[1]})
+            ::close(f);
         return -1;
     }
     if (pid == 0) {
         ::dup2(fd[1], STDOUT_FILENO);
         ::close(fd[0]);
         ::close(fd[1]);
+        ::close(failed[0]);
         ::execvpe(args[0], args.data(), envp.data());
-        const char* why = std::strerror(errno);  // glibc's is async-signal-safe for errno values
-        (void)!::write(STDERR_FILENO, cannot.data(), cannot.size());
-        (void)!::write(STDERR_FILENO, why, std::strlen(why));
-        (void)!::write(STDERR_FILENO, "\n", 1);
+        const int err = errno;
+        (void)!::write(failed[1], &err, sizeof err);
         ::_exit(127);
     }
     ::close(fd[1]);
+    ::close(failed[1]);
+    int exec_errno = 0;
+    if (::read(failed[0], &exec_errno, sizeof exec_errno) == ssize_t(sizeof exec_errno))
+        std::fprintf(stderr, "%s: cannot run it: %s\n", argv[0].c_str(), std::strerror(exec_errno));
+    ::close(failed[0]);
     std::FILE* out = ::fdopen(fd[0], "r");
     std::string line;
     for (int c; out && (c = std::fgetc(out)) != EOF;) {

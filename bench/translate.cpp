@@ -20,10 +20,13 @@
 #include "common/random.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -37,8 +40,8 @@ using namespace translate;
 namespace {
 
 // One batch per line group: "batch B S T", then the src (B*S), tgt_in and tgt_out (B*T) ids.
-void write_batches(const std::string& path, const std::vector<Batch>& batches) {
-    std::ofstream f(path);
+std::string format_batches(const std::vector<Batch>& batches) {
+    std::ostringstream f;
     for (const Batch& b : batches) {
         f << "batch " << b.B << ' ' << b.S << ' ' << b.T << '\n';
         for (const auto* ids : {&b.src, &b.tgt_in, &b.tgt_out}) {
@@ -46,7 +49,7 @@ void write_batches(const std::string& path, const std::vector<Batch>& batches) {
             f << '\n';
         }
     }
-    if (!f.flush()) throw std::runtime_error("cannot write the batch file " + path);
+    return f.str();
 }
 
 }  // namespace
@@ -126,18 +129,33 @@ int main(int argc, char** argv) {
         std::printf("chapter 7 training step: ours %.1f ms\n", ours);
         return 0;
     }
-    // The batches for the peer, in the system's temporary folder; removed when it is done, and
-    // by Ctrl-C or SIGTERM while it runs.
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("bench-translate.batches." + std::to_string(getpid())))
-                                 .string();
+    // The batches for the peer: a new file of ours in the system's temporary folder (mkstemp:
+    // created, never found, so no link planted under its name is followed), removed when the
+    // peer is done, and by Ctrl-C or SIGTERM while it runs.
+    std::string path =
+        (std::filesystem::temp_directory_path() / "bench-translate.batches.XXXXXX").string();
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) {
+        std::fprintf(stderr,
+                     "bench-translate: error: cannot create %s: %s (set TMPDIR to a writable "
+                     "folder)\n",
+                     path.c_str(), std::strerror(errno));
+        return 1;
+    }
     const atomic_file::RemoveOnSignal guard(path);
-    try {
-        write_batches(path, batches);
-    } catch (const std::exception& e) {
+    const std::string text = format_batches(batches);
+    bool written = true;
+    for (size_t done = 0; written && done < text.size();) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        written = n > 0;
+        if (written) done += size_t(n);
+    }
+    if (::close(fd) != 0) written = false;
+    if (!written) {
+        std::fprintf(stderr, "bench-translate: error: cannot write %s: %s\n", path.c_str(),
+                     std::strerror(errno));
         std::remove(path.c_str());
-        std::fprintf(stderr, "bench-translate: error: %s (set TMPDIR to a writable folder)\n",
-                     e.what());
         return 1;
     }
     std::string best;
