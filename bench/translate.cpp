@@ -144,14 +144,9 @@ int main(int argc, char** argv) {
     }
     const atomic_file::RemoveOnSignal guard(path);
     const std::string text = format_batches(batches);
-    bool written = true;
-    for (size_t done = 0; written && done < text.size();) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        written = n > 0;
-        if (written) done += size_t(n);
-    }
-    if (::close(fd) != 0) written = false;
+    std::FILE* f = ::fdopen(fd, "w");
+    bool written = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (f ? std::fclose(f) != 0 : ::close(fd) != 0) written = false;
     if (!written) {
         std::fprintf(stderr, "bench-translate: error: cannot write %s: %s\n", path.c_str(),
                      std::strerror(errno));

@@ -69,13 +69,15 @@ bool parse_double(const std::string& s, double& out) {
     return parse_double_checked(s, out) == NumberParse::ok;
 }
 
-bool parse_int_list(const std::string& s, std::vector<int>& out) {
+bool parse_int_list(const std::string& s, std::vector<int>& out, std::string* out_of_range) {
     std::vector<int> v;
     std::stringstream ss(s);
     std::string item;
     while (std::getline(ss, item, ',')) {
         long x;
-        if (parse_int_checked(item, INT_MIN, INT_MAX, x) != NumberParse::ok) return false;
+        const NumberParse p = parse_int_checked(item, INT_MIN, INT_MAX, x);
+        if (p == NumberParse::out_of_range && out_of_range) *out_of_range = item;
+        if (p != NumberParse::ok) return false;
         v.push_back(int(x));
     }
     if (v.empty() || (!s.empty() && s.back() == ',')) return false;
@@ -291,15 +293,11 @@ void Parser::option(const std::string& name, std::vector<int>& value, const std:
                     const std::string& placeholder) {
     add({name, help, join(value), "comma-separated list of integers", placeholder, true,
          [&value](const std::string& s, const Entry& e) -> std::string {
-             if (parse_int_list(s, value)) return "";
-             // An entry that is an integer but no int: said as a scalar option says it.
-             std::stringstream ss(s);
-             for (std::string item; std::getline(ss, item, ',');) {
-                 long x;
-                 if (parse_int_checked(item, INT_MIN, INT_MAX, x) == NumberParse::out_of_range)
-                     return "entry " + item + " is out of range (integers from " +
-                            std::to_string(INT_MIN) + " to " + std::to_string(INT_MAX) + ")";
-             }
+             std::string big;
+             if (parse_int_list(s, value, &big)) return "";
+             if (!big.empty())  // an integer but no int: said as a scalar option says it
+                 return "entry " + big + " is out of range (integers from " +
+                        std::to_string(INT_MIN) + " to " + std::to_string(INT_MAX) + ")";
              return "expected " + e.kind;
          }});
 }

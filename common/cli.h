@@ -103,7 +103,10 @@ NumberParse parse_int_checked(const std::string& s, long lo, long hi, long& out)
 NumberParse parse_double_checked(const std::string& s, double& out);  // finite values only
 bool parse_int(const std::string& s, long& out);
 bool parse_double(const std::string& s, double& out);
-bool parse_int_list(const std::string& s, std::vector<int>& out);
+// false for anything but a comma-separated list of ints; then, where an entry is an integer
+// beyond int, that entry in *out_of_range (when given).
+bool parse_int_list(const std::string& s, std::vector<int>& out,
+                    std::string* out_of_range = nullptr);
 
 // What a Parser does for every program that builds one, for a main that has none: at exit,
 // stdout is flushed and checked, and a failed write ends the program with exit code 1 and

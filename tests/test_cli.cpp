@@ -219,6 +219,12 @@ TEST_CASE("cli: integers and numbers are written one way; out of range is said s
     std::vector<int> v;
     CHECK_FALSE(cli::parse_int_list("4, 16", v));
     CHECK_FALSE(cli::parse_int_list("4,2147483648", v));
+    std::string big;
+    CHECK_FALSE(cli::parse_int_list("4,2147483648,x", v, &big));
+    CHECK(big == "2147483648");  // the entry beyond int, for the message
+    big.clear();
+    CHECK_FALSE(cli::parse_int_list("4,x", v, &big));
+    CHECK(big.empty());
 
     // In the programs: one line each, exit 2, before any work.
     struct Case {

@@ -9,15 +9,14 @@
 #endif
 
 #include <algorithm>
-#include <cstdint>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <numeric>
 #include <stdexcept>
 
 #include "common/atomic_file.h"
