@@ -680,4 +680,22 @@ KeyReader::Event KeyReader::next(Key& key) {
     }
 }
 
+void key_loop(Screen& screen, const std::function<void()>& draw,
+              const std::function<bool(const Key&)>& on_key) {
+    KeyReader keys;
+    draw();
+    while (true) {
+        Key key;
+        KeyReader::Event e = keys.next(key);
+        if (e == KeyReader::Event::End) return;  // the terminal went away
+        if (e == KeyReader::Event::Resized) {
+            screen.invalidate();
+            draw();
+            continue;
+        }
+        if (!on_key(key)) return;
+        if (!keys.pending()) draw();
+    }
+}
+
 }  // namespace term

@@ -8,7 +8,9 @@
 //   term::Raw raw; raw.enter(/*mouse=*/true);   // ... raw.leave() (also done by the destructor)
 //   term::KeyReader keys; keys.next(key);       // one key, mouse click or resize at a time
 //   term::Screen screen; screen.draw(lines, spans, rows, cols);  // styled lines, top left
+//   term::key_loop(screen, draw, on_key);      // draw, a key, draw ... until on_key says stop
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -153,5 +155,27 @@ public:
 private:
     std::string buf_;
 };
+
+// A place on a drawn screen that a click acts on: columns [col0, col1) of a 0-based row.
+template <class Action>
+struct Hit {
+    int row, col0, col1;
+    Action action;
+};
+
+// The action of the hit under a click at column x, row y (1-based, as the terminal reports
+// them), or `none` where there is none.
+template <class Action>
+Action hit_test(const std::vector<Hit<Action>>& hits, int x, int y, Action none) {
+    for (const Hit<Action>& h : hits)
+        if (h.row == y - 1 && x - 1 >= h.col0 && x - 1 < h.col1) return h.action;
+    return none;
+}
+
+// The loop of a full-screen program, in raw mode: draw(), then each key to on_key until it
+// returns false or stdin closes. A resize clears the screen and draws it again; after a key it
+// is drawn again only when no more keys are waiting (keys typed ahead are all taken first).
+void key_loop(Screen& screen, const std::function<void()>& draw,
+              const std::function<bool(const Key&)>& on_key);
 
 }  // namespace term

@@ -784,6 +784,27 @@ TEST_CASE("flashcards: the full-screen program in a pseudo-terminal, and TERM=du
     CHECK(p.cards[1].last == cards::Rating::Hard);
     CHECK(p.cards[2].last == cards::Rating::Easy);
 
+    // A rating that cannot be saved (the progress file's folder became a file) ends the
+    // session: the screen is left first, then one line says why, and the status is 1.
+    {
+        std::string sub = dir + "/sub", out = dir + "/fail.out";
+        fs::create_directory(sub);
+        std::string cmd = "(for i in $(seq 200); do grep -q '1049h' " + out +
+                          " 2>/dev/null && break; sleep 0.05; done; rmdir " + sub + "; touch " +
+                          sub + "; printf ' 3') | TERM=xterm timeout 30 script -qec '" +
+                          PROJECT_RUNNER + " " + PROJECT_BIN + "/flashcards " +
+                          run_args(sub + "/p.tsv") + "' /dev/null >" + out + " 2>&1";
+        int status = std::system(cmd.c_str());
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 1);
+        std::string failed = slurp(out);
+        size_t left = failed.find("\x1b[?1049l");
+        REQUIRE(left != std::string::npos);
+        CHECK(failed.find("flashcards: ", left) != std::string::npos);
+        CHECK(failed.find("평가했어요", left) == std::string::npos);  // no summary
+        fs::remove(sub);
+    }
+
     // A dumb terminal gets the line mode: no escape codes at all.
     fs::remove(path);
     std::string cmd = "printf 'space\\n2\\nq\\n' | TERM=dumb timeout 30 script -qec '" +

@@ -338,12 +338,7 @@ Frame render(const Model& m, const View& view, int W, int H, Colors colors) {
     return f;
 }
 
-Action hit_test(const Frame& f, int x, int y) {
-    int row = y - 1, col = x - 1;
-    for (const Hit& h : f.hits)
-        if (h.row == row && col >= h.col0 && col < h.col1) return h.action;
-    return {};
-}
+Action hit_test(const Frame& f, int x, int y) { return term::hit_test(f.hits, x, y, Action{}); }
 
 // ---- keys ----------------------------------------------------------------------------------
 
@@ -456,7 +451,6 @@ int run_terminal(const Model& m, View v) {
     term::Raw raw;
     raw.enter(/*mouse=*/true);
     term::Screen screen;
-    term::KeyReader keys;
     Frame frame;
     auto draw = [&] {
         int rows, cols;
@@ -464,21 +458,12 @@ int run_terminal(const Model& m, View v) {
         frame = render(m, v, cols, rows, colors);
         screen.draw(frame.lines, frame.spans, rows, cols);
     };
-    draw();
-    while (true) {
-        term::Key key;
-        term::KeyReader::Event e = keys.next(key);
-        if (e == term::KeyReader::Event::End) break;  // the terminal went away
-        if (e == term::KeyReader::Event::Resized) {
-            screen.invalidate();
-            draw();
-            continue;
-        }
+    term::key_loop(screen, draw, [&](const term::Key& key) {
         Action a = action_for(key, frame, m.n());
-        if (a.kind == Action::Quit) break;
+        if (a.kind == Action::Quit) return false;
         apply(v, a, m.n());
-        if (!keys.pending()) draw();
-    }
+        return true;
+    });
     raw.leave();
     return 0;
 }

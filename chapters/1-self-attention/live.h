@@ -62,10 +62,7 @@ void apply(View& v, const Action& a, int n);
 enum class Colors { None, Palette256, TrueColor };
 Colors colors_from_env();
 
-struct Hit {
-    int row, col0, col1;  // 0-based row, columns [col0, col1)
-    Action action;
-};
+using Hit = term::Hit<Action>;  // where a click does what
 
 struct Frame {
     std::vector<std::string> lines;  // every line exactly `width` display columns

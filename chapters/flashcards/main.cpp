@@ -164,7 +164,6 @@ int run_terminal(cards::Session& s, const std::string& progress_path, bool unico
     term::Raw raw;
     raw.enter(mouse);
     term::Screen screen;
-    term::KeyReader keys;
     cards::Frame frame;
     auto draw = [&] {
         int rows, cols;
@@ -172,30 +171,25 @@ int run_terminal(cards::Session& s, const std::string& progress_path, bool unico
         frame = cards::render(s, cols, rows, unicode);
         screen.draw(frame.lines, {{0, 0, cols, "1"}}, rows, cols);  // the title in bold
     };
-    draw();
-    while (true) {
-        term::Key key;
-        term::KeyReader::Event e = keys.next(key);
-        if (e == term::KeyReader::Event::End) break;  // the terminal went away
-        if (e == term::KeyReader::Event::Resized) {
-            screen.invalidate();
-            draw();
-            continue;
-        }
+    std::string error;  // a rating that could not be saved ends the session
+    term::key_loop(screen, draw, [&](const term::Key& key) {
         cards::Action a = cards::action_for(key, frame);
-        if (a == cards::Action::Quit) break;
+        if (a == cards::Action::Quit) return false;
         if (s.apply(a)) {
             try {
                 save_rating(progress_path, s);
             } catch (const cards::Error& e) {
-                raw.leave();
-                std::fprintf(stderr, "flashcards: %s\n", e.what());
-                return 1;
+                error = e.what();
+                return false;
             }
         }
-        if (!keys.pending()) draw();
-    }
+        return true;
+    });
     raw.leave();
+    if (!error.empty()) {
+        std::fprintf(stderr, "flashcards: %s\n", error.c_str());
+        return 1;
+    }
     std::printf("%s\n", summary(s, progress_path).c_str());
     return 0;
 }

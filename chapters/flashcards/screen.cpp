@@ -178,12 +178,7 @@ Frame render(Session& s, int W, int H, bool unicode) {
     return f;
 }
 
-Action hit_test(const Frame& f, int x, int y) {
-    int row = y - 1, col = x - 1;
-    for (const Hit& h : f.hits)
-        if (h.row == row && col >= h.col0 && col < h.col1) return h.action;
-    return Action::None;
-}
+Action hit_test(const Frame& f, int x, int y) { return term::hit_test(f.hits, x, y, Action::None); }
 
 Action action_for(const term::Key& k, const Frame& frame) {
     using term::KeyKind;

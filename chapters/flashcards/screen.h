@@ -2,20 +2,14 @@
 // help), where a mouse click lands, and the full-screen key map.
 #pragma once
 #include "chapters/flashcards/session.h"
+#include "common/terminal.h"
 
 #include <string>
 #include <vector>
 
-namespace term {
-struct Key;
-}
-
 namespace cards {
 
-struct Hit {
-    int row, col0, col1;  // 0-based row, columns [col0, col1)
-    Action action;
-};
+using Hit = term::Hit<Action>;  // where a mouse click does what
 
 struct Frame {
     std::vector<std::string> lines;  // every line exactly `width` display columns
