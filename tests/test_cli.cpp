@@ -28,13 +28,14 @@ TEST_CASE("cli parses integers, numbers and comma lists") {
 }
 
 TEST_CASE("cli: sizes that cannot fit in memory are refused in one line, not by a crash") {
-    // 3000 x 3000 tokens of width 512 hold about 2 TB; 2^31 trials about 86 GB: more than any
+    // 3000 x 3000 tokens of width 512 hold about 3 TB; 2^31 trials about 86 GB: more than any
     // machine this runs on, so the programs say so before allocating anything.
     testutil::Run r = testutil::run("3-multi-head", "--batch 3000 --n 3000");
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
     CHECK(r.err.rfind("3-multi-head: error: --batch 3000 --n 3000 --d-model 512 --heads 8 need "
-                      "about 1931 GB of memory, more than this machine's ", 0) == 0);
+                      "about 2795 GB of memory, more than this machine's ",
+                      0) == 0);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     r = testutil::run("2-scaling", "--trials 2147483647 --dims 4 --no-figures");
     CHECK(r.exit_code == 2);

@@ -179,7 +179,7 @@ TEST_CASE("chapter 3: default output starts with the article's block") {
 }
 
 TEST_CASE("chapter 3: the memory check counts the table's largest module, as the table does") {
-    // Held at once: 11 (B, n, d) activations, 2 (B, h, n, n), the layer's 4 d^2 and the
+    // Held at once: 11 (B, n, d) activations, 3 (B, h, n, n), the layer's 4 d^2 and the
     // table's largest module (16 independent heads: the d^2 count its last line prints). At
     // d_model 131072 that is more memory than any machine here has, so the program says how
     // much before it allocates anything, and the figure must include all of the table's d^2.
@@ -193,12 +193,27 @@ TEST_CASE("chapter 3: the memory check counts the table's largest module, as the
     }
     CHECK(largest == 64);
     const double B = 1, N = 1, h = 8, d = 131072;
-    const double bytes = 4 * (11 * B * N * d + 2 * B * h * N * N + (4 + largest) * d * d);
+    const double bytes = 4 * (11 * B * N * d + 3 * B * h * N * N + (4 + largest) * d * d);
     auto r = testutil::run("3-multi-head", "--d-model 131072 --batch 1 --n 1");
     CHECK(r.exit_code == 2);
     char gb[32];
     std::snprintf(gb, sizeof gb, "%.0f", bytes / 1e9);
     CHECK_MESSAGE(r.err.find(std::string("need about ") + gb + " GB") != std::string::npos, r.err);
+}
+
+TEST_CASE("chapter 3: the memory check counts the three (B, h, n, n) matrices the layer holds") {
+    // Q K^T, the scores (its division by sqrt(d_k) keeps Q K^T for the backward) and the
+    // softmax weights live at once: 3 (B, h, n, n) floats, measured (2.35 GB at n = 5000, heads
+    // 8). Counted as 2, a size the machine cannot hold passed the check, to meet the OOM killer
+    // minutes later (--n 19000 on 25 GB: 23 GB predicted, 35 GB needed).
+    auto r = testutil::run("3-multi-head", "--batch 1 --n 100000 --d-model 8 --heads 8 --no-table");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    // 4 bytes * (3 * 8 * 100000^2 + 11 * 100000 * 8 + 4 * 8^2) = 960.04 GB
+    CHECK_MESSAGE(r.err.rfind("3-multi-head: error: --batch 1 --n 100000 --d-model 8 --heads 8 "
+                              "need about 960 GB of memory, more than this machine's ",
+                              0) == 0,
+                  r.err);
 }
 
 TEST_CASE("chapter 5: positions are counted from 0, as section 4 counts them, and say so") {
