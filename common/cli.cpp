@@ -208,6 +208,16 @@ void check_stdout() {
 
 }  // namespace
 
+void flush_stdout_or_exit() {
+    errno = 0;
+    const bool flushed = std::fflush(stdout) == 0;
+    const int err = flushed ? 0 : errno;
+    if (flushed && !std::ferror(stdout)) return;
+    std::fprintf(stderr, "%s: error: cannot write output: %s\n", g_program,
+                 err ? std::strerror(err) : "a write to standard output failed");
+    std::_Exit(1);
+}
+
 void check_stdout_at_exit(const std::string& program) {
     std::snprintf(g_program, sizeof g_program, "%s", program.c_str());
     static bool registered = false;

@@ -112,6 +112,11 @@ bool parse_int_list(const std::string& s, std::vector<int>& out,
 // stdout is flushed and checked, and a failed write ends the program with exit code 1 and
 // "<program>: error: cannot write output: <reason>".
 void check_stdout_at_exit(const std::string& program);
+// For a loop that prints as it reads its input (a line mode): flushes stdout now and, where a
+// write failed, ends the program as the exit check does (exit code 1, "<program>: error:
+// cannot write output: <reason>") instead of reading on with nowhere to print: `yes 3 |
+// program > /dev/full` would otherwise never end.
+void flush_stdout_or_exit();
 
 // s in single quotes, printable as one line: \n \t \r \\ \' escaped, other control
 // characters, DEL and bytes that are not UTF-8 as \xNN; Hangul and other text kept.

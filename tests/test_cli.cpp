@@ -191,6 +191,28 @@ TEST_CASE("cli: output that cannot be written is an error, in every program") {
     CHECK(err == "flashcards: error: cannot write output: No space left on device\n");
 }
 
+TEST_CASE("cli: a line mode whose output cannot be written stops, however much input is left") {
+    // `yes 3 | 1-self-attention --live > /dev/full`: each screen failed to print and the loop
+    // read the next line, forever (the exit check only runs at the end of the input). Now the
+    // first screen that cannot be written ends the program with the exit check's line.
+    const std::string dir = "/tmp/transformer-test-cli-lines-" + std::to_string(::getpid());
+    const std::string err = dir + "/err";
+    std::filesystem::create_directories(dir);
+    using Case = std::tuple<std::string, std::string, std::string>;  // keys, program, args
+    for (const auto& [keys, program, args] :
+         {Case{"3", "1-self-attention", "--live"},
+          Case{"right", "flashcards", "--progress " + dir + "/p.tsv"}}) {
+        CAPTURE(program);
+        const std::string cmd = "yes " + keys + " | timeout -k 5 60 " + PROJECT_RUNNER + " " +
+                                PROJECT_BIN + "/" + program + " " + args + " >/dev/full 2>" + err;
+        const int status = std::system(cmd.c_str());
+        CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 1);
+        CHECK(testutil::read_file_abs(err) ==
+              program + ": error: cannot write output: No space left on device\n");
+    }
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("cli: integers and numbers are written one way; out of range is said so") {
     long i = 7;
     using cli::NumberParse;

@@ -421,7 +421,7 @@ namespace {
 void print_plain(const Model& m, const View& v) {
     Frame f = render(m, v, term::plain_width(), 0, Colors::None);
     std::fputs((term::plain_text(f.lines) + "\n").c_str(), stdout);
-    std::fflush(stdout);
+    cli::flush_stdout_or_exit();  // a full disk ends the loop, not the input
 }
 
 int run_lines(const Model& m, View v) {

@@ -131,6 +131,7 @@ std::string summary(const cards::Session& s, const std::string& path) {
 void print_plain(cards::Session& s) {
     cards::Frame f = cards::render(s, std::max(term::plain_width(), 40), 0, /*unicode=*/false);
     std::fputs((term::plain_text(f.lines) + "\n").c_str(), stdout);
+    cli::flush_stdout_or_exit();  // a full disk ends the loop, not the input
 }
 
 int run_lines(cards::Session& s, const std::string& progress_path) {
