@@ -296,6 +296,43 @@ TEST_CASE("chapter6: sizes whose smallest cell cannot fit are refused up front")
     CHECK(LstmLayer::predicted_peak_bytes(1 << 30, 1 << 20, 4096) > 1.8e19);
 }
 
+TEST_CASE("chapter6: a --path-lens the path length cannot hold is refused up front") {
+    // The path length has no skip like the table's cells: at n = 8192 its naive layer holds 3
+    // (4, h, n, n) matrices, 26 GB at the default 8 heads, 550 GB each at 512 heads. It went on
+    // to std::bad_alloc or the OOM killer after the complexity table.
+    auto r = testutil::run("6-cost", "--seq-lens 8 --path-lens 16,8192 --heads 512 --no-figures",
+                           "", 120);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_MESSAGE(r.err.rfind("6-cost: error: --path-lens 8192 --d-model 512 --heads 512 need "
+                              "about ",
+                              0) == 0,
+                  r.err);
+    CHECK(r.err.find(" GB of memory, more than this machine's ") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(path_lengths_peak_bytes({16, 8192}, 512, 512) > 3.0 * 4 * 512 * 8192.0 * 8192 * 4);
+    // --no-claims measures no path length, so its lengths need no memory.
+    r = testutil::run("6-cost",
+                      "--seq-lens 8 --batch 1 --warmup 0 --repeat 1 --no-figures "
+                      "--no-claims --path-lens 8192 --heads 512");
+    CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("chapter6: lengths out of order are refused, not read as a false crossover") {
+    // "--seq-lens 1024,128": the crossover line read the rows in the order given and said the
+    // naive layer was larger "already at n = 1024", when at 128 it was not; the path length's
+    // zeros and the figures' lines also assume increasing n.
+    for (const char* args : {"--seq-lens 1024,128", "--seq-lens 16,16", "--path-lens 64,16"}) {
+        CAPTURE(args);
+        auto r = testutil::run("6-cost", std::string(args) + " --no-figures");
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        const std::string name = std::string(args).substr(0, std::string(args).find(' '));
+        CHECK(r.err ==
+              "6-cost: error: " + name + " entries must increase, each once (e.g. 128,256,512)\n");
+    }
+}
+
 TEST_CASE("chapter6: the article's defaults compute n = 512 and 8x") {
     auto r = testutil::run("6-cost", "--seq-lens 8 --batch 1 --warmup 0 --repeat 1 --no-figures");
     REQUIRE(r.exit_code == 0);

@@ -99,6 +99,15 @@ PathLengths path_lengths(const std::vector<int>& ns, int d_model, int heads, int
     return p;
 }
 
+double path_lengths_peak_bytes(const std::vector<int>& ns, int d_model, int heads, int probes) {
+    double peak = 0;  // one layer at a time, the naive attention layer and then the LSTM
+    for (int n : ns)
+        peak =
+            std::max({peak, AttentionLayer::predicted_peak_bytes(false, probes, n, d_model, heads),
+                      LstmLayer::predicted_peak_bytes(probes, n, d_model)});
+    return peak;
+}
+
 void print_path_lengths(const PathLengths& p, int d_model) {
     std::printf(
         "최장 의존 경로: 마지막 위치의 출력에서 첫 위치의 입력까지 오는 기울기 "

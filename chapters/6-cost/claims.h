@@ -19,6 +19,9 @@ struct PathLengths {
     std::vector<double> lstm, attention;
 };
 PathLengths path_lengths(const std::vector<int>& ns, int d_model, int heads, int probes = 4);
+// What path_lengths holds at its peak: the largest of the layers' predicted peaks (layers.h,
+// the table's memory model) over ns, each layer run at batch `probes`.
+double path_lengths_peak_bytes(const std::vector<int>& ns, int d_model, int heads, int probes = 4);
 void print_path_lengths(const PathLengths& p, int d_model);
 void draw_path_lengths(const PathLengths& p, int d_model, const std::string& path);
 // Which n of curve g the figure leaves out because g is 0 there (a log axis has no 0): "n ≥ 256"

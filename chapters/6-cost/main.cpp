@@ -249,6 +249,14 @@ int main(int argc, char** argv) {
         if (n < 1 || n > (1 << 20)) cli.fail("--seq-lens entries must be between 1 and 1048576");
     for (int n : path_lens)
         if (n < 2 || n > 8192) cli.fail("--path-lens entries must be between 2 and 8192");
+    // The crossover ("between n = 128 and 256") and the path length's zeros ("from n = 256")
+    // read the lengths in order, and the figures draw them as lines: smallest first, once each.
+    for (const auto& [name, lens] :
+         {std::pair{"--seq-lens", &seq_lens}, {"--path-lens", &path_lens}})
+        for (size_t k = 1; k < lens->size(); k++)
+            if ((*lens)[k] <= (*lens)[k - 1])
+                cli.fail(std::string(name) +
+                         " entries must increase, each once (e.g. 128,256,512)");
     if (cfg.batch < 1) cli.fail("--batch must be at least 1");
     if (cfg.d_model < 1 || cfg.heads < 1 || cfg.d_model % cfg.heads != 0)
         cli.fail("--d-model must be a positive multiple of --heads");
@@ -271,6 +279,13 @@ int main(int argc, char** argv) {
                            "--batch " + std::to_string(cfg.batch) + " --d-model " +
                                std::to_string(cfg.d_model) + " at n = " + std::to_string(n0));
     }
+    // The path length runs the naive attention layer and the LSTM at each --path-lens n before
+    // the table (a cell of the table that cannot fit is skipped; this measurement has no skip).
+    if (!no_claims && device == "cpu")
+        cli.require_memory(path_lengths_peak_bytes(path_lens, cfg.d_model, cfg.heads),
+                           "--path-lens " + std::to_string(path_lens.back()) + " --d-model " +
+                               std::to_string(cfg.d_model) + " --heads " +
+                               std::to_string(cfg.heads));
     // The figures this run draws, checked before the measurement, not after it.
     std::vector<std::string> figures = {device == "cuda" ? "6-cost-cuda.png" : "6-cost.png"};
     if (!no_claims && device == "cpu") figures.push_back("6-path-length.png");
