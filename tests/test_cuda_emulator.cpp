@@ -630,6 +630,23 @@ TEST_CASE("cuda emulator: gpu-bench --help and an unknown argument return at onc
     CHECK(r.err.find("'extra'") != std::string::npos);
 }
 
+TEST_CASE("cuda emulator: gpu-bench output that cannot be written is an error") {
+    // gpu-bench > /dev/full ran to the end and exited 0, its results gone (it builds without
+    // common/cli, whose exit check every chapter has).
+    const std::string err = "/tmp/transformer-test-gpu-bench-" + std::to_string(::getpid());
+    for (const char* args : {"--help", "--quick"}) {
+        CAPTURE(args);
+        const std::string cmd = "timeout -k 5 300 " + std::string(PROJECT_RUNNER) + " " +
+                                PROJECT_BIN + "/gpu-bench-emu " + args +
+                                " </dev/null >/dev/full 2>" + err;
+        const int status = std::system(cmd.c_str());
+        CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 1);
+        CHECK(testutil::read_file_abs(err) ==
+              "gpu-bench: error: cannot write output: No space left on device\n");
+    }
+    std::remove(err.c_str());
+}
+
 // A wrong result fails gpu-bench: one element of the first checked output (the 128x128 tile's
 // NN product against cuBLAS) is made wrong before its check, by 1 or by a NaN. The run goes on
 // to the end (every other check still passes) and exits 1, naming the check, the index and

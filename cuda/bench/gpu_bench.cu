@@ -30,6 +30,7 @@
 #include "cuda/emu/cublas_emulated.h"  // the emulator build, which the tests run with --quick
 #endif
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +41,19 @@
 #include <vector>
 
 namespace {
+
+// At exit, as common/cli.h's check does for the chapters (this program is built by nvcc alone
+// in gpu-check, without common/): results that did not reach stdout (a full disk, an I/O
+// error) are an error, exit code 1, not a run that looks passed.
+void check_stdout() {
+    errno = 0;
+    const bool flushed = std::fflush(stdout) == 0;
+    const int err = flushed ? 0 : errno;
+    if (flushed && !std::ferror(stdout)) return;
+    std::fprintf(stderr, "gpu-bench: error: cannot write output: %s\n",
+                 err ? std::strerror(err) : "a write to standard output failed");
+    std::_Exit(1);
+}
 
 bool g_quick = false;  // --quick: one timed run, no warm-up (the times mean nothing there)
 
@@ -301,6 +315,7 @@ void sampled_reference_check(int n, bool causal) {
 // --quick: every section at small sizes, for the emulator build the tests run (it checks this
 // program's shapes, strides and comparisons; its times mean nothing there).
 int main(int argc, char** argv) try {
+    std::atexit(check_stdout);
     bool quick = false;
     for (int i = 1; i < argc; i++) {  // before any device work: --help, or a one-line refusal
         const char* a = argv[i];
