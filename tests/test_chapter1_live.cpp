@@ -278,6 +278,31 @@ TEST_CASE("chapter 1 --live: the line mode prints token 3's screen without and w
     CHECK(r.out.find("one key per line") != std::string::npos);
 }
 
+TEST_CASE("chapter 1 --live: input without newlines is refused after 4096 bytes, not held") {
+    // </dev/zero never ends a line: std::getline read it into memory, about 60 MB a second,
+    // until the machine ran out. A line is cut after 4096 bytes (no key is that long) and
+    // refused like any unknown line; its length is said as what was read.
+    const std::string err = "/tmp/transformer-test-live-zero-" + std::to_string(::getpid());
+    const std::string cmd = "timeout -k 5 60 " + std::string(PROJECT_RUNNER) + " " + PROJECT_BIN +
+                            "/1-self-attention --live </dev/zero >/dev/null 2>" + err;
+    const int status = std::system(cmd.c_str());
+    CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 2);
+    const std::string text = testutil::read_file_abs(err);
+    std::remove(err.c_str());
+    std::string nuls;  // the first 40 bytes, quoted
+    for (int i = 0; i < 40; i++)
+        nuls += "\\x00";
+    CHECK(text == "1-self-attention: error: stdin line 1: unknown key '" + nuls +
+                      "'...(over 4096 bytes); use one per line: 1-4, left, right, m, q (see "
+                      "--help)\n");
+    // 4096 bytes is still a line of its own, said with its length.
+    std::string long_line(4096, 'x');
+    long_line += '\n';  // appended: GCC 12 warns (-Warray-bounds, a false positive) on a + here
+    auto r = testutil::run("1-self-attention", "--live", long_line);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("'...(4096 bytes); use one per line") != std::string::npos);
+}
+
 TEST_CASE(
     "chapter 1 --live: every window size: exact widths, the grid beside or below, or "
     "a window too small") {
