@@ -150,6 +150,25 @@ std::string quote(std::string_view s, size_t max_bytes) {
     return quote(std::string(s.substr(0, cut))) + "...(" + std::to_string(s.size()) + " bytes)";
 }
 
+bool read_input_line(std::string& line) {
+    line.clear();
+    for (int c; (c = std::getc(stdin)) != EOF;) {
+        if (c == '\n') {
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            return true;
+        }
+        line += char(c);
+        if (line.size() > INPUT_LINE_MAX) return true;  // cut: the rest is never read
+    }
+    return !line.empty();
+}
+
+std::string quote_input_line(const std::string& line) {
+    if (line.size() <= INPUT_LINE_MAX) return quote(line, 40);
+    const std::string q = quote(line, 40);
+    return q.substr(0, q.rfind("...(")) + "...(over " + std::to_string(INPUT_LINE_MAX) + " bytes)";
+}
+
 namespace {
 
 std::string join(const std::vector<int>& v) {
@@ -192,6 +211,13 @@ char g_program[64] = "program";  // for the handler below, which may run when me
 // descriptor closed (a close can report a failed write too, e.g. on NFS). A program whose output
 // went to a full disk must not exit 0 as if it had written it. (The FILE itself stays open:
 // libstdc++ flushes std::cout through it later.)
+// A write to stdout failed (err: its errno, or 0 where none was left): one line, exit code 1.
+[[noreturn]] void cannot_write(int err) {
+    std::fprintf(stderr, "%s: error: cannot write output: %s\n", g_program,
+                 err ? std::strerror(err) : "a write to standard output failed");
+    std::_Exit(1);
+}
+
 void check_stdout() {
     errno = 0;
     const bool flushed = std::fflush(stdout) == 0;
@@ -201,9 +227,7 @@ void check_stdout() {
     const bool closed = ::close(STDOUT_FILENO) == 0 || errno == EBADF;
     if (!closed && err == 0) err = errno;
     if (flushed && !had_error && closed) return;
-    std::fprintf(stderr, "%s: error: cannot write output: %s\n", g_program,
-                 err ? std::strerror(err) : "a write to standard output failed");
-    std::_Exit(1);
+    cannot_write(err);
 }
 
 }  // namespace
@@ -213,9 +237,7 @@ void flush_stdout_or_exit() {
     const bool flushed = std::fflush(stdout) == 0;
     const int err = flushed ? 0 : errno;
     if (flushed && !std::ferror(stdout)) return;
-    std::fprintf(stderr, "%s: error: cannot write output: %s\n", g_program,
-                 err ? std::strerror(err) : "a write to standard output failed");
-    std::_Exit(1);
+    cannot_write(err);
 }
 
 void check_stdout_at_exit(const std::string& program) {

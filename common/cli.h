@@ -127,4 +127,14 @@ std::string quote(const std::string& s);
 //   quote(std::string(3'000'000, 'x'), 8) == "'xxxxxxxx'...(3000000 bytes)"
 std::string quote(std::string_view s, size_t max_bytes);
 
+// For a line mode (chapter 1's --live, the flashcards): one line of stdin without its '\n' (or
+// "\r\n"); false at the end of the input. A line is cut after INPUT_LINE_MAX bytes, far more
+// than any key: it is refused as it stands, and input without newlines (</dev/zero) is not
+// read into memory whole.
+constexpr size_t INPUT_LINE_MAX = 4096;
+bool read_input_line(std::string& line);
+// Such a line as an error quotes it: quote(line, 40), with "...(over 4096 bytes)" after a line
+// read_input_line cut (its whole length is not known).
+std::string quote_input_line(const std::string& line);
+
 }  // namespace cli

@@ -536,6 +536,17 @@ TEST_CASE(
     CHECK(r.err.rfind("flashcards: error: stdin line 2: unknown key 'jump'", 0) == 0);
     CHECK(cards::load_progress(path).session == 2);
 
+    // Input without newlines (</dev/zero) is cut after 4096 bytes and refused, not held whole
+    // (std::getline read it into memory until the machine ran out).
+    const std::string zero_err = dir + "/zero.err";
+    const std::string cmd = "timeout -k 5 60 " + std::string(PROJECT_RUNNER) + " " + PROJECT_BIN +
+                            "/flashcards " + run_args(path) + " </dev/zero >/dev/null 2>" +
+                            zero_err;
+    const int status = std::system(cmd.c_str());
+    CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 2);
+    CHECK(slurp(zero_err).find("stdin line 1: unknown key '\\x00") != std::string::npos);
+    CHECK(slurp(zero_err).find("'...(over 4096 bytes); use one per line") != std::string::npos);
+
     r = testutil::run("flashcards", "--help");
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("Leitner") != std::string::npos);

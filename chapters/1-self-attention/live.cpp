@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <limits>
 #include <tuple>
 
@@ -424,37 +423,18 @@ void print_plain(const Model& m, const View& v) {
     cli::flush_stdout_or_exit();  // a full disk ends the loop, not the input
 }
 
-// One line of stdin without its '\n', cut after MAX_LINE bytes: no key is that long, so the
-// line is refused as it stands, and input without newlines (</dev/zero) is not read into
-// memory whole. False at the end of the input.
-constexpr size_t MAX_LINE = 4096;
-bool read_line(std::string& line) {
-    line.clear();
-    for (int c; (c = std::cin.get()) != EOF;) {
-        if (c == '\n') return true;
-        line += char(c);
-        if (line.size() > MAX_LINE) return true;
-    }
-    return !line.empty();
-}
-
 int run_lines(const Model& m, View v) {
     print_plain(m, v);
     std::string line;
-    for (int line_no = 1; read_line(line); line_no++) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
+    for (int line_no = 1; cli::read_input_line(line); line_no++) {
         if (line.find_first_not_of(" \t") == std::string::npos) continue;  // a blank line
         Action a;
         if (!parse_line_key(line, m.n(), a)) {
             // Quoted as the option errors quote: control bytes and NUL as escapes (\x1b, \x00)
-            std::string shown = cli::quote(line, 40);
-            if (line.size() > MAX_LINE)  // cut by read_line: its length is not known
-                shown = shown.substr(0, shown.rfind("...(")) + "...(over " +
-                        std::to_string(MAX_LINE) + " bytes)";
             std::fprintf(stderr,
                          "1-self-attention: error: stdin line %d: unknown key %s; use one per "
                          "line: 1-%d, left, right, m, q (see --help)\n",
-                         line_no, shown.c_str(), m.n());
+                         line_no, cli::quote_input_line(line).c_str(), m.n());
             return 2;
         }
         if (a.kind == Action::Quit) break;

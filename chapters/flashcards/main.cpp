@@ -29,7 +29,6 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
-#include <iostream>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -138,9 +137,8 @@ int run_lines(cards::Session& s, const std::string& progress_path) {
     print_plain(s);
     std::string line;
     int line_no = 0;
-    while (std::getline(std::cin, line)) {
+    while (cli::read_input_line(line)) {
         line_no++;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
         cards::Action a;
         if (!cards::parse_line_key(line, a)) {
             // Quoted as the option errors quote: control bytes and NUL as escapes (\x1b, \x00)
@@ -148,7 +146,7 @@ int run_lines(cards::Session& s, const std::string& progress_path) {
             std::fprintf(stderr,
                          "flashcards: error: stdin line %d: unknown key %s; use one per line: "
                          "space, enter, 1, 2, 3, right, left, up, down, q (see --help)\n",
-                         line_no, cli::quote(line, 40).c_str());
+                         line_no, cli::quote_input_line(line).c_str());
             return 2;
         }
         if (a == cards::Action::Quit) break;
