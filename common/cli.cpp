@@ -164,8 +164,8 @@ bool read_input_line(std::string& line) {
 }
 
 std::string quote_input_line(const std::string& line) {
-    if (line.size() <= INPUT_LINE_MAX) return quote(line, 40);
     const std::string q = quote(line, 40);
+    if (line.size() <= INPUT_LINE_MAX) return q;
     return q.substr(0, q.rfind("...(")) + "...(over " + std::to_string(INPUT_LINE_MAX) + " bytes)";
 }
 
@@ -207,10 +207,6 @@ char g_program[64] = "program";  // for the handler below, which may run when me
     std::_Exit(1);
 }
 
-// At exit: stdout's buffer is flushed here, where a failure can still be said, and its file
-// descriptor closed (a close can report a failed write too, e.g. on NFS). A program whose output
-// went to a full disk must not exit 0 as if it had written it. (The FILE itself stays open:
-// libstdc++ flushes std::cout through it later.)
 // A write to stdout failed (err: its errno, or 0 where none was left): one line, exit code 1.
 [[noreturn]] void cannot_write(int err) {
     std::fprintf(stderr, "%s: error: cannot write output: %s\n", g_program,
@@ -218,6 +214,10 @@ char g_program[64] = "program";  // for the handler below, which may run when me
     std::_Exit(1);
 }
 
+// At exit: stdout's buffer is flushed here, where a failure can still be said, and its file
+// descriptor closed (a close can report a failed write too, e.g. on NFS). A program whose output
+// went to a full disk must not exit 0 as if it had written it. (The FILE itself stays open:
+// libstdc++ flushes std::cout through it later.)
 void check_stdout() {
     errno = 0;
     const bool flushed = std::fflush(stdout) == 0;
