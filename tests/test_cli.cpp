@@ -191,6 +191,22 @@ TEST_CASE("cli: output that cannot be written is an error, in every program") {
     CHECK(err == "flashcards: error: cannot write output: No space left on device\n");
 }
 
+TEST_CASE("cli: the test runners' report that cannot be written is a failure, not a pass") {
+    // `tests > /dev/full` (and cuda-tests, built where nvcc is) exited 0: doctest's result was
+    // lost and the exit code said all was well. The runner (tests/main.cpp) now ends with the
+    // same check as every program. A filter that selects no case keeps the child quick.
+    std::vector<std::string> runners = {"tests"};
+    if (std::filesystem::exists(std::string(PROJECT_BIN) + "/cuda-tests"))
+        runners.push_back("cuda-tests");
+    for (const std::string& runner : runners) {
+        CAPTURE(runner);
+        auto [code, err] = run_to(runner, "-tc=no-such-case", "/dev/full");
+        CHECK(code == 1);
+        CHECK(err == runner + ": error: cannot write output: a write to standard output failed\n");
+        CHECK(run_to(runner, "-tc=no-such-case", "/dev/null").first == 0);
+    }
+}
+
 TEST_CASE("cli: a line mode whose output cannot be written stops, however much input is left") {
     // `yes 3 | 1-self-attention --live > /dev/full`: each screen failed to print and the loop
     // read the next line, forever (the exit check only runs at the end of the input). Now the
