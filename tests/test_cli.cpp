@@ -191,6 +191,27 @@ TEST_CASE("cli: output that cannot be written is an error, in every program") {
     CHECK(err == "flashcards: error: cannot write output: No space left on device\n");
 }
 
+TEST_CASE("cli: a long run whose output cannot be written stops before its work, not after") {
+    // `6-cost > /dev/full` measured its whole table (a minute) and only then said it could not
+    // write; chapters 7 and 8 would have trained for minutes or hours. Each checks its first
+    // lines as it prints them now. The arguments make a run that did not stop far longer than
+    // the timeout, which only bounds such a regression; it measures nothing.
+    const std::string err = "/tmp/transformer-test-cli-long-" + std::to_string(::getpid());
+    for (const auto& [program, args] :
+         {std::pair{"6-cost", "--no-figures --repeat 1000"},
+          std::pair{"7-translate", "--no-figures --steps 100000"}, std::pair{"8-ablations", ""}}) {
+        CAPTURE(program);
+        const std::string cmd = std::string("timeout -k 5 60 ") + PROJECT_RUNNER + " " +
+                                PROJECT_BIN + "/" + program + " " + args +
+                                " </dev/null >/dev/full 2>" + err;
+        const int status = std::system(cmd.c_str());
+        CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 1);
+        CHECK(testutil::read_file_abs(err) ==
+              std::string(program) + ": error: cannot write output: No space left on device\n");
+    }
+    std::remove(err.c_str());
+}
+
 TEST_CASE("cli: the test runners' report that cannot be written is a failure, not a pass") {
     // `tests > /dev/full` (and cuda-tests, built where nvcc is) exited 0: doctest's result was
     // lost and the exit code said all was well. The runner (tests/main.cpp) now ends with the

@@ -243,7 +243,7 @@ int main(int argc, char** argv) {
             if (L == 24) (p == LnPlacement::PreLN ? fig_pre : fig_post) = g;
         }
         std::printf("%s\n", line.c_str());
-        std::fflush(stdout);
+        cli::flush_stdout_or_exit();
     }
 
     if (!no_figures) {

@@ -292,6 +292,9 @@ int main(int argc, char** argv) {
     cli.check_figure_dir(figures);
 
     print_complexity_table();
+    // Written at once and checked: with stdout on a full disk (`6-cost > /dev/full`) the run
+    // stops here with the exit check's line, not after a minute of measuring for nowhere.
+    cli::flush_stdout_or_exit();
     // The prose right after the table (CPU only): the gradient's path from the last position
     // to the first, one step through attention and n through the LSTM.
     PathLengths paths;
@@ -302,7 +305,7 @@ int main(int argc, char** argv) {
     print_cost_crossover(cfg.d_model);
 
     std::printf("device = %s, batch = %d, d_model = %d\n", device.c_str(), cfg.batch, cfg.d_model);
-    std::fflush(stdout);
+    cli::flush_stdout_or_exit();
     double memory_mb = mem::physical_bytes() / MIB;
     std::vector<std::vector<Cell>> cuda_cells;  // the GPU measures the whole table in one go
 #ifdef WITH_CUDA
@@ -325,7 +328,7 @@ int main(int argc, char** argv) {
     }
 #endif
     std::printf("     n |         어텐션(단순 구현) |        어텐션(퓨전 커널) |           LSTM\n");
-    std::fflush(stdout);
+    cli::flush_stdout_or_exit();
     std::vector<std::vector<Cell>> cells;
     bool any_skipped = false;
     for (size_t k = 0; k < seq_lens.size(); k++) {
@@ -338,7 +341,7 @@ int main(int argc, char** argv) {
         }
         std::printf("%6d | %s | %s | %s\n", n, format_cell(row[0]).c_str(),
                     format_cell(row[1]).c_str(), format_cell(row[2]).c_str());
-        std::fflush(stdout);
+        cli::flush_stdout_or_exit();
         cells.push_back(row);
     }
     if (any_skipped && device == "cpu")

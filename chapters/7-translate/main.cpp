@@ -190,6 +190,10 @@ int main(int argc, char** argv) {
         std::printf(
             "학습: %d스텝, 배치 %d문장, Adam(0.9, 0.98, 1e-9), warm-up %d스텝, lr 배율 %g\n",
             tc.steps, tc.batch, tc.warmup, tc.lr);
+        // Checked before the training starts (stdout on a full disk ends the run here); the
+        // step lines below are only flushed, so that a write failing mid-run does not cost the
+        // weights --save is to keep: the exit check reports it at the end.
+        cli::flush_stdout_or_exit();
         tc.report = [&](int step, double loss, double lr, double tokens_per_s) {
             std::printf("스텝 %5d/%d  손실 %.4f  lr %.2e  %6.0f 토큰/초\n", step, tc.steps, loss,
                         lr, tokens_per_s);

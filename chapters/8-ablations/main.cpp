@@ -472,7 +472,7 @@ int main(int argc, char** argv) {
     std::printf(
         "데이터: 학습 / 검증 1000개 / 시험 1000개(7장의 평가 집합 2017), 고르는 것은 검증에서, "
         "점수는 시험에서\n");
-    std::fflush(stdout);
+    cli::flush_stdout_or_exit();  // stdout on a full disk: stop before the training, not after
     std::vector<Record> results;
     int reused = 0;  // runs whose records --keep had
     try {
