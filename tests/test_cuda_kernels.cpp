@@ -344,6 +344,43 @@ void sgemm_split_k_case() {
 CUDA_TEST("sgemm split-K and the few-rows kernel's split of K, at ragged slices",
           sgemm_split_k_case)
 
+// The warp-tiled kernel runs blocks wholly inside C without bounds checks, which is right only
+// when K is a multiple of its 8-deep slices; the shapes above never have such a block with a
+// ragged K. Here K = 12 (a second slice that ends 4 past K), C is 256 x 256 so that every tile
+// shape has blocks wholly inside, and the operands take the float4 path (aligned, leading
+// dimensions multiples of 4). The padding of each row and the 8 rows after each operand hold
+// random numbers, so a slice read past K adds wrong products, not zeros or a fault.
+void sgemm_ragged_k_inside_case() {
+    const int M = 256, N = 256, K = 12, batch = 2;
+    const SgemmTile tiles[] = {SgemmTile::automatic,     SgemmTile::b128x128t8x8,
+                               SgemmTile::b128x64t8x8,   SgemmTile::b128x128t8x16,
+                               SgemmTile::b128x256t8x16, SgemmTile::b256x128t16x8};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            const int lda = (ta ? M : K) + 4, ldb = (tb ? K : N) + 4, ldc = N + 4;
+            const long sa = long(ta ? K : M) * lda, sb = long(tb ? N : K) * ldb,
+                       sc = long(M) * ldc;
+            const long slack = 8L * (lda > ldb ? lda : ldb);  // past the last batch element
+            auto A = random_vector(batch * sa + slack, 14),
+                 B = random_vector(batch * sb + slack, 15);
+            auto C0 = random_vector(batch * sc, 16);
+            std::vector<float> ref = C0;
+            for (int b = 0; b < batch; b++)
+                sgemm_reference(ta, tb, M, N, K, 0.5f, A.data() + b * sa, lda, B.data() + b * sb,
+                                ldb, 0.25f, ref.data() + b * sc, ldc);
+            auto dA = upload(A), dB = upload(B);
+            for (SgemmTile tile : tiles) {
+                INFO("ta=" << ta << " tb=" << tb << " tile=" << int(tile));
+                auto dC = upload(C0);
+                sgemm_cuda(ta, tb, M, N, K, 0.5f, dA.data(), lda, dB.data(), ldb, 0.25f,
+                           dC.data(), ldc, batch, sa, sb, sc, SgemmVersion::warp_tiled, tile);
+                CHECK(testutil::allclose(download(dC), ref, 1e-5, 1e-5, "C"));
+            }
+        }
+}
+CUDA_TEST("sgemm warp-tiled: blocks wholly inside C with K not a multiple of the slices",
+          sgemm_ragged_k_inside_case)
+
 // K = 0: C = beta C, for every version and tile (beta = 0 writes zeros over NaN).
 void sgemm_empty_k_case() {
     const int M = 20, N = 70, batch = 2;
