@@ -882,7 +882,11 @@ LstmRef lstm_reference(const std::vector<float>& x, const std::vector<float>& W_
 }
 
 void lstm_case() {
-    for (const std::array<int, 3>& shape : {std::array{1, 1, 24}, {17, 3, 40}, {33, 2, 17}}) {
+    // (n, B, d). The first three fit B d and 2 B d (the unfused i, f launch) in one block of
+    // 256 threads; {2, 4, 100} spreads every gate kernel over several blocks (B d = 400), so a
+    // launch with too few of them, or an index that forgets the block, shows.
+    for (const std::array<int, 3>& shape :
+         {std::array{1, 1, 24}, {17, 3, 40}, {33, 2, 17}, {2, 4, 100}}) {
         // plain ints: clang 14 cannot capture a binding
         const int n = shape[0], B = shape[1], d = shape[2];
         INFO("n=" << n << " " << "B=" << B << " " << "d=" << d << " ");
