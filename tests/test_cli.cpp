@@ -154,11 +154,13 @@ TEST_CASE("cli: --help names what each option takes") {
 namespace {
 
 // Runs build/bin/<program> <args> with stdout sent to `out` (a shell redirection target) and
-// returns the exit code and stderr.
+// returns the exit code and stderr. timeout_s > 0: killed after that long (exit code 124).
 std::pair<int, std::string> run_to(const std::string& program, const std::string& args,
-                                   const std::string& out) {
+                                   const std::string& out, int timeout_s = 0) {
     const std::string err = "/tmp/transformer-test-cli-" + std::to_string(::getpid()) + ".err";
-    const std::string cmd = std::string(PROJECT_RUNNER) + " " + PROJECT_BIN + "/" + program + " " +
+    const std::string limit =
+        timeout_s > 0 ? "timeout -k 5 " + std::to_string(timeout_s) + " " : std::string();
+    const std::string cmd = limit + PROJECT_RUNNER + " " + PROJECT_BIN + "/" + program + " " +
                             args + " </dev/null >" + out + " 2>" + err;
     const int status = std::system(cmd.c_str());
     std::string text = testutil::read_file_abs(err);
@@ -196,20 +198,15 @@ TEST_CASE("cli: a long run whose output cannot be written stops before its work,
     // write; chapters 7 and 8 would have trained for minutes or hours. Each checks its first
     // lines as it prints them now. The arguments make a run that did not stop far longer than
     // the timeout, which only bounds such a regression; it measures nothing.
-    const std::string err = "/tmp/transformer-test-cli-long-" + std::to_string(::getpid());
     for (const auto& [program, args] :
          {std::pair{"6-cost", "--no-figures --repeat 1000"},
           std::pair{"7-translate", "--no-figures --steps 100000"}, std::pair{"8-ablations", ""}}) {
         CAPTURE(program);
-        const std::string cmd = std::string("timeout -k 5 60 ") + PROJECT_RUNNER + " " +
-                                PROJECT_BIN + "/" + program + " " + args +
-                                " </dev/null >/dev/full 2>" + err;
-        const int status = std::system(cmd.c_str());
-        CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 1);
-        CHECK(testutil::read_file_abs(err) ==
-              std::string(program) + ": error: cannot write output: No space left on device\n");
+        auto [code, err] = run_to(program, args, "/dev/full", 60);
+        CHECK(code == 1);
+        CHECK(err == std::string(program) + ": error: cannot write output: No space left on "
+                                            "device\n");
     }
-    std::remove(err.c_str());
 }
 
 TEST_CASE("cli: the test runners' report that cannot be written is a failure, not a pass") {
