@@ -3,13 +3,16 @@
 // Both run in the same process, alternating, so a busy machine slows both alike; the ratio is
 // the number to read. The yardstick is named: the OpenBLAS core that ran (bench/openblas.h),
 // and where that core is below what this CPU supports, OpenBLAS runs again in a child process
-// with OPENBLAS_CORETYPE set to the best one, and the ratio is taken against the faster.
+// with OPENBLAS_CORETYPE set to the best one, and the ratio is taken against the faster. Beside
+// them, each round measures the CPU's multiply-add peak on the same threads (bench/peak.h), and
+// each library's rate is shown as a share of it.
 //
 //   bench-gemm                     the table
 //   bench-gemm --openblas-best     prints this CPU's best OpenBLAS cores (for the torch peers)
 #include "bench/child.h"
 #include "bench/median.h"
 #include "bench/openblas.h"
+#include "bench/peak.h"
 #include "common/cli.h"
 #include "common/gemm.h"
 #include "common/memory.h"
@@ -143,7 +146,9 @@ int main(int argc, char** argv) {
     // at 2048 where OpenBLAS had run 262 half a minute before, and 306 at other times.
     struct Cell {
         double ours = 0, theirs = 0, rerun = 0;  // GFLOP/s; rerun 0 where there was none
+        double peak = 0;                         // the round's multiply-add peak, GFLOP/s
     };
+    std::vector<double> peaks;                               // one per round
     std::map<std::pair<int, int>, std::vector<Cell>> cells;  // (n, A@B^T?) -> one per round
     const bool tty = isatty(STDERR_FILENO);
     std::mt19937 rng(0);
@@ -183,6 +188,7 @@ int main(int argc, char** argv) {
     }
     for (int round = 0; round < runs; round++) {
         if (tty) std::fprintf(stderr, "\rbench-gemm: run %d of %d ", round + 1, runs);
+        peaks.push_back(bench::peak_gflops(omp_get_max_threads()));
         for (size_t s = 0; s < sizes.size(); s++) {
             const int n = sizes[s];
             // (a count of the (round, size) pairs would keep each size's order in every round
@@ -209,6 +215,7 @@ int main(int argc, char** argv) {
             for (int variant = 0; variant < 2; variant++) {
                 Cell c;
                 c.ours = ours[variant];
+                c.peak = peaks.back();
                 if (theirs.count({n, variant})) c.theirs = theirs[{n, variant}];
                 if (reruns.count({n, variant})) c.rerun = reruns[{n, variant}];
                 cells[{n, variant}].push_back(c);
@@ -228,35 +235,53 @@ int main(int argc, char** argv) {
                     "OPENBLAS_CORETYPE=%s (it reported %s); the ratio is against the "
                     "faster\n", blas.core.c_str(), rerun.c_str(), rerun_reported.c_str());
     const bool rerun_column = rerun != "" && !rerun_failed;
+    std::printf(
+        "multiply-add peak, %d thread(s): %.1f GFLOP/s (bench/peak.h: %d chains of %d-float "
+        "%s a thread on registers alone, the most any sgemm here can reach; the median "
+        "of the %d runs); %% of peak: ours%s\n",
+        omp_get_max_threads(), bench::median(peaks), bench::PeakSimd::CHAINS, bench::PeakSimd::W,
+        bench::PeakSimd::FUSED ? "FMAs" : "multiplies and adds", runs,
+        blas.sgemm ? " / OpenBLAS's faster core" : "");
     if (rerun_column)
-        std::printf("%6s %6s | %12s | %18s | %18s | %6s\n", "size", "op", "ours GFLOP/s",
-                    ("OpenBLAS " + blas.core).c_str(), ("OpenBLAS " + rerun).c_str(), "ratio");
+        std::printf("%6s %6s | %12s | %18s | %18s | %9s | %6s\n", "size", "op", "ours GFLOP/s",
+                    ("OpenBLAS " + blas.core).c_str(), ("OpenBLAS " + rerun).c_str(), "% of peak",
+                    "ratio");
     else if (blas.sgemm)
-        std::printf("%6s %6s | %12s | %18s | %6s\n", "size", "op", "ours GFLOP/s",
-                    ("OpenBLAS " + blas.core).c_str(), "ratio");
+        std::printf("%6s %6s | %12s | %18s | %9s | %6s\n", "size", "op", "ours GFLOP/s",
+                    ("OpenBLAS " + blas.core).c_str(), "% of peak", "ratio");
     else
-        std::printf("%6s %6s | %12s   (libopenblas.so.0 not found: apt-get install "
-                    "libopenblas-dev for the comparison)\n",
-                    "size", "op", "ours GFLOP/s");
+        std::printf(
+            "%6s %6s | %12s | %9s   (libopenblas.so.0 not found: apt-get install "
+            "libopenblas-dev for the comparison)\n",
+            "size", "op", "ours GFLOP/s", "% of peak");
     for (int n : sizes)
         for (int variant = 0; variant < 2; variant++) {
             const std::vector<Cell>& rounds = cells[{n, variant}];
-            std::vector<double> ours, theirs, reruns, ratios;
+            std::vector<double> ours, theirs, reruns, ratios, ours_pct, theirs_pct;
             for (const Cell& c : rounds) {
                 ours.push_back(c.ours), theirs.push_back(c.theirs), reruns.push_back(c.rerun);
-                if (std::max(c.theirs, c.rerun) > 0)
+                ours_pct.push_back(100 * c.ours / c.peak);
+                if (std::max(c.theirs, c.rerun) > 0) {
                     ratios.push_back(c.ours / std::max(c.theirs, c.rerun));
+                    theirs_pct.push_back(100 * std::max(c.theirs, c.rerun) / c.peak);
+                }
             }
             const char* op = variant ? "A@B^T" : "A@B";
+            char pct[32];
+            if (theirs_pct.empty())
+                std::snprintf(pct, sizeof pct, "%.0f%%", bench::median(ours_pct));
+            else
+                std::snprintf(pct, sizeof pct, "%.0f / %.0f", bench::median(ours_pct),
+                              bench::median(theirs_pct));
             if (!blas.sgemm)
-                std::printf("%6d %6s | %12.1f\n", n, op, bench::median(ours));
+                std::printf("%6d %6s | %12.1f | %9s\n", n, op, bench::median(ours), pct);
             else if (rerun_column)
-                std::printf("%6d %6s | %12.1f | %18.1f | %18.1f | %5.2fx\n", n, op,
-                            bench::median(ours), bench::median(theirs), bench::median(reruns),
+                std::printf("%6d %6s | %12.1f | %18.1f | %18.1f | %9s | %5.2fx\n", n, op,
+                            bench::median(ours), bench::median(theirs), bench::median(reruns), pct,
                             bench::median(ratios));
             else
-                std::printf("%6d %6s | %12.1f | %18.1f | %5.2fx\n", n, op,
-                            bench::median(ours), bench::median(theirs), bench::median(ratios));
+                std::printf("%6d %6s | %12.1f | %18.1f | %9s | %5.2fx\n", n, op,
+                            bench::median(ours), bench::median(theirs), pct, bench::median(ratios));
         }
     return 0;
 }

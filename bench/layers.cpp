@@ -3,6 +3,7 @@
 // and the naive layer's time beside what its FLOPs need at the sgemm rate measured in the same
 // run. Chapter 6 prints the article's table; this shows where the time goes.
 #include "bench/median.h"
+#include "bench/peak.h"
 #include "chapters/6-cost/layers.h"
 #include "common/cli.h"
 #include "common/gemm.h"
@@ -149,7 +150,9 @@ int main(int argc, char** argv) {
     const Method methods[] = {Method::naive, Method::fused, Method::lstm};
     std::vector<std::vector<Cell>> rounds(seq_lens.size() * 3);  // (n, method) -> one per run
     const bool tty = isatty(STDERR_FILENO);
+    std::vector<double> peaks;  // the multiply-add peak at the start of each run (bench/peak.h)
     for (int run = 0; run < runs; run++) {
+        peaks.push_back(bench::peak_gflops(omp_get_max_threads()));
         for (size_t i = 0; i < seq_lens.size(); i++) {
             const int n = seq_lens[i];
             if (tty)
@@ -211,5 +214,14 @@ int main(int argc, char** argv) {
                         rounds[i * 3 + k][0].predicted_mb, bench::median(gflops),
                         bench::median(flop_ms), bench::median(ratio));
         }
+    double lo = 1e30, hi = 0;  // the yardstick's cells, as a share of the peak
+    for (const std::vector<Cell>& cells : rounds)
+        for (const Cell& c : cells)
+            lo = std::min(lo, c.gflops), hi = std::max(hi, c.gflops);
+    const double peak = bench::median(peaks);
+    std::printf(
+        "multiply-add peak, %d thread(s): %.1f GFLOP/s (bench/peak.h, the median of the "
+        "runs); the GFLOP/s column is %.0f%% to %.0f%% of it\n",
+        omp_get_max_threads(), peak, 100 * lo / peak, 100 * hi / peak);
     return 0;
 }

@@ -74,10 +74,13 @@ lines=$(awk '
     # ...)", then, where it reran, "  Prescott is below this CPU: ... OPENBLAS_CORETYPE=SkylakeX"
     /^yardstick: / { core = $0; sub(/.*; core /, "", core); sub(/ .*/, "", core)
                      blas = $3 }
+    # "multiply-add peak, 2 thread(s): 219.3 GFLOP/s (bench/peak.h: ..."
+    /^multiply-add peak, / && peak == "" {
+        peak = $0; sub(/^[^:]*: /, "", peak); sub(/ GFLOP\/s.*/, "", peak) }
     /is below this CPU: OpenBLAS ran again/ {
         rerun = $0; sub(/.*OPENBLAS_CORETYPE=/, "", rerun); sub(/ .*/, "", rerun) }
-    # bench-gemm: "  1024    A@B |  150.1 |  136.5 |  1.10x" (a rerun adds a column before the
-    # ratio; no OpenBLAS: 4 fields)
+    # bench-gemm: "  1024    A@B |  150.1 |  136.5 | 70 / 64 |  1.10x" (a rerun adds a column
+    # before the share of the peak; no OpenBLAS: 6 fields, and no ratio)
     ($2 == "A@B" || $2 == "A@B^T") && $3 == "|" {
         ratio = $NF; sub(/x$/, "", ratio)
         gemm = gemm (gemm == "" ? "" : ", ") $1 "³ " $2 " " $4 " GFLOP/s"
@@ -108,6 +111,9 @@ lines=$(awk '
                    gemm_runs, blas, rerun, core, gemm
         else if (gemm != "")
             printf " sgemm%s against OpenBLAS %s, core %s: %s.", gemm_runs, blas, core, gemm
+        if (gemm != "" && peak != "")
+            printf " The cores'\'' multiply-add peak (bench/peak.h, registers alone): %s" \
+                   " GFLOP/s.", peak
         if (step != "") printf " Chapter 7'\''s training step, one thread: %s.", step
         # Only the load before the run tells of other jobs: the load after counts the benchmark
         # own threads (2 on 2 cores).

@@ -1,10 +1,11 @@
 // The benchmarks' yardstick (bench/openblas.h, bench/readme-numbers.sh): which OpenBLAS core
 // counts as this CPU's best, when the peer is rerun, and that the README's numbers are refused
 // from a busy machine and name the core they were measured against; bench-translate's peer is
-// run without a shell.
+// run without a shell; the multiply-add peak (bench/peak.h) counts only updates it ran.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "bench/openblas.h"
+#include "bench/peak.h"
 #include "tests/util.h"
 
 using openblas::best_for;
@@ -136,4 +138,32 @@ TEST_CASE("bench-translate: --peer names one program, never shell text; named, i
           "bench-translate: error: chapters/7-translate/peer_torch.py is not here: run "
           "bench-translate from the repository root (make bench does), or pass --no-peer\n");
     std::remove(out.c_str());
+}
+
+TEST_CASE("yardstick: the multiply-add peak runs every update it counts") {
+    // peak_chains is timed by bench-gemm: its sum is the same recurrence done one float at a
+    // time, so the loop was neither optimised away nor shortened.
+    for (long iters : {1L, 7L, 1000L}) {
+        float expected = 0;
+        for (int c = 0; c < bench::PeakSimd::CHAINS; c++) {
+            float x = bench::PEAK_START * (c + 1);
+            for (long it = 0; it < iters; it++)
+                x = bench::PeakSimd::FUSED ? std::fma(x, bench::PEAK_A, bench::PEAK_B)
+                                           : x * bench::PEAK_A + bench::PEAK_B;
+            float lanes = 0;
+            for (int w = 0; w < bench::PeakSimd::W; w++)
+                lanes += x;
+            expected += lanes;
+        }
+        CAPTURE(iters);
+#if defined(__aarch64__)
+        CHECK(bench::peak_chains(iters) == doctest::Approx(expected).epsilon(1e-7));  // vaddvq
+#else
+        CHECK(bench::peak_chains(iters) == expected);  // the same operations in the same order
+#endif
+    }
+    CHECK(bench::peak_flops(1000) == 2.0 * bench::PeakSimd::W * bench::PeakSimd::CHAINS * 1000);
+    const double g = bench::peak_gflops(2, 0.002, 1);
+    CHECK(std::isfinite(g));
+    CHECK(g > 0);
 }
