@@ -116,31 +116,41 @@ TEST_CASE("lstm: backward agrees with finite differences") {
     }
 }
 
-TEST_CASE("lstm: the two-thread chain gives the same numbers as one thread") {
-    // d = 256, B = 8 is big enough that the chain splits the hidden units between threads.
+TEST_CASE("lstm: the chain on 2 or 3 threads gives the same numbers as on one") {
+    // B = 8 with d >= 256 is big enough that the chain splits the hidden units between threads:
+    // 128 or 256 units each (d = 256, 512), shares that are not whole K slices of sgemm (640 on
+    // 2 threads: 320 units each), and 3 threads (768: 256 each, the third sharing a core on a
+    // 2-core machine).
     if (!parallel::OPENMP)
-        MESSAGE("an OPENMP=0 build has one thread: both runs use it, and must repeat bit for bit");
-    std::mt19937 rng(13);
-    const int n = 6, B = 8, d = 256;
-    Lstm net(n, B, d, rng);
-    for (auto& w : net.W_ih) w *= 0.1f;
-    for (auto& w : net.W_hh) w *= 0.1f;
-    const Vec G = random_vec((size_t)n * B * d, rng, 1.0f);
-    Vec out[2][5];
+        MESSAGE("an OPENMP=0 build has one thread: all runs use it, and must repeat bit for bit");
     const int saved = omp_get_max_threads();
-    for (int run = 0; run < 2; run++) {
-        omp_set_num_threads(run == 0 ? 1 : 2);
-        Vec h, c, gates;
-        net.forward(h, c, gates);
-        Vec dx(net.x.size()), dW_ih(net.W_ih.size()), dW_hh(net.W_hh.size()), db(net.b.size());
-        lstm_backward(net.x.data(), net.W_ih.data(), net.W_hh.data(), h.data(), c.data(),
-                      gates.data(), G.data(), n, B, d, dx.data(), dW_ih.data(), dW_hh.data(),
-                      db.data());
-        out[run][0] = h, out[run][1] = dx, out[run][2] = dW_ih, out[run][3] = dW_hh,
-        out[run][4] = db;
+    for (int d : {256, 512, 640, 768}) {
+        std::mt19937 rng(13);
+        const int n = 6, B = 8;
+        Lstm net(n, B, d, rng);
+        for (auto& w : net.W_ih) w *= 0.1f;
+        for (auto& w : net.W_hh) w *= 0.1f;
+        const Vec G = random_vec((size_t)n * B * d, rng, 1.0f);
+        Vec out[3][5];
+        for (int run = 0; run < 3; run++) {
+            omp_set_num_threads(run + 1);
+            Vec h, c, gates;
+            net.forward(h, c, gates);
+            Vec dx(net.x.size()), dW_ih(net.W_ih.size()), dW_hh(net.W_hh.size()),
+                db(net.b.size());
+            lstm_backward(net.x.data(), net.W_ih.data(), net.W_hh.data(), h.data(), c.data(),
+                          gates.data(), G.data(), n, B, d, dx.data(), dW_ih.data(),
+                          dW_hh.data(), db.data());
+            out[run][0] = h, out[run][1] = dx, out[run][2] = dW_ih, out[run][3] = dW_hh,
+            out[run][4] = db;
+        }
+        const char* names[5] = {"h", "dx", "dW_ih", "dW_hh", "db"};
+        for (int run = 1; run < 3; run++)
+            for (int k = 0; k < 5; k++) {  // each value is computed in the same order every way
+                CAPTURE(d);
+                CAPTURE(run + 1);
+                CHECK(testutil::allclose(out[run][k], out[0][k], 0.0, 0.0, names[k]));
+            }
     }
     omp_set_num_threads(saved);
-    const char* names[5] = {"h", "dx", "dW_ih", "dW_hh", "db"};
-    for (int k = 0; k < 5; k++)  // each value is computed in the same order either way
-        CHECK(testutil::allclose(out[1][k], out[0][k], 0.0, 0.0, names[k]));
 }
