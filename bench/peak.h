@@ -1,6 +1,6 @@
 // The ceiling under every sgemm figure: how many multiply-adds a second this CPU's cores do when
 // nothing but multiply-adds runs. Each thread keeps CHAINS independent accumulators of one vector
-// register each (the width sgemm's micro-kernel uses) and updates them ITERS times, touching no
+// register each (the width sgemm's micro-kernel uses) and updates them `iters` times, touching no
 // memory: acc = acc * a + b, with a just below 1 so the values settle near b / (1 - a) and never
 // reach a subnormal. CHAINS is enough to hide the multiply-add's latency on every core listed in
 // common/gemm.cpp (4 cycles, 2 a cycle: 8 in flight) and leaves the registers for nothing else.

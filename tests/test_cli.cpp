@@ -198,9 +198,10 @@ TEST_CASE("cli: a long run whose output cannot be written stops before its work,
     // write; chapters 7 and 8 would have trained for minutes or hours. Each checks its first
     // lines as it prints them now. The arguments make a run that did not stop far longer than
     // the timeout, which only bounds such a regression; it measures nothing.
-    for (const auto& [program, args] :
+    for (const auto& [program_, args] :
          {std::pair{"6-cost", "--no-figures --repeat 1000"},
           std::pair{"7-translate", "--no-figures --steps 100000"}, std::pair{"8-ablations", ""}}) {
+        const char* program = program_;  // CAPTURE is a lambda: clang < 16 cannot capture a binding
         CAPTURE(program);
         auto [code, err] = run_to(program, args, "/dev/full", 60);
         CHECK(code == 1);
@@ -233,9 +234,10 @@ TEST_CASE("cli: a line mode whose output cannot be written stops, however much i
     const std::string err = dir + "/err";
     std::filesystem::create_directories(dir);
     using Case = std::tuple<std::string, std::string, std::string>;  // keys, program, args
-    for (const auto& [keys, program, args] :
+    for (const auto& [keys, program_, args] :
          {Case{"3", "1-self-attention", "--live"},
           Case{"right", "flashcards", "--progress " + dir + "/p.tsv"}}) {
+        const std::string& program = program_;  // (clang < 16 cannot capture a binding)
         CAPTURE(program);
         const std::string cmd = "yes " + keys + " | timeout -k 5 60 " + PROJECT_RUNNER + " " +
                                 PROJECT_BIN + "/" + program + " " + args + " >/dev/full 2>" + err;
