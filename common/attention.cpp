@@ -454,6 +454,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                     const float inv_l = 1.0f / l[r];
                     const float* o = O_tile + (long)r * d_k;
                     float* out = O_ + (r0 + r) * ldo;
+#pragma omp simd  // GCC cannot tell that out and o do not overlap, and kept this loop scalar
                     for (int c = 0; c < d_k; c++) out[c] = o[c] * inv_l;
                     L[(long)bh * n + r0 + r] = m[r] + std::log(l[r]);
                 }
