@@ -216,6 +216,11 @@ TEST_CASE("chapter 2: the gradient indicator falls as 1/sqrt(d_k): a log-log slo
     CHECK(loglog_slope({4, 16, 64, 256}, {1, 0.5, 0.25, 0.125}) == doctest::Approx(-0.5));
     CHECK(loglog_slope({2, 3, 10}, {7, 7, 7}) == doctest::Approx(0.0));
     CHECK(loglog_slope({1, 10, 100}, {3, 30, 300}) == doctest::Approx(1.0));
+    // The line under it (chapter 6 fits its gradient curves with it): y = 3 - 2x exactly, and
+    // np.polyfit's slope 1.5 through (0, 0), (1, 2), (2, 3); one point has no slope.
+    CHECK(polyfit_slope({-1, 0.5, 4}, {5, 2, -5}) == doctest::Approx(-2.0));
+    CHECK(polyfit_slope({0, 1, 2}, {0, 2, 3}) == doctest::Approx(1.5));
+    CHECK(std::isnan(polyfit_slope({3}, {1})));
     // The article's table at the default seed: the unscaled indicator's slope is within 0.05 of
     // -0.5 (it is -0.478 over d_k = 4 ... 1024; the curve bends at small d_k), the scaled one is
     // flat.

@@ -41,18 +41,25 @@ double np_std(const std::vector<double>& z) {
     return std::sqrt(np_mean(sq));
 }
 
-double loglog_slope(const std::vector<double>& x, const std::vector<double>& y) {
+double polyfit_slope(const std::vector<double>& x, const std::vector<double>& y) {
     const size_t n = x.size();
     double mx = 0, my = 0;
     for (size_t i = 0; i < n; i++)
-        mx += std::log(x[i]) / double(n), my += std::log(y[i]) / double(n);
+        mx += x[i] / double(n), my += y[i] / double(n);
     double sxy = 0, sxx = 0;
     for (size_t i = 0; i < n; i++) {
-        const double dx = std::log(x[i]) - mx, dy = std::log(y[i]) - my;
+        const double dx = x[i] - mx, dy = y[i] - my;
         sxy += dx * dy;
         sxx += dx * dx;
     }
-    return sxy / sxx;
+    return n >= 2 ? sxy / sxx : NAN;  // one x: 0 / 0, NaN too
+}
+
+double loglog_slope(const std::vector<double>& x, const std::vector<double>& y) {
+    std::vector<double> log_x(x.size()), log_y(y.size());
+    for (size_t i = 0; i < x.size(); i++)
+        log_x[i] = std::log(x[i]), log_y[i] = std::log(y[i]);
+    return polyfit_slope(log_x, log_y);
 }
 
 std::vector<double> np_matmul(const std::vector<double>& K, const std::vector<double>& q) {

@@ -30,6 +30,10 @@ double np_std(const std::vector<double>& z);
 // summed left to right over i.
 std::vector<double> np_matmul(const std::vector<double>& K, const std::vector<double>& q);
 
+// np.polyfit(x, y, 1)[0]: the least-squares slope of y against x; NaN for fewer than two
+// distinct x. Chapter 6 fits its gradient curves with it too.
+double polyfit_slope(const std::vector<double>& x, const std::vector<double>& y);
+
 // np.polyfit(np.log(x), np.log(y), 1)[0]: the least-squares slope of log y against log x, the
 // exponent k of y ~ x^k (a straight line on a log-log plot has slope k). x, y > 0.
 double loglog_slope(const std::vector<double>& x, const std::vector<double>& y);

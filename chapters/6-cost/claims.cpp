@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "chapters/2-scaling/numpy_math.h"
 #include "chapters/6-cost/layers.h"
 #include "common/plot/plot.h"
 #include "common/random.h"
@@ -31,24 +32,13 @@ double row_norm(const float* v, int d) {
     return std::sqrt(s);
 }
 
-// The least-squares slope of y against x.
-double slope(const std::vector<double>& x, const std::vector<double>& y) {
-    double mx = 0, my = 0;
-    for (size_t i = 0; i < x.size(); i++)
-        mx += x[i] / double(x.size()), my += y[i] / double(x.size());
-    double sxy = 0, sxx = 0;
-    for (size_t i = 0; i < x.size(); i++)
-        sxy += (x[i] - mx) * (y[i] - my), sxx += (x[i] - mx) * (x[i] - mx);
-    return x.size() >= 2 ? sxy / sxx : NAN;
-}
-
 // Over the points where g > 0: the exponent k of g ~ n^k (log_x) or the factor r of g ~ r^n.
 double fit(const std::vector<int>& n, const std::vector<double>& g, bool log_x) {
     std::vector<double> xs, ys;
     for (size_t i = 0; i < n.size(); i++)
         if (g[i] > 0)
             xs.push_back(log_x ? std::log(double(n[i])) : n[i]), ys.push_back(std::log(g[i]));
-    const double k = slope(xs, ys);
+    const double k = polyfit_slope(xs, ys);  // chapter 2's least-squares line
     return log_x ? k : std::exp(k);
 }
 
