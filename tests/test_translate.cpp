@@ -144,7 +144,7 @@ TinyBatch tiny_batch(const std::vector<int64_t>& numbers) {
                                 : j == int64_t(digits.size()) ? 2 : -100);
         }
     }
-    b.mask = padding_mask(b.src, {b.B, b.S}, 0);
+    b.mask = translate::padding_mask(b.src, {b.B, b.S}, 0);
     return b;
 }
 
@@ -237,17 +237,17 @@ TEST_CASE("translate: greedy decoding with a hand-set model gives the known toke
     CHECK(m.greedy_decode({2, 2, 2}, 1, 2, 2) == V{5, 6});  // max_len cuts it short
     // Batched: sentence 0 is [1, pad, pad]; unmasked, the pads (dressed as token 2) would win.
     V src = {1, 0, 0, 2, 2, 2};
-    Tensor mask = padding_mask(src, {2, 3}, 0);
+    Tensor mask = translate::padding_mask(src, {2, 3}, 0);
     m.decoder_calls = m.encoder_calls = 0;
-    auto out = m.greedy_decode_batch(src, {2, 3}, mask, 1, 2, 10, 0);
+    auto out = translate::greedy_decode_batch(m, src, {2, 3}, mask, 1, 2, 10, 0);
     REQUIRE(out.size() == 2);
     CHECK(out[0] == V{3, 4, 2});
     CHECK(out[1] == V{5, 6, 7, 2});
     CHECK(m.encoder_calls == 1);
     CHECK(m.decoder_calls == 4);  // one step per token of the longest sentence
-    auto cut = m.greedy_decode_batch(src, {2, 3}, mask, 1, 2, 3, 0);
+    auto cut = translate::greedy_decode_batch(m, src, {2, 3}, mask, 1, 2, 3, 0);
     CHECK(cut[1] == V{5, 6, 7});
-    auto unmasked = m.greedy_decode_batch(src, {2, 3}, Tensor(), 1, 2, 10, 0);
+    auto unmasked = translate::greedy_decode_batch(m, src, {2, 3}, Tensor(), 1, 2, 10, 0);
     CHECK(unmasked[0] == V{5, 6, 7, 2});  // the mask is what made sentence 0 right
 }
 

@@ -136,54 +136,6 @@ std::vector<int64_t> EncoderDecoder::greedy_decode(const std::vector<int64_t>& s
     return {tokens.begin() + 1, tokens.end()};
 }
 
-std::vector<std::vector<int64_t>> EncoderDecoder::greedy_decode_batch(
-    const std::vector<int64_t>& src, const Shape& src_shape, const Tensor& src_pad_mask,
-    int64_t start, int64_t end, int max_len, int64_t pad) const {
-    NoGradGuard no_grad;
-    const int64_t B = src_shape.at(0);
-    Tensor memory = encode(src, src_shape, src_pad_mask);  // (B, S, d), once per batch
-    std::vector<int64_t> tokens(size_t(B), start);          // (B, t) row-major, t = 1 so far
-    std::vector<std::vector<int64_t>> out(static_cast<size_t>(B));
-    std::vector<bool> done(size_t(B), false);
-    int64_t remaining = B;
-    for (int64_t t = 1; t <= max_len && remaining > 0; t++) {
-        Tensor logits = decode(tokens, {B, t}, memory, src_pad_mask);  // (B, t, V)
-        const int64_t V = logits.size(-1);
-        std::vector<int64_t> next(size_t(B), pad);
-        for (int64_t b = 0; b < B; b++) {
-            if (done[b]) continue;
-            const float* last = logits.data() + (b * t + t - 1) * V;  // the newest position
-            int64_t best = 0;
-            for (int64_t j = 1; j < V; j++)
-                if (last[j] > last[best]) best = j;
-            next[b] = best;
-            out[b].push_back(best);
-            if (best == end) {
-                done[b] = true;
-                remaining--;
-            }
-        }
-        // Append the new column: (B, t) -> (B, t + 1).
-        std::vector<int64_t> grown;
-        grown.reserve(size_t(B * (t + 1)));
-        for (int64_t b = 0; b < B; b++) {
-            grown.insert(grown.end(), tokens.begin() + b * t, tokens.begin() + (b + 1) * t);
-            grown.push_back(next[b]);
-        }
-        tokens.swap(grown);
-    }
-    return out;
-}
-
-Tensor padding_mask(const std::vector<int64_t>& ids, const Shape& shape, int64_t pad) {
-    if (shape.size() != 2 || numel_of(shape) != int64_t(ids.size()))
-        throw std::invalid_argument("padding_mask: " + std::to_string(ids.size()) +
-                                    " ids do not fill a (B, S) shape " + shape_str(shape));
-    Tensor m = Tensor::zeros({shape[0], 1, 1, shape[1]});  // (B, 1, 1, S)
-    for (size_t i = 0; i < ids.size(); i++) m.data()[i] = ids[i] == pad ? 1.0f : 0.0f;
-    return m;
-}
-
 void EncoderDecoder::collect_parameters(const std::string& prefix, NamedTensors& out) const {
     src_embed.collect_parameters(join_name(prefix, "src_embed"), out);
     tgt_embed.collect_parameters(join_name(prefix, "tgt_embed"), out);

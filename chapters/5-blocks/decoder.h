@@ -11,7 +11,7 @@
 //     EncoderDecoder::encode / decode;
 //   - training feeds the whole right answer at once (teacher forcing): decode on the full target;
 //   - generation starts from the start token and appends one token per decoder run:
-//     greedy_decode, and greedy_decode_batch for many sentences at once.
+//     greedy_decode (chapter 7's task.h runs it on a padded batch of sentences at once).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -54,10 +54,6 @@ struct DecoderBlock : Module {
     void collect_parameters(const std::string& prefix, NamedTensors& out) const override;
 };
 
-// The key-padding mask of a batch of sentences ids (B, S): (B, 1, 1, S), 1 where ids == pad, so
-// it broadcasts over heads and queries and no query attends to a padding position.
-Tensor padding_mask(const std::vector<int64_t>& ids, const Shape& shape, int64_t pad);
-
 // Where a token's position comes from: section 4's sinusoids (the paper's choice), or a learned
 // table of vectors, one per position, which the paper also tried ("성능이 거의 같았고").
 enum class Positions { sinusoidal, learned };
@@ -94,16 +90,7 @@ struct EncoderDecoder : Module {
                   const Tensor& src_pad_mask = Tensor()) const;
     // Greedy generation for one sentence: the encoder runs once, the decoder once per token,
     // starting from `start` until `end` or max_len tokens. Returns the tokens after `start`.
-    std::vector<int64_t> greedy_decode(const std::vector<int64_t>& src, int64_t start,
-                                       int64_t end, int max_len) const;
-    // The same for B sentences at once: src (B, S) padded with `pad`, which src_pad_mask
-    // (B, 1, 1, S; see padding_mask) hides. The encoder runs once for the batch; each step runs
-    // the decoder on all B prefixes together, and a finished sentence is fed `pad`. Returns each
-    // sentence's tokens after `start`, through `end` (or max_len tokens if it never ends).
-    std::vector<std::vector<int64_t>> greedy_decode_batch(const std::vector<int64_t>& src,
-                                                          const Shape& src_shape,
-                                                          const Tensor& src_pad_mask,
-                                                          int64_t start, int64_t end,
-                                                          int max_len, int64_t pad = 0) const;
+    std::vector<int64_t> greedy_decode(const std::vector<int64_t>& src, int64_t start, int64_t end,
+                                       int max_len) const;
     void collect_parameters(const std::string& prefix, NamedTensors& out) const override;
 };

@@ -34,11 +34,25 @@ struct Batch {
 };
 Batch make_batch(const std::vector<int64_t>& numbers, bool with_targets = true);
 
+// The key-padding mask of a batch of sentences ids (B, S): (B, 1, 1, S), 1 where ids == pad, so
+// it broadcasts over heads and queries and no query attends to a padding position.
+Tensor padding_mask(const std::vector<int64_t>& ids, const Shape& shape, int64_t pad);
+
 // Teacher forcing: the whole target in one pass; the mean cross-entropy over real tokens.
 Tensor batch_loss(const EncoderDecoder& model, const Batch& b);
 
-// Greedy generation for every number at once (EncoderDecoder::greedy_decode_batch): each
-// sentence's tokens after <시작>, through <끝> (at most MAX_DIGITS + 1).
+// Section 5's greedy generation (EncoderDecoder::greedy_decode) for B sentences at once: src
+// (B, S) padded with `pad`, which src_pad_mask (B, 1, 1, S; see padding_mask) hides. The
+// encoder runs once for the batch; each step runs the decoder on all B prefixes together, and a
+// finished sentence is fed `pad`. Returns each sentence's tokens after `start`, through `end`
+// (or max_len tokens if it never ends).
+std::vector<std::vector<int64_t>> greedy_decode_batch(const EncoderDecoder& model,
+                                                      const std::vector<int64_t>& src,
+                                                      const Shape& src_shape,
+                                                      const Tensor& src_pad_mask, int64_t start,
+                                                      int64_t end, int max_len, int64_t pad = 0);
+// That for every number at once: each sentence's tokens after <시작>, through <끝> (at most
+// MAX_DIGITS + 1).
 std::vector<std::vector<int64_t>> greedy_decode_batch(const EncoderDecoder& model,
                                                       const std::vector<int64_t>& numbers);
 
