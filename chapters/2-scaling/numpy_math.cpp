@@ -52,7 +52,7 @@ double polyfit_slope(const std::vector<double>& x, const std::vector<double>& y)
         sxy += dx * dy;
         sxx += dx * dx;
     }
-    return n >= 2 ? sxy / sxx : NAN;  // one x: 0 / 0, NaN too
+    return n >= 2 ? sxy / sxx : NAN;  // two or more points all at one x: 0 / 0, NaN too
 }
 
 double loglog_slope(const std::vector<double>& x, const std::vector<double>& y) {

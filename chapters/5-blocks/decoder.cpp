@@ -117,6 +117,13 @@ Tensor EncoderDecoder::decode(const std::vector<int64_t>& tgt, const Shape& tgt_
 }
 
 // ---- generation: one token per decoder run ---------------------------------------------------
+int64_t EncoderDecoder::most_likely(const float* logits, int64_t V) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < V; j++)
+        if (logits[j] > logits[best]) best = j;
+    return best;
+}
+
 std::vector<int64_t> EncoderDecoder::greedy_decode(const std::vector<int64_t>& src, int64_t start,
                                                    int64_t end, int max_len) const {
     NoGradGuard no_grad;
@@ -127,9 +134,7 @@ std::vector<int64_t> EncoderDecoder::greedy_decode(const std::vector<int64_t>& s
         Tensor logits = decode(tokens, {1, int64_t(tokens.size())}, memory);  // (1, t, V)
         const int64_t V = logits.size(-1);
         const float* last = logits.data() + (int64_t(tokens.size()) - 1) * V;
-        int64_t best = 0;
-        for (int64_t j = 1; j < V; j++)
-            if (last[j] > last[best]) best = j;
+        const int64_t best = most_likely(last, V);
         tokens.push_back(best);
         if (best == end) break;
     }

@@ -11,7 +11,8 @@
 //     EncoderDecoder::encode / decode;
 //   - training feeds the whole right answer at once (teacher forcing): decode on the full target;
 //   - generation starts from the start token and appends one token per decoder run:
-//     greedy_decode (chapter 7's task.h runs it on a padded batch of sentences at once).
+//     greedy_decode, which takes the most likely token (chapter 7's task.h does the same for
+//     a padded batch of sentences at once).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -88,6 +89,9 @@ struct EncoderDecoder : Module {
     // tgt ids (B, T) (teacher forcing: the whole target at once) -> logits (B, T, tgt_vocab).
     Tensor decode(const std::vector<int64_t>& tgt, const Shape& tgt_shape, const Tensor& memory,
                   const Tensor& src_pad_mask = Tensor()) const;
+    // The greedy choice from one position's logits (V floats): the most likely token, the first
+    // of equal ones (torch.argmax's choice).
+    static int64_t most_likely(const float* logits, int64_t V);
     // Greedy generation for one sentence: the encoder runs once, the decoder once per token,
     // starting from `start` until `end` or max_len tokens. Returns the tokens after `start`.
     std::vector<int64_t> greedy_decode(const std::vector<int64_t>& src, int64_t start, int64_t end,

@@ -110,9 +110,7 @@ std::vector<std::vector<int64_t>> greedy_decode_batch(const EncoderDecoder& mode
         for (int64_t b = 0; b < B; b++) {
             if (done[b]) continue;
             const float* last = logits.data() + (b * t + t - 1) * V;  // the newest position
-            int64_t best = 0;
-            for (int64_t j = 1; j < V; j++)
-                if (last[j] > last[best]) best = j;
+            const int64_t best = EncoderDecoder::most_likely(last, V);
             next[b] = best;
             out[b].push_back(best);
             if (best == end) {
