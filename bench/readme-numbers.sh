@@ -68,7 +68,7 @@ lines=$(awk '
     # bench-layers: "   512 | naive    |     214.0 |     285.2     285.2 | ..."
     $2 == "|" && ($3 == "naive" || $3 == "fused" || $3 == "LSTM") && $4 == "|" {
         n = $1; if (!(n in seen)) { seen[n] = 1; ns[++count] = n }
-        ms[n, $3] = $5; mb[n, $3] = $7
+        ms[n, $3] = $5; mb[n, $3] = $7; flop_x[n, $3] = $NF
     }
     # the bench-gemm yardstick: "yardstick: OpenBLAS 0.3.21 ...; core Prescott (this CPU has best:
     # ...)", then, where it reran, "  Prescott is below this CPU: ... OPENBLAS_CORETYPE=SkylakeX"
@@ -93,13 +93,15 @@ lines=$(awk '
         if (count == 0) { print "no bench-layers table in the input" > "/dev/stderr"; exit 1 }
         printf "- `make bench` on %s (%s cores), %s, load average %s before and %s after:", cpu,
                cores, date, load0, load1
-        printf " chapter 6'\''s layers (%s, forward + backward%s; ms, peak MB of 10^6 bytes):", shape,
-               layer_runs == "" ? "" : ", " layer_runs
+        printf " chapter 6'\''s layers (%s, forward + backward%s; ms, in brackets the step'\''s" \
+               " time over the time its FLOPs take at the sgemm rate measured around it; peak MB" \
+               " of 10^6 bytes):", shape, layer_runs == "" ? "" : ", " layer_runs
         for (i = 1; i <= count; i++) {
             n = ns[i]
-            printf "%s n = %s: naive %.0f ms / %.0f MB, fused %.0f ms / %.0f MB, LSTM %.0f ms / %.0f MB",
-                   (i == 1 ? "" : ";"), n, ms[n, "naive"], mb[n, "naive"], ms[n, "fused"],
-                   mb[n, "fused"], ms[n, "LSTM"], mb[n, "LSTM"]
+            printf "%s n = %s: naive %.0f ms (%s) / %.0f MB, fused %.0f ms (%s) / %.0f MB," \
+                   " LSTM %.0f ms (%s) / %.0f MB", (i == 1 ? "" : ";"), n, ms[n, "naive"],
+                   flop_x[n, "naive"], mb[n, "naive"], ms[n, "fused"], flop_x[n, "fused"],
+                   mb[n, "fused"], ms[n, "LSTM"], flop_x[n, "LSTM"], mb[n, "LSTM"]
         }
         n = ns[count]
         printf ". At n = %s the fused layer holds %.1fx less memory than the naive one and takes %.2fx its time.", n,

@@ -77,7 +77,7 @@ void write_run(const std::string& path, const std::string& load) {
                            "batch = 8, d_model = 512, heads = 8; forward+backward; each cell "
                            "the median of 3 runs, a run the mean of 3 after 1 warm-up\n"
                            "   512 | naive    |     214.0 |     285.2     285.2 | 1 2 3x\n"
-                           "   512 | fused    |     200.0 |      95.0      95.0 | 1 2 3x\n"
+                           "   512 | fused    |     200.0 |      95.0      95.0 | 1 2 1.19x\n"
                            "   512 | LSTM     |     300.0 |     132.0     132.0 | 1 2 3x\n"
                            "chapter 7 training step: ours 30.0 ms, PyTorch 45.0 ms (1.50x)\n"
                            "# load after: "
@@ -110,6 +110,8 @@ TEST_CASE("yardstick: readme-numbers.sh refuses a busy run and names the core it
     CHECK(readme.find("sgemm (the median of 3 runs) against OpenBLAS") != std::string::npos);
     CHECK(readme.find("forward + backward, the median of 3 runs;") != std::string::npos);
     CHECK(readme.find("1024³ A@B 150.0 GFLOP/s (0.75x)") != std::string::npos);
+    // Each layer's time with its ratio to its FLOP time, the issue's layer target.
+    CHECK(readme.find("fused 200 ms (1.19x) / 95 MB") != std::string::npos);
     CHECK(readme.find("ours 30.0 ms, PyTorch 45.0 ms (1.50x)") != std::string::npos);
     std::system(("rm -rf '" + dir + "'").c_str());
 }
