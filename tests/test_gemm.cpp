@@ -61,6 +61,41 @@ __attribute__((noinline)) void exp_loop(const float* x, float* y, int n) {
 
 }  // namespace
 
+TEST_CASE("gemm: A read in place, every row count of the micro-kernel, is packed A bit for bit") {
+    // sgemm_packed_b reads op(A) where it lies (common/gemm.cpp, AMode::rows and AMode::cols:
+    // a row-major A through row pointers three rows apart, a transposed A through one pointer);
+    // sgemm packs A first. Each row count 1..MR (M up to 25: every edge tile, alone and after
+    // whole tiles) in both layouts, with K across a KC slice and a ragged last column panel:
+    // the same C bit for bit, and the reference's within rounding.
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+    const int NR = sgemm_panel_width(), K = sgemm_k_slice() + 44, N = 5 * NR + 3;
+    std::vector<float> B((size_t)K * N);
+    for (auto& v : B) v = U(rng);
+    std::vector<float> Bp(sgemm_packed_b_floats(K, N));
+    sgemm_pack_b(false, K, N, B.data(), N, Bp.data());
+    for (int ta = 0; ta < 2; ta++)
+        for (int M = 1; M <= 25; M++)
+            for (float beta : {0.0f, 1.0f}) {
+                CAPTURE(ta);
+                CAPTURE(M);
+                CAPTURE(beta);
+                const int lda = (ta ? M : K) + 3;
+                std::vector<float> A((size_t)(ta ? K : M) * lda), C0((size_t)M * N);
+                for (auto& v : A) v = U(rng);
+                for (auto& v : C0) v = U(rng);
+                std::vector<float> packed = C0, in_place = C0, ref = C0;
+                sgemm(ta != 0, false, M, N, K, 0.5f, A.data(), lda, B.data(), N, beta,
+                      packed.data(), N);
+                sgemm_packed_b(ta != 0, M, N, K, 0.5f, A.data(), lda, Bp.data(), (long)K * NR,
+                               beta, in_place.data(), N);
+                sgemm_reference(ta != 0, false, M, N, K, 0.5f, A.data(), lda, B.data(), N, beta,
+                                ref.data(), N);
+                CHECK(std::memcmp(packed.data(), in_place.data(), packed.size() * 4) == 0);
+                CHECK(testutil::allclose(in_place, ref, 1e-5 * std::sqrt(K + 1.0) * 4, 1e-5, "C"));
+            }
+}
+
 TEST_CASE("gemm: every awkward shape combination matches the reference") {
     std::mt19937 rng(1);
     const int sizes[] = {1, 7, 17, 33, 100, 257};
