@@ -528,10 +528,10 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
                             const float* C_next = ir + 1 < ie  ? C + (long)(i + MR) * ldc + j
                                                   : jr + 1 < c1 ? C + (long)ib * MR * ldc + j + NR
                                                                 : nullptr;
-                            if (direct_a)  // op(A)[i, pc] where it lies (C at most 4 NR wide)
-                                direct_a_kernel(trans_a, m)(
-                                    kc, trans_a ? A + (long)pc * lda + i : A + (long)i * lda + pc,
-                                    lda, b, NR, C + (long)i * ldc + j, ldc, nullptr, n, scale);
+                            if (direct_a)  // A[i, pc] where it lies (C at most 4 NR wide)
+                                KERNELS_A_ROWS[m - 1](kc, A + (long)i * lda + pc, lda, b, NR,
+                                                      C + (long)i * ldc + j, ldc, nullptr, n,
+                                                      scale);
                             else
                                 KERNELS_NEXT[m - 1](kc, Ap + (long)(ir - ib) * kc * MR, 0, b, NR,
                                                     C + (long)i * ldc + j, ldc, C_next, n, scale);
