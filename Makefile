@@ -196,7 +196,7 @@ deps: ## check (and where possible install) the Debian packages the build needs
 # those configurations here, one after another, and prints one line for each.
 #
 # OPENMP=1 runs the CPU kernels on OpenMP threads. OPENMP=0 builds without OpenMP: one thread,
-# the same results (common/parallel.h; -fopenmp-simd keeps every `omp simd` loop as it is).
+# the same results (common/kernels/parallel.h; -fopenmp-simd keeps every `omp simd` loop as it is).
 # Unset, it is 1 where $(CXX) builds an OpenMP program: as it is; for clang, with the libomp of
 # another LLVM installed here or Homebrew's; or with the libomp-N-dev that `make deps` installs
 # for clang N. Otherwise it is 0, and one line says so. The probe runs once per compiler and

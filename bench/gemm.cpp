@@ -13,10 +13,10 @@
 #include "bench/median.h"
 #include "bench/openblas.h"
 #include "bench/peak.h"
-#include "common/cli.h"
-#include "common/gemm.h"
+#include "common/kernels/gemm.h"
+#include "common/kernels/parallel.h"
 #include "common/memory.h"
-#include "common/parallel.h"
+#include "common/program/cli.h"
 
 #include <algorithm>
 #include <array>

@@ -5,9 +5,9 @@
 #include "bench/median.h"
 #include "bench/peak.h"
 #include "chapters/6-cost/layers.h"
-#include "common/cli.h"
-#include "common/gemm.h"
+#include "common/kernels/gemm.h"
 #include "common/memory.h"
+#include "common/program/cli.h"
 #include "common/random.h"
 
 #include <algorithm>

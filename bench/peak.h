@@ -3,15 +3,17 @@
 // register each (the width sgemm's micro-kernel uses) and updates them `iters` times, touching no
 // memory: acc = acc * a + b, with a just below 1 so the values settle near b / (1 - a) and never
 // reach a subnormal. CHAINS is enough to hide the multiply-add's latency on every core listed in
-// common/gemm.cpp (4 cycles, 2 a cycle: 8 in flight) and leaves the registers for nothing else.
-// No GEMM can pass this rate; bench-gemm prints both libraries as a share of it, so a reader can
-// tell "1.0x" at 60% of the machine from "1.0x" at 95%, where nothing is left for either to win.
+// common/kernels/gemm.cpp (4 cycles, 2 a cycle: 8 in flight) and leaves the registers for nothing
+// else. No GEMM can pass this rate; bench-gemm prints both libraries as a share of it, so a reader
+// can tell "1.0x" at 60% of the machine from "1.0x" at 95%, where nothing is left for either to
+// win.
 //
 // On the portable path (no AVX2+FMA, AVX-512 or NEON) the loop is a multiply and an add, rounded
-// twice, as the portable micro-kernel's is where it has no FMA (SGEMM_FUSED in common/gemm.h).
+// twice, as the portable micro-kernel's is where it has no FMA (SGEMM_FUSED in
+// common/kernels/gemm.h).
 #pragma once
 
-#include "common/parallel.h"
+#include "common/kernels/parallel.h"
 
 #include <chrono>
 #include <vector>

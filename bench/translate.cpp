@@ -13,10 +13,10 @@
 #include "bench/median.h"
 #include "bench/openblas.h"
 #include "chapters/7-translate/train.h"
-#include "common/atomic_file.h"
-#include "common/cli.h"
+#include "common/kernels/parallel.h"
 #include "common/optim.h"
-#include "common/parallel.h"
+#include "common/program/atomic_file.h"
+#include "common/program/cli.h"
 #include "common/random.h"
 
 #include <algorithm>

@@ -7,8 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "common/gemm.h"
-#include "common/parallel.h"
+#include "common/kernels/gemm.h"
+#include "common/kernels/parallel.h"
 #include "common/tensor.h"
 
 namespace {

@@ -1,6 +1,6 @@
 // Fused attention, FlashAttention style: the (n, n) score matrix never exists in memory. Two
 // versions (FlashVersion, cuda/kernels.h), to be read in order; both mirror
-// attention_fused_forward/backward in common/attention.h (same names, same buffers) and are
+// attention_fused_forward/backward in common/kernels/attention.h (same names, same buffers) and are
 // tested against it and a double-precision reference under the emulator.
 //
 //   Q, K, V, O, dO, dQ, dK, dV: (B, h, n, d_k)     L: (B, h, n) row logsumexp of S

@@ -1,5 +1,5 @@
 // Naive scaled dot-product attention on the GPU: materialise S and P for every (query, key)
-// pair, exactly the article's scaled_dot_product_attention. Mirrors common/attention.h.
+// pair, exactly the article's scaled_dot_product_attention. Mirrors common/kernels/attention.h.
 //
 //   Q, K, V, O, dO, dQ, dK, dV: (B, h, n, d_k)     P: (B, h, n, n)    dS scratch: (B, h, n, n)
 //

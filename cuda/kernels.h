@@ -1,6 +1,7 @@
 // Host entry points of the kernels in cuda/*.cu. Every pointer is a device pointer (under the
-// emulator: host memory from cudaMalloc). Names mirror common/gemm.h, common/attention.h and
-// common/lstm.h with a _cuda suffix, so the CPU and GPU files read side by side.
+// emulator: host memory from cudaMalloc). Names mirror common/kernels/gemm.h,
+// common/kernels/attention.h and common/kernels/lstm.h with a _cuda suffix, so the CPU and GPU
+// files read side by side.
 #pragma once
 #include <cstddef>
 
@@ -8,7 +9,7 @@ inline int ceil_div(long a, long b) { return int((a + b - 1) / b); }
 
 // ---- cuda/sgemm.cu ------------------------------------------------------------------------
 // Batched, row-major: for each b < batch, C_b = alpha * op(A_b) op(B_b) + beta * C_b, where
-// X_b = X + b * stride_X. Same transposes and leading dimensions as common/gemm.h's sgemm.
+// X_b = X + b * stride_X. Same transposes and leading dimensions as common/kernels/gemm.h's sgemm.
 // The versions are the teaching steps of cuda/sgemm.cu. The last, warp_tiled, is the default:
 // it takes any shape, transpose and alignment (float4 accesses only where they are aligned).
 enum class SgemmVersion { naive = 1, tiled = 2, register_tiled = 3, warp_tiled = 4 };
@@ -89,7 +90,7 @@ void attention_fused_backward_cuda(const float* Q, const float* K, const float* 
                                    FlashVersion version = FlashVersion::register_tiled);
 
 // ---- cuda/lstm.cu -----------------------------------------------------------------------------
-// Same buffers as common/lstm.h: x (n, B, d), W_ih W_hh (4d, d), b (4d), h c (n + 1, B, d),
+// Same buffers as common/kernels/lstm.h: x (n, B, d), W_ih W_hh (4d, d), b (4d), h c (n + 1, B, d),
 // gates (n, B, 4d), dh_out (n, B, d), dx (n, B, d), dW_ih dW_hh (4d, d), db (4d).
 // fused = false runs the gate nonlinearities and cell update as separate per-op kernels
 // (the comparison chapter 6 and gpu-check make); the results are the same.

@@ -1,4 +1,5 @@
-// LSTM on the GPU, mirroring common/lstm.h: torch's gate order (i, f, g, o) and weight shapes.
+// LSTM on the GPU, mirroring common/kernels/lstm.h: torch's gate order (i, f, g, o) and weight
+// shapes.
 //
 //   x: (n, B, d)   W_ih, W_hh: (4d, d)   b: (4d)   h, c: (n + 1, B, d), h[0] = c[0] = 0
 //   gates: (n, B, 4d) activated i, f, g, o        xW scratch: (n, B, 4d)   dG scratch: (n, B, 4d)

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "common/cli.h"
+#include "common/program/cli.h"
 
 int main(int argc, char** argv) {
     const int failed = doctest::Context(argc, argv).run();

@@ -1,6 +1,6 @@
-// common/atomic_file: whole-or-nothing writes, one temporary name per process, symlinks written
-// through, FIFOs and device nodes refused, temporary files of killed processes removed.
-#include "common/atomic_file.h"
+// common/program/atomic_file: whole-or-nothing writes, one temporary name per process, symlinks
+// written through, FIFOs and device nodes refused, temporary files of killed processes removed.
+#include "common/program/atomic_file.h"
 #include "tests/util.h"
 
 #include <csignal>

@@ -1,8 +1,8 @@
-// common/attention: naive and fused (FlashAttention-2) forward and backward agree with each
+// common/kernels/attention: naive and fused (FlashAttention-2) forward and backward agree with each
 // other and with a double-precision reference at awkward shapes, causal and not; the naive
 // backward agrees with finite differences.
-#include "common/attention.h"
-#include "common/gemm.h"
+#include "common/kernels/attention.h"
+#include "common/kernels/gemm.h"
 #include "common/memory.h"
 #include "tests/util.h"
 
@@ -218,9 +218,10 @@ TEST_CASE("attention: causal rows put exactly zero probability on future keys") 
 }
 
 TEST_CASE("attention: the naive backward is bit for bit its four whole-matrix products") {
-    // It runs them a block of rows at a time (common/attention.cpp); the result must be what
-    // dV = P^T dO, dP = dO V^T, dS = P * (dP - D), dQ = dS K / sqrt(d_k), dK = dS^T Q / sqrt(d_k)
-    // over all n rows give, at n across several blocks and d_k read in place (64) or packed (24).
+    // It runs them a block of rows at a time (common/kernels/attention.cpp); the result must be
+    // what dV = P^T dO, dP = dO V^T, dS = P * (dP - D), dQ = dS K / sqrt(d_k), dK = dS^T Q /
+    // sqrt(d_k) over all n rows give, at n across several blocks and d_k read in place (64) or
+    // packed (24).
     std::mt19937 rng(12);
     const int B = 1, h = 2;
     for (int d_k : {64, 24})

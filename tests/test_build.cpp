@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "common/parallel.h"
+#include "common/kernels/parallel.h"
 #include "tests/child.h"
 #include "tests/util.h"
 
@@ -87,7 +87,8 @@ TEST_CASE("build: a compiler without OpenMP is reported in one line") {
 }
 
 TEST_CASE("build: without OpenMP, one thread answers every question the kernels ask") {
-    // common/parallel.h stands in for <omp.h> in an OPENMP=0 build; with OpenMP it is <omp.h>.
+    // common/kernels/parallel.h stands in for <omp.h> in an OPENMP=0 build; with OpenMP it is
+    // <omp.h>.
     if (parallel::OPENMP) {
         CHECK(omp_get_max_threads() >= 1);
     } else {

@@ -3,9 +3,9 @@
 // every window size, the heatmap's colours, and sessions on a pseudo-terminal through script(1).
 #include "chapters/1-self-attention/attention.h"
 #include "chapters/1-self-attention/live.h"
-#include "common/format.h"
 #include "common/plot/plot.h"
-#include "common/terminal.h"
+#include "common/program/format.h"
+#include "common/program/terminal.h"
 #include "tests/util.h"
 
 #include <cstring>

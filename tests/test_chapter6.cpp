@@ -5,7 +5,7 @@
 #include "chapters/3-multi-head/multi_head_attention.h"
 #include "chapters/6-cost/claims.h"
 #include "chapters/6-cost/layers.h"
-#include "common/gemm.h"
+#include "common/kernels/gemm.h"
 #include "common/memory.h"
 #include "tests/util.h"
 

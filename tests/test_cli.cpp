@@ -1,5 +1,5 @@
-// common/cli: parsing, and the one-line errors a person sees for a bad flag.
-#include "common/cli.h"
+// common/program/cli: parsing, and the one-line errors a person sees for a bad flag.
+#include "common/program/cli.h"
 #include "tests/util.h"
 
 #include <algorithm>

@@ -2,9 +2,9 @@
 // GPU, misuse is reported, and a planted missing __syncthreads is caught.
 #include <doctest.h>
 
-#include "cuda/launch.h"
+#include "common/kernels/gemm.h"
 #include "cuda/emu/planted_race.cuh"
-#include "common/gemm.h"
+#include "cuda/launch.h"
 #include "tests/child.h"
 #include "tests/util.h"
 
@@ -632,7 +632,7 @@ TEST_CASE("cuda emulator: gpu-bench --help and an unknown argument return at onc
 
 TEST_CASE("cuda emulator: gpu-bench output that cannot be written is an error") {
     // gpu-bench > /dev/full ran to the end and exited 0, its results gone (it builds without
-    // common/cli, whose exit check every chapter has).
+    // common/program/cli, whose exit check every chapter has).
     const std::string err = "/tmp/transformer-test-gpu-bench-" + std::to_string(::getpid());
     for (const char* args : {"--help", "--quick"}) {
         CAPTURE(args);

@@ -15,9 +15,9 @@
 // barriers, and must give the same bits (a missing __syncthreads makes them differ).
 #include <doctest.h>
 
-#include "common/attention.h"
-#include "common/gemm.h"
-#include "common/lstm.h"
+#include "common/kernels/attention.h"
+#include "common/kernels/gemm.h"
+#include "common/kernels/lstm.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
 #include "tests/util.h"
@@ -681,7 +681,7 @@ void attention_case(bool fused, FlashVersion version = FlashVersion::register_ti
             auto Q = random_vector(sz, 50 + n, -2, 2), K = random_vector(sz, 51 + n, -2, 2);
             auto V = random_vector(sz, 52 + n), dO = random_vector(sz, 53 + n);
             AttentionRef ref = attention_reference(Q, K, V, dO, B, h, n, d_k, causal);
-            // The CPU implementation in common/attention.cpp of the same algorithm.
+            // The CPU implementation in common/kernels/attention.cpp of the same algorithm.
             std::vector<float> cO(sz), cdQ(sz), cdK(sz), cdV(sz);
             std::vector<float> csaved(fused ? size_t(B) * h * n : size_t(B) * h * n * n);
             if (fused) {
@@ -725,12 +725,15 @@ void attention_case(bool fused, FlashVersion version = FlashVersion::register_ti
             CHECK(testutil::allclose(download(dQ), ref.dQ, 1e-5, 1e-3, "dQ"));
             CHECK(testutil::allclose(download(dK), ref.dK, 1e-5, 1e-3, "dK"));
             CHECK(testutil::allclose(download(dV), ref.dV, 1e-5, 1e-4, "dV"));
-            CHECK(testutil::allclose(download(O), cO, 1e-5, 1e-4, "O vs common/attention"));
+            CHECK(testutil::allclose(download(O), cO, 1e-5, 1e-4, "O vs common/kernels/attention"));
             CHECK(testutil::allclose(download(saved), csaved, 1e-5, 1e-4,
-                                     "L or P vs common/attention"));
-            CHECK(testutil::allclose(download(dQ), cdQ, 1e-5, 1e-3, "dQ vs common/attention"));
-            CHECK(testutil::allclose(download(dK), cdK, 1e-5, 1e-3, "dK vs common/attention"));
-            CHECK(testutil::allclose(download(dV), cdV, 1e-5, 1e-4, "dV vs common/attention"));
+                                     "L or P vs common/kernels/attention"));
+            CHECK(testutil::allclose(download(dQ), cdQ, 1e-5, 1e-3,
+                                     "dQ vs common/kernels/attention"));
+            CHECK(testutil::allclose(download(dK), cdK, 1e-5, 1e-3,
+                                     "dK vs common/kernels/attention"));
+            CHECK(testutil::allclose(download(dV), cdV, 1e-5, 1e-4,
+                                     "dV vs common/kernels/attention"));
             if (fused && n >= 33) {
                 check_schedule_independent(forward, [&] { return download(O); }, "fused forward");
                 // Version 2 adds dQ with atomics in the order the blocks run, which the reverse
@@ -753,11 +756,11 @@ void attention_flash_v2_case() { attention_case(true, FlashVersion::register_til
 CUDA_TEST("naive attention forward/backward vs the double reference", attention_naive_case)
 CUDA_TEST(
     "FlashAttention version 1 (one thread per row) forward/backward vs the double "
-    "reference and common/attention",
+    "reference and common/kernels/attention",
     attention_flash_v1_case)
 CUDA_TEST(
     "FlashAttention version 2 (register tiles) forward/backward vs the double reference "
-    "and common/attention",
+    "and common/kernels/attention",
     attention_flash_v2_case)
 
 void attention_fused_rejects_wide_heads() {
@@ -913,18 +916,18 @@ void lstm_case() {
         CHECK(testutil::allclose(download(dW_ih), ref.dW_ih, 1e-5, 1e-4, "dW_ih"));
         CHECK(testutil::allclose(download(dW_hh), ref.dW_hh, 1e-5, 1e-4, "dW_hh"));
         CHECK(testutil::allclose(download(db), ref.db, 1e-5, 1e-4, "db"));
-        // And against the CPU implementation in common/lstm.cpp.
+        // And against the CPU implementation in common/kernels/lstm.cpp.
         std::vector<float> ch(h.size()), cc(h.size()), cg(gates.size()), cdx(x.size()),
             cWi(W_ih.size()), cWh(W_hh.size()), cb(b.size());
         lstm_forward(x.data(), W_ih.data(), W_hh.data(), b.data(), n, B, d, ch.data(), cc.data(),
                      cg.data());
         lstm_backward(x.data(), W_ih.data(), W_hh.data(), ch.data(), cc.data(), cg.data(),
                       dh_out.data(), n, B, d, cdx.data(), cWi.data(), cWh.data(), cb.data());
-        CHECK(testutil::allclose(download(h), ch, 1e-5, 1e-4, "h vs common/lstm"));
-        CHECK(testutil::allclose(download(dx), cdx, 1e-5, 1e-4, "dx vs common/lstm"));
-        CHECK(testutil::allclose(download(dW_ih), cWi, 1e-5, 1e-4, "dW_ih vs common/lstm"));
-        CHECK(testutil::allclose(download(dW_hh), cWh, 1e-5, 1e-4, "dW_hh vs common/lstm"));
-        CHECK(testutil::allclose(download(db), cb, 1e-5, 1e-4, "db vs common/lstm"));
+        CHECK(testutil::allclose(download(h), ch, 1e-5, 1e-4, "h vs common/kernels/lstm"));
+        CHECK(testutil::allclose(download(dx), cdx, 1e-5, 1e-4, "dx vs common/kernels/lstm"));
+        CHECK(testutil::allclose(download(dW_ih), cWi, 1e-5, 1e-4, "dW_ih vs common/kernels/lstm"));
+        CHECK(testutil::allclose(download(dW_hh), cWh, 1e-5, 1e-4, "dW_hh vs common/kernels/lstm"));
+        CHECK(testutil::allclose(download(db), cb, 1e-5, 1e-4, "db vs common/kernels/lstm"));
     }
 }
 CUDA_TEST("LSTM fused and unfused gates forward, backward, vs the double reference", lstm_case)

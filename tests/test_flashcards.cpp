@@ -1,11 +1,11 @@
-// chapters/flashcards (the program and its logic) and common/terminal: the deck, the
+// chapters/flashcards (the program and its logic) and common/program/terminal: the deck, the
 // Leitner schedule, the progress file, the screen layout, and a scripted session through a pipe.
 #include "chapters/flashcards/deck.h"
 #include "chapters/flashcards/progress.h"
 #include "chapters/flashcards/schedule.h"
 #include "chapters/flashcards/screen.h"
 #include "chapters/flashcards/session.h"
-#include "common/terminal.h"
+#include "common/program/terminal.h"
 #include "tests/util.h"
 
 #include <algorithm>

@@ -1,15 +1,15 @@
 // Seeded fuzz tests of every parser of a file a user hands the programs: the weights file
-// (common/serialize), the flash cards' progress file and their deck. Each starts from a valid
-// file and runs a few hundred mutations of it: a cut at every offset, bit flips, size fields and
-// numbers set to values that overflow, control bytes and long fields. Every input must either
+// (common/program/serialize), the flash cards' progress file and their deck. Each starts from a
+// valid file and runs a few hundred mutations of it: a cut at every offset, bit flips, size fields
+// and numbers set to values that overflow, control bytes and long fields. Every input must either
 // load, with values that are what the file says, or be refused with one line that starts with
 // the file's name: no crash, no std::bad_alloc, no raw control byte, no line of unbounded length.
 // The seed is fixed: a failure repeats.
-#include "chapters/flashcards/deck.h"
-#include "chapters/flashcards/progress.h"
 #include "chapters/7-translate/checkpoint.h"
 #include "chapters/7-translate/train.h"
-#include "common/serialize.h"
+#include "chapters/flashcards/deck.h"
+#include "chapters/flashcards/progress.h"
+#include "common/program/serialize.h"
 #include "tests/util.h"
 #include "tests/weights_bytes.h"
 

@@ -1,6 +1,7 @@
-// common/gemm: the packed, register-blocked sgemm against the textbook triple loop, at shapes
-// that leave ragged edges in every blocking level, with transposes, strides, alpha and beta.
-#include "common/gemm.h"
+// common/kernels/gemm: the packed, register-blocked sgemm against the textbook triple loop, at
+// shapes that leave ragged edges in every blocking level, with transposes, strides, alpha and beta.
+#include "common/kernels/exp_fast.h"
+#include "common/kernels/gemm.h"
 #include "tests/util.h"
 
 #include <array>
@@ -62,10 +63,10 @@ __attribute__((noinline)) void exp_loop(const float* x, float* y, int n) {
 }  // namespace
 
 TEST_CASE("gemm: A read in place, every row count of the micro-kernel, is packed A bit for bit") {
-    // sgemm_packed_b reads op(A) where it lies (common/gemm.cpp, AMode::rows and AMode::cols:
-    // a row-major A through row pointers three rows apart, a transposed A through one pointer);
-    // sgemm packs A first. Each row count 1..MR (M up to 25: every edge tile, alone and after
-    // whole tiles) in both layouts, with K across a KC slice and a ragged last column panel:
+    // sgemm_packed_b reads op(A) where it lies (common/kernels/gemm.cpp, AMode::rows and
+    // AMode::cols: a row-major A through row pointers three rows apart, a transposed A through one
+    // pointer); sgemm packs A first. Each row count 1..MR (M up to 25: every edge tile, alone and
+    // after whole tiles) in both layouts, with K across a KC slice and a ragged last column panel:
     // the same C bit for bit, and the reference's within rounding.
     std::mt19937 rng(5);
     std::uniform_real_distribution<float> U(-1.0f, 1.0f);
@@ -178,8 +179,8 @@ TEST_CASE("gemm: the four transpose combinations give the same C bit for bit") {
             }
 }
 
-// The naive attention backward (common/attention.cpp) builds dV = P^T dO and dK = dS^T Q a block
-// of sgemm_k_slice() rows of P and dS at a time, and promises the whole products' bits.
+// The naive attention backward (common/kernels/attention.cpp) builds dV = P^T dO and dK = dS^T Q a
+// block of sgemm_k_slice() rows of P and dS at a time, and promises the whole products' bits.
 TEST_CASE("gemm: a product split along K at sgemm_k_slice() is the whole product, bit for bit") {
     std::mt19937 rng(5);
     std::uniform_real_distribution<float> U(-1.0f, 1.0f);

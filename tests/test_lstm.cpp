@@ -1,7 +1,7 @@
-// common/lstm: the forward against torch's equations written plainly in double, and the
+// common/kernels/lstm: the forward against torch's equations written plainly in double, and the
 // backward against finite differences of the forward.
-#include "common/lstm.h"
-#include "common/parallel.h"
+#include "common/kernels/lstm.h"
+#include "common/kernels/parallel.h"
 #include "tests/util.h"
 
 #include <cmath>

@@ -1,6 +1,6 @@
-// common/serialize's loader against crafted files: shapes whose products overflow, a size that
-// is not what the header declares, read errors, and names that carry escape codes.
-#include "common/serialize.h"
+// common/program/serialize's loader against crafted files: shapes whose products overflow, a size
+// that is not what the header declares, read errors, and names that carry escape codes.
+#include "common/program/serialize.h"
 #include "tests/util.h"
 #include "tests/weights_bytes.h"
 

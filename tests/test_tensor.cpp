@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "chapters/1-self-attention/attention.h"
-#include "common/format.h"
+#include "common/program/format.h"
 #include "common/tensor.h"
 #include "tests/util.h"
 

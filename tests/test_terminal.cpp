@@ -1,8 +1,8 @@
-// common/terminal's pieces for full-screen programs that the flashcards and chapter 1's --live
-// share: styled spans at display columns, the plain text of the line mode, echoing a bad line,
-// the help line that shortens, and the key reader over a pipe. (Width, wrapping and keys:
+// common/program/terminal's pieces for full-screen programs that the flashcards and chapter 1's
+// --live share: styled spans at display columns, the plain text of the line mode, echoing a bad
+// line, the help line that shortens, and the key reader over a pipe. (Width, wrapping and keys:
 // tests/test_flashcards.cpp; the screen on a real pty: the pty sessions of both programs.)
-#include "common/terminal.h"
+#include "common/program/terminal.h"
 #include "tests/util.h"
 
 #include <fcntl.h>

@@ -24,10 +24,10 @@
 #include "chapters/7-translate/checkpoint.h"
 #include "chapters/7-translate/korean_numbers.h"
 #include "chapters/7-translate/train.h"
-#include "common/gemm.h"
+#include "common/kernels/gemm.h"
 #include "common/optim.h"
+#include "common/program/serialize.h"
 #include "common/random.h"
-#include "common/serialize.h"
 #include "tests/util.h"
 
 namespace kn = korean_numbers;

@@ -1,6 +1,7 @@
-// Weights files built byte by byte (common/serialize.h's format), for tests that hand the loader
-// what a hostile user would: shapes whose products overflow, names with escape codes, files cut
-// or grown anywhere. The checksum is recomputed, so each file gets past it to the check under test.
+// Weights files built byte by byte (common/program/serialize.h's format), for tests that hand the
+// loader what a hostile user would: shapes whose products overflow, names with escape codes, files
+// cut or grown anywhere. The checksum is recomputed, so each file gets past it to the check
+// under test.
 #pragma once
 #include <cstdint>
 #include <cstring>

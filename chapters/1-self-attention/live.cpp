@@ -11,9 +11,9 @@
 #include <tuple>
 
 #include "chapters/1-self-attention/attention.h"
-#include "common/cli.h"
-#include "common/format.h"
 #include "common/plot/plot.h"
+#include "common/program/cli.h"
+#include "common/program/format.h"
 
 namespace live {
 

@@ -11,16 +11,16 @@
 //   live::Frame f = live::render(m, v, 80, 24, live::Colors::Palette256);
 //   live::apply(v, live::action_for(key, f, m.n()), m.n());
 //
-// In a terminal it runs full screen (common/terminal.h: raw mode, the alternate screen restored
-// on every exit path, mouse clicks); with TERM=dumb, a pipe or --plain it reads one key per line
-// and prints each screen as plain text, so it can be scripted and tested.
+// In a terminal it runs full screen (common/program/terminal.h: raw mode, the alternate screen
+// restored on every exit path, mouse clicks); with TERM=dumb, a pipe or --plain it reads one key
+// per line and prints each screen as plain text, so it can be scripted and tested.
 #pragma once
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/program/terminal.h"
 #include "common/tensor.h"
-#include "common/terminal.h"
 
 namespace live {
 

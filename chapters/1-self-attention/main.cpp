@@ -20,9 +20,9 @@
 
 #include "chapters/1-self-attention/attention.h"
 #include "chapters/1-self-attention/live.h"
-#include "common/cli.h"
-#include "common/format.h"
 #include "common/plot/plot.h"
+#include "common/program/cli.h"
+#include "common/program/format.h"
 
 namespace {
 

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "chapters/2-scaling/numpy_math.h"
-#include "common/cli.h"
 #include "common/plot/plot.h"
+#include "common/program/cli.h"
 #include "common/random.h"
 
 namespace {

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "common/cli.h"
-#include "common/format.h"
 #include "chapters/3-multi-head/multi_head_attention.h"
 #include "common/nn.h"
+#include "common/program/cli.h"
+#include "common/program/format.h"
 #include "common/random.h"
 
 // The alternative the split avoids: every head gets its own full-size (d_model -> d_model)

@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "common/cli.h"
-#include "common/format.h"
 #include "chapters/1-self-attention/attention.h"
 #include "chapters/4-positional-encoding/positional_encoding.h"
 #include "common/plot/plot.h"
+#include "common/program/cli.h"
+#include "common/program/format.h"
 #include "common/random.h"
 
 namespace {

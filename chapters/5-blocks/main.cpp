@@ -30,11 +30,11 @@
 
 #include "chapters/5-blocks/blocks.h"
 #include "chapters/5-blocks/decoder.h"
-#include "common/cli.h"
-#include "common/format.h"
 #include "common/plot/plot.h"
+#include "common/program/cli.h"
+#include "common/program/format.h"
+#include "common/program/terminal.h"
 #include "common/random.h"
-#include "common/terminal.h"
 
 namespace {
 

@@ -1,15 +1,15 @@
 // Section 6's layers (see layers.h): the attention layer's forward in the order of section 3's
-// listing and its backward in reverse, the LSTM layer around common/lstm's kernels, and what
-// each holds at its peak.
+// listing and its backward in reverse, the LSTM layer around common/kernels/lstm's kernels, and
+// what each holds at its peak.
 #include "chapters/6-cost/layers.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "common/attention.h"
-#include "common/gemm.h"
-#include "common/lstm.h"
+#include "common/kernels/attention.h"
+#include "common/kernels/gemm.h"
+#include "common/kernels/lstm.h"
 
 const char* method_name(Method m) {
     switch (m) {

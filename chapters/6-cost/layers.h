@@ -13,10 +13,12 @@
 //                    reshape and permute are views, as in torch: the attention finds q, k, v
 //                    inside qkv and writes O in the concat's layout (HeadsLayout), so no
 //                    permuted copy of qkv or O is made (inside, each head's K and V are
-//                    packed for its tile products, common/attention.cpp)
-//                    attention: common/attention.h, attention_naive_forward / _backward (S and
-//                    P in memory) or attention_fused_forward / _backward (FlashAttention-2)
-//   LstmLayer        torch's nn.LSTM(d, d), time-major: common/lstm.h, lstm_forward / _backward
+//                    packed for its tile products, common/kernels/attention.cpp)
+//                    attention: common/kernels/attention.h, attention_naive_forward /
+//                    _backward (S and P in memory) or attention_fused_forward / _backward
+//                    (FlashAttention-2)
+//   LstmLayer        torch's nn.LSTM(d, d), time-major: common/kernels/lstm.h, lstm_forward /
+//                    _backward
 #pragma once
 #include <cstddef>
 

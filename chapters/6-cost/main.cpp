@@ -19,20 +19,21 @@
 //                 the complexity table) and where the memory crossover falls (after the
 //                 measured one)
 // and, shared with the tests and cuda/, the kernels the layers call:
-//   common/attention.cpp  attention_naive_forward / _backward (S and P in memory) and
-//                         attention_fused_forward / _backward (FlashAttention-2 tiles)
-//   common/lstm.cpp       lstm_forward / lstm_backward (the fused gates, the chain of n steps)
-//   common/gemm.cpp       sgemm, which every product above goes through
+//   common/kernels/attention.cpp  attention_naive_forward / _backward (S and P in memory) and
+//                                 attention_fused_forward / _backward (FlashAttention-2 tiles)
+//   common/kernels/lstm.cpp       lstm_forward / lstm_backward (the fused gates, the chain of
+//                                 n steps)
+//   common/kernels/gemm.cpp       sgemm, which every product above goes through
 // With --device cuda (build/bin/6-cost-cuda) the same table is measured on the GPU by
 // cuda/bench/cost_bench.cu. peer_torch.py times the same cells in PyTorch, on the CPU
 // (`make bench`) or the GPU (`make gpu-check`).
 #include "chapters/6-cost/claims.h"
 #include "chapters/6-cost/layers.h"
-#include "common/cli.h"
 #include "common/memory.h"
-#include "common/random.h"
 #include "common/plot/plot.h"
-#include "common/terminal.h"
+#include "common/program/cli.h"
+#include "common/program/terminal.h"
+#include "common/random.h"
 
 #include <algorithm>
 #include <chrono>

@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "common/serialize.h"
+#include "common/program/serialize.h"
 
 namespace translate {
 

@@ -1,6 +1,6 @@
 // Chapter 7's weights file: the model's hyper-parameters, its parameters by state_dict name and
-// the loss history, in common/serialize's format. Loading checks the file against the task and
-// against the parameters it declares before a model is built, so a corrupt or foreign file is
+// the loss history, in common/program/serialize's format. Loading checks the file against the task
+// and against the parameters it declares before a model is built, so a corrupt or foreign file is
 // refused with one line naming it, not met with an out-of-memory error.
 #pragma once
 #include <memory>

@@ -56,10 +56,10 @@
 #include "chapters/7-translate/korean_numbers.h"
 #include "chapters/7-translate/task.h"
 #include "chapters/7-translate/train.h"
-#include "common/cli.h"
-#include "common/parallel.h"
+#include "common/kernels/parallel.h"
 #include "common/plot/plot.h"
-#include "common/serialize.h"
+#include "common/program/cli.h"
+#include "common/program/serialize.h"
 
 namespace kn = korean_numbers;
 using namespace translate;

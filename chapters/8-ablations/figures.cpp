@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "chapters/8-ablations/experiments.h"
-#include "common/format.h"
 #include "common/plot/plot.h"
+#include "common/program/format.h"
 
 namespace ablations {
 

@@ -55,11 +55,11 @@
 #include "chapters/8-ablations/experiments.h"
 #include "chapters/8-ablations/figures.h"
 #include "chapters/8-ablations/summary.h"
-#include "common/atomic_file.h"
-#include "common/cli.h"
-#include "common/format.h"
-#include "common/serialize.h"
-#include "common/terminal.h"
+#include "common/program/atomic_file.h"
+#include "common/program/cli.h"
+#include "common/program/format.h"
+#include "common/program/serialize.h"
+#include "common/program/terminal.h"
 
 using namespace ablations;
 

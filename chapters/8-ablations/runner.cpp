@@ -19,10 +19,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "common/atomic_file.h"
-#include "common/parallel.h"
+#include "common/kernels/parallel.h"
+#include "common/program/atomic_file.h"
 
-#include "common/terminal.h"
+#include "common/program/terminal.h"
 
 namespace ablations {
 

@@ -1,8 +1,8 @@
 // Parsing the deck: every mistake in deck.md is reported as file:line with the fix.
 #include "chapters/flashcards/deck.h"
 
-#include "common/cli.h"
-#include "common/terminal.h"
+#include "common/program/cli.h"
+#include "common/program/terminal.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -11,7 +11,7 @@
 //   screen.{h,cpp}    the layout in display columns, mouse hit areas, the full-screen key map
 //   text.{h,cpp}      what they share: cards::Error and a few text and file helpers
 // Text width, key decoding, raw mode, the key reader and the screen drawing are in
-// common/terminal.h (chapter 1's --live uses them too; chapters 5, 6 and 8 the text width).
+// common/program/terminal.h (chapter 1's --live uses them too; chapters 5, 6 and 8 the text width).
 //
 // The calls this loop makes, in short:
 //   cards::Deck deck = cards::load_deck("chapters/flashcards/deck.md");   // throws cards::Error
@@ -23,8 +23,8 @@
 #include "chapters/flashcards/progress.h"
 #include "chapters/flashcards/screen.h"
 #include "chapters/flashcards/session.h"
-#include "common/cli.h"
-#include "common/terminal.h"
+#include "common/program/cli.h"
+#include "common/program/terminal.h"
 
 #include <algorithm>
 #include <csignal>

@@ -1,9 +1,9 @@
 // Reading, checking and saving the progress file (progress.h).
 #include "chapters/flashcards/progress.h"
 
-#include "common/atomic_file.h"
-#include "common/cli.h"
-#include "common/terminal.h"
+#include "common/program/atomic_file.h"
+#include "common/program/cli.h"
+#include "common/program/terminal.h"
 
 #include <algorithm>
 #include <cerrno>

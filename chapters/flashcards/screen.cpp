@@ -1,7 +1,7 @@
-// The layout of screen.h, in display columns (common/terminal.h), so Hangul lines up.
+// The layout of screen.h, in display columns (common/program/terminal.h), so Hangul lines up.
 #include "chapters/flashcards/screen.h"
 
-#include "common/terminal.h"
+#include "common/program/terminal.h"
 
 #include <algorithm>
 #include <iterator>

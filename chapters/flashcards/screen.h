@@ -2,7 +2,7 @@
 // help), where a mouse click lands, and the full-screen key map.
 #pragma once
 #include "chapters/flashcards/session.h"
-#include "common/terminal.h"
+#include "common/program/terminal.h"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 // The helpers declared in text.h.
 #include "chapters/flashcards/text.h"
 
-#include "common/atomic_file.h"
+#include "common/program/atomic_file.h"
 
 #include <cerrno>
 #include <cstring>

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "common/atomic_file.h"
 #include "common/plot/internal.h"
+#include "common/program/atomic_file.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"

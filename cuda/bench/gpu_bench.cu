@@ -42,8 +42,8 @@
 
 namespace {
 
-// At exit, as common/cli.h's check does for the chapters (this program is built by nvcc alone
-// in gpu-check, without common/): results that did not reach stdout (a full disk, an I/O
+// At exit, as common/program/cli.h's check does for the chapters (this program is built by nvcc
+// alone in gpu-check, without common/): results that did not reach stdout (a full disk, an I/O
 // error) are an error, exit code 1, not a run that looks passed.
 void check_stdout() {
     errno = 0;

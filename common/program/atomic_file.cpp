@@ -1,5 +1,5 @@
 // Whole-or-nothing file writes (atomic_file.h).
-#include "common/atomic_file.h"
+#include "common/program/atomic_file.h"
 
 #include <cerrno>
 #include <cstdint>

@@ -1,7 +1,7 @@
-#include "common/serialize.h"
+#include "common/program/serialize.h"
 
-#include "common/atomic_file.h"
-#include "common/cli.h"
+#include "common/program/atomic_file.h"
+#include "common/program/cli.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
-#include "common/cli.h"
+#include "common/program/cli.h"
 
-#include "common/atomic_file.h"
 #include "common/memory.h"
+#include "common/program/atomic_file.h"
 
 #include <algorithm>
 #include <cerrno>

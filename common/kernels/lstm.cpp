@@ -7,11 +7,12 @@
 // The x_t W_ih^T part does not depend on the previous step, so all n steps are one big GEMM.
 // What is left per step is a (B, d) x (d, 4d) product: n of them in a chain that cannot run in
 // parallel, which is the "sequential operations O(n)" row of the article's table.
-#include "common/lstm.h"
+#include "common/kernels/lstm.h"
 
-#include "common/gemm.h"
+#include "common/kernels/exp_fast.h"
+#include "common/kernels/gemm.h"
+#include "common/kernels/parallel.h"
 #include "common/memory.h"
-#include "common/parallel.h"
 
 #include <algorithm>
 #include <atomic>

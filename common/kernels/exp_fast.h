@@ -1,62 +1,6 @@
-// sgemm: C = alpha * op(A) @ op(B) + beta * C, float32, row-major.
-// op(A) is (M, K): A itself (lda >= K) or, with trans_a, the transpose of a (K, M) array
-// (lda >= M). op(B) is (K, N) likewise. C is (M, N) with ldc >= N. beta = 0 ignores C's contents.
-// Every matmul in the project goes through here.
+// exp_fast: exp(x) for float32 that vectorises, shared by the softmax of common/kernels/attention
+// and the gates of common/kernels/lstm; exp_fast16 is the same function on 16 lanes of AVX-512.
 #pragma once
-
-void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
-           const float* B, int ldb, float beta, float* C, int ldc);
-
-// sgemm adds up the shared dimension in slices of sgemm_k_slice() k's (KC): each summed in
-// registers from zero, then added to C. So a product split along K at multiples of it, the first
-// part with beta and the rest with beta = 1, is bit for bit the whole product (the naive attention
-// backward builds dV = P^T dO and dK = dS^T Q that way, a block of rows of P and dS at a time).
-int sgemm_k_slice();
-
-// Packing B once for many products. FlashAttention multiplies every tile of Q by the same tiles
-// of K and V, so it packs K, V (and their transposes) once per head instead of once per tile;
-// the LSTM multiplies by the same W_hh at every one of its n steps.
-// A packed op(B) (K, N) is ceil(N / NR) column panels of K rows of NR floats (zero-padded
-// past column N), panel p at Bp + p * K * NR. Rows k0.. and columns j0.. (j0 a multiple of
-// sgemm_panel_width()) of it are again a packed operand: Bp + (j0 / NR) * K * NR + k0 * NR,
-// with the same panel stride K * NR.
-int sgemm_panel_width();                         // NR
-long sgemm_packed_b_floats(int K, int N);        // floats sgemm_pack_b writes
-void sgemm_pack_b(bool trans_b, int K, int N, const float* B, int ldb, float* Bp);
-// C = alpha * op(A) @ Bp + beta * C, with Bp packed as above (panel p at Bp + p * panel_stride)
-// and op(A) read where it lies. Runs on the calling thread: for use inside parallel loops.
-void sgemm_packed_b(bool trans_a, int M, int N, int K, float alpha, const float* A, int lda,
-                    const float* Bp, long panel_stride, float beta, float* C, int ldc);
-
-// Whether sgemm's micro-kernels round each multiply-add once (a fused multiply-add: x86-64 with
-// FMA, every aarch64) or twice (x86-64 without FMA, e.g. `make ARCH_FLAGS=`). Fixed at compile
-// time by the instructions the build targets.
-constexpr bool SGEMM_FUSED =
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA) || defined(__FP_FAST_FMAF)
-    true;
-#else
-    false;
-#endif
-
-// a * b + c rounded as sgemm's micro-kernels round it. Code that must equal sgemm bit for bit
-// (ops.cpp's direct loop for tiny products) uses this rather than std::fma, which on a CPU
-// without FMA would be exact where sgemm is not (and a slow library call).
-inline float sgemm_madd(float a, float b, float c) {
-    if constexpr (SGEMM_FUSED) return __builtin_fmaf(a, b, c);
-    return a * b + c;
-}
-
-// C (M, N) = op(A) @ op(B), or C += it with accumulate, for tiny products (M, N, K all at most
-// SGEMM_SMALL_MAX): the attention's per-head Q K^T and P V, thousands of them a training step,
-// where sgemm's packing costs more than the arithmetic. Runs on the calling thread, needs no
-// workspace, and rounds exactly as sgemm does (alpha = 1, beta = 0 or 1): bit for bit the same C.
-constexpr int SGEMM_SMALL_MAX = 64;
-void sgemm_small(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
-                 const float* B, int ldb, bool accumulate, float* C, int ldc);
-
-// The textbook triple loop with the same contract: the reference the tests compare against.
-void sgemm_reference(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-                     int lda, const float* B, int ldb, float beta, float* C, int ldc);
 
 // exp(x) for float32 written so that loops marked `#pragma omp simd` vectorise it (with the
 // Makefile's -fno-trapping-math, which lets its selects become blends; std::exp is a
@@ -130,8 +74,3 @@ inline __m512 exp_fast16_unclamped(__m512 x) { return exp_fast16_steps(x, x); }
 #pragma GCC diagnostic pop
 #endif
 #endif
-
-// An upper bound on the packing workspace sgemm calls can hold at once (packed blocks of A and
-// B, and the per-thread buffer small calls reuse): memory predictions add it as a margin.
-#include <cstddef>
-size_t sgemm_workspace_bytes_max();

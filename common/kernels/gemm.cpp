@@ -23,10 +23,10 @@
 // instead of packing it, since each element of B is used only M times. Callers that multiply by the
 // same B many times (FlashAttention's K and V tiles, the LSTM's W_hh at every step) pack it once
 // with sgemm_pack_b and call sgemm_packed_b.
-#include "common/gemm.h"
+#include "common/kernels/gemm.h"
 
+#include "common/kernels/parallel.h"
 #include "common/memory.h"
-#include "common/parallel.h"
 
 #include <algorithm>
 #include <array>
@@ -97,8 +97,8 @@ struct Simd {  // portable: GCC's and clang's vector extensions, 4 floats (SSE2 
 
 constexpr int MR = Simd::MR;            // rows of the register tile
 constexpr int NR = Simd::W * Simd::NV;  // columns of the register tile
-// FlashAttention (common/attention.cpp) steps through packed K and V in tiles of 256 columns,
-// which must start on a panel boundary.
+// FlashAttention (common/kernels/attention.cpp) steps through packed K and V in tiles of 256
+// columns, which must start on a panel boundary.
 static_assert(256 % NR == 0, "NR must divide attention's Bc = 256");
 constexpr int MC = 144;                 // rows of A per L2 block (a multiple of every MR)
 constexpr int KC = 256;                 // shared dimension per block: Bp panel = KC*NR*4 bytes

@@ -1,4 +1,4 @@
-#include "common/format.h"
+#include "common/program/format.h"
 
 #include <charconv>
 #include <cmath>

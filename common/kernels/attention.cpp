@@ -10,11 +10,12 @@
 //
 // Both algorithms run the B*h slices in parallel with OpenMP; the products inside a slice go
 // through sgemm, which then runs on the calling thread.
-#include "common/attention.h"
+#include "common/kernels/attention.h"
 
-#include "common/gemm.h"
+#include "common/kernels/exp_fast.h"
+#include "common/kernels/gemm.h"
+#include "common/kernels/parallel.h"
 #include "common/memory.h"
-#include "common/parallel.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,9 +7,9 @@
 //   tensors u32 count, then per tensor: u16 name length, name bytes, u32 ndim, i64 dims[ndim],
 //                    float32 data (row-major, numel values)
 //   check   u64      FNV-1a-64 of every byte before it
-// All integers little-endian. Writing goes through common/atomic_file (a temporary file beside
-// it, renamed at the end), so a crash never leaves a half-written file under the real name, two
-// processes saving to one name never share a temporary file, a killed save's leftover is
+// All integers little-endian. Writing goes through common/program/atomic_file (a temporary file
+// beside it, renamed at the end), so a crash never leaves a half-written file under the real name,
+// two processes saving to one name never share a temporary file, a killed save's leftover is
 // removed by the next save, and a symbolic link is written through (the link stays). Reading
 // checks everything (including that every value is finite) and throws std::runtime_error with
 // one line "<path>: <what is wrong>", names from the file quoted (cli::quote, at most 64 bytes).

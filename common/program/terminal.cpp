@@ -1,4 +1,4 @@
-#include "common/terminal.h"
+#include "common/program/terminal.h"
 
 #include <algorithm>
 #include <cerrno>
