@@ -403,7 +403,7 @@ PREBUILD_UNITS := $(BUILD)/emu/cuda/sgemm.o $(if $(CUDA_ENABLED),$(BUILD)/cuda/c
     $(EMU_CHECK_TESTS) \
     $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/attention_flash.o) \
     $(addprefix $(BUILD)/obj/tests/,test_flashcards.o test_cuda_emulator.o test_chapter6.o \
-      test_ablations.o main.o)
+      test_chapter8.o main.o)
 .PHONY: prebuild
 prebuild:
 	@$(MAKE) --no-print-directory $(PREBUILD_UNITS)
