@@ -48,7 +48,8 @@ TEST_CASE("chapter 1: --explain walks through one query") {
                      "   V_3 = [1., 2., 3., 3.]\n"
                      "   V_4 = [0., 0., 1., 2.]\n"
                      "   0.0217 × V_1 + ") != std::string::npos);
-    // The same query row as the widget's (README): q_1 = x_1 W_Q.
+    // The same query row as the widget's (tests/expected/1-self-attention-live.txt):
+    // q_1 = x_1 W_Q.
     CHECK(r.out.find("1번 토큰의 쿼리 q_1 = [ 0., -1.,  1.,  1.]\n") != std::string::npos);
     // With the mask, token 3's last score is -inf and its weight 0 (torch: 0.7856 0.1753 0.0391
     // 0.0000); the dot products stay those of Q @ K^T.

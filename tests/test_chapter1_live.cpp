@@ -249,9 +249,6 @@ TEST_CASE("chapter 1 --live: the line mode prints token 3's screen without and w
     r = testutil::run("1-self-attention", "--live --explain 3 --mask causal", "\n  \n");
     CHECK(r.exit_code == 0);
     CHECK(r.out == masked);
-    // README's text block of the widget is this screen, pasted (without the blank line after).
-    CHECK(testutil::read_file("README.md")
-              .find("```\n" + masked.substr(0, masked.size() - 1) + "```\n") != std::string::npos);
     // q stops reading: what follows it is never looked at.
     r = testutil::run("1-self-attention", "--live", "right\nq\nbogus\n");
     CHECK(r.exit_code == 0);
