@@ -2,9 +2,10 @@
 # (cuda/*.cu) two ways and the device test program; cuda/emu/emu.mk holds the emulator's own
 # checks (emu-tsan), cuda/bench/bench.mk the programs that time the kernels (chapter 6 on the
 # GPU, gpu-bench) and gpu-check.
-#   with nvcc:     `make` also builds $(BUILD)/bin/cuda-tests (the CUDA test cases on a device)
-#                  and $(BUILD)/bin/6-cost-cuda (chapter 6 with --device cuda); `make test` runs
-#                  cuda-tests too (its device cases are skipped when no GPU is visible).
+#   with nvcc:     `make build` (and so `make test`) also builds $(BUILD)/bin/cuda-tests (the
+#                  CUDA test cases on a device) and $(BUILD)/bin/6-cost-cuda (chapter 6 with
+#                  --device cuda); `make test` runs cuda-tests too (its device cases are skipped
+#                  when no GPU is visible).
 #   without nvcc:  nothing here is built for a device; the emulator tests in $(BUILD)/bin/tests
 #                  still run.
 # CUDA_ARCH=sm_80 (say) overrides the target; default: the visible GPU's, else sm_90 (+ PTX).
@@ -111,9 +112,9 @@ $(BUILD)/emu/cuda/emu/racecheck_tests.o: cuda/emu/racecheck_tests.cpp cuda/emu/l
 	@mkdir -p $(dir $@)
 	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
 # The emulator's sgemm is the largest unit (every tile shape, instrumented) and the last to end
-# of what `make` builds beside chapter 7: at -O1 it compiles in 38 s of CPU instead of 49 s, and
-# the suite's two sgemm cases take 15.7 s instead of 12.7 s (idle 2-core EPYC). The emulator's
-# results are compared with tolerances, never bit for bit.
+# of what `make` builds beside chapter 7: -O1 compiles it in about three quarters of -O2's time,
+# for slightly slower sgemm cases in the suite. The emulator's results are compared with
+# tolerances, never bit for bit.
 $(BUILD)/emu/cuda/sgemm.o: private CXXFLAGS += -O1
 # The hooks themselves: never instrumented.
 $(BUILD)/emu/cuda/emu/racecheck.o: cuda/emu/racecheck.cpp | deps

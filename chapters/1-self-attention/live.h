@@ -6,7 +6,7 @@
 // the scores above the diagonal become -inf and their weights exactly 0, and the 4×4 weight
 // grid beside it is redrawn as a heatmap in the figure's colour map (Blues). `q` quits.
 //
-//   live::Model m(X, Q, K, V);                  // main.cpp's tensors, both mask states
+//   live::Model m(Q, K, V);                     // main.cpp's tensors, both mask states
 //   live::View v{.query = 2, .causal = true};   // token 3, mask on
 //   live::Frame f = live::render(m, v, 80, 24, live::Colors::Palette256);
 //   live::apply(v, live::action_for(key, f, m.n()), m.n());

@@ -45,8 +45,8 @@ struct TrainResult {
 };
 
 // Trains `model` on `numbers` (shuffled in turn, a new shuffle each epoch; numbers in `heldout`
-// are never drawn). Seven in eight sentences come from `numbers`; the eighth picks its digit
-// count 1..max_digits first, then a number of that length that is not held out.
+// are never drawn). Each sentence, with chance 1/8, picks its digit count 1..max_digits first,
+// then a number of that length that is not held out; otherwise it is the next of `numbers`.
 TrainResult train(EncoderDecoder& model, std::vector<int64_t> numbers,
                   const std::vector<int64_t>& heldout, const TrainConfig& c);
 

@@ -38,9 +38,9 @@ constexpr bool SGEMM_FUSED =
     false;
 #endif
 
-// a * b + c rounded as sgemm's micro-kernels round it. Code that must equal sgemm bit for bit
-// (ops.cpp's direct loop for tiny products) uses this rather than std::fma, which on a CPU
-// without FMA would be exact where sgemm is not (and a slow library call).
+// a * b + c rounded as sgemm's micro-kernels round it: once where SGEMM_FUSED, else twice.
+// Where SGEMM_FUSED, the portable micro-kernel (gemm.cpp's Simd::fma) computes its lanes with
+// it, so they round as the vector FMA kernels' do.
 inline float sgemm_madd(float a, float b, float c) {
     if constexpr (SGEMM_FUSED) return __builtin_fmaf(a, b, c);
     return a * b + c;

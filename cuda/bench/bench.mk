@@ -1,7 +1,7 @@
 # The programs that time the kernels (included by cuda/cuda.mk, after the kernels' rules):
 #   6-cost-cuda    chapter 6 with --device cuda: chapters/6-cost/main.cpp compiled WITH_CUDA
 #                  (it then calls run_cost_table_cuda from cost_bench.h) and linked with the
-#                  kernels; built by `make` when nvcc is present
+#                  kernels; built by `make build` when nvcc is present
 #   6-cost-emu     the same program on the emulator, which the tests run at small sizes
 #   gpu-bench-emu  gpu_bench.cu on the emulator (cuBLAS replaced by cuda/emu/cublas_emulated.h):
 #                  the tests run its --quick mode, so its shapes and comparisons have run before
