@@ -137,12 +137,16 @@ std::vector<std::vector<int64_t>> greedy_decode_batch(const EncoderDecoder& mode
                                TGT_PAD);
 }
 
+void shuffle_numbers(std::vector<int64_t>& v, torch_rng::Generator& g) {
+    for (size_t i = v.size(); i-- > 1;)
+        std::swap(v[i], v[g.random64() % (i + 1)]);
+}
+
 Split split_numbers() {
     std::vector<int64_t> numbers(kn::MAX_VALUE);
     std::iota(numbers.begin(), numbers.end(), 1);
     torch_rng::Generator g(HELDOUT_SEED);
-    for (size_t i = numbers.size(); i-- > 1;)
-        std::swap(numbers[i], numbers[g.random64() % (i + 1)]);
+    shuffle_numbers(numbers, g);
     return {{numbers.begin(), numbers.begin() + HELDOUT},
             {numbers.begin() + HELDOUT, numbers.end()}};
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chapters/5-blocks/decoder.h"
+#include "common/random.h"
 #include "common/tensor.h"
 
 namespace translate {
@@ -55,6 +56,10 @@ std::vector<std::vector<int64_t>> greedy_decode_batch(const EncoderDecoder& mode
 // MAX_DIGITS + 1).
 std::vector<std::vector<int64_t>> greedy_decode_batch(const EncoderDecoder& model,
                                                       const std::vector<int64_t>& numbers);
+
+// Fisher-Yates, from the last element down: v[i] swaps with v[g.random64() % (i + 1)] for
+// i = size - 1 .. 1. Every shuffle of chapters 7 and 8 is this one, so a seed names one order.
+void shuffle_numbers(std::vector<int64_t>& v, torch_rng::Generator& g);
 
 // The fixed split: a shuffle of 1..99999 under a constant seed; the first HELDOUT numbers are
 // never trained on, whatever the training seed says.

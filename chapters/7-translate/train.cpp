@@ -30,19 +30,16 @@ TrainResult train(EncoderDecoder& model, std::vector<int64_t> numbers,
     auto lr_at = [&](int step) {
         return c.schedule ? c.schedule(step) : optim::noam_lr(step, model.d_model, c.warmup, c.lr);
     };
-    auto shuffle = [](std::vector<int64_t>& v, torch_rng::Generator& g) {  // Fisher-Yates
-        for (size_t i = v.size(); i-- > 1;)
-            std::swap(v[i], v[g.random64() % (i + 1)]);
-    };
     optim::Adam adam(model.parameters());
     torch_rng::Generator order_gen(uint64_t(c.seed) + 1);  // the training order
-    shuffle(numbers, order_gen);
+    shuffle_numbers(numbers, order_gen);
     std::vector<bool> is_heldout(size_t(korean_numbers::MAX_VALUE) + 1, false);
     for (int64_t n : heldout)
         is_heldout[size_t(n)] = true;
     size_t cursor = 0;
-    // The eighth sentence picks its digit count first: numbers below 1000 are 1% of the range,
-    // and without this the model meets 삼십일 too rarely to learn it.
+    // One sentence in eight on average (a 1/8 draw each) picks its digit count first: numbers
+    // below 1000 are 1% of the range, and without this the model meets 삼십일 too rarely to
+    // learn it.
     auto draw = [&]() -> int64_t {
         if (order_gen.random64() % 8 == 0) {
             for (;;) {
@@ -53,7 +50,7 @@ TrainResult train(EncoderDecoder& model, std::vector<int64_t> numbers,
             }
         }
         if (cursor == numbers.size()) {
-            shuffle(numbers, order_gen);
+            shuffle_numbers(numbers, order_gen);
             cursor = 0;
         }
         return numbers[cursor++];

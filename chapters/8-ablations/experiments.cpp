@@ -143,8 +143,7 @@ LengthSplit length_split() {
     std::vector<int64_t> below(9999);
     std::iota(below.begin(), below.end(), 1);
     torch_rng::Generator g(2018);  // fixed: every run is scored on the same numbers
-    for (size_t i = below.size(); i-- > 1;)
-        std::swap(below[i], below[g.random64() % (i + 1)]);
+    shuffle_numbers(below, g);
     LengthSplit s;
     s.heldout.assign(below.begin(), below.begin() + HELDOUT);
     s.train.assign(below.begin() + HELDOUT, below.end());
@@ -170,8 +169,7 @@ SourceLengthSplit source_length_split() {
             out.train.push_back(n);
     }
     torch_rng::Generator g(2019);  // fixed: every run is scored on the same numbers
-    for (size_t i = longer.size(); i-- > 1;)
-        std::swap(longer[i], longer[g.random64() % (i + 1)]);
+    shuffle_numbers(longer, g);
     out.long_test.assign(longer.begin(), longer.begin() + HELDOUT);
     return out;
 }
