@@ -313,9 +313,7 @@ void Axes::legend(const LegendStyle& style) {
 std::pair<double, double> Axes::data_to_pixel(double x, double y) const {
     impl_->fig->layout();
     const AxesImpl& A = *impl_;
-    double fx = (A.xa.fwd(x) - A.xa.fwd(A.xa.lo)) / (A.xa.fwd(A.xa.hi) - A.xa.fwd(A.xa.lo));
-    double fy = (A.ya.fwd(y) - A.ya.fwd(A.ya.lo)) / (A.ya.fwd(A.ya.hi) - A.ya.fwd(A.ya.lo));
-    return {A.box.x0 + fx * (A.box.x1 - A.box.x0), A.box.y1 - fy * (A.box.y1 - A.box.y0)};
+    return {data_x_px(A, x), data_y_px(A, y)};
 }
 
 Axes::Box Axes::box() const {

@@ -198,6 +198,19 @@ struct FigureImpl {
     int H() const { return (int)std::lround(h_in * dpi); }
 };
 
+// Data to canvas pixels inside the axes' box, through each axis's scale (linear or log): x grows
+// rightwards from box.x0 at xa.lo, y upwards from box.y1 at ya.lo. view_fraction is 0 at a.lo
+// and 1 at a.hi.
+inline double view_fraction(const AxisState& a, double v) {
+    return (a.fwd(v) - a.fwd(a.lo)) / (a.fwd(a.hi) - a.fwd(a.lo));
+}
+inline double data_x_px(const AxesImpl& A, double x) {
+    return A.box.x0 + view_fraction(A.xa, x) * (A.box.x1 - A.box.x0);
+}
+inline double data_y_px(const AxesImpl& A, double y) {
+    return A.box.y1 - view_fraction(A.ya, y) * (A.box.y1 - A.box.y0);
+}
+
 // Can axis a show v? (finite, and positive on a log axis)
 bool usable(const AxisState& a, double v);
 // Autoscale like matplotlib; (lo, hi) with lo > hi for an inverted axis.

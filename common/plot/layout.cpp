@@ -24,14 +24,8 @@ Decor decorate(const AxesImpl& A, double dpi, Canvas* cv) {
     const Axes::Box& b = A.box;
     Decor d;
     d.ink = {b.x0, b.y0, b.x1, b.y1};
-    auto tx = [&](double v) {
-        return b.x0 + (A.xa.fwd(v) - A.xa.fwd(A.xa.lo)) / (A.xa.fwd(A.xa.hi) - A.xa.fwd(A.xa.lo)) *
-                          (b.x1 - b.x0);
-    };
-    auto ty = [&](double v) {
-        return b.y1 - (A.ya.fwd(v) - A.ya.fwd(A.ya.lo)) / (A.ya.fwd(A.ya.hi) - A.ya.fwd(A.ya.lo)) *
-                          (b.y1 - b.y0);
-    };
+    auto tx = [&](double v) { return data_x_px(A, v); };
+    auto ty = [&](double v) { return data_y_px(A, v); };
     bool any_x_major = false, any_y_major = false;
     for (const auto& t : A.xa.ticks) any_x_major |= t.major;
     for (const auto& t : A.ya.ticks) any_y_major |= t.major;

@@ -63,14 +63,8 @@ void draw_legend(Canvas& cv, const AxesImpl& A, double dpi) {
     };
     // Data in pixels, for 'best'.
     std::vector<std::vector<std::pair<double, double>>> paths;
-    auto tx = [&](double v) {
-        return b.x0 + (A.xa.fwd(v) - A.xa.fwd(A.xa.lo)) / (A.xa.fwd(A.xa.hi) - A.xa.fwd(A.xa.lo)) *
-                          (b.x1 - b.x0);
-    };
-    auto ty = [&](double v) {
-        return b.y1 - (A.ya.fwd(v) - A.ya.fwd(A.ya.lo)) / (A.ya.fwd(A.ya.hi) - A.ya.fwd(A.ya.lo)) *
-                          (b.y1 - b.y0);
-    };
+    auto tx = [&](double v) { return data_x_px(A, v); };
+    auto ty = [&](double v) { return data_y_px(A, v); };
     for (const LineArtist& l : A.lines) {
         std::vector<std::pair<double, double>> p;
         if (l.hline) p = {{b.x0, ty(l.y[0])}, {b.x1, ty(l.y[0])}};
@@ -146,14 +140,8 @@ void draw_axes(Canvas& cv, const AxesImpl& A, double dpi) {
     auto pt = [&](double p) { return p * dpi / 72; };
     const Axes::Box& b = A.box;
     Clip clip = intersect(cv.full(), clip_of(b.x0, b.y0, b.x1, b.y1));
-    auto fx = [&](double v) {
-        return (A.xa.fwd(v) - A.xa.fwd(A.xa.lo)) / (A.xa.fwd(A.xa.hi) - A.xa.fwd(A.xa.lo));
-    };
-    auto fy = [&](double v) {
-        return (A.ya.fwd(v) - A.ya.fwd(A.ya.lo)) / (A.ya.fwd(A.ya.hi) - A.ya.fwd(A.ya.lo));
-    };
-    auto tx = [&](double v) { return b.x0 + fx(v) * (b.x1 - b.x0); };
-    auto ty = [&](double v) { return b.y1 - fy(v) * (b.y1 - b.y0); };
+    auto tx = [&](double v) { return data_x_px(A, v); };
+    auto ty = [&](double v) { return data_y_px(A, v); };
 
     // Images: each pixel shows the cell under its centre (nearest neighbour, like imshow).
     for (const auto& im : A.images) {
