@@ -333,13 +333,12 @@ $(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -D
 
 # The headers most test units include (tests/pch.h: doctest's, the standard library's) are
 # compiled once, with the units' own flags, into $(TEST_PCH).gch, which each unit includes
-# first (GCC takes the .gch beside the header named; it saves about 0.4 s of a unit's 1 to 13 s
-# of compiling, more under the sanitizers). doctest is a system header there, as it is in a
+# first (GCC takes the .gch beside the header named), so no unit parses them again. doctest is
+# a system header there, as it is in a
 # unit. GCC only (clang refuses, not ignores, a PCH built with other flags); main.o, which
 # compiles doctest's implementation, goes without.
 # doctest's implementation (main.o) holds none of the arithmetic under test, only the framework:
-# at -O1 it compiles in less time than at -O2 (4.5 s -> 3.2 s of CPU; 17.7 s -> 10.1 s with the
-# sanitizers).
+# it is compiled at -O1, which takes less time than -O2 (and far less under the sanitizers).
 $(BUILD)/obj/tests/main.o: private CXXFLAGS += -O1
 ifeq ($(PORT_CLANG),)
 TEST_PCH := $(BUILD)/pch/tests/pch.h
@@ -393,12 +392,11 @@ $(BUILD)/bin/tests: $(TEST_OBJ) $(CHAPTER_LIB) $(LIB)
 -include $(wildcard cuda/*.mk)
 
 # What `make` builds beside chapter 7 (see `all`): the units of `build` that take longest,
-# longest first: 169 s of the 286 s of CPU that `build` took after `make`'s own build, in a
-# fresh clone where nvcc is (at load 5 to 14; the idle machine takes about 3/4 of that). On the
-# idle 2 cores that leaves `make` about 135 s, `make test` about 105 s (about 40 s of compiling
-# short units, then the suite). Goals of one sub-make: as prerequisites of prebuild their
-# order was lost (while the phony deps every object waits for ran, make started whatever did
-# not wait for it and went on from there).
+# longest first, more than half of the CPU time `build` takes after `make`'s own build, so that
+# `make` and `make test` each stay within their times (README). Goals of one sub-make, not
+# prerequisites of prebuild: as prerequisites their order would be lost (while the phony deps
+# every object waits for runs, make starts whatever does not wait for it and goes on from
+# there).
 PREBUILD_UNITS := $(BUILD)/emu/cuda/sgemm.o $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/sgemm.o) \
     $(EMU_CHECK_TESTS) \
     $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/attention_flash.o) \

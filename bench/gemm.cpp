@@ -49,9 +49,8 @@ template <class F> double block_seconds(F&& f, int calls) {
 // GFLOP/s per (size, A@B^T?), read from the child's "gflops N TB G" lines. Empty where the child
 // failed. Each library runs where the other's threads are not: after a call, both spin for a
 // while before they sleep (our OpenMP threads a few ms, OpenBLAS's 0.1 s), and in one process,
-// their calls in turn on the two cores here, each took the other's cycles: OpenBLAS ran 107-155
-// GFLOP/s at 512 and 1024, and 154-179 when our threads had slept first, which made our ratio
-// 1.2-1.6x where it was about 1.0x; ours, after OpenBLAS's calls, fell as low as 8 GFLOP/s.
+// their calls in turn on the same cores, each takes the other's cycles: the ratio would then
+// say more about which library ran last than about either.
 std::map<std::pair<int, int>, double> openblas_in_child(const std::string& core,
                                                      const std::vector<int>& sizes, int repeat,
                                                      std::string& child_core) {
@@ -140,10 +139,9 @@ int main(int argc, char** argv) {
     // rounds' ratios. Within a round each size is measured on its own, OpenBLAS alone in a child
     // process (see openblas_in_child for why not in turn in one process) right beside ours, and
     // the order alternates from one size to the next and, for each size, from one round to the
-    // next: OpenBLAS's cores, then ours; ours, then OpenBLAS's best core, then its own. This
-    // machine's speed drifts within seconds (and may fall after a stretch of AVX-512 work): with
-    // the whole table for OpenBLAS's two cores first and ours always last, ours ran 190 GFLOP/s
-    // at 2048 where OpenBLAS had run 262 half a minute before, and 306 at other times.
+    // next: OpenBLAS's cores, then ours; ours, then OpenBLAS's best core, then its own. A
+    // machine's speed drifts within seconds (and may fall after a stretch of AVX-512 work): in
+    // one fixed order, the library measured last would meet a different machine.
     struct Cell {
         double ours = 0, theirs = 0, rerun = 0;  // GFLOP/s; rerun 0 where there was none
         double peak = 0;                         // the round's multiply-add peak, GFLOP/s

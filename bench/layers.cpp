@@ -48,7 +48,7 @@ struct Yardstick {
         sgemm(false, true, M, N, K, 1, A.data(), K, W.data(), K, 0, C.data(), N);
         return now_s() - t0;
     }
-    // After a step has had the caches, one call untimed (the first ran 1-2% slower), then the
+    // After a step has had the caches, one call untimed (the first is slower), then the
     // mean of `calls` calls.
     double mean_call_s(int calls) {
         call_s();
@@ -59,10 +59,8 @@ struct Yardstick {
 };
 
 // Timed yardstick calls on each side of a timed step. The machine is shared and its speed drifts
-// within seconds (this sgemm ran at 174-211 GFLOP/s over one minute here): with the rate taken
-// once before a cell and set against steps seconds later, ten runs of the fused layer at
-// n = 1024 gave ratios from 0.97x to 1.44x (standard deviation 0.117); with the rate taken on
-// both sides of every step, 0.034.
+// within seconds: a rate taken once before a cell and set against steps seconds later scatters
+// the ratios several times more than a rate taken on both sides of every step.
 constexpr int RATE_CALLS = 3;
 
 struct Cell {

@@ -33,10 +33,9 @@ double physical_bytes() {
 // kernel is asked to back it with 2 MiB pages (transparent huge pages, which Debian's default
 // mode, madvise, gives only to memory that asks). Section 6's attention reads each head as rows
 // of 256 bytes, 6 KB apart, inside the (B, n, 3 d_model) projection: with 4 KB pages nearly
-// every row is a page of its own, and the page walks were a good part of packing K^T and V^T
-// and of writing dQ, dK, dV out (timed with rdtsc at n = 1024: 23% and 40% of their cycles).
-// In alternating processes (B 8, n 1024, 2 threads) the M=4096 N=1536 K=512 sgemm ran 6%
-// faster, the naive attention layer 8%, the fused one and the LSTM 4%. Without THP, or off
+// every row is a page of its own, and the page walks are a good part of packing K^T and V^T
+// and of writing dQ, dK, dV out; with 2 MiB pages the sgemms, both attention layers and the
+// LSTM all run faster. Without THP, or off
 // Linux, it is only an alignment; a block wastes under 2 MiB, and under half of itself.
 namespace {
 

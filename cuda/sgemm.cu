@@ -164,14 +164,13 @@ sgemm_register_tiled_kernel(bool trans_a, bool trans_b, int M, int N, int K, flo
 // group when !VEC, is loaded element by element with guards, so any shape is correct.
 // The transposes are template parameters: the loads of each of the 4 variants are branch-free.
 // 128 registers per thread (2 blocks per SM): acc 64, a and b 16, the prefetched slice 8, the
-// rest addresses. nvcc left some loops over acc rolled unless told, and acc then lived in
+// rest addresses. nvcc leaves some loops over acc rolled unless told, and acc then lives in
 // (slow, local) memory; g++ for the emulator needs no hint. The inner loop reads its fragments
 // from one shared address per operand plus constants: indexed as As[cur][k][wm + mi SUB_M + lm]
-// instead, ptxas (nvcc 13.0, -O3, sm_90) kept more addresses live and, capped at 128 registers
-// by __launch_bounds__(256, 2), spilled 12 bytes in the NN and TT float4 variants (NN is the
-// 4096^3 target's kernel); now the 8 variants use 124 to 128 registers and spill nothing
-// (without the cap, i.e. 1 block per SM, they had taken 127 to 139). cuda/cuda.mk builds this
-// file with -Xptxas -warn-spills: a spill fails the development build.
+// instead, ptxas keeps more addresses live and, capped at 128 registers by
+// __launch_bounds__(256, 2), spills in the float4 variants (NN among them, the 4096^3 target's
+// kernel); this way none of the 8 variants spills. cuda/cuda.mk builds this file with
+// -Xptxas -warn-spills: a spill fails the development build.
 #if defined(__CUDACC__)
 #define WT_UNROLL _Pragma("unroll")
 #else

@@ -23,7 +23,7 @@
 //      one example: which syllables each output digit looked at (the alignment it learned).
 //
 // The defaults (2 + 2 blocks, d_model 64, 4 heads, Pre-LN, 2000 steps of 64 sentences, one
-// thread) were tuned for accuracy per CPU second: about a minute of one core reaches 99% or more.
+// thread) are chosen for accuracy per CPU second: about a minute of one core reaches 99% or more.
 // Two choices beyond the paper, both explained where they are made: the embeddings start small
 // enough for the positional encoding to be heard, and short numbers are drawn more often.
 //
@@ -137,11 +137,11 @@ int main(int argc, char** argv) {
     }
     cli.check_figure_dir({"7-translate.png"});  // now, not after the training
     tc.seed = mc.seed;
-    // Pre-LN by default: at this budget it reached 99% in fewer steps than Post-LN did.
+    // Pre-LN by default: at this budget it reaches 99% in fewer steps than Post-LN.
     mc.placement = norm == "post" ? LnPlacement::PostLN : LnPlacement::PreLN;
     // One thread by default. The matrices here are small (a few hundred rows of 64), so a second
     // thread saves little, and on a shared machine every parallel region ends in a barrier that
-    // waits for a thread the OS may have parked: measured under load, 2 threads ran 9x slower.
+    // waits for a thread the OS may have parked: under load, 2 threads run many times slower.
     omp_set_num_threads(threads);
     // Every training step allocates and frees the same few hundred buffers. Keep freed memory in
     // the heap instead of handing it back to the kernel (and taking page faults to get it again).

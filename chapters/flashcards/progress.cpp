@@ -186,7 +186,7 @@ void check_writable(const std::string& path_in) {
                                          std::strerror(ENAMETOOLONG));
             // The first folder the save would create, made and removed now: a folder that
             // grants write access can still refuse one (/proc to root, a read-only mount), and
-            // the first rating was lost when the save found out (hostile-user audit).
+            // found out only at the save, the first rating would be lost.
             std::string first = atomic_file::parent_dir(path);
             while (atomic_file::parent_dir(first) != dir)
                 first = atomic_file::parent_dir(first);

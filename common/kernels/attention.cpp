@@ -29,7 +29,7 @@ constexpr float NEG_INF = -std::numeric_limits<float>::infinity();
 
 // The FlashAttention tile sizes: Br query rows against Bc key rows. On a GPU they are sized to
 // the shared memory of one block (64 x 64 or so); here to the L2 cache of one core (1-2 MB on
-// current x86-64 cores, 2 MB on the Xeon these kernels were timed on): a 256 x 256 tile of S
+// current x86-64 cores): a 256 x 256 tile of S
 // (256 KB) with the Q, K, V tiles beside it. Bigger tiles also mean fewer, longer tile
 // products, so less of each one goes to starting and storing its register tiles.
 constexpr int Br = 256;
@@ -45,11 +45,11 @@ constexpr double PARALLEL_MIN_WORK = 1 << 18;
 
 // The naive forward's and backward's row blocks: a multiple of every micro-kernel's MR (12, 6
 // or 4 rows). At n = 1024 a block's rows of S and P (of dP and dS) are 2 x 192 KB, beside K^T
-// and V (V^T and K) packed, 2 x 256 KB: 896 KB, within one core's L2 (2 MB on the Xeon the
-// block was timed on).
+// and V (V^T and K) packed, 2 x 256 KB: 896 KB, within one core's L2 (1-2 MB).
 constexpr int NAIVE_ROWS = 48;
 
-// Threads the (batch, head) slices are spread over, by the naive forward and both fused kernels.
+// Threads the (batch, head) slices are spread over, by all four kernels (naive and fused,
+// forward and backward).
 // Each thread's workspace is allocated before the parallel region, so what a call holds does
 // not depend on how the threads happen to run.
 int slice_threads(int B, int h, int n, int d_k) {
@@ -57,8 +57,8 @@ int slice_threads(int B, int h, int n, int d_k) {
 }
 
 // max(m, s[0], ..., s[n-1]). Max is exact, so any order gives the same float: with AVX-512 four
-// vectors side by side, since one chain of 16 dependent vmaxps per 256-float row was most of the
-// forward's softmax time (perf). (-Wmaybe-uninitialized: GCC 12's false positive on its own
+// vectors side by side, since one chain of 16 dependent vmaxps per 256-float row would take
+// most of the forward's softmax time. (-Wmaybe-uninitialized: GCC 12's false positive on its own
 // intrinsics, as in gemm.h.)
 #if defined(__AVX512F__) && !defined(__clang__)
 #pragma GCC diagnostic push
@@ -141,10 +141,8 @@ inline void exp_shifted(float* p, int n, float m) {
 // dO in the backward's transposed products), are multiplied from a copy packed by sgemm_pack_b
 // (n d_k floats rounded up to whole panels, rows_b_floats()), once per slice. Read where they
 // lie, the rows of a head inside the layer's qkv are 3 d_model floats apart (6 KB at d_model =
-// 512, 96 cache lines), so the rows a product walks down share two of L1's 64 sets: in steps in
-// alternation in one process (B 8, n 1024, d_model 512, 2 threads) the naive layer's step took
-// 7% less time with the copies, the fused one's 2% less; with contiguous (B, h, n, d_k) slices
-// they made no difference.
+// 512, 96 cache lines), so the rows a product walks down share two of L1's 64 sets; the packed
+// copy is contiguous. (With contiguous (B, h, n, d_k) slices the copy neither helps nor hurts.)
 long rows_b_floats(int n, int d_k) { return sgemm_packed_b_floats(n, d_k); }
 void pack_rows_b(int n, int d_k, const float* X, long ld, float* Xp) {
     sgemm_pack_b(false, n, d_k, X, (int)ld, Xp);
@@ -159,8 +157,7 @@ void times_rows(bool trans_a, int M, int K, float alpha, const float* A, int lda
 
 // K^T packed, times 1/sqrt(d_k) where that is a power of two (d_k = 64: 1/8), which makes
 // Q (K^T / 8) bit for bit (Q K^T) / 8 and lets S = Q K^T / sqrt(d_k) skip the multiply by alpha
-// on its way out of the registers (the S products ran at 33 flops a cycle, dO V^T, the same
-// shape with alpha = 1, at 35).
+// on its way out of the registers.
 // Returns the alpha that is left for S: 1, or the scale itself.
 float pack_kt_scaled(int n, int d_k, const float* K, long ld, float scale, float* Kt) {
     sgemm_pack_b(true, d_k, n, K, (int)ld, Kt);  // op(B) = K^T: (d_k, n)
@@ -496,8 +493,7 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
 
     // D first: one dot product per query row, DR rows side by side. Each row's sum is still
     // one chain of adds from c = 0 up (so D is what the plain loop gives, bit for bit), but DR
-    // chains run at once: one at a time, every add waited for the one before it, and this loop
-    // was 2.5% of the backward (5.6 ms at n = 1024).
+    // chains run at once, where one at a time every add would wait for the one before it.
     constexpr int DR = 8;
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (long row0 = 0; row0 < (long)B * h * n; row0 += DR) {
@@ -534,8 +530,8 @@ void attention_fused_backward(const float* Q, const float* K, const float* V, co
         float* const P_tile = dOp + tn_floats;     // (Br, Bc) recomputed probabilities
         float* const dP_tile = P_tile + Br * LDT;  // (Br, Bc) dP, then dS
         // The sums are kept contiguous and written out once: in section 6's layer dQ, dK and
-        // dV are heads inside dqkv, rows 6 KB apart, and with every tile product adding into
-        // them there the backward ran 5% slower than on contiguous heads (3.5% this way).
+        // dV are heads inside dqkv, rows 6 KB apart, where every tile product adding into them
+        // would walk rows that share a few L1 sets.
         float* const dQ_sum = dP_tile + Br * LDT;       // (n, d_k)
         float* const dK_j = dQ_sum + (long)n * d_k;     // (Bc, d_k)
         float* const dV_j = dK_j + (long)Bc * d_k;      // (Bc, d_k)

@@ -109,7 +109,7 @@ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 // alpha and beta arrive by reference: passed by value, GCC keeps both in vector registers
 // through the k loop, which leaves too few for the 12 accumulators + 2 B vectors + 1 A
-// broadcast, and it then re-reads B from memory on every FMA (load-bound, ~25% slower).
+// broadcast, and it then re-reads B from memory on every FMA (the loop turns load-bound).
 struct Scale {
     float alpha, beta;
 };
@@ -119,14 +119,12 @@ struct Scale {
 //   rows:   an m x kc block of a row-major A read in place, (i, k) at a[i * lda + k]
 //   cols:   the same of a transposed A, (i, k) at a[k * lda + i]
 // The mode is a template argument, not two strides known only at run time (a[i * a_rs + k *
-// a_ks], as it was): with those GCC 12 kept a register for each of the 12 row offsets, ran out
-// of general registers and moved offsets between them and vector registers on every k step,
-// and attention's tile products, which all read A in place, ran at 88-90% of the cores'
-// multiply-add peak against 96-98% for the same products on packed A (one thread, operands in
-// cache, AMD EPYC Zen 4). Now a row-major A is read through four row pointers, row i at
-// row[i / 3] + (i % 3) * lda (addressing modes scale lda by 4 and 8), a transposed one through
-// one pointer and offsets 0..m-1, and both run as fast as packed A. Only addresses change: every
-// product is bit for bit what it was.
+// a_ks]): with those GCC keeps a register for each of the 12 row offsets, runs out of general
+// registers and moves offsets between them and vector registers on every k step, which slows
+// attention's tile products (they all read A in place). A row-major A is read through four
+// row pointers, row i at row[i / 3] + (i % 3) * lda (addressing modes scale lda by 4 and 8), a
+// transposed one through one pointer and offsets 0..m-1, and both keep pace with packed A.
+// Only addresses differ between the modes: the products are the same bit for bit.
 enum class AMode { packed, rows, cols };
 
 // C[0:m, 0:n] = alpha * (a @ b) + beta * C, with a as Mode says (lda unused when packed); b is
@@ -157,10 +155,9 @@ void micro_kernel(int kc, const float* a, long lda, const float* b, long b_strid
     // With it (sgemm_packed, whose C may be far bigger than L2: a 2048 x 2048 product is 16 MB,
     // read and written once per KC slice, its lines coming from L3): the next call's C tile
     // (MR rows, both ends of each: 2 MR lines where a row is 128 bytes), one line every
-    // pf_every k steps. Asked for all at once at the start of the call that writes them, they
-    // kept the FMAs waiting: one thread's 2048 product ran at 59-60 flops a TSC cycle, 65-66.5
-    // with the next tile's lines spread over the call before (Xeon, 2 MB L2; the kernel on
-    // cached operands: 74). Attention's tile products ran slower with it.
+    // pf_every k steps: asked for all at once at the start of the call that writes them, they
+    // would keep the FMAs waiting. Attention's tile products, whose C is already close, go
+    // without it.
     if constexpr (!PrefetchNext) {
         for (int i = 0; i < m; i++) {
             __builtin_prefetch(C + i * ldc, 1);
@@ -219,7 +216,7 @@ void micro_kernel(int kc, const float* a, long lda, const float* b, long b_strid
         alignas(64) float tile[m][NR];
         // Unrolled like every other loop over acc: indexed by a variable anywhere, acc would
         // live in memory, and GCC 12 then zeroes it on the stack before the k loop and stores it
-        // there after (48 stores a call, ~10% of a K = 64 product's time in perf).
+        // there after (48 stores a call).
 #pragma GCC unroll 16
         for (int i = 0; i < m; i++)
 #pragma GCC unroll 4
@@ -260,11 +257,11 @@ inline float at_a(const float* A, int lda, bool trans_a, int i, int k) {
 
 // Packing a row-major operand into a panel is a transpose: dst[k * dst_ld + r] = src[r * ld + k]
 // for r < rows, k < kc, with lanes rows..lanes of each dst row zeroed (the panel's padding).
-// Element by element that is one scalar load and one strided store per float: the two packings
-// took 8% of the CPU time of a one-thread 2048 A @ B^T (perf), 4% after this. With AVX-512 it
-// is done 16 x 16 floats at a time in registers: 16 row loads, the classic three-stage shuffle
-// transpose (unpack, shuffle_ps, two rounds of shuffle_f32x4) and 16 masked stores. Only
-// copies: the packed panel, and so every product, is bit for bit what the scalar loops write.
+// Element by element that is one scalar load and one strided store per float, a large share of
+// an A @ B^T's time. With AVX-512 it is done 16 x 16 floats at a time in registers: 16 row
+// loads, the classic three-stage shuffle transpose (unpack, shuffle_ps, two rounds of
+// shuffle_f32x4) and 16 masked stores. Only copies: the packed panel, and so every product, is
+// bit for bit what the scalar loops write.
 // Returns false where there is no AVX-512 (the caller then runs its scalar loop).
 #if defined(__AVX512F__)
 // GCC 12's unpack and shuffle intrinsics start from _mm512_undefined_ps(), which its
@@ -359,11 +356,10 @@ void pack_a_panel(const float* A, int lda, int i0, int m, int p0, int kc, float*
 // The row panels of a block of a transposed op(A) (A is (K, M), so op(A)'s row i is A's column
 // i): rows i0..i0+rows, shared index p0..p0+kc -> panel q (kc, MR) at dst + q * kc * MR,
 // zero-padded below the last row. A panel row is a contiguous stretch of a row of A. Packed
-// panel by panel, every k step read a new row of A, lda apart; where lda is a multiple of 1024
-// floats those rows all fall in one L1 set, and each of a block's 12 panels read them again
-// after they had gone: 10.9 cycles a panel row at lda = 1024 (P^T dO in the naive backward,
-// where this packing took 32% of the product), 5.3 at 512 and 1536. KG rows at a time across
-// all the panels, their lines stay in L1: 2.7-3.2 cycles at every lda.
+// panel by panel, every k step would read a new row of A, lda apart; where lda is a multiple of
+// 1024 floats (P^T dO in the naive backward) those rows all fall in one L1 set, and each of a
+// block's 12 panels would read them again after they had left L1. Packed KG rows at a time
+// across all the panels, their lines stay in L1 at every lda.
 void pack_a_block_trans(const float* A, int lda, int i0, int rows, int p0, int kc, float* dst) {
     static_assert(MR <= 16, "a row of a panel is one masked vector");
     constexpr int KG = 8;
@@ -377,7 +373,7 @@ void pack_a_block_trans(const float* A, int lda, int i0, int rows, int p0, int k
                 const float* src = A + (long)(p0 + k) * lda + i0 + q * MR;
                 float* d = panel + (long)k * MR;
 #if defined(__AVX512F__)
-                if (MR == 12 && m == 12) {  // unmasked: 8 + 4 floats (25% faster than masked)
+                if (MR == 12 && m == 12) {  // unmasked: 8 + 4 floats (cheaper than masked)
                     _mm256_storeu_ps(d, _mm256_loadu_ps(src));
                     _mm_storeu_ps(d + 8, _mm_loadu_ps(src + 8));
                 } else {  // m floats in, MR out (zeros past m)

@@ -93,12 +93,10 @@ struct Chain {
 // N columns (the forward's four gates; the backward's one), group g at Wp + g * group_floats
 // and writing columns g * c_group.. of C. The share is read once per step and is as big as a
 // core's L2 (2 MB at d = 512 with 2 threads): walked in the same order every step, each panel
-// had left the cache by the time it came round again (least recently used goes first), and on
-// a 2-core Xeon whose two cores then read 4 MB a step from L3 together, a forward step's
-// product took 105 us a thread (66 us with one core reading). Walked forwards on even steps
-// and backwards on odd ones, a step starts with the panels the last one ended with, which are
-// still cached: at n = 1024 (B 8, d 512) the forward ran 4% and the backward 8% faster (best
-// of 4, alternated 6 times in one process). Panel by panel, one call each: every C tile is
+// would have left the cache by the time it came round again (least recently used goes first),
+// and every step would read its whole share from L3. Walked forwards on even steps and
+// backwards on odd ones, a step starts with the panels the last one ended with, which are
+// still cached. Panel by panel, one call each: every C tile is
 // computed as the one call over all panels computes it, so the results are the same bit for
 // bit.
 void step_product(int t, int groups, int M, int N, int K, const float* A, int lda, const float* Wp,
@@ -229,8 +227,8 @@ void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const f
     sgemm(true, false, 4 * d, d, nB, 1.0f, dgates.data(), 4 * d, x, d, 0.0f, dW_ih, d);
     sgemm(true, false, 4 * d, d, nB, 1.0f, dgates.data(), 4 * d, h, d, 0.0f, dW_hh, d);
     // db = sum of dgates over steps and batch: each db[k] added up from row 0 down, the
-    // columns split between the threads in blocks of 64 (one thread reading all 64 MB of
-    // dgates took 12-14 ms at n = 1024, 2% of the LSTM's step; split, 4.3-5.3 ms).
+    // columns split between the threads in blocks of 64 (dgates is 64 MB at n = 1024: too much
+    // for one thread to read alone).
     constexpr int DB_COLS = 64;
 #pragma omp parallel for schedule(static) if ((long)n * B4d >= (1 << 16))
     for (int k0 = 0; k0 < 4 * d; k0 += DB_COLS) {

@@ -730,9 +730,8 @@ int main(int argc, char** argv) try {
             n, B, d, fused, unfused, unfused / fused);
         // The target (>= 5x) is about the gate kernels, so they are timed on their own: the n
         // steps' gates on precomputed pre-activations G (the same kernels and memory traffic
-        // as in the forward), each step's c from the step before, no GEMM. (It used to be
-        // (unfused - GEMMs) / (fused - GEMMs), a difference of noisy totals that can come out
-        // near 0 or below.)
+        // as in the forward), each step's c from the step before, no GEMM. (Not (unfused - GEMMs)
+        // / (fused - GEMMs): a difference of noisy totals can come out near 0 or below.)
         const size_t step = size_t(B) * d;
         auto G = filled(size_t(n) * 4 * step, 1);
         gpu::Buffer<float> hg((n + 1) * step), cg((n + 1) * step), gg(size_t(n) * 4 * step),

@@ -97,7 +97,7 @@
 #endif
 
 // Fiber switches: a 6-register swap on x86-64 (swapcontext also saves the signal mask, a system
-// call per switch that made the emulator several times slower); ucontext elsewhere and under
+// call per switch that would make the emulator several times slower); ucontext elsewhere and under
 // the sanitizers, which know how to follow swapcontext.
 #if !defined(EMU_THREADS) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && \
     (!defined(__SANITIZE_THREAD__) || defined(EMU_INSTRUMENTED))
@@ -130,8 +130,8 @@ emu_switch_stack:
 // The runtime's entry points that kernel code calls (run_grid, syncthreads, warp_op,
 // shared_at, shared_tile): in the objects compiled with the access hooks they are only declared,
 // and their one definition is in cuda/emu/racecheck.cpp, compiled without the hooks
-// (EMU_RUNTIME), so that the scheduler's own loads and stores call none (they were 42% of the
-// hook calls). Everywhere else they are inline, as the rest of this header.
+// (EMU_RUNTIME), so that the scheduler's own loads and stores, a large share of all, call
+// none. Everywhere else they are inline, as the rest of this header.
 #if defined(EMU_INSTRUMENTED) && !defined(EMU_RUNTIME)
 #define EMU_RT_DECLARE_ONLY 1
 #else

@@ -199,8 +199,8 @@ namespace {
 
 // Two warps: each thread writes its word, then reads the other warp's mirror word. Between them
 // a __syncthreads (correct), a __syncwarp or a shuffle (a race: they order one warp's lanes
-// only; the fiber scheduler ran every thread to them before releasing any, so the schedule
-// check could not see it).
+// only; a schedule that runs every thread to them before releasing any hides it, so the race
+// check must find it).
 enum class Between { syncthreads, syncwarp, shuffle };
 constexpr int MIRROR_KERNEL_LINE = __LINE__;  // the lines below are counted from here
 __global__ void mirror_kernel(float* out, Between between) {
