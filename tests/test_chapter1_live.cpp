@@ -276,8 +276,8 @@ TEST_CASE("chapter 1 --live: the line mode prints token 3's screen without and w
 }
 
 TEST_CASE("chapter 1 --live: input without newlines is refused after 4096 bytes, not held") {
-    // </dev/zero never ends a line: std::getline read it into memory, about 60 MB a second,
-    // until the machine ran out. A line is cut after 4096 bytes (no key is that long) and
+    // </dev/zero never ends a line: std::getline would read it into memory until the machine
+    // ran out. A line is cut after 4096 bytes (no key is that long) and
     // refused like any unknown line; its length is said as what was read.
     const std::string err = "/tmp/transformer-test-live-zero-" + std::to_string(::getpid());
     const std::string cmd = "timeout -k 5 60 " + std::string(PROJECT_RUNNER) + " " + PROJECT_BIN +

@@ -238,8 +238,8 @@ TEST_CASE("chapter 2: the gradient indicator falls as 1/sqrt(d_k): a log-log slo
 }
 
 TEST_CASE("chapter 2: a d_k listed twice or one key is refused, never printed as nan") {
-    // Before: --dims 4,4 fitted a slope over one x (0/0) and --keys 1 a log of 0, both printed
-    // as -nan with a verdict, exit 0 (hostile-user audit).
+    // --dims 4,4 would fit a slope over one x (0/0) and --keys 1 take a log of 0, each printed
+    // as -nan with a verdict and exit 0; both are refused up front.
     auto r = testutil::run("2-scaling", "--dims 4,4 --trials 10 --no-figures");
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());

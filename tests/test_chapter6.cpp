@@ -291,7 +291,7 @@ TEST_CASE("chapter6: sizes whose smallest cell cannot fit are refused up front")
                       "32000000128 GB of memory, more than this machine's ",
                       0) == 0);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    // The prediction itself no longer wraps around: at n = 2^20 it exceeds 2^64 bytes.
+    // The prediction itself does not wrap around: at n = 2^20 it exceeds 2^64 bytes.
     CHECK(AttentionLayer::predicted_peak_bytes(false, 1 << 20, 1 << 20, 512, 8) > 1.8e19);
     CHECK(LstmLayer::predicted_peak_bytes(1 << 30, 1 << 20, 4096) > 1.8e19);
 }
@@ -319,8 +319,8 @@ TEST_CASE("chapter6: a --path-lens the path length cannot hold is refused up fro
 }
 
 TEST_CASE("chapter6: lengths out of order are refused, not read as a false crossover") {
-    // "--seq-lens 1024,128": the crossover line read the rows in the order given and said the
-    // naive layer was larger "already at n = 1024", when at 128 it was not; the path length's
+    // "--seq-lens 1024,128": the crossover line reads the rows in the order given, and would say
+    // the naive layer is larger "already at n = 1024" when at 128 it is not; the path length's
     // zeros and the figures' lines also assume increasing n.
     for (const char* args : {"--seq-lens 1024,128", "--seq-lens 16,16", "--path-lens 64,16"}) {
         CAPTURE(args);

@@ -563,8 +563,7 @@ TEST_CASE("translate: batched small matmul (attention sizes) equals sgemm bit fo
 }
 
 TEST_CASE("7-translate: Ctrl-C with --save keeps the weights trained so far") {
-    // Before: the weights were saved only after the last step; an interrupt at step 700 of
-    // 2000 left nothing (hostile-user audit).
+    // Saved only after the last step, an interrupt at step 700 of 2000 would leave nothing.
     const std::string dir = "/tmp/transformer-test-interrupt-" + std::to_string(::getpid());
     ::mkdir(dir.c_str(), 0700);
     const std::string save = dir + "/w.bin", out = dir + "/out.txt";
@@ -610,8 +609,8 @@ TEST_CASE("7-translate: Ctrl-C with --save keeps the weights trained so far") {
 }
 
 TEST_CASE("7-translate: a checkpoint with a negative loss or a hyper-parameter twice is refused") {
-    // Both loaded before, their checksums being right: the losses were drawn on a log axis, and
-    // which of two `layers` the model was built with was the reader's guess (hostile-user audit).
+    // Both have right checksums. Loaded, the losses would be drawn on a log axis, and which of
+    // two `layers` the model was built with would be the reader's guess.
     const std::string path = "/tmp/transformer-test-ckpt-" + std::to_string(::getpid()) + ".bin";
     translate::ModelConfig mc;
     mc.layers = 1, mc.d_model = 16, mc.heads = 2;

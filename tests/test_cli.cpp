@@ -194,10 +194,10 @@ TEST_CASE("cli: output that cannot be written is an error, in every program") {
 }
 
 TEST_CASE("cli: a long run whose output cannot be written stops before its work, not after") {
-    // `6-cost > /dev/full` measured its whole table (a minute) and only then said it could not
-    // write; chapters 7 and 8 would have trained for minutes or hours. Each checks its first
-    // lines as it prints them now. The arguments make a run that did not stop far longer than
-    // the timeout, which only bounds such a regression; it measures nothing.
+    // Finding it only at the end, `6-cost > /dev/full` would measure its whole table (a minute)
+    // and chapters 7 and 8 train for minutes or hours first. Each checks its first lines as it
+    // prints them. The arguments make a run that did not stop far longer than the timeout,
+    // which only bounds such a regression; it measures nothing.
     for (const auto& [program_, args] :
          {std::pair{"6-cost", "--no-figures --repeat 1000"},
           std::pair{"7-translate", "--no-figures --steps 100000"}, std::pair{"8-ablations", ""}}) {
@@ -211,9 +211,9 @@ TEST_CASE("cli: a long run whose output cannot be written stops before its work,
 }
 
 TEST_CASE("cli: the test runners' report that cannot be written is a failure, not a pass") {
-    // `tests > /dev/full` (and cuda-tests, built where nvcc is) exited 0: doctest's result was
-    // lost and the exit code said all was well. The runner (tests/main.cpp) now ends with the
-    // same check as every program. A filter that selects no case keeps the child quick.
+    // `tests > /dev/full` (and cuda-tests, built where nvcc is) must not exit 0 with doctest's
+    // result lost: the runner (tests/main.cpp) ends with the same check as every program. A
+    // filter that selects no case keeps the child quick.
     std::vector<std::string> runners = {"tests"};
     if (std::filesystem::exists(std::string(PROJECT_BIN) + "/cuda-tests"))
         runners.push_back("cuda-tests");
@@ -303,7 +303,7 @@ TEST_CASE("cli: integers and numbers are written one way; out of range is said s
         {"6-cost", "--mem-limit 0x1p3",
          "bad value '0x1p3' for --mem-limit: expected number (decimal, finite)"},
         {"7-translate", "--lr 1e999", "bad value '1e999' for --lr: out of range (a finite number)"},
-        // warmup + repeat was one int: 2147483647 + 1 ran no timed run and printed 0.0 ms.
+        // warmup + repeat in one int would wrap: 2147483647 + 1, no timed run, 0.0 ms.
         {"6-cost", "--warmup 2147483647 --repeat 1",
          "bad value '2147483647' for --warmup: out of range (an integer in 0..1000000)"},
         {"6-cost", "--repeat 0",
@@ -312,12 +312,12 @@ TEST_CASE("cli: integers and numbers are written one way; out of range is said s
         {"6-cost", "--warmup -1",
          "bad value '-1' for --warmup: out of range (an integer in "
          "0..1000000)"},
-        // batch * 512 was an int.
+        // batch * 512 must not wrap an int.
         {"bench-layers", "--batch 4194304",
          "bad value '4194304' for --batch: out of range (an integer in 1..65536)"},
         {"bench-gemm", "--sizes 70000", "--sizes must be between 1 and 65536"},
-        {"bench-layers", "--heads 0", "--heads must be at least 1"},  // was "sizes must be ..."
-        // A list entry past int said "expected comma-separated list of integers".
+        {"bench-layers", "--heads 0", "--heads must be at least 1"},  // names --heads
+        // A list entry past int is named as out of range, not as a malformed list.
         {"6-cost", "--seq-lens 4,99999999999",
          "bad value '4,99999999999' for --seq-lens: entry 99999999999 is out of range (integers "
          "from -2147483648 to 2147483647)"},
@@ -333,7 +333,7 @@ TEST_CASE("cli: integers and numbers are written one way; out of range is said s
 }
 
 TEST_CASE("cli: bench-layers refuses a table beyond the machine before any cell runs") {
-    // Before: no bound and no memory check; it failed with the generic out-of-memory line.
+    // Bounded and checked against memory up front, not left to the generic out-of-memory line.
     testutil::Run r = testutil::run("bench-layers", "--seq-lens 1048576");
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
@@ -342,7 +342,7 @@ TEST_CASE("cli: bench-layers refuses a table beyond the machine before any cell 
 }
 
 TEST_CASE("cli: a value never swallows the next flag, and '-' is not a file name") {
-    // Before: a weights file named --no-figures, and the figure drawn.
+    // Else the weights would go to a file named --no-figures, and the figure be drawn.
     testutil::Run r = testutil::run("7-translate", "--steps 1 --save --no-figures");
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
@@ -380,8 +380,8 @@ TEST_CASE("cli: quote() with a limit cuts long bytes at a character and says how
 }
 
 TEST_CASE("cli: a figure folder that cannot be written is found before the long work") {
-    // Before: chapter 7 trained (and chapter 6 measured) first, then failed to draw; chapters
-    // 1, 4 and 5 printed their results first.
+    // Checked at the start: else chapter 7 would train (and chapter 6 measure) first, then fail
+    // to draw, and chapters 1, 4 and 5 print their results first.
     const std::string file = "/tmp/transformer-test-cli-figfile-" + std::to_string(::getpid());
     { std::ofstream(file) << "a file where the figure folder should be"; }
     const std::pair<const char*, const char*> runs[] = {
@@ -409,8 +409,8 @@ TEST_CASE("cli: a figure folder that cannot be written is found before the long 
 }
 
 TEST_CASE("cli: a figure's own name taken by a folder is found before the long work too") {
-    // Before: the folder was checked, the name in it only when the figure was drawn: chapter 6
-    // measured, chapter 7 trained and chapter 8 ran all its trainings first (hostile-user audit).
+    // The name in the folder is checked with the folder: checked only when the figure is drawn,
+    // chapter 6 would measure, chapter 7 train and chapter 8 run all its trainings first.
     const std::string dir = "/tmp/transformer-test-cli-figname-" + std::to_string(::getpid());
     const std::pair<const char*, const char*> runs[] = {
         {"6-cost", "--seq-lens 8 --batch 1 --d-model 8 --heads 2 --warmup 0 --repeat 1 "
@@ -437,7 +437,7 @@ TEST_CASE("cli: a figure's own name taken by a folder is found before the long w
 }
 
 TEST_CASE("7-translate: --load with options that only training reads is refused") {
-    // Before: --steps 500 --lr 3 --layers 4 were ignored without a word.
+    // Not ignored without a word: --steps 500 --lr 3 --layers 4 mean nothing to a loaded model.
     testutil::Run r = testutil::run("7-translate", "--load w.bin --steps 500 --lr 3 --layers 4");
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
@@ -459,8 +459,8 @@ TEST_CASE("cli: sizes that would overflow a chapter's int arithmetic are refused
     CHECK(r.exit_code == 2);
     CHECK(r.err.rfind("5-blocks: error: --d-model 64 --vocab 2147483647 at L = 1 need about ", 0) ==
           0);
-    // With figures, the L = 24 stack the figure builds is the one judged: --depths 1 at d 4096
-    // was accepted, then ran out of memory building it (hostile-user audit).
+    // With figures, the L = 24 stack the figure builds is the one judged: judged by --depths 1
+    // at d 4096, it would be accepted, then run out of memory building it.
     r = testutil::run("5-blocks", "--depths 1 --d-model 4096 --heads 4 --table-only");
     CHECK(r.exit_code == 2);
     CHECK(r.err.rfind("5-blocks: error: --d-model 4096 --vocab 50 at L = 24 need about ", 0) == 0);

@@ -348,7 +348,7 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
 }
 
 // Planted warp bugs: two call sites that a GPU would not let meet, and one call site with two
-// masks. Both used to pass (the emulator waited for every live lane of the warp, wherever it was).
+// masks. An emulator that waits for every live lane of the warp, wherever it is, passes both.
 TEST_CASE("cuda emulator: lanes at different shuffles, or passing different masks, are caught") {
     gpu::Buffer<int> out(64);
     const std::string sites = launch_error(
@@ -504,8 +504,8 @@ TEST_CASE("cuda emulator: every kernel with __launch_bounds__ gets its check fro
 
 // gpu-check runs the device cases with CUDA_TESTS_NEED_DEVICE=1. Where no device is visible
 // (no driver, a driver older than the toolkit, CUDA_VISIBLE_DEVICES empty, no /dev/nvidia* in a
-// container) they must fail with the runtime's reason; they used to be skipped, and cuda-tests
-// exited 0 with 0 passed. Only where nvcc built cuda-tests.
+// container) they must fail with the runtime's reason, not be skipped with cuda-tests exiting
+// 0 with 0 passed. Only where nvcc built cuda-tests.
 TEST_CASE("cuda emulator: cuda-tests fails, naming the runtime's error, when a device is needed") {
     if (!std::filesystem::exists(std::string(PROJECT_BIN) + "/cuda-tests")) {
         MESSAGE("no build/bin/cuda-tests (it is built where nvcc is): not checked");
@@ -527,8 +527,8 @@ TEST_CASE("cuda emulator: cuda-tests fails, naming the runtime's error, when a d
 }
 
 // gpu-check's verdict on the device cases' report: at least one passed, none failed or skipped,
-// and a report that never reached its summary (a crash) fails too. Before, a run that skipped
-// every case (no device visible) was logged as "exit 0".
+// and a report that never reached its summary (a crash) fails too; a run that skipped every
+// case (no device visible) is a failure, not "exit 0".
 TEST_CASE("cuda emulator: gpu-check fails a device test run that passed nothing") {
     const std::string report = "/tmp/transformer-test-" + std::to_string(getpid()) + ".report";
     auto verdict = [&](const std::string& text) {
@@ -614,7 +614,7 @@ TEST_CASE("cuda emulator: gpu-bench --quick runs every section and every cross-c
 }
 
 TEST_CASE("cuda emulator: gpu-bench --help and an unknown argument return at once") {
-    // Both used to start the full benchmark (minutes on a GPU, hours on the emulator).
+    // Neither starts the full benchmark (minutes on a GPU, hours on the emulator).
     auto r = testutil::run("gpu-bench-emu", "--help", "", 60);
     CHECK(r.exit_code == 0);
     CHECK(r.out.rfind("usage: gpu-bench [--quick] [--plant-mismatch | --plant-nan]\n", 0) == 0);
@@ -631,8 +631,8 @@ TEST_CASE("cuda emulator: gpu-bench --help and an unknown argument return at onc
 }
 
 TEST_CASE("cuda emulator: gpu-bench output that cannot be written is an error") {
-    // gpu-bench > /dev/full ran to the end and exited 0, its results gone (it builds without
-    // common/program/cli, whose exit check every chapter has).
+    // gpu-bench > /dev/full must not run to the end and exit 0, its results gone (it builds
+    // without common/program/cli, whose exit check every chapter has).
     const std::string err = "/tmp/transformer-test-gpu-bench-" + std::to_string(::getpid());
     for (const char* args : {"--help", "--quick"}) {
         CAPTURE(args);

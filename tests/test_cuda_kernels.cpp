@@ -144,8 +144,7 @@ void sgemm_case() {
     //                   against the float4 groups), each with a block wholly inside: the
     //                   unchecked loop of every warp-tile shape; K of two slices, so the double
     //                   buffering swaps once.
-    // Batched (2) throughout. {256, 128, 64}, {257, 130, 68}, {260, 270, 20}, {136, 264, 16} and
-    // {16, 300, 130}, which took these paths again at 4 times the work, are gone.
+    // Batched (2) throughout. Larger shapes would take the same paths at several times the work.
     const Shape shapes[] = {{1, 1, 1},    {3, 40, 5},    {8, 70, 37},    {16, 100, 130},
                             {17, 33, 40}, {100, 17, 33}, {130, 129, 24}, {262, 257, 16}};
     // Every version, and version 4 with each of its block-tile shapes.
@@ -410,8 +409,8 @@ void sgemm_empty_k_case() {
 CUDA_TEST("sgemm with K = 0 sets C = beta C", sgemm_empty_k_case)
 
 #if !defined(CUDA_DEVICE_BUILD)
-// K = 0 must not read A or B at all: with aligned operands the warp-tiled kernel took its
-// unguarded path, whose prologue loaded one float4 of each. Here both point at a page that
+// K = 0 must not read A or B at all: with aligned operands the warp-tiled kernel could take its
+// unguarded path, whose prologue loads one float4 of each. Here both point at a page that
 // faults on any access, in a forked child (the fault would end it).
 TEST_CASE("cuda emulator: sgemm with K = 0 reads neither A nor B") {
     const pid_t pid = fork();
@@ -654,7 +653,7 @@ const AttentionShape ATTENTION_SHAPES[] = {
 // for D = 32, 64, 128, and every n meets each of them: d_k = 24 pads to 32; 37 or 64 take D = 64
 // (37, not a multiple of 4, takes version 2's guarded scalar loads instead of float4); 100 or 128
 // take 128 (100 padded). Each of 37, 64, 100 and 128 meets at least two n, ragged ones among
-// them. (Every n with every d_k, 25 pairs, took the same paths at twice the work.)
+// them. (Every n with every d_k, 25 pairs, would take the same paths at twice the work.)
 const std::pair<int, int> FLASH_N_D_KS[] = {{1, 24},   {1, 37},   {1, 128},  {17, 24},
                                             {17, 64},  {17, 100}, {33, 24},  {33, 37},
                                             {33, 128}, {100, 24}, {100, 64}, {100, 100},

@@ -537,7 +537,7 @@ TEST_CASE(
     CHECK(cards::load_progress(path).session == 2);
 
     // Input without newlines (</dev/zero) is cut after 4096 bytes and refused, not held whole
-    // (std::getline read it into memory until the machine ran out).
+    // (std::getline would read it into memory until the machine ran out).
     const std::string zero_err = dir + "/zero.err";
     const std::string cmd = "timeout -k 5 60 " + std::string(PROJECT_RUNNER) + " " + PROJECT_BIN +
                             "/flashcards " + run_args(path) + " </dev/zero >/dev/null 2>" +
@@ -833,12 +833,12 @@ TEST_CASE("flashcards: a FIFO or a device node is refused as the progress file o
     std::string dir = temp_dir("special");
     const std::string fifo = dir + "/fifo.tsv";
     REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
-    // Reading a FIFO used to wait forever for a writer (hence the time limit).
+    // Reading a FIFO would wait forever for a writer (hence the time limit).
     testutil::Run r = testutil::run("flashcards", run_args(fifo) + " --stats", "", 30);
     CHECK(r.exit_code == 1);
     CHECK(r.err == "flashcards: " + fifo +
                        ": is a FIFO, not a progress file; pass a regular file to --progress\n");
-    // --reset used to rename a regular file over it.
+    // --reset must not rename a regular file over it.
     r = testutil::run("flashcards", run_args(fifo) + " --reset", "", 30);
     CHECK(r.exit_code == 1);
     CHECK(fs::is_fifo(fifo));
@@ -886,7 +886,7 @@ TEST_CASE("flashcards: the session count stops at 999999999, and that file reads
           "reviews\n1\t1\t어려움\t999999999\t1\n");
     testutil::Run r = testutil::run("flashcards", run_args(path), "space\n1\nq\n");
     CHECK(r.exit_code == 0);
-    cards::Progress p = cards::load_progress(path);  // was saved as 1000000000, then refused
+    cards::Progress p = cards::load_progress(path);  // not 1000000000, which is refused
     CHECK(p.session == 999999999);
     CHECK(p.cards.size() == 2);
     r = testutil::run("flashcards", run_args(path) + " --stats");
@@ -914,7 +914,7 @@ TEST_CASE("flashcards: a killed run's temporary progress file is removed by the 
 }
 
 TEST_CASE("flashcards: the review count stops at 999999999, and that file reads back") {
-    // Before: the count went on to 1000000000, which the reader (9 digits) refuses.
+    // The count must not go on to 1000000000, which the reader (9 digits) refuses.
     cards::Progress p;
     p.session = 3;
     p.cards[1] = cards::CardState{1, cards::Rating::Hard, 2, cards::MAX_REVIEWS - 1};
@@ -975,8 +975,8 @@ TEST_CASE("flashcards: a 255-byte progress file name works; one that cannot be s
     CHECK(r.exit_code == 0);
     CHECK(r.err.empty());
     CHECK(cards::load_progress(path).cards.size() == 2);  // both ratings kept
-    // 256 bytes is not a legal name: refused up front, before a card is shown (before, the
-    // first rating was made and then lost).
+    // 256 bytes is not a legal name: refused up front, before a card is shown (refused at the
+    // save, the first rating would be lost).
     const std::string bad = dir + "/" + std::string(252, 'p') + ".tsv";
     r = testutil::run("flashcards", run_args(bad), "space\n1\nq\n");
     CHECK(r.exit_code == 1);
@@ -996,9 +996,9 @@ TEST_CASE("flashcards: a 255-byte progress file name works; one that cannot be s
 }
 
 TEST_CASE("flashcards: a progress folder that cannot be made is refused before the first card") {
-    // Before: to root /proc grants write access, so the up-front check passed; making /proc/x
-    // failed at the first save, and the rating was lost (hostile-user audit). To anyone else
-    // the access check refuses /proc already.
+    // To root /proc grants write access, so an access check passes, and making /proc/x would
+    // fail only at the first save, the rating lost: the folder is made (and removed) up front.
+    // To anyone else the access check refuses /proc already.
     auto r = testutil::run("flashcards", "--progress /proc/transformer-test-none/p.tsv",
                            "space\n1\nq\n");
     CHECK(r.exit_code == 1);

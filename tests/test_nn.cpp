@@ -203,9 +203,8 @@ TEST_CASE("chapter 3: the memory check counts the table's largest module, as the
 
 TEST_CASE("chapter 3: the memory check counts the three (B, h, n, n) matrices the layer holds") {
     // Q K^T, the scores (its division by sqrt(d_k) keeps Q K^T for the backward) and the
-    // softmax weights live at once: 3 (B, h, n, n) floats, measured (2.35 GB at n = 5000, heads
-    // 8). Counted as 2, a size the machine cannot hold passed the check, to meet the OOM killer
-    // minutes later (--n 19000 on 25 GB: 23 GB predicted, 35 GB needed).
+    // softmax weights live at once: 3 (B, h, n, n) floats. Counted as 2, a size the machine
+    // cannot hold would pass the check, to meet the OOM killer minutes later.
     auto r = testutil::run("3-multi-head", "--batch 1 --n 100000 --d-model 8 --heads 8 --no-table");
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());

@@ -36,7 +36,7 @@ std::string load_error(const std::string& bytes) {
 
 TEST_CASE("serialize: a shape whose element count overflows is refused, never wraps to 0") {
     // (2^31, 2^31) floats are 2^64 bytes: 0 in 64 bits. No data bytes follow; the checksum is
-    // recomputed. Before: accepted by the size check, then a read through a null pointer.
+    // recomputed. A wrapped count would pass the size check, then read through a null pointer.
     const int64_t big = int64_t(1) << 31;
     for (const std::vector<int64_t>& shape :
          {std::vector<int64_t>{big, big}, {big, big, 4}, {big, 2, big}, {4, big, big, big},
@@ -116,8 +116,8 @@ TEST_CASE("serialize: the header is read first; a size it does not declare is re
 }
 
 TEST_CASE("serialize: a read error names the file") {
-    // /proc/self/mem: a regular file whose first bytes cannot be read (libstdc++ used to say
-    // "basic_filebuf::underflow error reading the file").
+    // /proc/self/mem: a regular file whose first bytes cannot be read (the message names it, not
+    // libstdc++'s "basic_filebuf::underflow error reading the file").
     try {
         serialize::load("/proc/self/mem");
         FAIL("/proc/self/mem loaded");

@@ -120,7 +120,8 @@ TEST_CASE("bench-translate: --peer names one program, never shell text; named, i
     const std::string mark = "/tmp/transformer-test-peer-" + std::to_string(::getpid());
     std::remove(mark.c_str());
     const std::string small = "--steps 1 --warmup 0 --d-model 16 --heads 1 --layers 1 ";
-    // popen pasted the value into a shell line: this one ran `touch` (hostile-user audit).
+    // Pasted into a popen shell line, this value would run `touch`: the peer runs without a
+    // shell.
     auto r = testutil::run("bench-translate",
                            small + "--peer \"/bin/true'; touch " + mark + "; echo '\"");
     CHECK(!std::filesystem::exists(mark));

@@ -71,7 +71,7 @@ struct Run {
 
 // Runs build/bin/<program> <args> (a shell fragment; no stdin) and captures stdout and stderr.
 // With timeout_s, a program still running after that many seconds is killed and the exit code
-// is 124 (timeout(1)): for a test of something that used to hang.
+// is 124 (timeout(1)): for a test of something that could hang.
 // The Makefile's RUNNER goes in front (make cross-test runs the aarch64 programs under qemu).
 inline Run run(const std::string& program, const std::string& args = "",
                const std::string& stdin_text = "", int timeout_s = 0) {
