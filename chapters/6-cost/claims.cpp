@@ -32,14 +32,15 @@ double row_norm(const float* v, int d) {
     return std::sqrt(s);
 }
 
-// Over the points where g > 0: the exponent k of g ~ n^k (log_x) or the factor r of g ~ r^n.
+// Over the points where g > 0: the exponent k of g ~ n^k (log_x: chapter 2's log-log slope) or
+// the factor r of g ~ r^n (the slope of log g against n, chapter 2's least-squares line).
 double fit(const std::vector<int>& n, const std::vector<double>& g, bool log_x) {
     std::vector<double> xs, ys;
     for (size_t i = 0; i < n.size(); i++)
-        if (g[i] > 0)
-            xs.push_back(log_x ? std::log(double(n[i])) : n[i]), ys.push_back(std::log(g[i]));
-    const double k = polyfit_slope(xs, ys);  // chapter 2's least-squares line
-    return log_x ? k : std::exp(k);
+        if (g[i] > 0) xs.push_back(n[i]), ys.push_back(g[i]);
+    if (log_x) return loglog_slope(xs, ys);
+    for (double& y : ys) y = std::log(y);
+    return std::exp(polyfit_slope(xs, ys));
 }
 
 }  // namespace

@@ -12,18 +12,28 @@
 // memory curves cross, as the prose after the article's table says, and figure 3.
 //
 // Read in this order:
+//   reference.h/cpp  the section's algorithms in plain loops, in the paper's names: naive
+//                 attention (S, P, O and back through dS = P * (dP - D)), FlashAttention-2 (Br x
+//                 Bc tiles, the online softmax's m and l, the saved logsumexp L, P recomputed in
+//                 the backward), one LSTM step (gates i, f, g, o), the triple-loop GEMM
 //   main.cpp      part 1 (the complexity table), part 2 (one benchmark cell, the table), figure 3
 //   layers.h/cpp  the layers being timed: AttentionLayer, section 3's MultiHeadAttention with
 //                 an explicit backward, naive or fused; LstmLayer, torch's nn.LSTM(d, d)
 //   claims.h/cpp  the prose around the tables, computed: the path length |dy_n/dx_1| (after
 //                 the complexity table) and where the memory crossover falls (after the
 //                 measured one)
-// and, shared with the tests and cuda/, the kernels the layers call:
+// The table times not reference.h but the tuned kernels in common/kernels/, the same algorithms
+// with packing, vector instructions, exp_fast and threads, which the layers call:
 //   common/kernels/attention.cpp  attention_naive_forward / _backward (S and P in memory) and
 //                                 attention_fused_forward / _backward (FlashAttention-2 tiles)
 //   common/kernels/lstm.cpp       lstm_forward / lstm_backward (the fused gates, the chain of
 //                                 n steps)
 //   common/kernels/gemm.cpp       sgemm, which every product above goes through
+// tests/test_chapter6_reference.cpp holds every tuned kernel to reference.h on the same buffers,
+// at several shapes including ragged ones (n = 1, 17, 33, 100, 300; d_k = 7, 24; M, N, K off
+// the kernels' tiles), causal and not, within |got - ref| <= atol + rtol |ref|: rtol 1e-4 and
+// atol 1e-5 (the LSTM 2e-5) for every attention and LSTM output and gradient, what float32
+// sums and exp_fast's 1-2 ulp leave; rtol 1e-5 and atol 4e-5 sqrt(K + 1) for the GEMMs.
 // With --device cuda (build/bin/6-cost-cuda) the same table is measured on the GPU by
 // cuda/bench/cost_bench.cu. peer_torch.py times the same cells in PyTorch, on the CPU
 // (`make bench`) or the GPU (`make gpu-check`).
@@ -243,7 +253,7 @@ int main(int argc, char** argv) {
 #ifndef WITH_CUDA
     if (device == "cuda")
         cli.fail("--device cuda: this binary has no CUDA path; run build/bin/6-cost-cuda (built by "
-                 "make when nvcc is present)");
+                 "make build when nvcc is present)");
 #endif
     if (seq_lens.empty()) cli.fail("--seq-lens needs at least one length");
     for (int n : seq_lens)
