@@ -2,6 +2,7 @@
 // GPU, misuse is reported, and a planted missing __syncthreads is caught.
 #include <doctest.h>
 
+#include "chapters/6-cost/reference.h"
 #include "common/kernels/gemm.h"
 #include "cuda/emu/planted_race.cuh"
 #include "cuda/launch.h"
@@ -315,7 +316,7 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
         A[i] = float(int(i * 7 % 13) - 6) / 8;
     for (size_t i = 0; i < B.size(); i++)
         B[i] = float(int(i * 5 % 11) - 5) / 8;
-    sgemm_reference(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, ref.data(), N);
+    reference::sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, ref.data(), N);
     gpu::Buffer<float> dA(A.size()), dB(B.size()), dC(ref.size());
     CUDA_CHECK(cudaMemcpy(dA.data(), A.data(), A.size() * 4, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dB.data(), B.data(), B.size() * 4, cudaMemcpyHostToDevice));

@@ -15,6 +15,7 @@
 // barriers, and must give the same bits (a missing __syncthreads makes them differ).
 #include <doctest.h>
 
+#include "chapters/6-cost/reference.h"
 #include "common/kernels/attention.h"
 #include "common/kernels/gemm.h"
 #include "common/kernels/lstm.h"
@@ -183,9 +184,9 @@ void sgemm_case() {
                     auto C0 = random_vector(off + batch * sc, 3);
                     std::vector<float> ref = C0;
                     for (int b = 0; b < batch; b++)
-                        sgemm_reference(ta, tb, M, N, K, 0.5f, A.data() + off + b * sa, lda,
-                                        B.data() + off + b * sb, ldb, 0.25f,
-                                        ref.data() + off + b * sc, ldc);
+                        reference::sgemm(ta, tb, M, N, K, 0.5f, A.data() + off + b * sa, lda,
+                                         B.data() + off + b * sb, ldb, 0.25f,
+                                         ref.data() + off + b * sc, ldc);
                     auto dA = upload(A), dB = upload(B);
                     for (const auto& version : versions) {
                         const SgemmVersion v = version.first;
@@ -233,8 +234,8 @@ void sgemm_case() {
                     auto A = random_vector(batch * sa, 4), B = random_vector(batch * sb, 5);
                     std::vector<float> ref(batch * sc, 0.0f);
                     for (int b = 0; b < batch; b++)
-                        sgemm_reference(ta, tb, M, N, K, 0.5f, A.data() + b * sa, lda,
-                                        B.data() + b * sb, ldb, 0.0f, ref.data() + b * sc, ldc);
+                        reference::sgemm(ta, tb, M, N, K, 0.5f, A.data() + b * sa, lda,
+                                         B.data() + b * sb, ldb, 0.0f, ref.data() + b * sc, ldc);
                     auto inside = [&](const std::vector<float>& C) {  // the M x N elements
                         std::vector<float> in;
                         for (int b = 0; b < batch; b++)
@@ -314,8 +315,9 @@ void sgemm_split_k_case() {
                         std::vector<float> ref =
                             beta == 0.0f ? std::vector<float>(C0.size(), 0) : C0;
                         for (int b = 0; b < batch; b++)
-                            sgemm_reference(ta, tb, M, N, K, 0.5f, A.data() + b * sa, lda,
-                                            B.data() + b * sb, ldb, beta, ref.data() + b * sc, ldc);
+                            reference::sgemm(ta, tb, M, N, K, 0.5f, A.data() + b * sa, lda,
+                                             B.data() + b * sb, ldb, beta, ref.data() + b * sc,
+                                             ldc);
                         auto dA = upload(A), dB = upload(B), dC = upload(C0);
                         auto run = [&] {
                             CUDA_CHECK(cudaMemcpy(dC.data(), C0.data(), C0.size() * 4,
@@ -365,8 +367,8 @@ void sgemm_ragged_k_inside_case() {
             auto C0 = random_vector(batch * sc, 16);
             std::vector<float> ref = C0;
             for (int b = 0; b < batch; b++)
-                sgemm_reference(ta, tb, M, N, K, 0.5f, A.data() + b * sa, lda, B.data() + b * sb,
-                                ldb, 0.25f, ref.data() + b * sc, ldc);
+                reference::sgemm(ta, tb, M, N, K, 0.5f, A.data() + b * sa, lda, B.data() + b * sb,
+                                 ldb, 0.25f, ref.data() + b * sc, ldc);
             auto dA = upload(A), dB = upload(B);
             for (SgemmTile tile : tiles) {
                 INFO("ta=" << ta << " tb=" << tb << " tile=" << int(tile));

@@ -1,5 +1,7 @@
-// common/kernels/gemm: the packed, register-blocked sgemm against the textbook triple loop, at
-// shapes that leave ragged edges in every blocking level, with transposes, strides, alpha and beta.
+// common/kernels/gemm: the packed, register-blocked sgemm against the textbook triple loop
+// (chapter 6's reference::sgemm), at shapes that leave ragged edges in every blocking level, with
+// transposes, strides, alpha and beta.
+#include "chapters/6-cost/reference.h"
 #include "common/kernels/exp_fast.h"
 #include "common/kernels/gemm.h"
 #include "tests/util.h"
@@ -20,7 +22,7 @@ struct Case {
     int pad = 0;  // extra columns in every leading dimension (a sub-matrix of a wider array)
 };
 
-// Runs one case through sgemm and sgemm_reference and compares C.
+// Runs one case through sgemm and reference::sgemm and compares C.
 bool check(const Case& c, std::mt19937& rng) {
     std::uniform_real_distribution<float> U(-1.0f, 1.0f);
     const int lda = (c.ta ? c.M : c.K) + c.pad;
@@ -35,8 +37,8 @@ bool check(const Case& c, std::mt19937& rng) {
         for (auto& x : C) x = std::numeric_limits<float>::quiet_NaN();
     std::vector<float> ref = C;
     sgemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C.data(), ldc);
-    sgemm_reference(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta,
-                    ref.data(), ldc);
+    reference::sgemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta,
+                     ref.data(), ldc);
     // Only the M x N window may change; padding columns stay as they were.
     for (int i = 0; i < c.M; i++)
         for (int j = c.N; j < ldc; j++)
@@ -90,8 +92,8 @@ TEST_CASE("gemm: A read in place, every row count of the micro-kernel, is packed
                       packed.data(), N);
                 sgemm_packed_b(ta != 0, M, N, K, 0.5f, A.data(), lda, Bp.data(), (long)K * NR,
                                beta, in_place.data(), N);
-                sgemm_reference(ta != 0, false, M, N, K, 0.5f, A.data(), lda, B.data(), N, beta,
-                                ref.data(), N);
+                reference::sgemm(ta != 0, false, M, N, K, 0.5f, A.data(), lda, B.data(), N, beta,
+                                 ref.data(), N);
                 CHECK(std::memcmp(packed.data(), in_place.data(), packed.size() * 4) == 0);
                 CHECK(testutil::allclose(in_place, ref, 1e-5 * std::sqrt(K + 1.0) * 4, 1e-5, "C"));
             }
@@ -289,8 +291,8 @@ TEST_CASE("gemm: B packed once, then sub-blocks of it multiplied (the FlashAtten
                         std::vector<float> ref = C;
                         const float* Bblock = tb ? Bfull.data() + (size_t)j0 * ldb + k0
                                                  : Bfull.data() + (size_t)k0 * ldb + j0;
-                        sgemm_reference(ta != 0, tb != 0, M, N, K, 0.5f, A.data(), lda, Bblock, ldb,
-                                        beta, ref.data(), N);
+                        reference::sgemm(ta != 0, tb != 0, M, N, K, 0.5f, A.data(), lda, Bblock,
+                                         ldb, beta, ref.data(), N);
                         sgemm_packed_b(ta != 0, M, N, K, 0.5f, A.data(), lda,
                                        Bp.data() + (long)(j0 / NR) * Kt * NR + (long)k0 * NR,
                                        (long)Kt * NR, beta, C.data(), N);

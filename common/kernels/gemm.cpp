@@ -250,11 +250,6 @@ inline Kernel direct_a_kernel(bool trans_a, int m) {
     return trans_a ? KERNELS_A_COLS[m - 1] : KERNELS_A_ROWS[m - 1];
 }
 
-// Element (i, k) of op(A) and (k, j) of op(B).
-inline float at_a(const float* A, int lda, bool trans_a, int i, int k) {
-    return trans_a ? A[(long)k * lda + i] : A[(long)i * lda + k];
-}
-
 // Packing a row-major operand into a panel is a transpose: dst[k * dst_ld + r] = src[r * ld + k]
 // for r < rows, k < kc, with lanes rows..lanes of each dst row zeroed (the panel's padding).
 // Element by element that is one scalar load and one strided store per float, a large share of
@@ -638,21 +633,6 @@ void sgemm_packed_b(bool trans_a, int M, int N, int K, float alpha, const float*
                        C + (long)i * ldc + j, ldc, nullptr, std::min(NR, N - j), scale);
         }
     }
-}
-
-void sgemm_reference(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-                     int lda, const float* B, int ldb, float beta, float* C, int ldc) {
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            double acc = 0;
-            for (int k = 0; k < K; k++) {
-                float a = at_a(A, lda, trans_a, i, k);
-                float b = trans_b ? B[(long)j * ldb + k] : B[(long)k * ldb + j];
-                acc += double(a) * double(b);
-            }
-            float& c = C[(long)i * ldc + j];
-            c = float(alpha * acc + (beta == 0.0f ? 0.0 : double(beta) * c));
-        }
 }
 
 size_t sgemm_workspace_bytes_max() {

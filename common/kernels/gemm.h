@@ -54,9 +54,8 @@ constexpr int SGEMM_SMALL_MAX = 64;
 void sgemm_small(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
                  const float* B, int ldb, bool accumulate, float* C, int ldc);
 
-// The textbook triple loop with the same contract: the reference the tests compare against.
-void sgemm_reference(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-                     int lda, const float* B, int ldb, float beta, float* C, int ldc);
+// The textbook triple loop with the same contract, which the tests compare sgemm with, is
+// reference::sgemm in chapters/6-cost/reference.h.
 
 // An upper bound on the packing workspace sgemm calls can hold at once (packed blocks of A and
 // B, and the per-thread buffer small calls reuse): memory predictions add it as a margin.
