@@ -1,6 +1,6 @@
-// common/kernels/attention: naive and fused (FlashAttention-2) forward and backward agree with each
-// other and with a double-precision reference at awkward shapes, causal and not; the naive
-// backward agrees with finite differences.
+// common/kernels/attention: the heads' layouts, causal masking, the naive backward's products
+// and finite differences, the fused kernel's memory. The kernels against the plain algorithms
+// (chapters/6-cost/reference.h) at awkward shapes: tests/test_chapter6_reference.cpp.
 #include "common/kernels/attention.h"
 #include "common/kernels/gemm.h"
 #include "common/memory.h"
@@ -21,114 +21,7 @@ Vec random_vec(size_t size, std::mt19937& rng, float scale = 1.0f) {
     return v;
 }
 
-// The textbook formulas in double, one slice at a time: the oracle for both algorithms.
-void reference(const Vec& Q, const Vec& K, const Vec& V, const Vec& dO, int BH, int n, int d_k,
-               bool causal, Vec& O, Vec& dQ, Vec& dK, Vec& dV) {
-    O.assign(Q.size(), 0), dQ.assign(Q.size(), 0), dK.assign(Q.size(), 0), dV.assign(Q.size(), 0);
-    const double scale = 1.0 / std::sqrt((double)d_k);
-    std::vector<double> P((size_t)n * n), dS((size_t)n * n);
-    for (int bh = 0; bh < BH; bh++) {
-        auto at = [&](const Vec& X, int i, int c) {
-            return (double)X[((size_t)bh * n + i) * d_k + c];
-        };
-        for (int i = 0; i < n; i++) {
-            double m = -1e300;
-            for (int j = 0; j < n; j++) {
-                double s = 0;
-                for (int c = 0; c < d_k; c++) s += at(Q, i, c) * at(K, j, c);
-                P[(size_t)i * n + j] = (causal && j > i) ? -1e300 : s * scale;
-                m = std::max(m, P[(size_t)i * n + j]);
-            }
-            double l = 0;
-            for (int j = 0; j < n; j++)
-                l += P[(size_t)i * n + j] =
-                    (causal && j > i) ? 0 : std::exp(P[(size_t)i * n + j] - m);
-            for (int j = 0; j < n; j++) P[(size_t)i * n + j] /= l;
-        }
-        for (int i = 0; i < n; i++)
-            for (int c = 0; c < d_k; c++) {
-                double o = 0;
-                for (int j = 0; j < n; j++) o += P[(size_t)i * n + j] * at(V, j, c);
-                O[((size_t)bh * n + i) * d_k + c] = (float)o;
-            }
-        for (int i = 0; i < n; i++) {
-            double D = 0;
-            std::vector<double> dP(n);
-            for (int j = 0; j < n; j++) {
-                double s = 0;
-                for (int c = 0; c < d_k; c++) s += at(dO, i, c) * at(V, j, c);
-                dP[j] = s;
-                D += P[(size_t)i * n + j] * s;
-            }
-            for (int j = 0; j < n; j++) dS[(size_t)i * n + j] = P[(size_t)i * n + j] * (dP[j] - D);
-        }
-        for (int i = 0; i < n; i++)
-            for (int c = 0; c < d_k; c++) {
-                double q = 0, k = 0, v = 0;
-                for (int j = 0; j < n; j++) {
-                    q += dS[(size_t)i * n + j] * at(K, j, c);
-                    k += dS[(size_t)j * n + i] * at(Q, j, c);
-                    v += P[(size_t)j * n + i] * at(dO, j, c);
-                }
-                size_t idx = ((size_t)bh * n + i) * d_k + c;
-                dQ[idx] = (float)(q * scale), dK[idx] = (float)(k * scale), dV[idx] = (float)v;
-            }
-    }
-}
-
 }  // namespace
-
-TEST_CASE("attention: naive and fused match the double reference at awkward shapes") {
-    std::mt19937 rng(7);
-    const int B = 2, h = 3;
-    struct Shape {
-        int n, d_k;
-    };
-    std::vector<Shape> shapes;
-    for (int n : {1, 17, 33, 100, 130})
-        for (int d_k : {7, 24, 64}) shapes.push_back({n, d_k});
-    // Longer than one 256-row tile, with a ragged last tile; and exactly two tiles.
-    shapes.push_back({300, 24});
-    shapes.push_back({512, 9});
-    for (const Shape& shape : shapes)
-            for (bool causal : {false, true}) {
-                const int n = shape.n, d_k = shape.d_k;  // clang 14 cannot capture a binding
-                CAPTURE(n);
-                CAPTURE(d_k);
-                CAPTURE(causal);
-                const size_t size = (size_t)B * h * n * d_k;
-                Vec Q = random_vec(size, rng, 1.5f), K = random_vec(size, rng, 1.5f);
-                Vec V = random_vec(size, rng), dO = random_vec(size, rng);
-                Vec O, dQ, dK, dV;
-                reference(Q, K, V, dO, B * h, n, d_k, causal, O, dQ, dK, dV);
-
-                Vec O1(size), P((size_t)B * h * n * n), dQ1(size), dK1(size), dV1(size);
-                attention_naive_forward(Q.data(), K.data(), V.data(), O1.data(), P.data(), B, h,
-                                        n, d_k, causal);
-                attention_naive_backward(Q.data(), K.data(), V.data(), P.data(), dO.data(),
-                                         dQ1.data(), dK1.data(), dV1.data(), B, h, n, d_k, causal);
-                CHECK(testutil::allclose(O1, O, 1e-5, 1e-4, "naive O"));
-                CHECK(testutil::allclose(dQ1, dQ, 1e-4, 1e-3, "naive dQ"));
-                CHECK(testutil::allclose(dK1, dK, 1e-4, 1e-3, "naive dK"));
-                CHECK(testutil::allclose(dV1, dV, 1e-5, 1e-4, "naive dV"));
-
-                // dQ etc. start as garbage: the fused kernel must overwrite, not accumulate.
-                Vec O2(size, 9.0f), L((size_t)B * h * n), dQ2(size, 9.0f), dK2(size, 9.0f),
-                    dV2(size, 9.0f);
-                attention_fused_forward(Q.data(), K.data(), V.data(), O2.data(), L.data(), B, h,
-                                        n, d_k, causal);
-                attention_fused_backward(Q.data(), K.data(), V.data(), O2.data(), L.data(),
-                                         dO.data(), dQ2.data(), dK2.data(), dV2.data(), B, h, n,
-                                         d_k, causal);
-                CHECK(testutil::allclose(O2, O, 1e-5, 1e-4, "fused O"));
-                CHECK(testutil::allclose(dQ2, dQ, 1e-4, 1e-3, "fused dQ"));
-                CHECK(testutil::allclose(dK2, dK, 1e-4, 1e-3, "fused dK"));
-                CHECK(testutil::allclose(dV2, dV, 1e-5, 1e-4, "fused dV"));
-                // and the two algorithms agree with each other
-                CHECK(testutil::allclose(O2, O1, 1e-5, 1e-4, "fused vs naive O"));
-                CHECK(testutil::allclose(dQ2, dQ1, 1e-4, 1e-3, "fused vs naive dQ"));
-            }
-}
 
 TEST_CASE("attention: heads read inside qkv and written into the concat give the same bits") {
     // Section 6's layer hands the kernels q, k, v where they lie in qkv (B, n, 3, h, d_k) and

@@ -1,5 +1,6 @@
-// common/kernels/lstm: the forward against torch's equations written plainly in double, and the
-// backward against finite differences of the forward.
+// common/kernels/lstm: the backward against finite differences of the forward, and the chain on
+// several threads. The forward and backward against torch's equations written plainly
+// (chapters/6-cost/reference.h): tests/test_chapter6_reference.cpp.
 #include "common/kernels/lstm.h"
 #include "common/kernels/parallel.h"
 #include "tests/util.h"
@@ -37,51 +38,6 @@ struct Lstm {
 };
 
 }  // namespace
-
-TEST_CASE("lstm: forward matches torch's equations in double") {
-    std::mt19937 rng(11);
-    struct Shape {
-        int n, B, d;
-    };
-    for (const Shape& shape :
-         {Shape{1, 1, 1}, Shape{5, 3, 7}, Shape{17, 2, 33}, Shape{9, 18, 20}}) {
-        // plain ints: clang 14 cannot capture a binding
-        const int n = shape.n, B = shape.B, d = shape.d;
-        CAPTURE(n);
-        CAPTURE(B);
-        CAPTURE(d);
-        Lstm net(n, B, d, rng);
-        Vec h, c, gates;
-        net.forward(h, c, gates);
-        std::vector<double> hp((size_t)B * d, 0.0), cp((size_t)B * d, 0.0);
-        Vec h_ref((size_t)(n + 1) * B * d, 0.0f);
-        auto sig = [](double z) { return 1.0 / (1.0 + std::exp(-z)); };
-        for (int t = 0; t < n; t++) {
-            std::vector<double> hn(hp.size()), cn(cp.size());
-            for (int r = 0; r < B; r++)
-                for (int k = 0; k < d; k++) {
-                    double z[4];
-                    for (int q = 0; q < 4; q++) {
-                        const int row = q * d + k;  // torch's gate order i, f, g, o
-                        double s = net.b[row];
-                        for (int e = 0; e < d; e++)
-                            s += (double)net.W_ih[(size_t)row * d + e] *
-                                     net.x[((size_t)t * B + r) * d + e] +
-                                 (double)net.W_hh[(size_t)row * d + e] * hp[(size_t)r * d + e];
-                        z[q] = s;
-                    }
-                    const double cc =
-                        sig(z[1]) * cp[(size_t)r * d + k] + sig(z[0]) * std::tanh(z[2]);
-                    cn[(size_t)r * d + k] = cc;
-                    hn[(size_t)r * d + k] = sig(z[3]) * std::tanh(cc);
-                }
-            hp = hn, cp = cn;
-            for (size_t k = 0; k < hp.size(); k++)
-                h_ref[(size_t)(t + 1) * B * d + k] = (float)hp[k];
-        }
-        CHECK(testutil::allclose(h, h_ref, 2e-5, 1e-4, "h"));
-    }
-}
 
 TEST_CASE("lstm: backward agrees with finite differences") {
     std::mt19937 rng(12);

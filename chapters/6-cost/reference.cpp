@@ -286,4 +286,34 @@ void lstm_step_backward(const float* x_t, const float* h_prev, const float* c_pr
     }
 }
 
+void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const float* b, int n,
+                  int B, int d, float* h, float* c, float* gates) {
+    const long Bd = (long)B * d;
+    std::fill(h, h + Bd, 0.0f);  // h[0] = 0
+    std::fill(c, c + Bd, 0.0f);  // c[0] = 0
+    for (int t = 0; t < n; t++)
+        lstm_step_forward(x + t * Bd, h + t * Bd, c + t * Bd, W_ih, W_hh, b, B, d, h + (t + 1) * Bd,
+                          c + (t + 1) * Bd, gates + t * 4 * Bd);
+}
+
+void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const float* h,
+                   const float* c, const float* gates, const float* dh_out, int n, int B, int d,
+                   float* dx, float* dW_ih, float* dW_hh, float* db) {
+    const long Bd = (long)B * d;
+    std::fill(dW_ih, dW_ih + 4L * d * d, 0.0f);
+    std::fill(dW_hh, dW_hh + 4L * d * d, 0.0f);
+    std::fill(db, db + 4 * d, 0.0f);
+    // (B, d) each: dh all that reaches h_t; dh_next and dc_next what reaches h_t and c_t from
+    // step t + 1 (nothing at the last step)
+    std::vector<float> dh(Bd), dh_next(Bd, 0.0f), dc_next(Bd, 0.0f), dc_prev(Bd);
+    for (int t = n - 1; t >= 0; t--) {  // back through time
+        for (long k = 0; k < Bd; k++)
+            dh[k] = dh_out[t * Bd + k] + dh_next[k];
+        lstm_step_backward(x + t * Bd, h + t * Bd, c + t * Bd, c + (t + 1) * Bd, gates + t * 4 * Bd,
+                           W_ih, W_hh, dh.data(), dc_next.data(), B, d, dx + t * Bd, dh_next.data(),
+                           dc_prev.data(), dW_ih, dW_hh, db);
+        dc_next.swap(dc_prev);
+    }
+}
+
 }  // namespace reference

@@ -7,6 +7,7 @@
 //   attention_fused_*          FlashAttention-2: Br x Bc tiles, the online softmax (m, l), the
 //                              saved logsumexp L, P recomputed in the backward
 //   lstm_step_*                one step of torch's nn.LSTM cell, gate order i, f, g, o
+//   lstm_forward, _backward    its n steps, forwards and then back through time
 //
 // Buffers are float32, as the tuned kernels' are. Every sum is added up in double and rounded
 // once where it is stored, so the tier's own rounding (about 1e-7 relative) is far below the
@@ -54,5 +55,14 @@ void lstm_step_backward(const float* x_t, const float* h_prev, const float* c_pr
                         const float* W_hh, const float* dh, const float* dc, int B, int d,
                         float* dx_t, float* dh_prev, float* dc_prev, float* dW_ih, float* dW_hh,
                         float* db);
+
+// The n steps in common/kernels/lstm.h's buffers and contract: x (n, B, d); h, c (n + 1, B, d)
+// with h[0] = c[0] = 0; gates (n, B, 4d); dh_out (n, B, d); dx (n, B, d), dW_ih, dW_hh, db
+// overwritten.
+void lstm_forward(const float* x, const float* W_ih, const float* W_hh, const float* b, int n,
+                  int B, int d, float* h, float* c, float* gates);
+void lstm_backward(const float* x, const float* W_ih, const float* W_hh, const float* h,
+                   const float* c, const float* gates, const float* dh_out, int n, int B, int d,
+                   float* dx, float* dW_ih, float* dW_hh, float* db);
 
 }  // namespace reference
