@@ -588,61 +588,24 @@ struct AttentionRef {
     std::vector<float> O, L, dQ, dK, dV, P;
 };
 
-// The article's scaled_dot_product_attention and its gradients, in double.
+// The article's scaled_dot_product_attention and its gradients: chapters/6-cost/reference.h's
+// plain loops (its sums in double), the naive algorithm for O, P and the gradients and
+// FlashAttention-2's forward for L, each row's logsumexp.
 AttentionRef attention_reference(const std::vector<float>& Q, const std::vector<float>& K,
                                  const std::vector<float>& V, const std::vector<float>& dO,
                                  int B, int h, int n, int d_k, bool causal) {
     AttentionRef r;
-    size_t sz = size_t(B) * h * n * d_k;
-    r.O.assign(sz, 0), r.dQ.assign(sz, 0), r.dK.assign(sz, 0), r.dV.assign(sz, 0);
-    r.L.assign(size_t(B) * h * n, 0), r.P.assign(size_t(B) * h * n * n, 0);
-    const double scale = 1.0 / std::sqrt(double(d_k));
-    std::vector<double> P(size_t(n) * n), dS(size_t(n) * n);
-    for (int bh = 0; bh < B * h; bh++) {
-        auto q = &Q[size_t(bh) * n * d_k], k = &K[size_t(bh) * n * d_k],
-             v = &V[size_t(bh) * n * d_k];
-        auto dout = &dO[size_t(bh) * n * d_k];
-        for (int i = 0; i < n; i++) {
-            int visible = causal ? i + 1 : n;
-            double m = -INFINITY, sum = 0;
-            for (int j = 0; j < visible; j++) {
-                double s = 0;
-                for (int e = 0; e < d_k; e++) s += double(q[i * d_k + e]) * k[j * d_k + e];
-                P[i * n + j] = s * scale;
-                m = std::max(m, s * scale);
-            }
-            for (int j = 0; j < visible; j++) sum += std::exp(P[i * n + j] - m);
-            for (int j = 0; j < n; j++) {
-                P[i * n + j] = j < visible ? std::exp(P[i * n + j] - m) / sum : 0.0;
-                r.P[(size_t(bh) * n + i) * n + j] = float(P[i * n + j]);
-            }
-            r.L[size_t(bh) * n + i] = float(m + std::log(sum));
-            for (int e = 0; e < d_k; e++) {
-                double o = 0;
-                for (int j = 0; j < n; j++) o += P[i * n + j] * v[j * d_k + e];
-                r.O[(size_t(bh) * n + i) * d_k + e] = float(o);
-            }
-            double dot = 0;
-            for (int j = 0; j < n; j++) {
-                double dp = 0;
-                for (int e = 0; e < d_k; e++) dp += double(dout[i * d_k + e]) * v[j * d_k + e];
-                dS[i * n + j] = dp;
-                dot += dp * P[i * n + j];
-            }
-            for (int j = 0; j < n; j++) dS[i * n + j] = P[i * n + j] * (dS[i * n + j] - dot);
-        }
-        for (int i = 0; i < n; i++)
-            for (int e = 0; e < d_k; e++) {
-                double dq = 0, dk = 0, dv = 0;
-                for (int j = 0; j < n; j++) {
-                    dq += dS[i * n + j] * k[j * d_k + e];
-                    dk += dS[j * n + i] * q[j * d_k + e];
-                    dv += P[j * n + i] * dout[j * d_k + e];
-                }
-                size_t at = (size_t(bh) * n + i) * d_k + e;
-                r.dQ[at] = float(dq * scale), r.dK[at] = float(dk * scale), r.dV[at] = float(dv);
-            }
-    }
+    const size_t sz = size_t(B) * h * n * d_k;
+    r.O.resize(sz), r.dQ.resize(sz), r.dK.resize(sz), r.dV.resize(sz);
+    r.L.resize(size_t(B) * h * n), r.P.resize(size_t(B) * h * n * n);
+    std::vector<float> O_fused(sz);  // (B, h, n, d_k), r.O again
+    reference::attention_naive_forward(Q.data(), K.data(), V.data(), r.O.data(), r.P.data(), B, h,
+                                       n, d_k, causal);
+    reference::attention_naive_backward(Q.data(), K.data(), V.data(), r.P.data(), dO.data(),
+                                        r.dQ.data(), r.dK.data(), r.dV.data(), B, h, n, d_k,
+                                        causal);
+    reference::attention_fused_forward(Q.data(), K.data(), V.data(), O_fused.data(), r.L.data(),
+                                       B, h, n, d_k, causal);
     return r;
 }
 
@@ -820,68 +783,21 @@ CUDA_TEST("fused attention on unaligned views: the scalar path, same results",
 struct LstmRef {
     std::vector<float> h, c, gates, dx, dW_ih, dW_hh, db;
 };
+// torch's nn.LSTM forward and backward through time: chapters/6-cost/reference.h's plain loops
+// (its sums in double).
 LstmRef lstm_reference(const std::vector<float>& x, const std::vector<float>& W_ih,
                        const std::vector<float>& W_hh, const std::vector<float>& b,
                        const std::vector<float>& dh_out, int n, int B, int d) {
-    auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
-    std::vector<double> h(size_t(n + 1) * B * d, 0), c(h.size(), 0), gates(size_t(n) * B * 4 * d);
-    for (int t = 1; t <= n; t++)
-        for (int r = 0; r < B; r++) {
-            for (int j = 0; j < 4 * d; j++) {
-                double a = b[j];
-                for (int e = 0; e < d; e++)
-                    a += double(x[(size_t(t - 1) * B + r) * d + e]) * W_ih[size_t(j) * d + e] +
-                         h[(size_t(t - 1) * B + r) * d + e] * W_hh[size_t(j) * d + e];
-                gates[(size_t(t - 1) * B + r) * 4 * d + j] = j / d == 2 ? std::tanh(a) : sigmoid(a);
-            }
-            for (int k = 0; k < d; k++) {
-                const double* g = &gates[(size_t(t - 1) * B + r) * 4 * d];
-                size_t at = (size_t(t) * B + r) * d + k, prev = at - size_t(B) * d;
-                c[at] = g[d + k] * c[prev] + g[k] * g[2 * d + k];
-                h[at] = g[3 * d + k] * std::tanh(c[at]);
-            }
-        }
     LstmRef r;
-    r.h.assign(h.begin(), h.end()), r.c.assign(c.begin(), c.end());
-    r.gates.assign(gates.begin(), gates.end());
-    std::vector<double> dG(gates.size()), dh_next(size_t(B) * d, 0), dc(size_t(B) * d, 0);
-    std::vector<double> dx(size_t(n) * B * d, 0), dWi(size_t(4) * d * d, 0), dWh(dWi.size(), 0),
-        db(4 * d, 0);
-    for (int t = n; t >= 1; t--) {
-        for (int row = 0; row < B; row++)
-            for (int k = 0; k < d; k++) {
-                const double* g = &gates[(size_t(t - 1) * B + row) * 4 * d];
-                size_t at = (size_t(t) * B + row) * d + k, prev = at - size_t(B) * d;
-                double dh = dh_out[(size_t(t - 1) * B + row) * d + k] + dh_next[row * d + k];
-                double tc = std::tanh(c[at]);
-                double dct = dc[row * d + k] + dh * g[3 * d + k] * (1 - tc * tc);
-                double* dg = &dG[(size_t(t - 1) * B + row) * 4 * d];
-                dg[k] = dct * g[2 * d + k] * g[k] * (1 - g[k]);
-                dg[d + k] = dct * c[prev] * g[d + k] * (1 - g[d + k]);
-                dg[2 * d + k] = dct * g[k] * (1 - g[2 * d + k] * g[2 * d + k]);
-                dg[3 * d + k] = dh * tc * g[3 * d + k] * (1 - g[3 * d + k]);
-                dc[row * d + k] = dct * g[d + k];
-            }
-        for (int row = 0; row < B; row++)
-            for (int e = 0; e < d; e++) {
-                double acc = 0;
-                for (int j = 0; j < 4 * d; j++)
-                    acc += dG[(size_t(t - 1) * B + row) * 4 * d + j] * W_hh[size_t(j) * d + e];
-                dh_next[row * d + e] = acc;
-            }
-    }
-    for (int tr = 0; tr < n * B; tr++)
-        for (int j = 0; j < 4 * d; j++) {
-            double g = dG[size_t(tr) * 4 * d + j];
-            db[j] += g;
-            for (int e = 0; e < d; e++) {
-                dx[size_t(tr) * d + e] += g * W_ih[size_t(j) * d + e];
-                dWi[size_t(j) * d + e] += g * x[size_t(tr) * d + e];
-                dWh[size_t(j) * d + e] += g * h[size_t(tr) * d + e];  // h[t-1] rows
-            }
-        }
-    r.dx.assign(dx.begin(), dx.end()), r.dW_ih.assign(dWi.begin(), dWi.end());
-    r.dW_hh.assign(dWh.begin(), dWh.end()), r.db.assign(db.begin(), db.end());
+    const size_t Bd = size_t(B) * d;
+    r.h.resize((n + 1) * Bd), r.c.resize((n + 1) * Bd), r.gates.resize(n * 4 * Bd);
+    r.dx.resize(n * Bd), r.dW_ih.resize(W_ih.size()), r.dW_hh.resize(W_hh.size());
+    r.db.resize(b.size());
+    reference::lstm_forward(x.data(), W_ih.data(), W_hh.data(), b.data(), n, B, d, r.h.data(),
+                            r.c.data(), r.gates.data());
+    reference::lstm_backward(x.data(), W_ih.data(), W_hh.data(), r.h.data(), r.c.data(),
+                             r.gates.data(), dh_out.data(), n, B, d, r.dx.data(), r.dW_ih.data(),
+                             r.dW_hh.data(), r.db.data());
     return r;
 }
 
