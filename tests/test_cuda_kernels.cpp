@@ -604,8 +604,8 @@ AttentionRef attention_reference(const std::vector<float>& Q, const std::vector<
     reference::attention_naive_backward(Q.data(), K.data(), V.data(), r.P.data(), dO.data(),
                                         r.dQ.data(), r.dK.data(), r.dV.data(), B, h, n, d_k,
                                         causal);
-    reference::attention_fused_forward(Q.data(), K.data(), V.data(), O_fused.data(), r.L.data(),
-                                       B, h, n, d_k, causal);
+    reference::attention_fused_forward(Q.data(), K.data(), V.data(), O_fused.data(), r.L.data(), B,
+                                       h, n, d_k, causal);
     return r;
 }
 
