@@ -15,7 +15,8 @@
 //   reference.h/cpp  the section's algorithms in plain loops, in the paper's names: naive
 //                 attention (S, P, O and back through dS = P * (dP - D)), FlashAttention-2 (Br x
 //                 Bc tiles, the online softmax's m and l, the saved logsumexp L, P recomputed in
-//                 the backward), one LSTM step (gates i, f, g, o), the triple-loop GEMM
+//                 the backward), one LSTM step (gates i, f, g, o) and its n steps, the
+//                 triple-loop GEMM
 //   main.cpp      part 1 (the complexity table), part 2 (one benchmark cell, the table), figure 3
 //   layers.h/cpp  the layers being timed: AttentionLayer, section 3's MultiHeadAttention with
 //                 an explicit backward, naive or fused; LstmLayer, torch's nn.LSTM(d, d)
@@ -30,10 +31,11 @@
 //                                 n steps)
 //   common/kernels/gemm.cpp       sgemm, which every product above goes through
 // tests/test_chapter6_reference.cpp holds every tuned kernel to reference.h on the same buffers,
-// at several shapes including ragged ones (n = 1, 17, 33, 100, 300; d_k = 7, 24; M, N, K off
-// the kernels' tiles), causal and not, within |got - ref| <= atol + rtol |ref|: rtol 1e-4 and
-// atol 1e-5 (the LSTM 2e-5) for every attention and LSTM output and gradient, what float32
-// sums and exp_fast's 1-2 ulp leave; rtol 1e-5 and atol 4e-5 sqrt(K + 1) for the GEMMs.
+// at several shapes including ragged ones (n = 1, 17, 33, 100, 130, 300, 512; d_k = 7, 9, 24,
+// 64; M, N, K off the kernels' tiles), causal and not, within |got - ref| <= atol + rtol |ref|:
+// rtol 1e-4 and atol 1e-5 (the LSTM 2e-5) for every attention and LSTM output and gradient,
+// what float32 sums and exp_fast's 1-2 ulp leave; rtol 1e-5 and atol 6e-5 sqrt(K + 1) for the
+// GEMMs, float32 sums of K products.
 // With --device cuda (build/bin/6-cost-cuda) the same table is measured on the GPU by
 // cuda/bench/cost_bench.cu. peer_torch.py times the same cells in PyTorch, on the CPU
 // (`make bench`) or the GPU (`make gpu-check`).
