@@ -29,6 +29,47 @@ std::string join_name(const std::string& prefix, const std::string& name) {
     return prefix.empty() ? name : prefix + "." + name;
 }
 
+// ---- ForwardHooks ------------------------------------------------------------------------------
+namespace {
+
+template <class F>
+void set_named(std::vector<std::pair<std::string, F>>& list, const std::string& name, F f) {
+    for (auto& [n, g] : list)
+        if (n == name) {
+            g = std::move(f);
+            return;
+        }
+    list.push_back({name, std::move(f)});
+}
+
+template <class F>
+void erase_named(std::vector<std::pair<std::string, F>>& list, const std::string& name) {
+    std::erase_if(list, [&](const auto& e) { return e.first == name; });
+}
+
+}  // namespace
+
+void ForwardHooks::set_pre(const std::string& name, PreHook f) { set_named(pre, name, f); }
+void ForwardHooks::set(const std::string& name, Hook f) { set_named(post, name, f); }
+
+void ForwardHooks::remove(const std::string& name) {
+    erase_named(pre, name);
+    erase_named(post, name);
+}
+
+Tensor ForwardHooks::run_pre(const Tensor& input) const {
+    Tensor x = input;
+    for (const auto& [name, f] : pre)
+        if (Tensor y = f(x); y.defined()) x = y;
+    return x;
+}
+
+Tensor ForwardHooks::run(const Tensor& input, Tensor output) const {
+    for (const auto& [name, f] : post)
+        if (Tensor y = f(input, output); y.defined()) output = y;
+    return output;
+}
+
 // ---- Linear, LayerNorm, Embedding --------------------------------------------------------------
 Linear::Linear(int in, int out, bool has_bias) {
     // torch.empty draws nothing; kaiming_uniform_ fills the weight, then the bias is drawn.

@@ -7,6 +7,7 @@
 // (common/random.h) in torch's order, so after torch_rng::manual_seed(s) a module built here
 // holds the same weights as the same module built in torch.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,11 +31,36 @@ struct Module {
     void zero_grad() const;
 };
 
+// Forward hooks, torch's register_forward_pre_hook and register_forward_hook: a way to read or
+// change what a layer takes and gives without touching the code that calls it. A pre-hook gets
+// the input and returns the input the layer uses; a hook gets the input and the output and
+// returns the output the caller receives. Either may return an undefined Tensor: unchanged.
+// Hooks run in the order they were set; each is held under a name, and setting a name again
+// replaces that hook in its place.
+struct ForwardHooks {
+    using PreHook = std::function<Tensor(const Tensor& input)>;
+    using Hook = std::function<Tensor(const Tensor& input, const Tensor& output)>;
+    std::vector<std::pair<std::string, PreHook>> pre;
+    std::vector<std::pair<std::string, Hook>> post;
+
+    bool empty() const { return pre.empty() && post.empty(); }
+    void set_pre(const std::string& name, PreHook f);
+    void set(const std::string& name, Hook f);
+    void remove(const std::string& name);  // a name of either kind; one not there: nothing
+    Tensor run_pre(const Tensor& input) const;
+    Tensor run(const Tensor& input, Tensor output) const;
+};
+
 // y = x W^T + b, W (out, in): nn.Linear, kaiming-uniform weight then uniform bias.
 struct Linear : Module {
     Tensor weight, bias;  // (out, in), (out) or undefined
+    ForwardHooks hooks;   // none unless a program sets some
     Linear(int in, int out, bool bias = true);
-    Tensor operator()(const Tensor& x) const { return linear(x, weight, bias); }
+    Tensor operator()(const Tensor& x) const {
+        if (hooks.empty()) return linear(x, weight, bias);
+        const Tensor in = hooks.run_pre(x);
+        return hooks.run(in, linear(in, weight, bias));
+    }
     void collect_parameters(const std::string& prefix, NamedTensors& out) const override;
 };
 

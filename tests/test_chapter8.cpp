@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "chapters/1-self-attention/attention.h"
+#include "chapters/7-translate/attention_probe.h"
 #include "chapters/8-ablations/experiments.h"
 #include "chapters/8-ablations/runner.h"
 #include "chapters/8-ablations/stats.h"
@@ -135,6 +136,35 @@ TEST_CASE("ablations: head masks remove heads, the unscaled switch drops 1/sqrt(
     set_score_scaling(*m, false);
     CHECK_FALSE(m->decoder[1]->cross_attn.scale_scores);
     CHECK_FALSE(m->encoder[1]->attn.scale_scores);
+}
+
+TEST_CASE("ablations: the probe reads the weights section 1's attention computed, bit for bit") {
+    // MultiHeadAttention and CrossAttention (memory = x, section 3's weights split into q and
+    // kv): the probe's weights are the ones the module's own attention call returned, and the
+    // probe leaves no hook behind.
+    torch_rng::manual_seed(4);
+    const int d = 12, h = 3;
+    MultiHeadAttention mha(d, h);
+    CrossAttention ca(d, h);
+    const float* W = mha.qkv.weight.data();  // (3d, d): W_Q rows, then W_K and W_V
+    std::copy_n(W, d * d, ca.q.weight.data());
+    std::copy_n(W + d * d, 2 * d * d, ca.kv.weight.data());
+    std::copy_n(mha.proj.weight.data(), d * d, ca.proj.weight.data());
+    const Tensor x = Tensor::from(torch_rng::randn(2 * 5 * d), {2, 5, d});
+    const Tensor pad = Tensor::from({0, 0, 0, 0, 1, 0, 0, 0, 1, 1}, {2, 1, 1, 5});
+    NoGradGuard no_grad;
+    {
+        AttentionProbe p(mha), pc(ca);
+        CHECK_THROWS_AS(p.weights(), std::logic_error);
+        mha(x, pad);
+        ca(x, x, pad);
+        CHECK(p.weights(pad).shape() == Shape{2, h, 5, 5});
+        CHECK(p.weights(pad).to_vector() == mha.last_attn.to_vector());
+        CHECK(pc.weights(pad).to_vector() == ca.last_attn.to_vector());
+    }
+    CHECK(mha.qkv.hooks.empty());
+    CHECK(ca.q.hooks.empty());
+    CHECK(ca.kv.hooks.empty());
 }
 
 TEST_CASE("ablations: without its encoder-decoder heads a trained decoder cannot read the source") {

@@ -33,6 +33,8 @@
 //   train.h/.cpp      the model as this task builds it, and the training loop
 //   main.cpp          this file: the options, training, saving, evaluation, the figure at the end
 //   checkpoint.h/.cpp the weights file, checked before a model is built from it
+//   attention_probe.h/.cpp  the attention weights of a module's last forward, which the
+//                     figure reads (the listings do not keep them)
 //   peer_torch.py     the same model and step in PyTorch, which `make bench` times beside ours
 // The model is section 5's EncoderDecoder (chapters/5-blocks/decoder.h, built on blocks.h,
 // section 3's MultiHeadAttention and section 4's positional_encoding); Adam and the warm-up
@@ -52,6 +54,7 @@
 #include <vector>
 
 #include "chapters/5-blocks/decoder.h"
+#include "chapters/7-translate/attention_probe.h"
 #include "chapters/7-translate/checkpoint.h"
 #include "chapters/7-translate/korean_numbers.h"
 #include "chapters/7-translate/task.h"
@@ -70,7 +73,7 @@ namespace {
 volatile std::sig_atomic_t g_stop_signal = 0;
 
 // The loss curve and one example's encoder-decoder attention (drawn at the end of this file).
-void draw_figure(const std::vector<double>& losses, const EncoderDecoder& model, int64_t example,
+void draw_figure(const std::vector<double>& losses, EncoderDecoder& model, int64_t example,
                  const std::string& path);
 
 }  // namespace
@@ -287,7 +290,7 @@ int main(int argc, char** argv) {
 // ---- the figure --------------------------------------------------------------------------------
 namespace {
 
-void draw_figure(const std::vector<double>& losses, const EncoderDecoder& model, int64_t example,
+void draw_figure(const std::vector<double>& losses, EncoderDecoder& model, int64_t example,
                  const std::string& path) {
     plot::Figure fig(losses.empty() ? 6 : 12, 4.5, 150);
     const int cols = losses.empty() ? 1 : 2;
@@ -318,14 +321,16 @@ void draw_figure(const std::vector<double>& losses, const EncoderDecoder& model,
     std::vector<int64_t> tgt_in{BOS};
     for (int64_t t : pred)
         if (t != EOS && t != TGT_PAD) tgt_in.push_back(t);
+    Tensor A;  // (1, h, T, S)
     {
         NoGradGuard no_grad;
+        AttentionProbe probe(model.decoder.back()->cross_attn);
         Batch b = make_batch({example}, false);
         Tensor memory = model.encode(b.src, {1, b.S}, b.src_mask);
         // Causal: row k here is exactly the attention the generation step k used.
         model.decode(tgt_in, {1, int64_t(tgt_in.size())}, memory, b.src_mask);
+        A = probe.weights(b.src_mask);
     }
-    const Tensor& A = model.decoder.back()->cross_attn.last_attn;  // (1, h, T, S)
     const int64_t h = A.size(1), T = A.size(2), S = A.size(3);
     std::vector<double> avg(size_t(T * S), 0.0);
     for (int64_t k = 0; k < h; k++)
