@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -46,7 +47,7 @@ std::vector<int64_t> some_numbers(int n, uint64_t seed) {
 }
 
 // Percent of sentences whose first generated digit is right, from first_step_logits.
-double first_digit(const EncoderDecoder& m, const std::vector<int64_t>& numbers, FirstStep w) {
+double first_digit(EncoderDecoder& m, const std::vector<int64_t>& numbers, FirstStep w) {
     Batch b = make_batch(numbers, false);
     Tensor logits = first_step_logits(m, b, w);  // (B, 1, V)
     const int64_t V = logits.size(-1);
@@ -68,9 +69,12 @@ TEST_CASE("ablations: the first step sees <시작> alone: its self-attention wei
         auto m = translate::make_model(c);
         const std::vector<int64_t> numbers = some_numbers(12, 3);
         Batch b = make_batch(numbers, false);
+        std::vector<std::unique_ptr<AttentionProbe>> probes;
+        for (const auto& blk : m->decoder)
+            probes.push_back(std::make_unique<AttentionProbe>(blk->self_attn));
         Tensor logits = first_step_logits(*m, b, FirstStep::intact);
-        for (const auto& blk : m->decoder) {
-            const Tensor& a = blk->self_attn.last_attn;  // (B, h, 1, 1)
+        for (const auto& probe : probes) {
+            const Tensor a = probe->weights(causal_mask(1));  // (B, h, 1, 1)
             CHECK(a.shape() == Shape{12, 2, 1, 1});
             for (int64_t i = 0; i < a.numel(); i++)
                 CHECK(a.data()[i] == 1.0f);
@@ -115,14 +119,18 @@ TEST_CASE("ablations: head masks remove heads, the unscaled switch drops 1/sqrt(
         return mha.proj(Tensor::from(concat, {1, 3, 8}));
     };
     CHECK(testutil::allclose(mha(x).to_vector(), by_hand(true, {1, 1}).to_vector(), 1e-6, 1e-5));
-    mha.head_mask = Tensor::from({0.0f, 1.0f}, {2});
+    set_head_mask(mha, {0.0f, 1.0f});
     CHECK(testutil::allclose(mha(x).to_vector(), by_hand(true, {0, 1}).to_vector(), 1e-6, 1e-5));
-    mha.head_mask = Tensor();
-    mha.scale_scores = false;
+    set_head_mask(mha, {1.0f, 1.0f});
+    set_score_scaling(mha, false);
     CHECK(testutil::allclose(mha(x).to_vector(), by_hand(false, {1, 1}).to_vector(), 1e-6, 1e-5));
     CHECK_FALSE(
         testutil::allclose(mha(x).to_vector(), by_hand(true, {1, 1}).to_vector(), 1e-6, 1e-5));
-    // set_head_mask and set_score_scaling reach every attention of an encoder-decoder.
+    set_score_scaling(mha, true);  // the hook goes
+    CHECK(mha.qkv.hooks.empty());
+    CHECK_THROWS_AS(set_head_mask(mha, {1.0f}), std::invalid_argument);
+    // set_head_mask and set_score_scaling reach every attention of an encoder-decoder: W_O's
+    // pre-hook scales each head's 4 columns, the Q projection's hook the Q columns by sqrt(4).
     translate::ModelConfig c;
     c.layers = 2, c.d_model = 8, c.heads = 2;
     auto m = translate::make_model(c);
@@ -130,20 +138,67 @@ TEST_CASE("ablations: head masks remove heads, the unscaled switch drops 1/sqrt(
     std::vector<float> keep(12, 1.0f);
     keep[11] = 0;  // cross-attention, layer 2, head 2
     set_head_mask(*m, keep);
-    CHECK(m->decoder[1]->cross_attn.head_mask.to_vector() == std::vector<float>{1, 0});
-    CHECK(m->encoder[0]->attn.head_mask.to_vector() == std::vector<float>{1, 1});
+    const Tensor ones8 = Tensor::ones({1, 8}), ones24 = Tensor::ones({1, 24});
+    // Compared entry by entry: GCC 12 at -O2 -march=native (Zen 4) builds the literal
+    // std::vector<float>{1, 1, 1, 1, 0, 0, 0, 0} as eight ones in some contexts.
+    const std::vector<float> cross =
+        m->decoder[1]->cross_attn.proj.hooks.run_pre(ones8).to_vector();
+    REQUIRE(cross.size() == 8);
+    for (size_t j = 0; j < 8; j++)
+        CHECK(cross[j] == (j < 4 ? 1.0f : 0.0f));
+    CHECK(m->encoder[0]->attn.proj.hooks.run_pre(ones8).to_vector() == std::vector<float>(8, 1));
     CHECK_THROWS_AS(set_head_mask(*m, std::vector<float>(11, 1.0f)), std::invalid_argument);
     set_score_scaling(*m, false);
-    CHECK_FALSE(m->decoder[1]->cross_attn.scale_scores);
-    CHECK_FALSE(m->encoder[1]->attn.scale_scores);
+    CHECK(m->decoder[1]->cross_attn.q.hooks.run(ones8, ones8).to_vector() ==
+          std::vector<float>(8, 2));
+    std::vector<float> q_only(24, 1.0f);
+    std::fill(q_only.begin(), q_only.begin() + 8, 2.0f);
+    CHECK(m->encoder[1]->attn.qkv.hooks.run(ones8, ones24).to_vector() == q_only);
+    CHECK(m->decoder[0]->self_attn.qkv.hooks.run(ones8, ones24).to_vector() == q_only);
+}
+
+TEST_CASE("ablations: the variants are the operations they name, bit for bit, gradients too") {
+    // The switches written into the attention (q * sqrt(d_k) before section 1's attention, each
+    // head's output times its mask entry before the concat) against the hooks on the listing:
+    // the same outputs and the same gradients, to the bit.
+    torch_rng::manual_seed(7);
+    const int d = 12, h = 3, dh = 4;
+    MultiHeadAttention mha(d, h);
+    const std::vector<float> keep = {1.0f, 0.0f, 0.5f};
+    const Tensor x0 = Tensor::from(torch_rng::randn(2 * 5 * d), {2, 5, d});
+    const Tensor mask = causal_mask(5);
+    auto grads = [&](const Tensor& x, const Tensor& y) {
+        sum(y * y).backward();
+        std::vector<std::vector<float>> g = {x.grad().to_vector(),
+                                             mha.qkv.weight.grad().to_vector(),
+                                             mha.proj.weight.grad().to_vector(), y.to_vector()};
+        mha.zero_grad();
+        return g;
+    };
+    const std::vector<float> plain = mha(x0, mask).to_vector();  // the listing, no hooks
+    Tensor x = x0.detach().requires_grad_();
+    Tensor qkv5 = permute(reshape(mha.qkv(x), {2, 5, 3, h, dh}), {2, 0, 3, 1, 4});
+    Tensor q = select(qkv5, 0) * std::sqrt(float(dh));  // the division, undone
+    Tensor o = scaled_dot_product_attention(q, select(qkv5, 1), select(qkv5, 2), mask).first;
+    o = o * reshape(Tensor::from(keep, {h}), {1, h, 1, 1});
+    const auto written = grads(x, mha.proj(reshape(transpose(o, 1, 2), {2, 5, d})));
+    set_score_scaling(mha, false);
+    set_head_mask(mha, keep);
+    Tensor x2 = x0.detach().requires_grad_();
+    const auto hooked = grads(x2, mha(x2, mask));
+    for (size_t i = 0; i < written.size(); i++) {
+        CAPTURE(i);
+        CHECK(hooked[i] == written[i]);
+    }
+    CHECK(written[3] != plain);  // the switches do something
 }
 
 TEST_CASE("ablations: the probe reads the weights section 1's attention computed, bit for bit") {
     // MultiHeadAttention and CrossAttention (memory = x, section 3's weights split into q and
-    // kv): the probe's weights are the ones the module's own attention call returned, and the
-    // probe leaves no hook behind.
+    // kv): the probe's weights are the listing's own, recomputed by hand; with the scaling off
+    // the probe sees the scores the attention saw; and the probe leaves no hook behind.
     torch_rng::manual_seed(4);
-    const int d = 12, h = 3;
+    const int d = 12, h = 3, dh = 4;
     MultiHeadAttention mha(d, h);
     CrossAttention ca(d, h);
     const float* W = mha.qkv.weight.data();  // (3d, d): W_Q rows, then W_K and W_V
@@ -153,18 +208,37 @@ TEST_CASE("ablations: the probe reads the weights section 1's attention computed
     const Tensor x = Tensor::from(torch_rng::randn(2 * 5 * d), {2, 5, d});
     const Tensor pad = Tensor::from({0, 0, 0, 0, 1, 0, 0, 0, 1, 1}, {2, 1, 1, 5});
     NoGradGuard no_grad;
-    {
-        AttentionProbe p(mha), pc(ca);
-        CHECK_THROWS_AS(p.weights(), std::logic_error);
-        mha(x, pad);
-        ca(x, x, pad);
-        CHECK(p.weights(pad).shape() == Shape{2, h, 5, 5});
-        CHECK(p.weights(pad).to_vector() == mha.last_attn.to_vector());
-        CHECK(pc.weights(pad).to_vector() == ca.last_attn.to_vector());
+    auto by_hand = [&](float q_scale, const Tensor& mask) {  // (2, h, 5, 5), qkv's hooks aside
+        Tensor qkv5 = permute(reshape(linear(x, mha.qkv.weight, Tensor()), {2, 5, 3, h, dh}),
+                              {2, 0, 3, 1, 4});
+        return scaled_dot_product_attention(select(qkv5, 0) * q_scale, select(qkv5, 1),
+                                            select(qkv5, 2), mask)
+            .second.to_vector();
+    };
+    for (bool scaled : {true, false}) {
+        CAPTURE(scaled);
+        set_score_scaling(mha, scaled);
+        set_score_scaling(ca, scaled);
+        const float q_scale = scaled ? 1.0f : std::sqrt(float(dh));
+        {
+            AttentionProbe p(mha), pc(ca);
+            CHECK_THROWS_AS(p.weights(), std::logic_error);
+            mha(x, pad);
+            ca(x, x, pad);
+            CHECK(p.weights(pad).to_vector() == by_hand(q_scale, pad));
+            CHECK(testutil::allclose(pc.weights(pad).to_vector(), p.weights(pad).to_vector(), 1e-6,
+                                     0));
+            CHECK(p.weights(pad).shape() == Shape{2, h, 5, 5});
+        }
+        CHECK(mha.qkv.hooks.post.size() == (scaled ? 0u : 1u));
+        CHECK(ca.kv.hooks.empty());
     }
-    CHECK(mha.qkv.hooks.empty());
-    CHECK(ca.q.hooks.empty());
-    CHECK(ca.kv.hooks.empty());
+    // A head removed from both: still the same module.
+    const std::vector<float> plain = mha(x).to_vector();
+    set_head_mask(mha, {1.0f, 0.0f, 1.0f});
+    set_head_mask(ca, {1.0f, 0.0f, 1.0f});
+    CHECK(testutil::allclose(ca(x, x).to_vector(), mha(x).to_vector(), 1e-5, 0));
+    CHECK_FALSE(testutil::allclose(mha(x).to_vector(), plain, 1e-3, 0));
 }
 
 TEST_CASE("ablations: without its encoder-decoder heads a trained decoder cannot read the source") {

@@ -9,8 +9,7 @@
 // (always 4 d_model^2) and under independent full-size W_Q/W_K/W_V per head.
 //
 // Read multi_head_attention.h first (the article's listing; it calls section 1's attention in
-// chapters/1-self-attention/attention.h), then this file. head_switches.h holds chapter 8's
-// ablation switches, which the listing's attend() passes through (off, they change nothing).
+// chapters/1-self-attention/attention.h), then this file.
 #include <array>
 #include <cstdio>
 #include <memory>

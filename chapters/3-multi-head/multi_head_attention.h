@@ -7,9 +7,6 @@
 // of d_head = d_model / h dims by a reshape; one call of section 1's attention runs every head at
 // once; the heads are put back side by side (the concat) and mixed by W_O (proj).
 //
-// attend() below is section 1's scaled_dot_product_attention; it goes through head_switches.h
-// only so chapter 8 can switch the scaling off or mask heads (read that file after this one).
-//
 // Section 5 reuses it unchanged ("3절의 MultiHeadAttention과 같은 코드이며 print문만
 // 주석 처리했습니다"): there print_shapes stays false, the article's commented-out prints.
 #pragma once
@@ -19,11 +16,11 @@
 #include <string>
 #include <utility>
 
-#include "chapters/3-multi-head/head_switches.h"
+#include "chapters/1-self-attention/attention.h"
 #include "common/nn.h"
 #include "common/tensor.h"
 
-struct MultiHeadAttention : Module, HeadSwitches {
+struct MultiHeadAttention : Module {
     int h, d_head;
     Linear qkv;   // W_Q, W_K, W_V stacked: (3 d_model, d_model)
     Linear proj;  // W_O: (d_model, d_model)
@@ -44,7 +41,7 @@ struct MultiHeadAttention : Module, HeadSwitches {
         qkv5 = permute(qkv5, {2, 0, 3, 1, 4});                       // (3, B, h, N, d_head)
         Tensor q = select(qkv5, 0), k = select(qkv5, 1), v = select(qkv5, 2);  // (B, h, N, d_head)
         if (print_shapes) std::printf("  헤드 분할 후 q: %s\n", shape_str(q.shape()).c_str());
-        auto [o, a] = attend(q, k, v, mask);  // scaled_dot_product_attention: (B, h, N, d_head)
+        auto [o, a] = scaled_dot_product_attention(q, k, v, mask);  // (B, h, N, d_head)
         if (print_shapes) std::printf("  어텐션 행렬 : %s\n", shape_str(a.shape()).c_str());
         o = reshape(transpose(o, 1, 2), {B, N, D});  // concat: head i's d_head dims side by side
         if (print_shapes) std::printf("  concat 결과 : %s\n", shape_str(o.shape()).c_str());

@@ -21,7 +21,7 @@ Tensor CrossAttention::operator()(const Tensor& x, const Tensor& memory,
     Tensor Q = permute(reshape(q(x), {B, T, h, d_head}), {0, 2, 1, 3});           // (B, h, T, dh)
     Tensor kv5 = permute(reshape(kv(memory), {B, S, 2, h, d_head}), {2, 0, 3, 1, 4});
     Tensor K = select(kv5, 0), V = select(kv5, 1);                                 // (B, h, S, dh)
-    Tensor o = attend(Q, K, V, memory_mask).first;  // (B, h, T, dh), section 3's switches
+    Tensor o = scaled_dot_product_attention(Q, K, V, memory_mask).first;           // (B, h, T, dh)
     return proj(reshape(transpose(o, 1, 2), {B, T, D}));
 }
 

@@ -25,10 +25,9 @@
 
 // Encoder-decoder attention: queries from the decoder, keys and values from the encoder's top
 // output (`memory`), the same memory for every decoder layer. Built like section 3's module,
-// with the key and value projections on the memory side; its heads attend through section 3's
-// HeadSwitches::attend, so chapter 8's switches (scale_scores, head_mask) are the same code, and
-// last_attn is (B, h, T, S).
-struct CrossAttention : Module, HeadSwitches {
+// with the key and value projections on the memory side, and one call of section 1's attention
+// for every head at once.
+struct CrossAttention : Module {
     int h, d_head;
     Linear q, kv, proj;         // W_Q (d, d); W_K and W_V stacked (2d, d); W_O (d, d)
     CrossAttention(int d_model, int n_heads);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "chapters/1-self-attention/attention.h"
 #include "chapters/4-positional-encoding/positional_encoding.h"
 #include "chapters/5-blocks/blocks.h"
+#include "chapters/7-translate/attention_probe.h"
 #include "chapters/7-translate/korean_numbers.h"
 #include "common/optim.h"
 #include "common/random.h"
@@ -63,15 +65,6 @@ ThreeWay three_way_split() {
     return t;
 }
 
-void set_score_scaling(EncoderDecoder& m, bool on) {
-    for (auto& b : m.encoder)
-        b->attn.scale_scores = on;
-    for (auto& b : m.decoder) {
-        b->self_attn.scale_scores = on;
-        b->cross_attn.scale_scores = on;
-    }
-}
-
 const char* kind_name(Kind k) {
     switch (k) {
         case Kind::encoder_self:
@@ -82,25 +75,6 @@ const char* kind_name(Kind k) {
             return "인코더-디코더";
     }
     return "?";
-}
-
-int head_count(const EncoderDecoder& m) { return 3 * int(m.encoder.size()) * m.n_heads; }
-
-void set_head_mask(EncoderDecoder& m, const std::vector<float>& keep) {
-    const int L = int(m.encoder.size()), h = m.n_heads;
-    if (int(keep.size()) != 3 * L * h)
-        throw std::invalid_argument("set_head_mask: " + std::to_string(keep.size()) +
-                                    " entries for " + std::to_string(3 * L * h) + " heads");
-    auto part = [&](int kind, int layer) {  // (h) for one attention
-        return Tensor::from(std::vector<float>(keep.begin() + (kind * L + layer) * h,
-                                               keep.begin() + (kind * L + layer + 1) * h),
-                            {h});
-    };
-    for (int l = 0; l < L; l++) {
-        m.encoder[l]->attn.head_mask = part(0, l);
-        m.decoder[l]->self_attn.head_mask = part(1, l);
-        m.decoder[l]->cross_attn.head_mask = part(2, l);
-    }
 }
 
 double exact_match(const EncoderDecoder& m, const std::vector<int64_t>& numbers) {
@@ -265,11 +239,12 @@ namespace {
 
 // The mean over real (non-padding) queries of the largest weight in each row of the first
 // encoder block's self-attention: how peaked the attention is.
-double mean_max_weight(const EncoderDecoder& m, const std::vector<int64_t>& numbers) {
+double mean_max_weight(EncoderDecoder& m, const std::vector<int64_t>& numbers) {
     NoGradGuard no_grad;
+    AttentionProbe probe(m.encoder[0]->attn);
     Batch b = make_batch(numbers, false);
     m.encode(b.src, {b.B, b.S}, b.src_mask);
-    const Tensor& A = m.encoder[0]->attn.last_attn;  // (B, h, S, S)
+    const Tensor A = probe.weights(b.src_mask);  // (B, h, S, S)
     const int64_t h = A.size(1), S = b.S;
     double sum = 0;
     int64_t rows = 0;
@@ -308,20 +283,24 @@ Record train_record(EncoderDecoder& m, const TrainConfig& tc, const std::vector<
 }
 
 // §5: the first generation step on the test sentences, intact and with a sublayer replaced.
-void first_step(const EncoderDecoder& m, const std::vector<int64_t>& test, Record& rec) {
+void first_step(EncoderDecoder& m, const std::vector<int64_t>& test, Record& rec) {
     Batch b = make_batch(test, false);
     const int64_t V = TGT_VOCAB;
     auto probs = [&](const Tensor& logits) { return softmax(reshape(logits, {b.B, V}), -1); };
+    std::vector<std::unique_ptr<AttentionProbe>> self;  // one per decoder block
+    for (const auto& blk : m.decoder)
+        self.push_back(std::make_unique<AttentionProbe>(blk->self_attn));
     Tensor intact = probs(first_step_logits(m, b, FirstStep::intact));
     // The self-attention weights of that step: one query, one key (<시작> itself).
-    double w_min = 2, w_max = -1;
-    for (const auto& blk : m.decoder)
-        for (int64_t i = 0; i < blk->self_attn.last_attn.numel(); i++) {
-            w_min = std::min(w_min, double(blk->self_attn.last_attn.data()[i]));
-            w_max = std::max(w_max, double(blk->self_attn.last_attn.data()[i]));
-        }
-    rec.put("self_weight_min", w_min);
-    rec.put("self_weight_max", w_max);
+    std::vector<float> w;
+    for (const auto& probe : self) {
+        const std::vector<float> a = probe->weights(causal_mask(1)).to_vector();  // (B, h, 1, 1)
+        w.insert(w.end(), a.begin(), a.end());
+    }
+    self.clear();
+    const auto [w_min, w_max] = std::minmax_element(w.begin(), w.end());
+    rec.put("self_weight_min", double(*w_min));
+    rec.put("self_weight_max", double(*w_max));
     {  // the same step through EncoderDecoder::decode, as generation runs it
         NoGradGuard no_grad;
         Tensor memory = m.encode(b.src, {b.B, b.S}, b.src_mask);
@@ -557,8 +536,9 @@ Job neighbour_job(const std::string& name, int heads, double scale, int seed) {
                 // right neighbour of every position.
                 {
                     NoGradGuard no_grad;
+                    AttentionProbe probe(m.stack.blocks[0]->attn);
                     m(validation, int64_t(validation.size()) / L);
-                    const Tensor& A = m.stack.blocks[0]->attn.last_attn;  // (n, h, L, L)
+                    const Tensor A = probe.weights();  // (n, h, L, L)
                     const int64_t n = A.size(0);
                     std::vector<double> left(size_t(heads), 0.0), right(size_t(heads), 0.0);
                     for (int64_t s = 0; s < n; s++)

@@ -20,6 +20,7 @@
 #include "chapters/7-translate/train.h"
 #include "chapters/8-ablations/runner.h"
 #include "chapters/8-ablations/stats.h"
+#include "chapters/8-ablations/variants.h"
 
 namespace ablations {
 
@@ -136,16 +137,9 @@ struct ThreeWay {
 };
 ThreeWay three_way_split();
 
-// Every attention of the model computes softmax(Q K^T / sqrt(d_k)) (on) or softmax(Q K^T).
-void set_score_scaling(EncoderDecoder& m, bool on);
-
-// Which attention a head belongs to.
+// Which attention a head belongs to (set_head_mask's kinds, variants.h).
 enum class Kind { encoder_self, decoder_self, cross };
 const char* kind_name(Kind k);  // "인코더 셀프", "디코더 셀프", "인코더-디코더"
-// The head masks of every attention of the model, one entry per head: 1 keeps it, 0 removes it.
-// Index order: kind, then layer, then head.
-int head_count(const EncoderDecoder& m);  // 3 * layers * heads
-void set_head_mask(EncoderDecoder& m, const std::vector<float>& keep);
 
 // Exact match on `numbers` in percent (greedy generation).
 double exact_match(const EncoderDecoder& m, const std::vector<int64_t>& numbers);

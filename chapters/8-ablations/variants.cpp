@@ -1,0 +1,91 @@
+// Chapter 8's variants as forward hooks (see variants.h).
+#include "chapters/8-ablations/variants.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace ablations {
+
+namespace {
+
+// The hooks' names on the Linears they sit on.
+constexpr const char* UNSCALED = "ablations.unscaled";
+constexpr const char* HEAD_MASK = "ablations.head_mask";
+
+// A hook that multiplies the first `q_cols` of `cols` output columns by sqrt(d_head) and the
+// rest by 1 (exactly themselves, forward and backward).
+ForwardHooks::Hook undo_division(int64_t cols, int64_t q_cols, int d_head) {
+    std::vector<float> f(size_t(cols), 1.0f);
+    for (int64_t j = 0; j < q_cols; j++)
+        f[size_t(j)] = std::sqrt(float(d_head));
+    const Tensor factor = Tensor::from(f, {cols});  // (cols)
+    return [factor](const Tensor&, const Tensor& out) { return out * factor; };
+}
+
+// The hook of `layer` while scaling is off, none while it is on.
+void set_unscaled(Linear& layer, bool on, int64_t q_cols, int d_head) {
+    if (on)
+        layer.hooks.remove(UNSCALED);
+    else
+        layer.hooks.set(UNSCALED, undo_division(layer.weight.size(0), q_cols, d_head));
+}
+
+// W_O's pre-hook: each head's d_head columns of the concat times its entry of keep.
+void set_mask(Linear& proj, const std::vector<float>& keep, int h, int d_head) {
+    if (int(keep.size()) != h)
+        throw std::invalid_argument("set_head_mask: " + std::to_string(keep.size()) +
+                                    " entries for " + std::to_string(h) + " heads");
+    std::vector<float> f;
+    for (float k : keep)
+        f.insert(f.end(), size_t(d_head), k);
+    const Tensor factor = Tensor::from(f, {int64_t(f.size())});  // (h * d_head)
+    proj.hooks.set_pre(HEAD_MASK, [factor](const Tensor& concat) { return concat * factor; });
+}
+
+}  // namespace
+
+void set_score_scaling(MultiHeadAttention& a, bool on) {
+    set_unscaled(a.qkv, on, a.qkv.weight.size(0) / 3, a.d_head);  // Q: the first third
+}
+
+void set_score_scaling(CrossAttention& a, bool on) {
+    set_unscaled(a.q, on, a.q.weight.size(0), a.d_head);  // Q: all of it
+}
+
+void set_score_scaling(EncoderDecoder& m, bool on) {
+    for (auto& b : m.encoder)
+        set_score_scaling(b->attn, on);
+    for (auto& b : m.decoder) {
+        set_score_scaling(b->self_attn, on);
+        set_score_scaling(b->cross_attn, on);
+    }
+}
+
+void set_head_mask(MultiHeadAttention& a, const std::vector<float>& keep) {
+    set_mask(a.proj, keep, a.h, a.d_head);
+}
+
+void set_head_mask(CrossAttention& a, const std::vector<float>& keep) {
+    set_mask(a.proj, keep, a.h, a.d_head);
+}
+
+int head_count(const EncoderDecoder& m) { return 3 * int(m.encoder.size()) * m.n_heads; }
+
+void set_head_mask(EncoderDecoder& m, const std::vector<float>& keep) {
+    const int L = int(m.encoder.size()), h = m.n_heads;
+    if (int(keep.size()) != 3 * L * h)
+        throw std::invalid_argument("set_head_mask: " + std::to_string(keep.size()) +
+                                    " entries for " + std::to_string(3 * L * h) + " heads");
+    auto part = [&](int kind, int layer) {  // one attention's h entries
+        auto from = keep.begin() + (kind * L + layer) * h;
+        return std::vector<float>(from, from + h);
+    };
+    for (int l = 0; l < L; l++) {
+        set_head_mask(m.encoder[size_t(l)]->attn, part(0, l));
+        set_head_mask(m.decoder[size_t(l)]->self_attn, part(1, l));
+        set_head_mask(m.decoder[size_t(l)]->cross_attn, part(2, l));
+    }
+}
+
+}  // namespace ablations

@@ -1,0 +1,33 @@
+// Chapter 8's variants of section 3's and section 5's modules, built around the listings
+// without changing a line of them: each is a forward hook (common/nn.h) on one of the module's
+// Linears, which adds an operation to what the Linear takes or gives. With none set, every
+// module computes what its listing computes; set, the operation is the one the variant names,
+// on the same floats (so an unscaled run, say, trains exactly as one written into the listing).
+// The attention weights are read through chapter 7's probe,
+// chapters/7-translate/attention_probe.h.
+#pragma once
+#include <vector>
+
+#include "chapters/5-blocks/decoder.h"
+
+namespace ablations {
+
+// Every attention of the model computes softmax(Q K^T / sqrt(d_k)) (on) or softmax(Q K^T): off,
+// a hook multiplies the Q part of the Q projection's output by sqrt(d_k), which the listing's
+// division then undoes (the same products as q * sqrt(d_k); K and V are multiplied by 1, which
+// leaves them and their gradients exactly as they were).
+void set_score_scaling(MultiHeadAttention& a, bool on);
+void set_score_scaling(CrossAttention& a, bool on);
+void set_score_scaling(EncoderDecoder& m, bool on);
+
+// Head masks (Michel et al. 2019), one entry per head: 1 keeps it, 0 removes it; a hook before
+// W_O multiplies head i's d_head columns of the concat by entry i (the same products as head
+// i's output times its entry).
+void set_head_mask(MultiHeadAttention& a, const std::vector<float>& keep);  // (h) entries
+void set_head_mask(CrossAttention& a, const std::vector<float>& keep);
+// Every attention of the model. Index order: kind (encoder self, decoder self, cross), then
+// layer, then head.
+int head_count(const EncoderDecoder& m);  // 3 * layers * heads
+void set_head_mask(EncoderDecoder& m, const std::vector<float>& keep);
+
+}  // namespace ablations
