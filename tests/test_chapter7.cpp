@@ -460,7 +460,8 @@ TEST_CASE("translate: --load checks a file's declared shape before building a mo
     refused(with("tgt_vocab", 12), "its vocabulary sizes differ");
     // The count the check uses is the model's own.
     for (LnPlacement p : {LnPlacement::PostLN, LnPlacement::PreLN})
-        for (Positions pos : {Positions::sinusoidal, Positions::learned}) {
+        for (translate::Positions pos :
+             {translate::Positions::sinusoidal, translate::Positions::learned}) {
             ModelConfig c;
             c.layers = 2, c.d_model = 24, c.heads = 3, c.placement = p, c.positions = pos;
             CHECK(translate::parameter_count(c) == translate::make_model(c)->num_parameters());

@@ -34,6 +34,7 @@
 
 using namespace ablations;
 using translate::Batch;
+using translate::LEARNED_POSITIONS;
 using translate::make_batch;
 
 namespace {
@@ -300,18 +301,25 @@ TEST_CASE(
     "ablations: a learned position table has no vector past its rows, and rows no "
     "sentence reached keep their start") {
     translate::ModelConfig c;
-    c.layers = 1, c.d_model = 16, c.heads = 2, c.positions = Positions::learned;
+    c.layers = 1, c.d_model = 16, c.heads = 2, c.positions = translate::Positions::learned;
     auto m = translate::make_model(c);
-    REQUIRE(m->src_pos);
-    CHECK(m->src_pos->weight.shape() == Shape{LEARNED_POSITIONS, 16});
+    const auto* learned = dynamic_cast<const translate::LearnedPositionsModel*>(m.get());
+    REQUIRE(learned);
+    const Embedding &src_pos = learned->src_pos, &tgt_pos = learned->tgt_pos;
+    CHECK(src_pos.weight.shape() == Shape{LEARNED_POSITIONS, 16});
+    // Its parameters: the encoder-decoder's, with the two tables before the head.
+    const NamedTensors named = m->named_parameters();
+    REQUIRE(named.size() >= 4);
+    CHECK(named[named.size() - 4].first == "src_pos.weight");
+    CHECK(named[named.size() - 3].first == "tgt_pos.weight");
+    CHECK(named.back().first == "head.bias");
     const std::vector<int64_t> long_src(size_t(LEARNED_POSITIONS) + 1, 3);
     CHECK_THROWS_AS(m->encode(long_src, {1, LEARNED_POSITIONS + 1}), std::out_of_range);
     CHECK_NOTHROW(
         m->encode(std::vector<int64_t>(size_t(LEARNED_POSITIONS), 3), {1, LEARNED_POSITIONS}));
     // Training on numbers below 100 (at most 3 syllables, 구십구; 2 digits after <시작>) moves
     // rows 0..2 of each table only; the rest is bit for bit what it was.
-    const std::vector<float> src0 = m->src_pos->weight.to_vector(),
-                             tgt0 = m->tgt_pos->weight.to_vector();
+    const std::vector<float> src0 = src_pos.weight.to_vector(), tgt0 = tgt_pos.weight.to_vector();
     std::vector<int64_t> small;
     for (int64_t n = 1; n < 100; n++)
         small.push_back(n);
@@ -325,8 +333,8 @@ TEST_CASE(
     };
     for (int64_t r = 0; r < LEARNED_POSITIONS; r++) {
         CAPTURE(r);
-        CHECK(row_moved(m->src_pos->weight, src0, r) == (r < 3));
-        CHECK(row_moved(m->tgt_pos->weight, tgt0, r) == (r < 3));
+        CHECK(row_moved(src_pos.weight, src0, r) == (r < 3));
+        CHECK(row_moved(tgt_pos.weight, tgt0, r) == (r < 3));
     }
 }
 

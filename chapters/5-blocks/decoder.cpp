@@ -2,7 +2,7 @@
 #include "chapters/5-blocks/decoder.h"
 
 #include <cmath>
-#include <stdexcept>
+#include <string>
 
 #include "chapters/1-self-attention/attention.h"
 #include "chapters/4-positional-encoding/positional_encoding.h"
@@ -61,11 +61,10 @@ void DecoderBlock::collect_parameters(const std::string& prefix, NamedTensors& o
 
 // ---- the encoder-decoder -----------------------------------------------------------------------
 EncoderDecoder::EncoderDecoder(int src_vocab, int tgt_vocab, int d, int h, int layers,
-                               LnPlacement p, Positions pos)
+                               LnPlacement p)
     : d_model(d),
       n_heads(h),
       placement(p),
-      positions(pos),
       src_embed(src_vocab, d),
       tgt_embed(tgt_vocab, d),
       encoder(make_blocks(layers, d, h, p)),
@@ -75,34 +74,22 @@ EncoderDecoder::EncoderDecoder(int src_vocab, int tgt_vocab, int d, int h, int l
         enc_norm = std::make_unique<LayerNorm>(d);
         dec_norm = std::make_unique<LayerNorm>(d);
     }
-    if (pos == Positions::learned) {
-        // N(0, 1/2) per entry, the mean square of a sinusoid's entries, so that both kinds of
-        // position vector start at the same size next to the token vectors.
-        for (auto* table : {&src_pos, &tgt_pos}) {
-            *table = std::make_unique<Embedding>(LEARNED_POSITIONS, d);
-            Tensor& w = (*table)->weight;
-            for (int64_t i = 0; i < w.numel(); i++) w.data()[i] *= std::sqrt(0.5f);
-        }
-    }
 }
 
-Tensor EncoderDecoder::embed(const Embedding& tokens, const Embedding* table,
-                             const std::vector<int64_t>& ids, const Shape& shape) const {
-    const int64_t T = shape.at(1);
+Tensor EncoderDecoder::embed(const Embedding& tokens, const std::vector<int64_t>& ids,
+                             const Shape& shape) const {
     Tensor x = tokens(ids, shape) * std::sqrt(float(d_model));  // (B, T, d)
-    if (!table) return x + positional_encoding(T, d_model);     // section 4's sinusoids
-    const int64_t rows = table->weight.size(0);
-    if (T > rows)
-        throw std::out_of_range("a learned position table has " + std::to_string(rows) +
-                                " rows: position " + std::to_string(rows) +
-                                " and later have no vector (sinusoids have one for any n)");
-    return x + slice(table->weight, 0, 0, T);  // rows 0..T-1, broadcast over the batch
+    return x + position_vectors(tokens, shape.at(1));           // broadcast over the batch
+}
+
+Tensor EncoderDecoder::position_vectors(const Embedding&, int64_t T) const {
+    return positional_encoding(T, d_model);  // (T, d), section 4's sinusoids
 }
 
 Tensor EncoderDecoder::encode(const std::vector<int64_t>& src, const Shape& src_shape,
                               const Tensor& src_pad_mask) const {
     encoder_calls++;
-    Tensor x = embed(src_embed, src_pos.get(), src, src_shape);  // (B, S, d_model)
+    Tensor x = embed(src_embed, src, src_shape);  // (B, S, d_model)
     for (const auto& b : encoder) x = (*b)(x, src_pad_mask);
     return enc_norm ? (*enc_norm)(x) : x;  // the encoder's top output, shared by every layer
 }
@@ -110,7 +97,7 @@ Tensor EncoderDecoder::encode(const std::vector<int64_t>& src, const Shape& src_
 Tensor EncoderDecoder::decode(const std::vector<int64_t>& tgt, const Shape& tgt_shape,
                               const Tensor& memory, const Tensor& src_pad_mask) const {
     decoder_calls++;
-    Tensor x = embed(tgt_embed, tgt_pos.get(), tgt, tgt_shape);  // (B, T, d_model)
+    Tensor x = embed(tgt_embed, tgt, tgt_shape);  // (B, T, d_model)
     Tensor mask = causal_mask(tgt_shape[1]);  // section 1's mask: position t sees targets 0..t
     for (const auto& b : decoder) x = (*b)(x, memory, mask, src_pad_mask);
     return head(dec_norm ? (*dec_norm)(x) : x);
@@ -150,7 +137,5 @@ void EncoderDecoder::collect_parameters(const std::string& prefix, NamedTensors&
         decoder[i]->collect_parameters(join_name(prefix, "decoder." + std::to_string(i)), out);
     if (enc_norm) enc_norm->collect_parameters(join_name(prefix, "enc_norm"), out);
     if (dec_norm) dec_norm->collect_parameters(join_name(prefix, "dec_norm"), out);
-    if (src_pos) src_pos->collect_parameters(join_name(prefix, "src_pos"), out);
-    if (tgt_pos) tgt_pos->collect_parameters(join_name(prefix, "tgt_pos"), out);
     head.collect_parameters(join_name(prefix, "head"), out);
 }

@@ -54,34 +54,28 @@ struct DecoderBlock : Module {
     void collect_parameters(const std::string& prefix, NamedTensors& out) const override;
 };
 
-// Where a token's position comes from: section 4's sinusoids (the paper's choice), or a learned
-// table of vectors, one per position, which the paper also tried ("성능이 거의 같았고").
-enum class Positions { sinusoidal, learned };
-constexpr int LEARNED_POSITIONS = 16;  // rows of a learned table: the longest sentence it takes
-
 // The whole encoder-decoder: token embeddings (scaled by sqrt(d_model), as in the paper) plus
-// the positions, N encoder blocks, N decoder blocks, and the output head.
+// section 4's sinusoidal positions, N encoder blocks, N decoder blocks, and the output head.
 struct EncoderDecoder : Module {
     int d_model, n_heads;
     LnPlacement placement;
-    Positions positions;
     Embedding src_embed, tgt_embed;
     std::vector<std::unique_ptr<Block>> encoder;
     std::vector<std::unique_ptr<DecoderBlock>> decoder;
     std::unique_ptr<LayerNorm> enc_norm, dec_norm;  // Pre-LN only
     Linear head;
-    // Positions::learned only: (LEARNED_POSITIONS, d) each, drawn last so that a sinusoidal
-    // model's weights do not depend on whether the option exists.
-    std::unique_ptr<Embedding> src_pos, tgt_pos;
     mutable int encoder_calls = 0;  // how often encode() ran (generation runs it once)
     mutable int decoder_calls = 0;  // how often decode() ran (generation: once per token)
 
     EncoderDecoder(int src_vocab, int tgt_vocab, int d_model, int n_heads, int layers,
-                   LnPlacement p, Positions positions = Positions::sinusoidal);
+                   LnPlacement p);
     // Token vectors scaled by sqrt(d_model) plus each position's vector: ids (B, T) -> (B, T, d).
-    // A learned table has no vector for a position past its last row: std::out_of_range.
-    Tensor embed(const Embedding& tokens, const Embedding* table, const std::vector<int64_t>& ids,
+    Tensor embed(const Embedding& tokens, const std::vector<int64_t>& ids,
                  const Shape& shape) const;
+    // The position vectors embed adds to the vectors of `tokens` (src_embed or tgt_embed) at
+    // positions 0..T-1, (T, d): section 4's sinusoids, the same for source and target. Virtual,
+    // so that a model that takes its position vectors from elsewhere overrides this alone.
+    virtual Tensor position_vectors(const Embedding& tokens, int64_t T) const;
     // src ids (B, S) -> memory (B, S, d). src_pad_mask (B, 1, 1, S) hides padding keys.
     Tensor encode(const std::vector<int64_t>& src, const Shape& src_shape,
                   const Tensor& src_pad_mask = Tensor()) const;

@@ -91,8 +91,7 @@ Loaded load_model(const std::string& path) {
                                  std::to_string(parameter_count(c)) + " parameters) but holds " +
                                  std::to_string(stored) + " values; the file is corrupt");
     ck.tensors = weights;
-    out.model = std::make_unique<EncoderDecoder>(SRC_VOCAB, TGT_VOCAB, c.d_model, c.heads, c.layers,
-                                                 c.placement, c.positions);
+    out.model = new_model(c);
     serialize::copy_into(ck, out.model->named_parameters(), path);
     return out;
 }

@@ -30,7 +30,8 @@
 // Read in this order:
 //   korean_numbers.h  the source language: 삼천이백일 <-> 3201
 //   task.h/.cpp       vocabularies, batches, the teacher-forced loss, greedy decoding, the split
-//   train.h/.cpp      the model as this task builds it, and the training loop
+//   train.h/.cpp      the model as this task builds it (section 5's, or with learned position
+//                     tables), and the training loop
 //   main.cpp          this file: the options, training, saving, evaluation, the figure at the end
 //   checkpoint.h/.cpp the weights file, checked before a model is built from it
 //   attention_probe.h/.cpp  the attention weights of a module's last forward, which the

@@ -1,8 +1,11 @@
 // Chapter 7's trainer (see train.h).
 #include "chapters/7-translate/train.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "chapters/7-translate/korean_numbers.h"
 #include "common/optim.h"
@@ -10,10 +13,52 @@
 
 namespace translate {
 
+LearnedPositionsModel::LearnedPositionsModel(int src_vocab, int tgt_vocab, int d, int h, int layers,
+                                             LnPlacement p)
+    : EncoderDecoder(src_vocab, tgt_vocab, d, h, layers, p),
+      src_pos(LEARNED_POSITIONS, d),
+      tgt_pos(LEARNED_POSITIONS, d) {
+    // N(0, 1/2) per entry, the mean square of a sinusoid's entries, so that both kinds of
+    // position vector start at the same size next to the token vectors.
+    for (Tensor* w : {&src_pos.weight, &tgt_pos.weight})
+        for (int64_t i = 0; i < w->numel(); i++)
+            w->data()[i] *= std::sqrt(0.5f);
+}
+
+Tensor LearnedPositionsModel::position_vectors(const Embedding& tokens, int64_t T) const {
+    const Embedding& table = &tokens == &src_embed ? src_pos : tgt_pos;
+    const int64_t rows = table.weight.size(0);
+    if (T > rows)
+        throw std::out_of_range("a learned position table has " + std::to_string(rows) +
+                                " rows: position " + std::to_string(rows) +
+                                " and later have no vector (sinusoids have one for any n)");
+    return slice(table.weight, 0, 0, T);  // (T, d)
+}
+
+void LearnedPositionsModel::collect_parameters(const std::string& prefix, NamedTensors& out) const {
+    NamedTensors all;
+    EncoderDecoder::collect_parameters(prefix, all);
+    const std::string head = join_name(prefix, "head.");
+    auto at = std::find_if(all.begin(), all.end(),
+                           [&](const auto& nt) { return nt.first.rfind(head, 0) == 0; });
+    NamedTensors tables;
+    src_pos.collect_parameters(join_name(prefix, "src_pos"), tables);
+    tgt_pos.collect_parameters(join_name(prefix, "tgt_pos"), tables);
+    all.insert(at, tables.begin(), tables.end());
+    out.insert(out.end(), all.begin(), all.end());
+}
+
+std::unique_ptr<EncoderDecoder> new_model(const ModelConfig& c) {
+    if (c.positions == Positions::learned)
+        return std::make_unique<LearnedPositionsModel>(SRC_VOCAB, TGT_VOCAB, c.d_model, c.heads,
+                                                       c.layers, c.placement);
+    return std::make_unique<EncoderDecoder>(SRC_VOCAB, TGT_VOCAB, c.d_model, c.heads, c.layers,
+                                            c.placement);
+}
+
 std::unique_ptr<EncoderDecoder> make_model(const ModelConfig& c) {
     torch_rng::manual_seed(uint64_t(c.seed));
-    auto model = std::make_unique<EncoderDecoder>(SRC_VOCAB, TGT_VOCAB, c.d_model, c.heads,
-                                                  c.layers, c.placement, c.positions);
+    std::unique_ptr<EncoderDecoder> model = new_model(c);
     // nn.Embedding draws N(0, 1), and the paper multiplies by sqrt(d_model): each token vector
     // would be ~8x longer than its positional encoding (entries in [-1, 1]), and this task is all
     // about positions (which digit goes where). Drawn N(0, 1/d_model) instead, the scaled

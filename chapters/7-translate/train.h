@@ -5,12 +5,34 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "chapters/5-blocks/decoder.h"
 #include "chapters/7-translate/task.h"
 
 namespace translate {
+
+// Where a token's position comes from: section 4's sinusoids (the paper's choice), or a learned
+// table of vectors, one per position, which the paper also tried ("성능이 거의 같았고";
+// chapter 8 compares the two).
+enum class Positions { sinusoidal, learned };
+constexpr int LEARNED_POSITIONS = 16;  // rows of a learned table: the longest sentence it takes
+
+// Section 5's EncoderDecoder with a learned table in place of the sinusoids: the one thing it
+// overrides is where position vectors come from.
+struct LearnedPositionsModel : EncoderDecoder {
+    // (LEARNED_POSITIONS, d) each, drawn after every weight of the encoder-decoder, so that the
+    // weights the two models share are the same draws.
+    Embedding src_pos, tgt_pos;
+    LearnedPositionsModel(int src_vocab, int tgt_vocab, int d_model, int n_heads, int layers,
+                          LnPlacement p);
+    // Rows 0..T-1 of the table that belongs to `tokens`. A position past the last row has no
+    // vector: std::out_of_range.
+    Tensor position_vectors(const Embedding& tokens, int64_t T) const override;
+    // The encoder-decoder's names with src_pos and tgt_pos before the head's.
+    void collect_parameters(const std::string& prefix, NamedTensors& out) const override;
+};
 
 struct ModelConfig {
     int layers = 2, d_model = 64, heads = 4;  // encoder blocks = decoder blocks
@@ -19,8 +41,12 @@ struct ModelConfig {
     int seed = 0;  // torch.manual_seed before the modules are built
 };
 
-// EncoderDecoder(SRC_VOCAB, TGT_VOCAB, ...) after manual_seed(seed), with the token embeddings
-// drawn N(0, 1/d_model) instead of N(0, 1) (see train.cpp for why).
+// The model a config describes, EncoderDecoder(SRC_VOCAB, TGT_VOCAB, ...) or the learned
+// positions' model, its weights drawn from the default generator as it stands.
+std::unique_ptr<EncoderDecoder> new_model(const ModelConfig& c);
+
+// new_model(c) after manual_seed(seed), with the token embeddings drawn N(0, 1/d_model) instead
+// of N(0, 1) (see train.cpp for why).
 std::unique_ptr<EncoderDecoder> make_model(const ModelConfig& c);
 
 struct TrainConfig {

@@ -85,7 +85,7 @@ Tensor first_step_logits(const EncoderDecoder& m, const Batch& b, FirstStep what
     NoGradGuard no_grad;
     Tensor memory = m.encode(b.src, {b.B, b.S}, b.src_mask);  // (B, S, d)
     const std::vector<int64_t> start(size_t(b.B), BOS);       // every sentence: <시작> only
-    Tensor x = m.embed(m.tgt_embed, m.tgt_pos.get(), start, {b.B, 1});  // (B, 1, d)
+    Tensor x = m.embed(m.tgt_embed, start, {b.B, 1});  // (B, 1, d)
     const Tensor self_mask = causal_mask(1);
     auto batch_mean = [](const Tensor& o) { return o * 0.0f + mean(o, 0, true); };
     for (const auto& blk : m.decoder) {
@@ -411,10 +411,11 @@ Job positions_job(const std::string& name, Positions pos, double scale, int seed
                 mc.positions = pos;
                 mc.seed = seed;
                 auto m = make_model(mc);
+                const auto* learned = dynamic_cast<const LearnedPositionsModel*>(m.get());
                 std::vector<float> src0, tgt0;  // the learned tables before training
-                if (m->src_pos) {
-                    src0 = m->src_pos->weight.to_vector();
-                    tgt0 = m->tgt_pos->weight.to_vector();
+                if (learned) {
+                    src0 = learned->src_pos.weight.to_vector();
+                    tgt0 = learned->tgt_pos.weight.to_vector();
                 }
                 TrainConfig tc = budget(1000, 100, scale, seed, p);
                 tc.max_digits = 4;
@@ -423,9 +424,9 @@ Job positions_job(const std::string& name, Positions pos, double scale, int seed
                         rec.value("diverged_at") ? 0.0 : exact_match(*m, s.five_digit));
                 rec.put("train_max_digits", tc.max_digits);
                 rec.put("train_max_syllables", longest_source(s.train));
-                if (m->src_pos) {
-                    rec.put("src_row_change", row_change(*m->src_pos, src0));
-                    rec.put("tgt_row_change", row_change(*m->tgt_pos, tgt0));
+                if (learned) {
+                    rec.put("src_row_change", row_change(learned->src_pos, src0));
+                    rec.put("tgt_row_change", row_change(learned->tgt_pos, tgt0));
                 }
                 return rec;
             }};
