@@ -80,16 +80,22 @@ TEST_CASE("ablations: the first step sees <시작> alone: its self-attention wei
             for (int64_t i = 0; i < a.numel(); i++)
                 CHECK(a.data()[i] == 1.0f);
         }
-        // The step taken apart is the step generation takes, bit for bit.
+        // The step intact is the step generation takes, bit for bit.
         NoGradGuard no_grad;
         Tensor memory = m->encode(b.src, {b.B, b.S}, b.src_mask);
-        Tensor ref =
-            m->decode(std::vector<int64_t>(12, translate::BOS), {12, 1}, memory, b.src_mask);
+        auto decode = [&] {
+            return m->decode(std::vector<int64_t>(12, translate::BOS), {12, 1}, memory, b.src_mask);
+        };
+        const Tensor ref = decode();
         CHECK(max(abs(ref - logits)).item() == 0.0f);
-        // Replacing self-attention's output by its batch mean changes nothing in the first
-        // layer (every sentence's first position is the same <시작>).
-        Tensor s = first_step_logits(*m, b, FirstStep::self_mean);
-        CHECK(s.shape() == logits.shape());
+        // Each replacement changes the step, and leaves the model as it was.
+        for (FirstStep w :
+             {FirstStep::self_mean, FirstStep::cross_mean, FirstStep::cross_uniform}) {
+            Tensor s = first_step_logits(*m, b, w);
+            CHECK(s.shape() == logits.shape());
+            CHECK(max(abs(s - ref)).item() > 0.0f);
+            CHECK(max(abs(decode() - ref)).item() == 0.0f);
+        }
     }
 }
 

@@ -81,36 +81,13 @@ double exact_match(const EncoderDecoder& m, const std::vector<int64_t>& numbers)
     return score(numbers, greedy_decode_batch(m, numbers)).percent(numbers.size());
 }
 
-Tensor first_step_logits(const EncoderDecoder& m, const Batch& b, FirstStep what) {
+Tensor first_step_logits(EncoderDecoder& m, const Batch& b, FirstStep what) {
     NoGradGuard no_grad;
     Tensor memory = m.encode(b.src, {b.B, b.S}, b.src_mask);  // (B, S, d)
-    const std::vector<int64_t> start(size_t(b.B), BOS);       // every sentence: <시작> only
-    Tensor x = m.embed(m.tgt_embed, start, {b.B, 1});  // (B, 1, d)
-    const Tensor self_mask = causal_mask(1);
-    auto batch_mean = [](const Tensor& o) { return o * 0.0f + mean(o, 0, true); };
-    for (const auto& blk : m.decoder) {
-        auto self = [&](const Tensor& in) {
-            Tensor o = blk->self_attn(in, self_mask);
-            return what == FirstStep::self_mean ? batch_mean(o) : o;
-        };
-        auto cross = [&](const Tensor& in) {
-            // Q = 0 (the projection has no bias) makes every score 0: equal weights.
-            if (what == FirstStep::cross_uniform)
-                return blk->cross_attn(in * 0.0f, memory, b.src_mask);
-            Tensor o = blk->cross_attn(in, memory, b.src_mask);
-            return what == FirstStep::cross_mean ? batch_mean(o) : o;
-        };
-        if (blk->placement == LnPlacement::PreLN) {  // DecoderBlock's forward, sublayer by sublayer
-            x = x + self(blk->ln1(x));
-            x = x + cross(blk->ln2(x));
-            x = x + blk->ff(blk->ln3(x));
-        } else {
-            x = blk->ln1(x + self(x));
-            x = blk->ln2(x + cross(x));
-            x = blk->ln3(x + blk->ff(x));
-        }
-    }
-    return m.head(m.dec_norm ? (*m.dec_norm)(x) : x);
+    set_sublayer(m, what);
+    Tensor logits = m.decode(std::vector<int64_t>(size_t(b.B), BOS), {b.B, 1}, memory, b.src_mask);
+    set_sublayer(m, FirstStep::intact);
+    return logits;  // (B, 1, V)
 }
 
 LengthSplit length_split() {

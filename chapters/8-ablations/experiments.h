@@ -161,14 +161,9 @@ Pruning prune(EncoderDecoder& m, const std::vector<int64_t>& validation,
               const std::vector<int64_t>& test);
 
 // The first generation step, from <시작> alone, with one sublayer of every decoder block
-// replaced. Returns the logits of the first predicted token, (B, 1, TGT_VOCAB).
-enum class FirstStep {
-    intact,
-    self_mean,     // self-attention's output replaced by its mean over the batch's sentences
-    cross_mean,    // cross-attention's output replaced by its mean over the batch's sentences
-    cross_uniform  // cross-attention with equal weights on every source position
-};
-Tensor first_step_logits(const EncoderDecoder& m, const translate::Batch& b, FirstStep what);
+// replaced (set_sublayer, variants.h), through EncoderDecoder::decode as generation runs it.
+// Returns the logits of the first predicted token, (B, 1, TGT_VOCAB); the model is left intact.
+Tensor first_step_logits(EncoderDecoder& m, const translate::Batch& b, FirstStep what);
 
 // The fixed sets of §4: 1000 held-out numbers below 10000, the rest of 1..9999 to train on, and
 // 1000 five-digit numbers (never trained on: training draws at most four digits).

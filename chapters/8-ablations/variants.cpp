@@ -12,6 +12,7 @@ namespace {
 // The hooks' names on the Linears they sit on.
 constexpr const char* UNSCALED = "ablations.unscaled";
 constexpr const char* HEAD_MASK = "ablations.head_mask";
+constexpr const char* SUBLAYER = "ablations.sublayer";
 
 // A hook that multiplies the first `q_cols` of `cols` output columns by sqrt(d_head) and the
 // rest by 1 (exactly themselves, forward and backward).
@@ -22,6 +23,9 @@ ForwardHooks::Hook undo_division(int64_t cols, int64_t q_cols, int d_head) {
     const Tensor factor = Tensor::from(f, {cols});  // (cols)
     return [factor](const Tensor&, const Tensor& out) { return out * factor; };
 }
+
+// The same output for every sentence: its mean over the batch (dim 0), with o's graph kept.
+Tensor batch_mean(const Tensor& o) { return o * 0.0f + mean(o, 0, true); }
 
 // The hook of `layer` while scaling is off, none while it is on.
 void set_unscaled(Linear& layer, bool on, int64_t q_cols, int d_head) {
@@ -85,6 +89,20 @@ void set_head_mask(EncoderDecoder& m, const std::vector<float>& keep) {
         set_head_mask(m.encoder[size_t(l)]->attn, part(0, l));
         set_head_mask(m.decoder[size_t(l)]->self_attn, part(1, l));
         set_head_mask(m.decoder[size_t(l)]->cross_attn, part(2, l));
+    }
+}
+
+void set_sublayer(EncoderDecoder& m, FirstStep what) {
+    for (auto& b : m.decoder) {
+        b->self_attn.proj.hooks.remove(SUBLAYER);
+        b->cross_attn.proj.hooks.remove(SUBLAYER);
+        b->cross_attn.q.hooks.remove(SUBLAYER);
+        auto mean_out = [](const Tensor&, const Tensor& out) { return batch_mean(out); };
+        if (what == FirstStep::self_mean) b->self_attn.proj.hooks.set(SUBLAYER, mean_out);
+        if (what == FirstStep::cross_mean) b->cross_attn.proj.hooks.set(SUBLAYER, mean_out);
+        // Q = 0 (the projection has no bias) makes every score 0: equal weights.
+        if (what == FirstStep::cross_uniform)
+            b->cross_attn.q.hooks.set_pre(SUBLAYER, [](const Tensor& x) { return x * 0.0f; });
     }
 }
 

@@ -30,4 +30,14 @@ void set_head_mask(CrossAttention& a, const std::vector<float>& keep);
 int head_count(const EncoderDecoder& m);  // 3 * layers * heads
 void set_head_mask(EncoderDecoder& m, const std::vector<float>& keep);
 
+// One sublayer of every decoder block replaced (§5's first step), or none (intact): a hook on
+// the sublayer's W_O output (the batch means) or on its W_Q input (zeroed: Q = 0, every score 0).
+enum class FirstStep {
+    intact,
+    self_mean,     // self-attention's output replaced by its mean over the batch's sentences
+    cross_mean,    // cross-attention's output replaced by its mean over the batch's sentences
+    cross_uniform  // cross-attention with equal weights on every source position
+};
+void set_sublayer(EncoderDecoder& m, FirstStep what);
+
 }  // namespace ablations
