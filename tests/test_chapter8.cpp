@@ -300,7 +300,7 @@ TEST_CASE("ablations: without its encoder-decoder heads a trained decoder cannot
            ab.curve_validation[size_t(can_go)] > ab.full_validation - 1)
         can_go++;
     CHECK(ab.can_go == can_go);
-    CHECK(ab.third_test == ab.curve_test[size_t((head_count(*m) + 2) / 3 - 1)]);
+    CHECK(ab.third_test == ab.curve_test[size_t(third_of_heads(head_count(*m)) - 1)]);
 }
 
 TEST_CASE(

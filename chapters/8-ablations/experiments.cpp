@@ -196,7 +196,7 @@ Pruning prune(EncoderDecoder& m, const std::vector<int64_t>& validation,
     std::stable_sort(p.order.begin(), p.order.end(), [&](int a, int b) {
         return p.alone_validation[size_t(a)] > p.alone_validation[size_t(b)];
     });
-    const int third = (n + 2) / 3;
+    const int third = third_of_heads(n);
     std::vector<float> keep(size_t(n), 1.0f);
     bool within = true;
     for (int i = 0; i < n; i++) {

@@ -148,7 +148,8 @@ double exact_match(const EncoderDecoder& m, const std::vector<int64_t>& numbers)
 // (scored on validation: the order, least harmful first); then the heads are removed in that
 // order, cumulatively, scoring both sets after each. `keep` is the number chosen on validation:
 // the most heads whose cumulative removal costs validation under 1 point. `third` is test after
-// removing the first ceil(n / 3) heads of the order.
+// removing the first third_of_heads(n) heads of the order.
+inline int third_of_heads(int n) { return (n + 2) / 3; }  // ceil(n / 3)
 struct Pruning {
     std::vector<double> alone_validation;  // (n) each head removed alone
     std::vector<int> order;                // (n) head indices, least harmful on validation first

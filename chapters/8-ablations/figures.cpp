@@ -156,7 +156,7 @@ void draw_pruning(const Records& r, const std::vector<Comparison>& c, const std:
             mean[i] += y[i] / double(base.size());
     }
     left.plot(x, mean, {.fmt = "-", .color = plot::tab10[0], .lw = 1.5, .label = "씨앗 평균"});
-    const double third = double((n + 2) / 3);
+    const double third = double(third_of_heads(int(n)));
     left.plot({third, third}, {0, 105},
               {.fmt = "--", .color = plot::gray, .lw = 1, .label = "헤드의 3분의 1"});
     left.set_xlabel("제거한 헤드 수 (검증 집합에서 덜 중요한 것부터)");
@@ -217,11 +217,7 @@ void draw_warmup(const Records& r, const std::vector<Comparison>& c, const std::
 
 void draw_first_step(const Records& r, const std::vector<Comparison>& c,
                      const std::string& path) {
-    double w_min = 2, w_max = -1;
-    for (const Record* b : r.at("base")) {
-        w_min = std::min(w_min, b->value("self_weight_min"));
-        w_max = std::max(w_max, b->value("self_weight_max"));
-    }
+    const auto [w_min, w_max] = self_weight_range(r);
     const std::string weight = w_min == w_max ? "가중치 " + fixed(w_min, 6)
                                               : "가중치 " + fixed(w_min, 6) + "~" + fixed(w_max, 6);
     two_panels(r, c, "first-step",

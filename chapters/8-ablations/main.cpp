@@ -219,7 +219,7 @@ void report_pruning(const Records& r, const std::vector<Comparison>& cmp) {
     std::printf(
         "  씨앗 | 시험 | 검증에서 고른 개수 → 시험 | 가장 덜 중요한 %d개 제거 → 시험 | 한 종류 "
         "통째로 제거: %s, %s, %s\n",
-        (n + 2) / 3, kind_name(Kind::encoder_self), kind_name(Kind::decoder_self),
+        third_of_heads(n), kind_name(Kind::encoder_self), kind_name(Kind::decoder_self),
         kind_name(Kind::cross));
     for (size_t k = 0; k < base.size(); k++) {
         const Record& b = *base[k];
@@ -317,11 +317,7 @@ void report_warmup(const Records& r, const std::vector<Comparison>& cmp, double 
 
 void report_first_step(const Records& r, const std::vector<Comparison>& cmp) {
     const std::vector<const Record*>& base = r.at("base");
-    double w_min = 2, w_max = -1;
-    for (const Record* b : base) {
-        w_min = std::min(w_min, b->value("self_weight_min"));
-        w_max = std::max(w_max, b->value("self_weight_max"));
-    }
+    const auto [w_min, w_max] = self_weight_range(r);
     std::printf(
         "\n== 5절 첫 스텝에서 \"첫 단어를 정하는 정보는 사실상 전부 인코더-디코더 "
         "어텐션에서\" ==\n");

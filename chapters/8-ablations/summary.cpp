@@ -1,6 +1,7 @@
 // Chapter 8's comparisons and summary (see summary.h).
 #include "chapters/8-ablations/summary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -19,6 +20,13 @@ std::vector<double> values_of(const Records& r, const std::string& run_key) {
     for (const Record* rec : it->second)
         v.push_back(rec->value(key));
     return v;
+}
+
+std::pair<double, double> self_weight_range(const Records& r) {
+    const std::vector<double> lo = values_of(r, "base:self_weight_min"),
+                              hi = values_of(r, "base:self_weight_max");
+    if (lo.empty()) throw std::runtime_error("no base run for the first-step weights");
+    return {*std::min_element(lo.begin(), lo.end()), *std::max_element(hi.begin(), hi.end())};
 }
 
 Comparison compare(const ComparisonSpec& spec, std::vector<double> baseline,

@@ -8,6 +8,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chapters/8-ablations/experiments.h"
@@ -21,6 +22,10 @@ using Records = std::map<std::string, std::vector<const Record*>>;  // run name 
 std::string run_name(const std::string& job_name);  // "base/3" -> "base"
 // "run:key": the record's scalar `key` of every seed's run, in seed order; throws naming a miss.
 std::vector<double> values_of(const Records& r, const std::string& run_key);
+
+// The smallest and the largest first-step self-attention weight over every seed's base run
+// (its records' self_weight_min and self_weight_max).
+std::pair<double, double> self_weight_range(const Records& r);
 
 struct Comparison {
     const ComparisonSpec* spec;
