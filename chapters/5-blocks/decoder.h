@@ -11,8 +11,7 @@
 //     EncoderDecoder::encode / decode;
 //   - training feeds the whole right answer at once (teacher forcing): decode on the full target;
 //   - generation starts from the start token and appends one token per decoder run:
-//     greedy_decode, which takes the most likely token (chapter 7's task.h does the same for
-//     a padded batch of sentences at once).
+//     greedy_decode, which takes the most likely token.
 #pragma once
 #include <cstdint>
 #include <memory>
