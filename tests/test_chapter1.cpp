@@ -65,7 +65,7 @@ TEST_CASE("chapter 1: --explain walks through one query") {
                      "   = [2.1362, 1.3897, 0.4679, 0.2926]\n") != std::string::npos);
 }
 
-TEST_CASE("cli errors: unknown flag or bad value -> exit 2 and one line") {
+TEST_CASE("chapter 1: an unknown flag or a bad value -> exit 2 and one line") {
     for (const char* args :
          {"--bogus", "--explain x", "--explain 9", "--mask sideways", "--explain", "extra"}) {
         auto r = testutil::run("1-self-attention", args);

@@ -1,5 +1,6 @@
-// common/nn: torch-exact initial weights, gradients of the modules against finite differences,
-// and the decoder's three claims (causal mask, teacher forcing, generation).
+// Chapter 5 (section 5's blocks and decoder): torch-exact initial weights of the Stack, the
+// modules' gradients against finite differences, the decoder's three claims (causal mask,
+// teacher forcing, generation), and the program's output.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -49,7 +50,7 @@ void check_module_grad(Tensor p, const std::function<Tensor()>& f, const char* w
 
 }  // namespace
 
-TEST_CASE("nn: Stack(6, 64, 4, Post-LN, 50) built after manual_seed(0) holds torch's weights") {
+TEST_CASE("chapter 5: Stack(6, 64, 4, Post-LN, 50) built after manual_seed(0) holds torch's weights") {
     torch_rng::manual_seed(0);
     Stack net(6, 64, 4, LnPlacement::PostLN, 50);
     // Recorded with torch 1.13: first and last 4 float bit patterns, and the float64 sum.
@@ -87,13 +88,7 @@ TEST_CASE("nn: Stack(6, 64, 4, Post-LN, 50) built after manual_seed(0) holds tor
     CHECK(net.num_parameters() == 301618);  // sum(p.numel() for p in net.parameters()) in torch
 }
 
-TEST_CASE("nn: MultiHeadAttention keeps 4 d_model^2 parameters for any number of heads") {
-    for (int h : {1, 2, 4, 8, 16}) CHECK(MultiHeadAttention(512, h).num_parameters() == 1048576);
-    CHECK_THROWS_WITH_AS(MultiHeadAttention(10, 3), doctest::Contains("not divisible"),
-                         std::invalid_argument);
-}
-
-TEST_CASE("nn: module gradients against finite differences") {
+TEST_CASE("chapter 5: the modules' gradients against finite differences") {
     torch_rng::manual_seed(3);
     Tensor x = Tensor::from(torch_rng::randn(2 * 5 * 8), {2, 5, 8}).requires_grad_();
     MultiHeadAttention mha(8, 2);
@@ -123,7 +118,7 @@ TEST_CASE("nn: module gradients against finite differences") {
     check_module_grad(x, run, "decoder input");
 }
 
-TEST_CASE("decoder (a): with the causal mask a later target token cannot change earlier outputs") {
+TEST_CASE("chapter 5: decoder (a): with the causal mask a later target token cannot change earlier outputs") {
     torch_rng::manual_seed(0);
     EncoderDecoder model(12, 12, 16, 2, 2, LnPlacement::PostLN);
     NoGradGuard ng;
@@ -140,7 +135,7 @@ TEST_CASE("decoder (a): with the causal mask a later target token cannot change 
     CHECK(later > 1e-3);  // while the changed position itself (and after) does change
 }
 
-TEST_CASE("decoder (b): teacher forcing predicts every target position in one forward pass") {
+TEST_CASE("chapter 5: decoder (b): teacher forcing predicts every target position in one forward pass") {
     torch_rng::manual_seed(0);
     EncoderDecoder model(12, 12, 16, 2, 1, LnPlacement::PreLN);
     Tensor memory = model.encode({3, 4, 5}, {1, 3});
@@ -156,7 +151,7 @@ TEST_CASE("decoder (b): teacher forcing predicts every target position in one fo
     CHECK(norm(g).item() > 0);
 }
 
-TEST_CASE("decoder (c): greedy generation adds one token per step and runs the encoder once") {
+TEST_CASE("chapter 5: decoder (c): greedy generation adds one token per step and runs the encoder once") {
     torch_rng::manual_seed(0);
     EncoderDecoder model(12, 12, 16, 2, 2, LnPlacement::PostLN);
     model.encoder_calls = model.decoder_calls = 0;
@@ -166,53 +161,6 @@ TEST_CASE("decoder (c): greedy generation adds one token per step and runs the e
     CHECK(out.size() >= 1);
     CHECK(out.size() <= 7);
     if (out.size() < 7) CHECK(out.back() == 2);  // stopped at the end token
-}
-
-TEST_CASE("chapter 3: default output starts with the article's block") {
-    auto r = testutil::run("3-multi-head");
-    CHECK(r.exit_code == 0);
-    std::string expected = testutil::read_file("tests/expected/3-multi-head.txt");
-    CHECK(r.out.substr(0, expected.size()) == expected);
-    CHECK(r.out.find("  16 |        1,048,576 ( 4d²) |           16,777,216 ( 64d²)") !=
-          std::string::npos);
-    CHECK(testutil::run("3-multi-head", "--d-model 100 --heads 3").exit_code == 2);
-}
-
-TEST_CASE("chapter 3: the memory check counts the table's largest module, as the table does") {
-    // Held at once: 11 (B, n, d) activations, 3 (B, h, n, n), the layer's 4 d^2 and the
-    // table's largest module (16 independent heads: the d^2 count its last line prints). At
-    // d_model 131072 that is more memory than any machine here has, so the program says how
-    // much before it allocates anything, and the figure must include all of the table's d^2.
-    auto table = testutil::run("3-multi-head");
-    REQUIRE(table.exit_code == 0);
-    long largest = 0;  // the largest "(NNd²)" of the table
-    for (size_t at = table.out.find("d²)"); at != std::string::npos;
-         at = table.out.find("d²)", at + 1)) {
-        const size_t open = table.out.rfind('(', at);
-        largest = std::max(largest, std::stol(table.out.substr(open + 1, at - open - 1)));
-    }
-    CHECK(largest == 64);
-    const double B = 1, N = 1, h = 8, d = 131072;
-    const double bytes = 4 * (11 * B * N * d + 3 * B * h * N * N + (4 + largest) * d * d);
-    auto r = testutil::run("3-multi-head", "--d-model 131072 --batch 1 --n 1");
-    CHECK(r.exit_code == 2);
-    char gb[32];
-    std::snprintf(gb, sizeof gb, "%.0f", bytes / 1e9);
-    CHECK_MESSAGE(r.err.find(std::string("need about ") + gb + " GB") != std::string::npos, r.err);
-}
-
-TEST_CASE("chapter 3: the memory check counts the three (B, h, n, n) matrices the layer holds") {
-    // Q K^T, the scores (its division by sqrt(d_k) keeps Q K^T for the backward) and the
-    // softmax weights live at once: 3 (B, h, n, n) floats. Counted as 2, a size the machine
-    // cannot hold would pass the check, to meet the OOM killer minutes later.
-    auto r = testutil::run("3-multi-head", "--batch 1 --n 100000 --d-model 8 --heads 8 --no-table");
-    CHECK(r.exit_code == 2);
-    CHECK(r.out.empty());
-    // 4 bytes * (3 * 8 * 100000^2 + 11 * 100000 * 8 + 4 * 8^2) = 960.04 GB
-    CHECK_MESSAGE(r.err.rfind("3-multi-head: error: --batch 1 --n 100000 --d-model 8 --heads 8 "
-                              "need about 960 GB of memory, more than this machine's ",
-                              0) == 0,
-                  r.err);
 }
 
 TEST_CASE("chapter 5: positions are counted from 0, as section 4 counts them, and say so") {
