@@ -15,8 +15,10 @@ OPT        ?= -O2
 # the selects in exp_fast (the clamp, exp(-inf) = 0) into vector blends, so the softmax and LSTM
 # gate loops vectorise. It changes no result: no reassociation, no contraction, no flush to zero.
 # OpenMP's flags are added by the portability block below (OPENMP=0 builds without it).
+# stb's single-file libraries are system headers here: their implementations compile without
+# the project's warnings, so the files that instantiate them need no pragmas.
 CXXFLAGS  := -std=c++20 $(OPT) $(ARCH_FLAGS) -fno-trapping-math -Wall -Wextra -MMD -MP -I. \
-             -I$(DOCTEST_INC) -I$(STB_INC) -DPROJECT_FONT='"$(FONT)"' $(EXTRA_CXXFLAGS)
+             -I$(DOCTEST_INC) -isystem $(STB_INC) -DPROJECT_FONT='"$(FONT)"' $(EXTRA_CXXFLAGS)
 LDFLAGS   := $(EXTRA_LDFLAGS)
 LDLIBS    := -lm
 

@@ -16,18 +16,10 @@
 
 #include "common/plot/internal.h"
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#pragma GCC diagnostic ignored "-Wunused-but-set-variable"
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
 // Static copies: another file of the project may define the same stb implementations.
 #define STBTT_STATIC
 #define STB_TRUETYPE_IMPLEMENTATION
 #include <stb_truetype.h>
-#pragma GCC diagnostic pop
 
 #ifndef PROJECT_FONT
 #define PROJECT_FONT "/usr/share/fonts/truetype/nanum/NanumGothic.ttf"
