@@ -26,6 +26,7 @@
 #include "chapters/1-self-attention/attention.h"
 #include "chapters/7-translate/attention_probe.h"
 #include "chapters/8-ablations/experiments.h"
+#include "chapters/8-ablations/figures.h"
 #include "chapters/8-ablations/runner.h"
 #include "chapters/8-ablations/stats.h"
 #include "chapters/8-ablations/summary.h"
@@ -383,6 +384,72 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("ablations: the table: every comparison names its runs, its label and its figure") {
+    std::set<std::string> runs, claims, in_claims;
+    for (const RunSpec& r : RUNS) {
+        CHECK_MESSAGE(runs.insert(r.name).second, r.name);  // each run declared once
+        CHECK(&run_spec(r.name) == &r);
+        CHECK(r.steps >= r.warmup);
+        CHECK(std::find(r.keys.begin(), r.keys.end(), std::string("exact")) != r.keys.end());
+    }
+    CHECK_THROWS_AS(run_spec("nowhere"), std::invalid_argument);
+    for (const ClaimSpec& c : CLAIMS) {
+        CAPTURE(c.name);
+        CHECK(claims.insert(c.name).second);
+        CHECK_NOTHROW(figure_of(c.name));  // every claim has its figure
+        for (const char* run : c.runs) {
+            CHECK_MESSAGE(runs.count(run), run);
+            in_claims.insert(run);
+        }
+    }
+    CHECK(in_claims == runs);  // every run is read by some claim
+    CHECK_THROWS_AS(figure_of("nowhere"), std::invalid_argument);
+    for (const ClaimSpec& c : CLAIMS) {
+        std::set<std::string> labels;
+        for (const ComparisonSpec& k : COMPARISONS)
+            if (k.claim == std::string(c.name)) CHECK(labels.insert(k.label).second);
+        CHECK_MESSAGE(!labels.empty(), c.name);  // every claim has a comparison
+    }
+    for (const ComparisonSpec& k : COMPARISONS) {
+        CAPTURE(k.variant);
+        CHECK(claims.count(k.claim));
+        CHECK(std::string(k.label) != "");
+        const ClaimSpec& claim =
+            *std::find_if(CLAIMS.begin(), CLAIMS.end(),
+                          [&](const ClaimSpec& c) { return c.name == std::string(k.claim); });
+        for (const std::string run_key : {k.baseline, k.variant}) {
+            const std::string run = run_key.substr(0, run_key.find(':')),
+                              key = run_key.substr(run_key.find(':') + 1);
+            REQUIRE(runs.count(run));
+            const std::vector<const char*>& keys = run_spec(run).keys;
+            CHECK_MESSAGE(std::find(keys.begin(), keys.end(), key) != keys.end(), run_key);
+            CHECK(std::find(claim.runs.begin(), claim.runs.end(), run) != claim.runs.end());
+        }
+    }
+    // The figure's columns are named by each comparison's own label, whatever the order.
+    std::vector<Comparison> reversed;
+    for (auto it = COMPARISONS.rbegin(); it != COMPARISONS.rend(); ++it)
+        reversed.push_back(compare(*it, {1, 2}, {3, 5}));
+    for (const ClaimSpec& c : CLAIMS) {
+        std::vector<std::string> expect;
+        for (const Comparison& k : reversed)
+            if (k.spec->claim == std::string(c.name)) expect.push_back(k.spec->label);
+        CHECK(comparison_labels(reversed, c.name) == expect);
+    }
+    ComparisonSpec renamed = COMPARISONS[0];
+    renamed.label = "renamed";
+    CHECK(comparison_labels({compare(renamed, {1, 2}, {3, 5})}, renamed.claim) ==
+          std::vector<std::string>{"renamed"});
+    // The jobs: every run for every seed, named run/seed, the budget the table gives.
+    const std::vector<Job> jobs = all_jobs(0.5, {3, 4});
+    REQUIRE(jobs.size() == 2 * RUNS.size());
+    for (size_t i = 0; i < jobs.size(); i++)
+        CHECK(jobs[i].name == std::string(RUNS[i % RUNS.size()].name) + "/" +
+                                  std::to_string(3 + int(i / RUNS.size())));
+    CHECK(steps_of("scaled-256", 0.5) == 200);
+    CHECK(warmup_of("warm-post", 1) == 100);
+}
+
 TEST_CASE("ablations: the fixed sets of the positions experiment") {
     const LengthSplit s = length_split();
     CHECK(s.heldout.size() == 1000);
@@ -479,7 +546,7 @@ TEST_CASE("ablations: the verdict rule on synthetic differences") {
     CHECK(rule_text(above) == ">-1");
     CHECK(rule_text(within) == "±2");
     // A comparison: paired by seed, diff = variant - baseline.
-    const ComparisonSpec spec{"x", "§0", "exact_pp", "a:exact", "b:exact", below};
+    const ComparisonSpec spec{"x", "§0", "exact_pp", "a:exact", "b:exact", below, "x"};
     const Comparison c = compare(spec, {90, 80, 85}, {60, 55, 62});
     CHECK(c.diff == std::vector<double>{-30, -25, -23});
     CHECK(c.verdict == Verdict::undecided);  // [-34.96, -17.04] straddles -20

@@ -22,25 +22,6 @@ namespace ablations {
 
 using namespace translate;
 
-const std::vector<ComparisonSpec> COMPARISONS = {
-    {"scaling", "§2", "exact_pp", "scaled-256:exact", "unscaled-256:exact", {Side::below, -20}},
-    {"scaling", "§2", "exact_pp", "base:exact", "unscaled-16:exact", {Side::below, -20}},
-    {"heads", "§3", "exact_pp", "base:exact", "heads-1:exact", {Side::below, -2}},
-    {"heads", "§3", "digit_pp", "nb-4:exact", "nb-1:exact", {Side::below, -2}},
-    {"pruning", "§3", "exact_pp", "base:exact", "base:pruned_third", {Side::above, -1}},
-    {"positions", "§4", "exact_pp", "pos-sin:exact", "pos-learned:exact", {Side::within, 2}},
-    {"positions", "§4", "exact_five_pp", "pos-sin:exact_five", "pos-learned:exact_five",
-     {Side::below, -20}},
-    {"positions", "§4", "exact_long_pp", "pos2-sin:exact_long", "pos2-learned:exact_long",
-     {Side::below, -20}},
-    {"warmup", "§5", "exact_pp", "warm-post:exact", "nowarm-post:exact", {Side::below, -20}},
-    {"warmup", "§5", "exact_pp", "warm-pre:exact", "nowarm-pre:exact", {Side::above, -10}},
-    {"first-step", "§5", "first_digit_pp", "base:first_intact", "base:first_self_mean",
-     {Side::above, -5}},
-    {"first-step", "§5", "first_digit_pp", "base:first_intact", "base:first_cross_mean",
-     {Side::below, -50}},
-};
-
 int scaled_steps(int steps, double scale) { return std::max(1, int(std::lround(steps * scale))); }
 
 std::vector<int> seed_list(int first, int count) {
@@ -312,14 +293,14 @@ std::string with_seed(const std::string& name, int seed) {
     return name + "/" + std::to_string(seed);
 }
 
-Job base_job(double scale, int seed) {
-    return {with_seed("base", seed), 95 * scale + 25, [scale, seed](Progress& p) {
+Job base_job(const RunSpec& r, double scale, int seed) {
+    ModelConfig mc = r.model;
+    mc.seed = seed;
+    return {with_seed(r.name, seed), r.fixed_cost + r.cost * scale, [=](Progress& p) {
                 const ThreeWay sets = three_way_split();
-                ModelConfig mc;
-                mc.seed = seed;
                 auto m = make_model(mc);
                 const double pmax = mean_max_weight(*m, PEAK_PROBE);
-                Record rec = train_record(*m, budget(2000, 200, scale, seed, p), sets.train,
+                Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), sets.train,
                                           sets.never_train(), sets.test);
                 rec.put("init_max_weight", pmax);
                 const Pruning pr = prune(*m, sets.validation, sets.test);
@@ -338,15 +319,15 @@ Job base_job(double scale, int seed) {
             }};
 }
 
-Job variant_job(const std::string& name, double cost, ModelConfig mc, bool scaled, int steps,
-                int warmup, double scale, int seed) {
+Job variant_job(const RunSpec& r, double scale, int seed) {
+    ModelConfig mc = r.model;
     mc.seed = seed;
-    return {with_seed(name, seed), cost * scale, [=](Progress& p) {
+    return {with_seed(r.name, seed), r.fixed_cost + r.cost * scale, [=](Progress& p) {
                 const ThreeWay sets = three_way_split();
                 auto m = make_model(mc);
-                set_score_scaling(*m, scaled);
+                set_score_scaling(*m, r.scaled);
                 const double pmax = mean_max_weight(*m, PEAK_PROBE);
-                Record rec = train_record(*m, budget(steps, warmup, scale, seed, p), sets.train,
+                Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), sets.train,
                                           sets.never_train(), sets.test);
                 rec.put("init_max_weight", pmax);
                 return rec;
@@ -381,12 +362,11 @@ std::vector<double> row_change(const Embedding& table, const std::vector<float>&
     return change;
 }
 
-Job positions_job(const std::string& name, Positions pos, double scale, int seed) {
-    return {with_seed(name, seed), 25 * scale, [=](Progress& p) {
+Job positions_job(const RunSpec& r, double scale, int seed) {
+    ModelConfig mc = r.model;
+    mc.seed = seed;
+    return {with_seed(r.name, seed), r.fixed_cost + r.cost * scale, [=](Progress& p) {
                 const LengthSplit s = length_split();
-                ModelConfig mc;
-                mc.positions = pos;
-                mc.seed = seed;
                 auto m = make_model(mc);
                 const auto* learned = dynamic_cast<const LearnedPositionsModel*>(m.get());
                 std::vector<float> src0, tgt0;  // the learned tables before training
@@ -394,7 +374,7 @@ Job positions_job(const std::string& name, Positions pos, double scale, int seed
                     src0 = learned->src_pos.weight.to_vector();
                     tgt0 = learned->tgt_pos.weight.to_vector();
                 }
-                TrainConfig tc = budget(1000, 100, scale, seed, p);
+                TrainConfig tc = budget(r.steps, r.warmup, scale, seed, p);
                 tc.max_digits = 4;
                 Record rec = train_record(*m, tc, s.train, s.heldout, s.heldout);
                 rec.put("exact_five",
@@ -411,17 +391,16 @@ Job positions_job(const std::string& name, Positions pos, double scale, int seed
 
 // §4's second experiment: sources of at most POS2_MAX_SYLLABLES syllables in training, longer
 // ones to score.
-Job positions2_job(const std::string& name, Positions pos, double scale, int seed) {
-    return {with_seed(name, seed), 25 * scale, [=](Progress& p) {
+Job positions2_job(const RunSpec& r, double scale, int seed) {
+    ModelConfig mc = r.model;
+    mc.seed = seed;
+    return {with_seed(r.name, seed), r.fixed_cost + r.cost * scale, [=](Progress& p) {
                 const SourceLengthSplit s = source_length_split();
                 std::vector<int64_t> in_range;  // chapter 7's test numbers of trained lengths
                 for (int64_t n : split_numbers().heldout)
                     if (int(source_ids(n).size()) <= POS2_MAX_SYLLABLES) in_range.push_back(n);
-                ModelConfig mc;
-                mc.positions = pos;
-                mc.seed = seed;
                 auto m = make_model(mc);
-                Record rec = train_record(*m, budget(1000, 100, scale, seed, p), s.train,
+                Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), s.train,
                                           s.excluded, in_range);
                 rec.put("exact_long",
                         rec.value("diverged_at") ? 0.0 : exact_match(*m, s.long_test));
@@ -437,9 +416,9 @@ struct NeighbourModel : Module {
     Embedding embed;  // (10, d)
     Stack stack;      // one block, its final LayerNorm and the (NB_CLASSES, d) head
     Tensor pe;        // (NB_LENGTH, d), section 4's sinusoids
-    NeighbourModel(int d, int h)
+    NeighbourModel(int layers, int d, int h, LnPlacement placement)
         : embed(10, d),
-          stack(1, d, h, LnPlacement::PreLN, NB_CLASSES),
+          stack(layers, d, h, placement, NB_CLASSES),
           pe(positional_encoding(NB_LENGTH, d)) {
         // As make_model does for chapter 7: token vectors the size of the positional encoding.
         for (int64_t i = 0; i < embed.weight.numel(); i++)
@@ -468,20 +447,21 @@ double neighbour_accuracy(const NeighbourModel& m, const std::vector<int64_t>& x
     return 100.0 * right / double(y.size());
 }
 
-Job neighbour_job(const std::string& name, int heads, double scale, int seed) {
-    return {with_seed(name, seed), 6 * scale, [=](Progress& p) {
-                constexpr int d = 64, B = 64, L = NB_LENGTH;
+Job neighbour_job(const RunSpec& r, double scale, int seed) {
+    return {with_seed(r.name, seed), r.fixed_cost + r.cost * scale, [=](Progress& p) {
+                const int d = r.model.d_model, heads = r.model.heads;
+                constexpr int B = 64, L = NB_LENGTH;
                 const std::vector<int64_t> test = neighbour_test_set(),
                                            validation = neighbour_validation_set();
                 std::set<int64_t> never = sequence_codes(test);
                 for (int64_t c : sequence_codes(validation))
                     never.insert(c);
                 torch_rng::manual_seed(uint64_t(seed));
-                NeighbourModel m(d, heads);
+                NeighbourModel m(r.model.layers, d, heads, r.model.placement);
                 optim::Adam adam(m.parameters());
                 torch_rng::Generator order(uint64_t(seed) + 1);
-                const int steps = scaled_steps(NB_STEPS, scale);
-                const int warmup = scaled_steps(NB_WARMUP, scale);
+                const int steps = scaled_steps(r.steps, scale);
+                const int warmup = scaled_steps(r.warmup, scale);
                 std::vector<double> losses, curve_steps, curve;
                 for (int step = 1; step <= steps; step++) {
                     std::vector<int64_t> x;  // (B * L)
@@ -535,16 +515,15 @@ Job neighbour_job(const std::string& name, int heads, double scale, int seed) {
             }};
 }
 
-Job warmup_job(const std::string& name, LnPlacement placement, bool warm, double scale, int seed) {
-    return {with_seed(name, seed), 25 * scale, [=](Progress& p) {
+Job warmup_job(const RunSpec& r, double scale, int seed) {
+    ModelConfig mc = r.model;
+    mc.seed = seed;
+    return {with_seed(r.name, seed), r.fixed_cost + r.cost * scale, [=](Progress& p) {
                 const ThreeWay sets = three_way_split();
-                ModelConfig mc;
-                mc.layers = 6, mc.d_model = 32, mc.heads = 4, mc.placement = placement;
-                mc.seed = seed;
                 auto m = make_model(mc);
-                TrainConfig tc = budget(500, 100, scale, seed, p);
+                TrainConfig tc = budget(r.steps, r.warmup, scale, seed, p);
                 const double peak = optim::noam_lr(tc.warmup, mc.d_model, tc.warmup, tc.lr);
-                if (!warm)  // the same peak from step 1, then the same decay after the warm-up
+                if (!r.warm)  // the same peak from step 1, then the same decay after the warm-up
                     tc.schedule = [=](int step) {
                         return step <= tc.warmup
                                    ? peak
@@ -556,36 +535,46 @@ Job warmup_job(const std::string& name, LnPlacement placement, bool warm, double
             }};
 }
 
+// The record's keys against the run's declaration: a key missing or undeclared is an error of the
+// table, not of the run.
+void check_keys(const RunSpec& r, const Record& rec) {
+    std::set<std::string> declared(r.keys.begin(), r.keys.end()), carried;
+    for (const auto& item : rec.items)
+        carried.insert(item.first);
+    for (const std::string& k : declared)
+        if (!carried.count(k))
+            throw std::logic_error(std::string(r.name) + "'s record lacks its key " + k);
+    for (const std::string& k : carried)
+        if (!declared.count(k))
+            throw std::logic_error(std::string(r.name) + "'s record has the undeclared key " + k);
+}
+
+Job job_of(const RunSpec& r, double scale, int seed) {
+    switch (r.recipe) {
+    case Recipe::base: return base_job(r, scale, seed);
+    case Recipe::chapter7: return variant_job(r, scale, seed);
+    case Recipe::positions: return positions_job(r, scale, seed);
+    case Recipe::source_lengths: return positions2_job(r, scale, seed);
+    case Recipe::neighbour: return neighbour_job(r, scale, seed);
+    case Recipe::warmup: return warmup_job(r, scale, seed);
+    }
+    throw std::logic_error("no job for the run " + std::string(r.name));
+}
+
 }  // namespace
 
 std::vector<Job> all_jobs(double scale, const std::vector<int>& seeds) {
-    ModelConfig one_head;
-    one_head.heads = 1;
-    ModelConfig wide;  // one head of d_k = 256
-    wide.layers = 1, wide.d_model = 256, wide.heads = 1;
     std::vector<Job> jobs;
     for (int seed : seeds)
-        for (Job& j : std::vector<Job>{
-                 base_job(scale, seed),
-                 variant_job("heads-1", 45, one_head, true, 2000, 200, scale, seed),
-                 variant_job("unscaled-16", 50, ModelConfig{}, false, 2000, 200, scale, seed),
-                 variant_job("scaled-256", 35, wide, true, 400, 40, scale, seed),
-                 variant_job("unscaled-256", 35, wide, false, 400, 40, scale, seed),
-                 positions_job("pos-sin", Positions::sinusoidal, scale, seed),
-                 positions_job("pos-learned", Positions::learned, scale, seed),
-                 positions2_job("pos2-sin", Positions::sinusoidal, scale, seed),
-                 positions2_job("pos2-learned", Positions::learned, scale, seed),
-                 neighbour_job("nb-4", 4, scale, seed),
-                 neighbour_job("nb-1", 1, scale, seed),
-                 warmup_job("warm-post", LnPlacement::PostLN, true, scale, seed),
-                 warmup_job("nowarm-post", LnPlacement::PostLN, false, scale, seed),
-                 warmup_job("warm-pre", LnPlacement::PreLN, true, scale, seed),
-                 warmup_job("nowarm-pre", LnPlacement::PreLN, false, scale, seed)})
-            jobs.push_back({j.name, j.cost, [run = j.run, seed](Progress& p) {
+        for (const RunSpec& spec : RUNS) {
+            Job j = job_of(spec, scale, seed);
+            jobs.push_back({j.name, j.cost, [run = j.run, &spec, seed](Progress& p) {
                                 Record r = run(p);
+                                check_keys(spec, r);
                                 r.put("seed", seed);  // every record names its seed
                                 return r;
                             }});
+        }
     return jobs;
 }
 

@@ -95,22 +95,62 @@ namespace ablations {
 // score printed is on them; the next 1000 of chapter 7's shuffled training numbers are the
 // validation set; training draws neither. The one choice the experiments make (which heads to
 // prune, in which order, and how many) is made on validation and scored on test.
+// Which job trains a run (experiments.cpp): what it trains on and what it measures.
+enum class Recipe {
+    base,            // chapter 7's model on chapter 7's task, then pruned (§3), first step (§5)
+    chapter7,        // a variant of it on chapter 7's task
+    positions,       // trained on 1..9999, scored also on five-digit numbers (§4)
+    source_lengths,  // trained on sources of <= POS2_MAX_SYLLABLES syllables, scored longer (§4)
+    neighbour,       // the neighbour task: one encoder block (§3)
+    warmup           // chapter 7's task with or without the warm-up (§5)
+};
+
+// One run, repeated for every seed: the job that trains it, its model, its budget at --scale 1
+// and the keys of the record it hands back (all_jobs checks them; "seed" is added to every one).
+struct RunSpec {
+    const char* name;  // --runs's name; the jobs are name/seed
+    Recipe recipe;
+    translate::ModelConfig model;  // its seed is the run's; the neighbour task reads layers,
+                                   // d_model, heads and placement
+    bool scaled = true;   // softmax(Q K^T / sqrt(d_k)); false: softmax(Q K^T)
+    bool warm = true;     // the paper's warm-up; false: its peak learning rate from step 1
+    int steps = 0, warmup = 0;        // at --scale 1; both scale
+    double cost = 0, fixed_cost = 0;  // rough CPU seconds: fixed_cost + cost * scale
+    std::vector<const char*> keys;    // the record's keys, without "seed"
+};
+extern const std::vector<RunSpec> RUNS;
+const RunSpec& run_spec(const std::string& name);  // throws naming a miss
+int steps_of(const std::string& run, double scale);   // scaled_steps(steps, scale)
+int warmup_of(const std::string& run, double scale);  // scaled_steps(warmup, scale)
+
+// Every run of RUNS for every seed (jobs named run/seed), each record checked against its keys.
 std::vector<Job> all_jobs(double scale, const std::vector<int>& seeds);
 
 // The seeds of a run: first, first + 1, ..., first + count - 1.
 std::vector<int> seed_list(int first, int count);
 
+// One claim of the article: --only's name, its figure 8-<name>.png and every run its table and
+// figure read.
+struct ClaimSpec {
+    const char* name;  // scaling, heads, pruning, positions, warmup, first-step
+    std::vector<const char*> runs;
+};
+extern const std::vector<ClaimSpec> CLAIMS;
+
 // ---- the comparisons, fixed before the runs --------------------------------------------------
 
 // One paired comparison: per seed, variant - baseline of `metric` (percentage points), judged
-// by `rule` (stats.h). The values are read from the runs' records by main.cpp (values_of).
+// by `rule` (stats.h). The values are read from the runs' records (summary.h: values_of). Its
+// figure is its claim's, 8-<claim>.png, where it is a column of the comparisons' panel, named
+// `label`.
 struct ComparisonSpec {
-    const char* claim;     // --only's name: scaling, heads, pruning, positions, warmup, first-step
+    const char* claim;     // a ClaimSpec's name
     const char* section;   // "§2"
     const char* metric;    // "exact_pp": exact match on the test set, in percentage points
-    const char* baseline;  // a run name, or run:measure
+    const char* baseline;  // run:key, the key one of the run's keys
     const char* variant;
     Rule rule;
+    const char* label;  // the comparison's column in the figure
 };
 // Thresholds: those of the single-seed rules (the 20-point gap of §2, the 2 points of §3 and
 // §4, the 1 point of pruning, the 20 and 10 points of warm-up, the 5 and 50 points of the first
@@ -184,7 +224,7 @@ SourceLengthSplit source_length_split();
 
 // §3's second experiment: sequences of NB_LENGTH digits x, targets the class of
 // y_i = x_{i-1} - x_{i+1} (indices mod NB_LENGTH): y_i + 9, in 0..NB_CLASSES - 1.
-constexpr int NB_LENGTH = 8, NB_CLASSES = 19, NB_STEPS = 1000, NB_WARMUP = 100;
+constexpr int NB_LENGTH = 8, NB_CLASSES = 19;
 constexpr int NB_EVAL_EVERY = 50;  // validation accuracy every so many steps (the curve)
 std::vector<int64_t> neighbour_targets(const std::vector<int64_t>& x);  // (B * NB_LENGTH)
 // 1000 fixed test sequences, (1000 * NB_LENGTH) digits, all different.

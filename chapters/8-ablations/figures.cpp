@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <stdexcept>
 #include <vector>
 
 #include "chapters/8-ablations/experiments.h"
@@ -59,10 +61,10 @@ void settings_panel(plot::Axes& ax, const Records& r, const std::vector<Setting>
 }
 
 // The right panel: one column per comparison of `claim`, its threshold dashed.
-void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all, const std::string& claim,
-                       const std::vector<std::string>& labels) {
+void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all,
+                       const std::string& claim) {
     std::vector<double> xt;
-    std::vector<std::string> xl;
+    const std::vector<std::string> xl = comparison_labels(all, claim);  // by name, not position
     std::vector<std::string> verdicts;
     double lo = 0, hi = 0;
     size_t k = 0;
@@ -81,7 +83,6 @@ void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all, const
             lo = std::min(lo, d), hi = std::max(hi, d);
         if (c.ci.n >= 2) lo = std::min(lo, c.ci.low), hi = std::max(hi, c.ci.high);
         xt.push_back(x);
-        xl.push_back(k < labels.size() ? labels[k] : c.spec->variant);
         verdicts.push_back(verdict_korean(c.verdict));
         k++;
     }
@@ -102,14 +103,13 @@ void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all, const
 
 void two_panels(const Records& r, const std::vector<Comparison>& c, const std::string& claim,
                 const std::vector<Setting>& settings, const std::string& ylabel,
-                const std::string& title, const std::vector<std::string>& labels,
-                const std::string& path) {
+                const std::string& title, const std::string& path) {
     plot::Figure fig(12, 4.5, 150);
     plot::Axes& left = fig.subplot(1, 2, 0);
     settings_panel(left, r, settings, ylabel, title);
     left.legend({.loc = "best", .fontsize = 8});
     plot::Axes& right = fig.subplot(1, 2, 1);
-    comparisons_panel(right, c, claim, labels);
+    comparisons_panel(right, c, claim);
     fig.tight_layout();
     fig.save_png(path);
 }
@@ -122,8 +122,7 @@ void draw_scaling(const Records& r, const std::vector<Comparison>& c, const std:
                 {"d_k=256 나누지 않음", "unscaled-256:exact"},
                 {"d_k=16 √d_k로 나눔", "base:exact"},
                 {"d_k=16 나누지 않음", "unscaled-16:exact"}},
-               "정확히 일치 (%, 시험 집합)", "√d_k로 나누기를 빼면",
-               {"d_k = 256", "d_k = 16"}, path);
+               "정확히 일치 (%, 시험 집합)", "√d_k로 나누기를 빼면", path);
 }
 
 void draw_heads(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
@@ -132,8 +131,7 @@ void draw_heads(const Records& r, const std::vector<Comparison>& c, const std::s
                 {"숫자 읽기 헤드 1개", "heads-1:exact"},
                 {"이웃 차이 헤드 4개", "nb-4:exact"},
                 {"이웃 차이 헤드 1개", "nb-1:exact"}},
-               "정확도 (%, 시험 집합)", "같은 파라미터 수, 헤드 수만 다름",
-               {"숫자 읽기: 1개 - 4개", "이웃 차이: 1개 - 4개"}, path);
+               "정확도 (%, 시험 집합)", "같은 파라미터 수, 헤드 수만 다름", path);
 }
 
 void draw_pruning(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
@@ -166,7 +164,7 @@ void draw_pruning(const Records& r, const std::vector<Comparison>& c, const std:
     left.grid(0.3);
     left.legend({.loc = "lower left", .fontsize = 8});
     plot::Axes& right = fig.subplot(1, 2, 1);
-    comparisons_panel(right, c, "pruning", {"3분의 1 제거 - 그대로"});
+    comparisons_panel(right, c, "pruning");
     fig.tight_layout();
     fig.save_png(path);
 }
@@ -187,8 +185,7 @@ void draw_positions(const Records& r, const std::vector<Comparison>& c, const st
                    "정확히 일치 (%, 시험 집합)", "학습에 없던 길이");
     left.legend({.loc = "best", .fontsize = 8});
     plot::Axes& mid = fig.subplot(1, 3, 1);
-    comparisons_panel(mid, c, "positions",
-                      {"범위 안", std::to_string(digits + 1) + "자리", "긴 입력"});
+    comparisons_panel(mid, c, "positions");
     plot::Axes& right = fig.subplot(1, 3, 2);
     const std::vector<double>&src = learned0.get("src_row_change"),
           &tgt = learned0.get("tgt_row_change");
@@ -211,8 +208,7 @@ void draw_warmup(const Records& r, const std::vector<Comparison>& c, const std::
                 {"Post-LN 워밍업 없음", "nowarm-post:exact"},
                 {"Pre-LN 워밍업 있음", "warm-pre:exact"},
                 {"Pre-LN 워밍업 없음", "nowarm-pre:exact"}},
-               "정확히 일치 (%, 시험 집합)", "6 + 6층, 같은 최고 학습률",
-               {"Post-LN: 없음 - 있음", "Pre-LN: 없음 - 있음"}, path);
+               "정확히 일치 (%, 시험 집합)", "6 + 6층, 같은 최고 학습률", path);
 }
 
 void draw_first_step(const Records& r, const std::vector<Comparison>& c,
@@ -226,7 +222,25 @@ void draw_first_step(const Records& r, const std::vector<Comparison>& c,
                 {"교차 -> 평균", "base:first_cross_mean"},
                 {"교차 -> 균등", "base:first_cross_uniform"}},
                "첫 숫자 정답 (%)", "첫 생성 스텝: 셀프 어텐션은 <시작> 자신만 봄 (" + weight + ")",
-               {"셀프 -> 평균", "교차 -> 평균"}, path);
+               path);
+}
+
+Draw figure_of(const std::string& claim) {
+    static const std::map<std::string, Draw> figures = {
+        {"scaling", draw_scaling},   {"heads", draw_heads},   {"pruning", draw_pruning},
+        {"positions", draw_positions}, {"warmup", draw_warmup}, {"first-step", draw_first_step},
+    };
+    const auto it = figures.find(claim);
+    if (it == figures.end()) throw std::invalid_argument("no figure for the claim " + claim);
+    return it->second;
+}
+
+std::vector<std::string> comparison_labels(const std::vector<Comparison>& all,
+                                           const std::string& claim) {
+    std::vector<std::string> labels;
+    for (const Comparison& c : all)
+        if (c.spec->claim == claim) labels.push_back(c.spec->label);
+    return labels;
 }
 
 }  // namespace ablations

@@ -17,4 +17,13 @@ void draw_warmup(const Records& r, const std::vector<Comparison>& c, const std::
 void draw_first_step(const Records& r, const std::vector<Comparison>& c,
                      const std::string& path);
 
+// A claim's figure by its name (CLAIMS, experiments.h); throws naming a claim without one.
+using Draw = void (*)(const Records&, const std::vector<Comparison>&, const std::string&);
+Draw figure_of(const std::string& claim);
+
+// The comparisons' panel's column names for `claim`: each comparison's own label, in the order
+// of `all`.
+std::vector<std::string> comparison_labels(const std::vector<Comparison>& all,
+                                           const std::string& claim);
+
 }  // namespace ablations

@@ -23,7 +23,9 @@
 // parameter split and the position-wise check, 6: the path length and the memory crossover).
 //
 // Read in this order: experiments.h (the runs, what each measures, the comparisons and their
-// thresholds), variants.h/.cpp (the listings' variants, as forward hooks), experiments.cpp,
+// thresholds), table.cpp (every run, claim and comparison, declared once: the jobs, the tables,
+// the figures and the TSV are made from it), variants.h/.cpp (the listings' variants, as forward
+// hooks), experiments.cpp,
 // stats.h/.cpp (the interval and the verdict rule), summary.h/.cpp (each comparison computed
 // from the runs' records, and the --summary TSV), main.cpp (this file: each claim's table and
 // verdicts), runner.h/.cpp (the runs as parallel processes), figures.h/.cpp (one figure per
@@ -49,7 +51,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "chapters/8-ablations/experiments.h"
@@ -64,19 +65,6 @@
 using namespace ablations;
 
 namespace {
-
-struct Claim {
-    std::string name;
-    std::vector<std::string> runs;
-};
-const std::vector<Claim> CLAIMS = {
-    {"scaling", {"base", "unscaled-16", "scaled-256", "unscaled-256"}},
-    {"heads", {"base", "heads-1", "nb-4", "nb-1"}},
-    {"pruning", {"base"}},
-    {"positions", {"pos-sin", "pos-learned", "pos2-sin", "pos2-learned"}},
-    {"warmup", {"warm-post", "nowarm-post", "warm-pre", "nowarm-pre"}},
-    {"first-step", {"base"}},
-};
 
 // The mean of the last k losses (the noise of single batches averaged out).
 double tail_loss(const std::vector<double>& loss, size_t k) {
@@ -128,7 +116,7 @@ void report_comparisons(const std::vector<Comparison>& all, const std::string& c
 }
 
 void report_scaling(const Records& r, const std::vector<Comparison>& cmp, double scale) {
-    const int s256 = scaled_steps(400, scale), s16 = scaled_steps(2000, scale);
+    const int s256 = steps_of("scaled-256", scale), s16 = steps_of("base", scale);
     std::printf("\n== 2절 \"이 나눗셈을 빼면 모델이 학습을 거의 하지 못합니다\" ==\n");
     std::printf(
         "같은 모델을 √d_k로 나누어, 또 나누지 않고 학습합니다. d_k = 256: 인코더 1층 + "
@@ -157,7 +145,7 @@ void report_scaling(const Records& r, const std::vector<Comparison>& cmp, double
 void report_heads(const Records& r, const std::vector<Comparison>& cmp, double scale) {
     std::printf("\n== 3절 분포 하나로는 관계 여럿을 담지 못한다: 헤드 4개 대 1개 ==\n");
     if (r.count("base") && r.count("heads-1")) {
-        const int steps = scaled_steps(2000, scale);
+        const int steps = steps_of("heads-1", scale);
         std::printf("7장의 모델(d_model = 64, 파라미터 수는 헤드 수와 무관하게 같음), %d스텝\n",
                     steps);
         std::printf("  헤드 | d_k | 마지막 %zu스텝 손실 | 정확히 일치 (%%)\n", tail_steps(steps));
@@ -169,7 +157,7 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
                     spread(values_of(r, "heads-1:exact"), 1).c_str());
     }
     if (r.count("nb-4") && r.count("nb-1")) {
-        const int steps = scaled_steps(NB_STEPS, scale);
+        const int steps = steps_of("nb-4", scale);
         std::printf(
             "두 번째 실험: 숫자 %d개의 순환 수열에서 y_i = x_{i-1} − x_{i+1} (−9~9, 부호가 "
             "답), 인코더 블록 1개(d_model = 64), %d스텝, 학습에 없던 수열 1000개의 자리별 "
@@ -234,7 +222,7 @@ void report_pruning(const Records& r, const std::vector<Comparison>& cmp) {
 }
 
 void report_positions(const Records& r, const std::vector<Comparison>& cmp, double scale) {
-    const int steps = scaled_steps(1000, scale);
+    const int steps = steps_of("pos-learned", scale), steps2 = steps_of("pos2-learned", scale);
     const Record& learned0 = *r.at("pos-learned")[0];
     std::printf(
         "\n== 4절 학습된 위치 벡터는 \"성능이 거의 같았고\", 사인은 \"학습 없이 임의의 "
@@ -271,7 +259,7 @@ void report_positions(const Records& r, const std::vector<Comparison>& cmp, doub
     std::printf(
         "두 번째 실험: 같은 데이터 범위(1~99999)에서 입력이 %d음절 이하인 수만으로 %d스텝 학습, "
         "평가는 학습에 없던 %d음절 이상의 수 1000개 (출력 자리는 모두 학습됨)\n",
-        int(p2.value("train_max_syllables")), steps, int(p2.value("train_max_syllables")) + 1);
+        int(p2.value("train_max_syllables")), steps2, int(p2.value("train_max_syllables")) + 1);
     std::printf("  위치         | 범위 안 (%%)  | 더 긴 입력 (%%)\n");
     std::printf("  사인 (논문)  | %12s | %s\n", spread(values_of(r, "pos2-sin:exact"), 1).c_str(),
                 spread(values_of(r, "pos2-sin:exact_long"), 1).c_str());
@@ -282,12 +270,12 @@ void report_positions(const Records& r, const std::vector<Comparison>& cmp, doub
 }
 
 void report_warmup(const Records& r, const std::vector<Comparison>& cmp, double scale) {
-    const int steps = scaled_steps(500, scale);
+    const int steps = steps_of("warm-post", scale);
     std::printf("\n== 5절 \"원 논문이 학습률 워밍업을 필수로 둔 이유\" ==\n");
     std::printf(
         "인코더 6층 + 디코더 6층, d_model = 32, 헤드 4개, %d스텝: 같은 최고 학습률을 워밍업 "
         "%d스텝에 걸쳐 올리거나 첫 스텝부터 씀\n",
-        steps, scaled_steps(100, scale));
+        steps, warmup_of("warm-post", scale));
     std::printf(
         "  위치    | 워밍업 | 최고 lr  | 발산한 씨앗 | 마지막 %zu스텝 손실 | 정확히 일치 (%%)\n",
         tail_steps(steps));
@@ -373,9 +361,13 @@ int main(int argc, char** argv) {
     int seed = 0, seeds = 5;
     std::string keep_dir;
     bool no_figures = false;
-    cli.option("--only", only,
-               "comma-separated claims: scaling, heads, pruning, positions, warmup, first-step; "
-               "empty: all");
+    std::string claim_list, claim_choice;  // "a, b, c", "a, b or c"
+    for (size_t i = 0; i < CLAIMS.size(); i++) {
+        claim_list += (i ? ", " : "") + std::string(CLAIMS[i].name);
+        claim_choice += (i == 0 ? "" : i + 1 < CLAIMS.size() ? ", " : " or ") +
+                        std::string(CLAIMS[i].name);
+    }
+    cli.option("--only", only, "comma-separated claims: " + claim_list + "; empty: all");
     cli.option("--runs", runs,
                "comma-separated settings (base, heads-1, nb-4, nb-1, ...): only these; a claim "
                "missing some prints the comparisons it has, without its figure; empty: all");
@@ -392,7 +384,9 @@ int main(int argc, char** argv) {
              "--scale, runs found there are not trained again (Ctrl-C loses only the runs in "
              "progress)",
              "DIR");
-    cli.figures(figure_dir, no_figures, "8-scaling.png ... 8-first-step.png");
+    cli.figures(figure_dir, no_figures,
+                "8-" + std::string(CLAIMS.front().name) + ".png ... 8-" + CLAIMS.back().name +
+                    ".png");
     cli.parse(argc, argv);
     if (jobs < 1 || jobs > 64) cli.fail("--jobs must be in 1..64");
     if (!(scale > 0) || scale > 10) cli.fail("--scale must be in (0, 10]");
@@ -411,20 +405,19 @@ int main(int argc, char** argv) {
     if (!only.empty()) {
         for (const std::string& name : split_list(only)) {
             bool known = false;
-            for (const Claim& c : CLAIMS)
+            for (const ClaimSpec& c : CLAIMS)
                 known |= c.name == name;
             if (!known)
-                cli.fail("--only: unknown claim " + cli::quote(name) +
-                         "; use scaling, heads, pruning, positions, warmup or first-step");
+                cli.fail("--only: unknown claim " + cli::quote(name) + "; use " + claim_choice);
             chosen.insert(name);
         }
     } else {
-        for (const Claim& c : CLAIMS)
+        for (const ClaimSpec& c : CLAIMS)
             chosen.insert(c.name);
     }
     // The runs the chosen claims need (each once per seed), or those of them --runs names.
     std::set<std::string> needed;
-    for (const Claim& c : CLAIMS)
+    for (const ClaimSpec& c : CLAIMS)
         if (chosen.count(c.name)) needed.insert(c.runs.begin(), c.runs.end());
     if (!runs.empty()) {
         std::set<std::string> asked;
@@ -508,36 +501,28 @@ int main(int argc, char** argv) {
     };
     // Each chosen claim: its table, verdicts and figure; with only some of its runs (--runs),
     // the comparisons it has (the heads claim: the tables it has), without the figure.
-    using Report = std::function<void()>;
-    const std::vector<std::tuple<std::string, Report, Report>> reports = {
-        {"scaling", [&] { report_scaling(r, cmp, scale); },
-         [&] { draw_scaling(r, cmp, figure_dir + "/8-scaling.png"); }},
-        {"heads", [&] { report_heads(r, cmp, scale); },
-         [&] { draw_heads(r, cmp, figure_dir + "/8-heads.png"); }},
-        {"pruning", [&] { report_pruning(r, cmp); },
-         [&] { draw_pruning(r, cmp, figure_dir + "/8-pruning.png"); }},
-        {"positions", [&] { report_positions(r, cmp, scale); },
-         [&] { draw_positions(r, cmp, figure_dir + "/8-positions.png"); }},
-        {"warmup", [&] { report_warmup(r, cmp, scale); },
-         [&] { draw_warmup(r, cmp, figure_dir + "/8-warmup.png"); }},
-        {"first-step", [&] { report_first_step(r, cmp); },
-         [&] { draw_first_step(r, cmp, figure_dir + "/8-first-step.png"); }},
+    const std::map<std::string, std::function<void()>> reports = {
+        {"scaling", [&] { report_scaling(r, cmp, scale); }},
+        {"heads", [&] { report_heads(r, cmp, scale); }},
+        {"pruning", [&] { report_pruning(r, cmp); }},
+        {"positions", [&] { report_positions(r, cmp, scale); }},
+        {"warmup", [&] { report_warmup(r, cmp, scale); }},
+        {"first-step", [&] { report_first_step(r, cmp); }},
     };
-    for (const auto& [name, report, draw] : reports) {
+    for (const ClaimSpec& c : CLAIMS) {
+        const std::string name = c.name;
         if (!chosen.count(name)) continue;
+        const auto report = reports.at(name);  // every claim has its table
         bool complete = true;
-        for (const Claim& c : CLAIMS)
-            if (c.name == name)
-                for (const std::string& run : c.runs)
-                    complete = complete && needed.count(run);
+        for (const char* run : c.runs)
+            complete = complete && needed.count(run);
         if (complete) {
             report();
-            figure(draw);
+            figure([&] { figure_of(name)(r, cmp, figure_dir + "/8-" + name + ".png"); });
         } else if (name == "heads") {
             report();
-        } else if (const std::string& claim = name;  // clang 14 cannot capture a binding
-                   std::any_of(cmp.begin(), cmp.end(),
-                               [&](const Comparison& c) { return c.spec->claim == claim; })) {
+        } else if (std::any_of(cmp.begin(), cmp.end(),
+                               [&](const Comparison& k) { return k.spec->claim == name; })) {
             std::printf("\n== %s (--runs: 설정 일부만) ==\n", name.c_str());
             report_comparisons(cmp, name);
         }

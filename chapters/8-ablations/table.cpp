@@ -1,0 +1,129 @@
+// Chapter 8's table (see experiments.h): every run, every claim and every comparison, each
+// declared once; the jobs, the report, the figures and the --summary TSV are made from it.
+#include <stdexcept>
+#include <string>
+
+#include "chapters/8-ablations/experiments.h"
+
+namespace ablations {
+
+using translate::ModelConfig, translate::Positions;
+
+namespace {
+
+// What train_record writes for every run chapter 7's trainer trains, then `more`.
+std::vector<const char*> trained(std::vector<const char*> more) {
+    std::vector<const char*> keys = {"loss", "diverged_at", "seconds", "exact"};
+    keys.insert(keys.end(), more.begin(), more.end());
+    return keys;
+}
+
+const std::vector<const char*> BASE_KEYS = trained({
+    "init_max_weight", "head_exact_validation", "greedy_order", "greedy_validation",
+    "greedy_test", "kind_removed_test", "full_validation", "pruned_third", "can_go",
+    "can_go_test", "self_weight_min", "self_weight_max", "decode_max_diff", "first_intact",
+    "first_self_mean", "first_cross_mean", "first_cross_uniform", "first_step_tv"});
+const std::vector<const char*> POSITIONS_KEYS =
+    trained({"exact_five", "train_max_digits", "train_max_syllables"});
+const std::vector<const char*> NEIGHBOUR_KEYS = {
+    "loss",      "diverged_at", "validation_steps", "validation_curve", "exact",
+    "head_left", "head_right",  "most_left",        "most_right"};
+
+const ModelConfig WIDE = {.layers = 1, .d_model = 256, .heads = 1};  // one head of d_k = 256
+const ModelConfig DEEP_POST = {.layers = 6, .d_model = 32, .heads = 4,
+                               .placement = LnPlacement::PostLN};
+const ModelConfig DEEP_PRE = {.layers = 6, .d_model = 32, .heads = 4,
+                              .placement = LnPlacement::PreLN};
+const ModelConfig NEIGHBOUR_4 = {.layers = 1, .d_model = 64, .heads = 4};
+const ModelConfig NEIGHBOUR_1 = {.layers = 1, .d_model = 64, .heads = 1};
+const ModelConfig LEARNED = {.positions = Positions::learned};
+
+}  // namespace
+
+const std::vector<RunSpec> RUNS = {
+    {.name = "base", .recipe = Recipe::base, .model = {}, .steps = 2000, .warmup = 200,
+     .cost = 95, .fixed_cost = 25, .keys = BASE_KEYS},
+    {.name = "heads-1", .recipe = Recipe::chapter7, .model = {.heads = 1}, .steps = 2000,
+     .warmup = 200, .cost = 45, .keys = trained({"init_max_weight"})},
+    {.name = "unscaled-16", .recipe = Recipe::chapter7, .model = {}, .scaled = false,
+     .steps = 2000, .warmup = 200, .cost = 50, .keys = trained({"init_max_weight"})},
+    {.name = "scaled-256", .recipe = Recipe::chapter7, .model = WIDE, .steps = 400, .warmup = 40,
+     .cost = 35, .keys = trained({"init_max_weight"})},
+    {.name = "unscaled-256", .recipe = Recipe::chapter7, .model = WIDE, .scaled = false,
+     .steps = 400, .warmup = 40, .cost = 35, .keys = trained({"init_max_weight"})},
+    {.name = "pos-sin", .recipe = Recipe::positions, .model = {}, .steps = 1000, .warmup = 100,
+     .cost = 25, .keys = POSITIONS_KEYS},
+    {.name = "pos-learned", .recipe = Recipe::positions, .model = LEARNED, .steps = 1000,
+     .warmup = 100, .cost = 25,
+     .keys = trained({"exact_five", "train_max_digits", "train_max_syllables", "src_row_change",
+                      "tgt_row_change"})},
+    {.name = "pos2-sin", .recipe = Recipe::source_lengths, .model = {}, .steps = 1000,
+     .warmup = 100, .cost = 25,
+     .keys = trained({"exact_long", "train_max_syllables", "test_min_syllables"})},
+    {.name = "pos2-learned", .recipe = Recipe::source_lengths, .model = LEARNED, .steps = 1000,
+     .warmup = 100, .cost = 25,
+     .keys = trained({"exact_long", "train_max_syllables", "test_min_syllables"})},
+    {.name = "nb-4", .recipe = Recipe::neighbour, .model = NEIGHBOUR_4, .steps = 1000,
+     .warmup = 100, .cost = 6, .keys = NEIGHBOUR_KEYS},
+    {.name = "nb-1", .recipe = Recipe::neighbour, .model = NEIGHBOUR_1, .steps = 1000,
+     .warmup = 100, .cost = 6, .keys = NEIGHBOUR_KEYS},
+    {.name = "warm-post", .recipe = Recipe::warmup, .model = DEEP_POST, .steps = 500,
+     .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
+    {.name = "nowarm-post", .recipe = Recipe::warmup, .model = DEEP_POST, .warm = false,
+     .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
+    {.name = "warm-pre", .recipe = Recipe::warmup, .model = DEEP_PRE, .steps = 500,
+     .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
+    {.name = "nowarm-pre", .recipe = Recipe::warmup, .model = DEEP_PRE, .warm = false,
+     .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
+};
+
+const std::vector<ClaimSpec> CLAIMS = {
+    {"scaling", {"base", "unscaled-16", "scaled-256", "unscaled-256"}},
+    {"heads", {"base", "heads-1", "nb-4", "nb-1"}},
+    {"pruning", {"base"}},
+    {"positions", {"pos-sin", "pos-learned", "pos2-sin", "pos2-learned"}},
+    {"warmup", {"warm-post", "nowarm-post", "warm-pre", "nowarm-pre"}},
+    {"first-step", {"base"}},
+};
+
+const std::vector<ComparisonSpec> COMPARISONS = {
+    {"scaling", "§2", "exact_pp", "scaled-256:exact", "unscaled-256:exact", {Side::below, -20},
+     "d_k = 256"},
+    {"scaling", "§2", "exact_pp", "base:exact", "unscaled-16:exact", {Side::below, -20},
+     "d_k = 16"},
+    {"heads", "§3", "exact_pp", "base:exact", "heads-1:exact", {Side::below, -2},
+     "숫자 읽기: 1개 - 4개"},
+    {"heads", "§3", "digit_pp", "nb-4:exact", "nb-1:exact", {Side::below, -2},
+     "이웃 차이: 1개 - 4개"},
+    {"pruning", "§3", "exact_pp", "base:exact", "base:pruned_third", {Side::above, -1},
+     "3분의 1 제거 - 그대로"},
+    {"positions", "§4", "exact_pp", "pos-sin:exact", "pos-learned:exact", {Side::within, 2},
+     "범위 안"},
+    {"positions", "§4", "exact_five_pp", "pos-sin:exact_five", "pos-learned:exact_five",
+     {Side::below, -20}, "5자리"},
+    {"positions", "§4", "exact_long_pp", "pos2-sin:exact_long", "pos2-learned:exact_long",
+     {Side::below, -20}, "긴 입력"},
+    {"warmup", "§5", "exact_pp", "warm-post:exact", "nowarm-post:exact", {Side::below, -20},
+     "Post-LN: 없음 - 있음"},
+    {"warmup", "§5", "exact_pp", "warm-pre:exact", "nowarm-pre:exact", {Side::above, -10},
+     "Pre-LN: 없음 - 있음"},
+    {"first-step", "§5", "first_digit_pp", "base:first_intact", "base:first_self_mean",
+     {Side::above, -5}, "셀프 -> 평균"},
+    {"first-step", "§5", "first_digit_pp", "base:first_intact", "base:first_cross_mean",
+     {Side::below, -50}, "교차 -> 평균"},
+};
+
+const RunSpec& run_spec(const std::string& name) {
+    for (const RunSpec& r : RUNS)
+        if (name == r.name) return r;
+    throw std::invalid_argument("no run \"" + name + "\" in chapter 8's table");
+}
+
+int steps_of(const std::string& run, double scale) {
+    return scaled_steps(run_spec(run).steps, scale);
+}
+int warmup_of(const std::string& run, double scale) {
+    return scaled_steps(run_spec(run).warmup, scale);
+}
+
+}  // namespace ablations
