@@ -24,77 +24,22 @@
 
 namespace ablations {
 
-// The runs, by name. Each claim reads the runs it needs (main.cpp lists which).
-//   base           chapter 7's model (2 + 2 blocks, d_model 64, 4 heads, Pre-LN, 2000 steps);
-//                  then its heads masked one by one and greedily (§3), and its first
-//                  generation step taken apart (§5)
-//   heads-1        the same with 1 head (d_k = 64): the same parameter count (§3)
-//   unscaled-16    base without the 1/sqrt(d_k) (d_k = 16) (§2)
-//   scaled-256     1 + 1 blocks, d_model 256, 1 head (d_k = 256), with the division (§2)
-//   unscaled-256   the same without it (§2)
-//   pos-sin        trained on 1..9999 only, sinusoidal positions (§4)
-//   pos-learned    the same with learned position tables (§4)
-//   warm-post, nowarm-post, warm-pre, nowarm-pre
-//                  6 + 6 blocks, d_model 32: Post-LN and Pre-LN, with the paper's warm-up and
-//                  with the same peak learning rate from the first step (§5)
-// The second experiments, for the two claims the single-seed runs did not reproduce (heads,
-// learned positions), each built so that the claim's mechanism is exercised:
-//   nb-4, nb-1     §3, the neighbour task (neighbour_targets below): y_i = x_{i-1} - x_{i+1}, the
-//                  signed difference (-9..9, NB_CLASSES classes) of the two neighbours of each
-//                  position in a cyclic sequence of NB_LENGTH random digits. The answer needs
-//                  two different tokens kept apart: one softmax that weighs both neighbours
-//                  alike mixes their value vectors into one symmetric average, which holds
-//                  {a, b} but not which is left, so it gets |a - b| and not its sign (at best
-//                  10% + 90% / 2 = 55% of the digits); one head must split its weights
-//                  unevenly to tell them apart, while two heads can each fetch one. One encoder
-//                  block (section 5's Block, Pre-LN) of d_model 64 with 4 heads (d_k = 16)
-//                  against 1 head (d_k = 64): the same parameter count. 1000 steps of 64
-//                  sequences, the paper's schedule with a 100-step warm-up; validation accuracy
-//                  recorded every NB_EVAL_EVERY steps (a curve; nothing is chosen on it), and
-//                  the final model scored on 1000 fixed test sequences (per-position accuracy,
-//                  percent); training draws neither set.
-//                  The first design, y_i = (x_{i-1} - x_{i+1}) mod 10 with 2000 steps, learned
-//                  nothing (digit accuracy at chance): each neighbour alone says nothing about a
-//                  difference mod 10 (given x_{i-1}, y_i is uniform), so no gradient leads the
-//                  attention to either neighbour before both are found together (pilot, seed
-//                  1000, 4 heads, validation: 11.8% at step 2000, loss 2.29 against ln 10 =
-//                  2.30; 13.9% at step 5500, and only then leaving chance: 29.6% at 6000, three
-//                  times this experiment's budget). The signed difference keeps the
-//                  order-dependence and gives each neighbour a signal of its own. The budget was
-//                  chosen on pilot runs (seeds 1000-1009, never scored; validation only) by one
-//                  rule: the 4-head model must reach 99% validation accuracy on every pilot
-//                  seed; at 1000 steps all ten did by step 350 (500 steps with a 50-step
-//                  warm-up left one of three at chance). The 1-head pilots (seeds 1000-1002)
-//                  were run too: near 55% for about 200 steps, then 98.7-99.8% at step 1000,
-//                  so at this budget the gap may well be inside the claim's threshold of 2
-//                  points, which stays as it was. Also recorded (no verdict): each head's mean
-//                  weight on the left and on the right neighbour, on the validation set after
-//                  training. Both variants together: 11.7 CPU seconds per seed (pilot seed 1000,
-//                  one core).
-//   pos2-sin, pos2-learned
-//                  §4 at lengths just past training with the same data: chapter 7's model
-//                  trained on every number whose source has at most POS2_MAX_SYLLABLES
-//                  syllables (five-digit answers included, so every target position is
-//                  trained), sinusoidal against learned positions, 1000 steps (as pos-*);
-//                  scored on 1000 fixed numbers of 8 or 9 syllables, never trained on: source
-//                  positions 7 and 8 are the only thing new. A learned table's rows 7 and 8
-//                  never had a gradient; a sinusoid's are defined without training.
-// These designs, budgets and thresholds (COMPARISONS below) were committed before their first
-// result was run; the neighbour task's second design (above) before its first scored seed.
+// The table, table.cpp: RUNS (each run's job, model, budget and record keys, a line on what it
+// is beside each), CLAIMS (the runs each claim reads) and COMPARISONS (what is judged, below).
+// Every design, budget and threshold was committed before the first scored run of its
+// experiment.
 //
-// The budget of the first experiments, chosen before any result was seen, so that the 11 runs
-// fit in about 4 minutes on two cores (about 440 CPU seconds per seed): chapter 7's 2000 steps
-// for its own model and its 1-head and unscaled variants; 400 steps where d_k = 256 (one head
-// of 256 needs d_model = 256, sixteen times chapter 7's per-layer cost, so 1 + 1 blocks); 1000
-// steps for the positions (a tenth of the numbers to learn); 500 steps for the 6 + 6-block runs
-// at d_model 32 (depth is what Post-LN is about; the width is cut to pay for it). Every run
-// uses chapter 7's batch of 64 and the paper's schedule with the warm-up a tenth of the steps,
-// as chapter 7 has it; the no-warm-up runs start at that schedule's peak.
+// The budget is a fixed number of steps of chapter 7's batch of 64 under the paper's schedule,
+// so that one seed of all the runs takes minutes on two cores: chapter 7's 2000 steps for its
+// model and the variants of its width, fewer where a step costs more (d_k = 256, the 6 + 6
+// blocks) or the task is smaller (the positions' numbers, the neighbour task). The warm-up is a
+// tenth of the steps (a fifth for the 6 + 6 blocks); a no-warm-up run starts at its peak.
 //
 // Three splits (three_way_split): chapter 7's 1000 held-out numbers are the test set, every
-// score printed is on them; the next 1000 of chapter 7's shuffled training numbers are the
-// validation set; training draws neither. The one choice the experiments make (which heads to
-// prune, in which order, and how many) is made on validation and scored on test.
+// printed score is on them; the next 1000 of its shuffled training numbers are the validation
+// set; training draws neither. The one choice made (which heads to prune, in which order, how
+// many) is made on validation and scored on test.
+
 // Which job trains a run (experiments.cpp): what it trains on and what it measures.
 enum class Recipe {
     base,            // chapter 7's model on chapter 7's task, then pruned (§3), first step (§5)
@@ -223,7 +168,12 @@ struct SourceLengthSplit {
 SourceLengthSplit source_length_split();
 
 // §3's second experiment: sequences of NB_LENGTH digits x, targets the class of
-// y_i = x_{i-1} - x_{i+1} (indices mod NB_LENGTH): y_i + 9, in 0..NB_CLASSES - 1.
+// y_i = x_{i-1} - x_{i+1} (indices mod NB_LENGTH): y_i + 9, in 0..NB_CLASSES - 1. The sign
+// needs the two neighbours kept apart: one softmax weighing both alike averages their value
+// vectors, which holds {a, b} but not which is left (at best 10% + 90% / 2 = 55% of the
+// digits); one head must weigh them unevenly, two heads can each fetch one. Scored per position
+// (percent) on 1000 fixed test sequences; validation accuracy every NB_EVAL_EVERY steps is a
+// curve, nothing is chosen on it.
 constexpr int NB_LENGTH = 8, NB_CLASSES = 19;
 constexpr int NB_EVAL_EVERY = 50;  // validation accuracy every so many steps (the curve)
 std::vector<int64_t> neighbour_targets(const std::vector<int64_t>& x);  // (B * NB_LENGTH)
