@@ -403,7 +403,23 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
         }
     }
     CHECK(in_claims == runs);  // every run is read by some claim
+    // A run:key of a claim's: one of its runs, a key that run declares.
+    auto check_run_key = [&](const ClaimSpec& claim, const std::string& run_key) {
+        CAPTURE(run_key);
+        const std::string run = run_key.substr(0, run_key.find(':')),
+                          key = run_key.substr(run_key.find(':') + 1);
+        REQUIRE(runs.count(run));
+        const std::vector<const char*>& keys = run_spec(run).keys;
+        CHECK(std::find(keys.begin(), keys.end(), key) != keys.end());
+        CHECK(std::find(claim.runs.begin(), claim.runs.end(), run) != claim.runs.end());
+    };
+    for (const ClaimSpec& c : CLAIMS) {
+        CHECK(&claim_spec(c.name) == &c);
+        for (const Setting& s : c.settings)
+            check_run_key(c, s.run_key);
+    }
     CHECK_THROWS_AS(figure_of("nowhere"), std::invalid_argument);
+    CHECK_THROWS_AS(claim_spec("nowhere"), std::invalid_argument);
     for (const ClaimSpec& c : CLAIMS) {
         std::set<std::string> labels;
         for (const ComparisonSpec& k : COMPARISONS)
@@ -412,19 +428,10 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
     }
     for (const ComparisonSpec& k : COMPARISONS) {
         CAPTURE(k.variant);
-        CHECK(claims.count(k.claim));
         CHECK(std::string(k.label) != "");
-        const ClaimSpec& claim =
-            *std::find_if(CLAIMS.begin(), CLAIMS.end(),
-                          [&](const ClaimSpec& c) { return c.name == std::string(k.claim); });
-        for (const std::string run_key : {k.baseline, k.variant}) {
-            const std::string run = run_key.substr(0, run_key.find(':')),
-                              key = run_key.substr(run_key.find(':') + 1);
-            REQUIRE(runs.count(run));
-            const std::vector<const char*>& keys = run_spec(run).keys;
-            CHECK_MESSAGE(std::find(keys.begin(), keys.end(), key) != keys.end(), run_key);
-            CHECK(std::find(claim.runs.begin(), claim.runs.end(), run) != claim.runs.end());
-        }
+        REQUIRE(claims.count(k.claim));
+        check_run_key(claim_spec(k.claim), k.baseline);
+        check_run_key(claim_spec(k.claim), k.variant);
     }
     // The figure's columns are named by each comparison's own label, whatever the order.
     std::vector<Comparison> reversed;

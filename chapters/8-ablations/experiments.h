@@ -74,13 +74,21 @@ std::vector<Job> all_jobs(double scale, const std::vector<int>& seeds);
 // The seeds of a run: first, first + 1, ..., first + count - 1.
 std::vector<int> seed_list(int first, int count);
 
+// One column of a claim's settings panel (its figure's left panel): every seed's run:key.
+struct Setting {
+    const char* label;    // its name in the legend
+    const char* run_key;  // run:key, the key one of the run's keys
+};
+
 // One claim of the article: --only's name, its figure 8-<name>.png and every run its table and
 // figure read.
 struct ClaimSpec {
     const char* name;  // scaling, heads, pruning, positions, warmup, first-step
     std::vector<const char*> runs;
+    std::vector<Setting> settings;  // left to right; none for pruning (its panel is a curve)
 };
 extern const std::vector<ClaimSpec> CLAIMS;
+const ClaimSpec& claim_spec(const std::string& name);  // throws naming a miss
 
 // ---- the comparisons, fixed before the runs --------------------------------------------------
 

@@ -40,14 +40,11 @@ void seed_column(plot::Axes& ax, double x, const std::vector<double>& v, plot::C
     ax.plot({xm}, {ci.mean}, {.fmt = "s", .color = c, .ms = 7, .label = label});
 }
 
-struct Setting {
-    std::string label;    // the tick
-    std::string run_key;  // "run:key"
-};
-
-// The left panel: one column per setting, named in the legend (its mean's marker).
-void settings_panel(plot::Axes& ax, const Records& r, const std::vector<Setting>& settings,
+// The left panel: one column per setting of `claim` (CLAIMS), named in the legend (its mean's
+// marker).
+void settings_panel(plot::Axes& ax, const Records& r, const std::string& claim,
                     const std::string& ylabel, const std::string& title) {
+    const std::vector<Setting>& settings = claim_spec(claim).settings;
     for (size_t i = 0; i < settings.size(); i++)
         seed_column(ax, double(i), values_of(r, settings[i].run_key), plot::tab10[i % 10],
                     settings[i].label);
@@ -102,11 +99,10 @@ void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all,
 }
 
 void two_panels(const Records& r, const std::vector<Comparison>& c, const std::string& claim,
-                const std::vector<Setting>& settings, const std::string& ylabel,
-                const std::string& title, const std::string& path) {
+                const std::string& ylabel, const std::string& title, const std::string& path) {
     plot::Figure fig(12, 4.5, 150);
     plot::Axes& left = fig.subplot(1, 2, 0);
-    settings_panel(left, r, settings, ylabel, title);
+    settings_panel(left, r, claim, ylabel, title);
     left.legend({.loc = "best", .fontsize = 8});
     plot::Axes& right = fig.subplot(1, 2, 1);
     comparisons_panel(right, c, claim);
@@ -117,21 +113,11 @@ void two_panels(const Records& r, const std::vector<Comparison>& c, const std::s
 }  // namespace
 
 void draw_scaling(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
-    two_panels(r, c, "scaling",
-               {{"d_k=256 √d_k로 나눔", "scaled-256:exact"},
-                {"d_k=256 나누지 않음", "unscaled-256:exact"},
-                {"d_k=16 √d_k로 나눔", "base:exact"},
-                {"d_k=16 나누지 않음", "unscaled-16:exact"}},
-               "정확히 일치 (%, 시험 집합)", "√d_k로 나누기를 빼면", path);
+    two_panels(r, c, "scaling", "정확히 일치 (%, 시험 집합)", "√d_k로 나누기를 빼면", path);
 }
 
 void draw_heads(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
-    two_panels(r, c, "heads",
-               {{"숫자 읽기 헤드 4개", "base:exact"},
-                {"숫자 읽기 헤드 1개", "heads-1:exact"},
-                {"이웃 차이 헤드 4개", "nb-4:exact"},
-                {"이웃 차이 헤드 1개", "nb-1:exact"}},
-               "정확도 (%, 시험 집합)", "같은 파라미터 수, 헤드 수만 다름", path);
+    two_panels(r, c, "heads", "정확도 (%, 시험 집합)", "같은 파라미터 수, 헤드 수만 다름", path);
 }
 
 void draw_pruning(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
@@ -173,16 +159,7 @@ void draw_positions(const Records& r, const std::vector<Comparison>& c, const st
     plot::Figure fig(16, 4.5, 150);
     plot::Axes& left = fig.subplot(1, 3, 0);
     const Record& learned0 = *r.at("pos-learned")[0];
-    const int digits = int(learned0.value("train_max_digits"));
-    const std::string range = std::to_string(digits) + "자리 이하";
-    settings_panel(left, r,
-                   {{"사인 " + range, "pos-sin:exact"},
-                    {"학습된 표 " + range, "pos-learned:exact"},
-                    {"사인 " + std::to_string(digits + 1) + "자리", "pos-sin:exact_five"},
-                    {"학습된 표 " + std::to_string(digits + 1) + "자리", "pos-learned:exact_five"},
-                    {"사인 긴 입력", "pos2-sin:exact_long"},
-                    {"학습된 표 긴 입력", "pos2-learned:exact_long"}},
-                   "정확히 일치 (%, 시험 집합)", "학습에 없던 길이");
+    settings_panel(left, r, "positions", "정확히 일치 (%, 시험 집합)", "학습에 없던 길이");
     left.legend({.loc = "best", .fontsize = 8});
     plot::Axes& mid = fig.subplot(1, 3, 1);
     comparisons_panel(mid, c, "positions");
@@ -203,12 +180,7 @@ void draw_positions(const Records& r, const std::vector<Comparison>& c, const st
 }
 
 void draw_warmup(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
-    two_panels(r, c, "warmup",
-               {{"Post-LN 워밍업 있음", "warm-post:exact"},
-                {"Post-LN 워밍업 없음", "nowarm-post:exact"},
-                {"Pre-LN 워밍업 있음", "warm-pre:exact"},
-                {"Pre-LN 워밍업 없음", "nowarm-pre:exact"}},
-               "정확히 일치 (%, 시험 집합)", "6 + 6층, 같은 최고 학습률", path);
+    two_panels(r, c, "warmup", "정확히 일치 (%, 시험 집합)", "6 + 6층, 같은 최고 학습률", path);
 }
 
 void draw_first_step(const Records& r, const std::vector<Comparison>& c,
@@ -217,10 +189,6 @@ void draw_first_step(const Records& r, const std::vector<Comparison>& c,
     const std::string weight = w_min == w_max ? "가중치 " + fixed(w_min, 6)
                                               : "가중치 " + fixed(w_min, 6) + "~" + fixed(w_max, 6);
     two_panels(r, c, "first-step",
-               {{"그대로", "base:first_intact"},
-                {"셀프 -> 평균", "base:first_self_mean"},
-                {"교차 -> 평균", "base:first_cross_mean"},
-                {"교차 -> 균등", "base:first_cross_uniform"}},
                "첫 숫자 정답 (%)", "첫 생성 스텝: 셀프 어텐션은 <시작> 자신만 봄 (" + weight + ")",
                path);
 }

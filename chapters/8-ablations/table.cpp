@@ -93,12 +93,39 @@ const std::vector<RunSpec> RUNS = {
 };
 
 const std::vector<ClaimSpec> CLAIMS = {
-    {"scaling", {"base", "unscaled-16", "scaled-256", "unscaled-256"}},
-    {"heads", {"base", "heads-1", "nb-4", "nb-1"}},
-    {"pruning", {"base"}},
-    {"positions", {"pos-sin", "pos-learned", "pos2-sin", "pos2-learned"}},
-    {"warmup", {"warm-post", "nowarm-post", "warm-pre", "nowarm-pre"}},
-    {"first-step", {"base"}},
+    {"scaling",
+     {"base", "unscaled-16", "scaled-256", "unscaled-256"},
+     {{"d_k=256 √d_k로 나눔", "scaled-256:exact"},
+      {"d_k=256 나누지 않음", "unscaled-256:exact"},
+      {"d_k=16 √d_k로 나눔", "base:exact"},
+      {"d_k=16 나누지 않음", "unscaled-16:exact"}}},
+    {"heads",
+     {"base", "heads-1", "nb-4", "nb-1"},
+     {{"숫자 읽기 헤드 4개", "base:exact"},
+      {"숫자 읽기 헤드 1개", "heads-1:exact"},
+      {"이웃 차이 헤드 4개", "nb-4:exact"},
+      {"이웃 차이 헤드 1개", "nb-1:exact"}}},
+    {"pruning", {"base"}, {}},
+    {"positions",
+     {"pos-sin", "pos-learned", "pos2-sin", "pos2-learned"},
+     {{"사인 4자리 이하", "pos-sin:exact"},  // 1..9999: positions_job's max_digits = 4
+      {"학습된 표 4자리 이하", "pos-learned:exact"},
+      {"사인 5자리", "pos-sin:exact_five"},
+      {"학습된 표 5자리", "pos-learned:exact_five"},
+      {"사인 긴 입력", "pos2-sin:exact_long"},
+      {"학습된 표 긴 입력", "pos2-learned:exact_long"}}},
+    {"warmup",
+     {"warm-post", "nowarm-post", "warm-pre", "nowarm-pre"},
+     {{"Post-LN 워밍업 있음", "warm-post:exact"},
+      {"Post-LN 워밍업 없음", "nowarm-post:exact"},
+      {"Pre-LN 워밍업 있음", "warm-pre:exact"},
+      {"Pre-LN 워밍업 없음", "nowarm-pre:exact"}}},
+    {"first-step",
+     {"base"},
+     {{"그대로", "base:first_intact"},
+      {"셀프 -> 평균", "base:first_self_mean"},
+      {"교차 -> 평균", "base:first_cross_mean"},
+      {"교차 -> 균등", "base:first_cross_uniform"}}},
 };
 
 const std::vector<ComparisonSpec> COMPARISONS = {
@@ -127,6 +154,12 @@ const std::vector<ComparisonSpec> COMPARISONS = {
     {"first-step", "§5", "first_digit_pp", "base:first_intact", "base:first_cross_mean",
      {Side::below, -50}, "교차 -> 평균"},
 };
+
+const ClaimSpec& claim_spec(const std::string& name) {
+    for (const ClaimSpec& c : CLAIMS)
+        if (name == c.name) return c;
+    throw std::invalid_argument("no claim \"" + name + "\" in chapter 8's table");
+}
 
 const RunSpec& run_spec(const std::string& name) {
     for (const RunSpec& r : RUNS)
