@@ -50,7 +50,7 @@ void check_module_grad(Tensor p, const std::function<Tensor()>& f, const char* w
 
 }  // namespace
 
-TEST_CASE("chapter 5: Stack(6, 64, 4, Post-LN, 50) built after manual_seed(0) holds torch's weights") {
+TEST_CASE("chapter 5: Stack(6, 64, 4, Post-LN, 50) after manual_seed(0) holds torch's weights") {
     torch_rng::manual_seed(0);
     Stack net(6, 64, 4, LnPlacement::PostLN, 50);
     // Recorded with torch 1.13: first and last 4 float bit patterns, and the float64 sum.
@@ -118,7 +118,7 @@ TEST_CASE("chapter 5: the modules' gradients against finite differences") {
     check_module_grad(x, run, "decoder input");
 }
 
-TEST_CASE("chapter 5: decoder (a): with the causal mask a later target token cannot change earlier outputs") {
+TEST_CASE("chapter 5: decoder (a): under the causal mask a later token changes no earlier output") {
     torch_rng::manual_seed(0);
     EncoderDecoder model(12, 12, 16, 2, 2, LnPlacement::PostLN);
     NoGradGuard ng;
@@ -135,7 +135,7 @@ TEST_CASE("chapter 5: decoder (a): with the causal mask a later target token can
     CHECK(later > 1e-3);  // while the changed position itself (and after) does change
 }
 
-TEST_CASE("chapter 5: decoder (b): teacher forcing predicts every target position in one forward pass") {
+TEST_CASE("chapter 5: decoder (b): teacher forcing predicts every target position in one pass") {
     torch_rng::manual_seed(0);
     EncoderDecoder model(12, 12, 16, 2, 1, LnPlacement::PreLN);
     Tensor memory = model.encode({3, 4, 5}, {1, 3});
@@ -151,7 +151,7 @@ TEST_CASE("chapter 5: decoder (b): teacher forcing predicts every target positio
     CHECK(norm(g).item() > 0);
 }
 
-TEST_CASE("chapter 5: decoder (c): greedy generation adds one token per step and runs the encoder once") {
+TEST_CASE("chapter 5: decoder (c): greedy generation adds a token a step, runs the encoder once") {
     torch_rng::manual_seed(0);
     EncoderDecoder model(12, 12, 16, 2, 2, LnPlacement::PostLN);
     model.encoder_calls = model.decoder_calls = 0;

@@ -174,8 +174,8 @@ TEST_CASE("readme: every make target it names is one make help lists") {
                 if (w == "|" || w == "&&" || w == ";" || w == "||") break;
                 if (w[0] == '-' || w.find('=') != std::string::npos) continue;
                 checked++;
-                CHECK_MESSAGE(targets.count(w) == 1, "README.md names `make "
-                                                         << w << "`, which make help does not list");
+                CHECK_MESSAGE(targets.count(w) == 1,
+                              "README.md names `make " << w << "`, which make help does not list");
             }
         }
     }
@@ -209,7 +209,8 @@ TEST_CASE("readme: its table of contents and the code guide come first, and the 
     CHECK(code_line <= 80);  // a newcomer reaches it before any detail
     CHECK(!links.empty());
     for (const std::string& l : links)
-        CHECK_MESSAGE(anchors.count(l) == 1, "README.md links to #" << l << ", no section's anchor");
+        CHECK_MESSAGE(anchors.count(l) == 1,
+                      "README.md links to #" << l << ", which is no section's anchor");
 }
 
 TEST_CASE("readme: its code map names every file of common/, folder by folder") {
