@@ -49,8 +49,10 @@ void erase_named(std::vector<std::pair<std::string, F>>& list, const std::string
 
 }  // namespace
 
-void ForwardHooks::set_pre(const std::string& name, PreHook f) { set_named(pre, name, f); }
-void ForwardHooks::set(const std::string& name, Hook f) { set_named(post, name, f); }
+void ForwardHooks::set_pre(const std::string& name, PreHook f) {
+    set_named(pre, name, std::move(f));
+}
+void ForwardHooks::set(const std::string& name, Hook f) { set_named(post, name, std::move(f)); }
 
 void ForwardHooks::remove(const std::string& name) {
     erase_named(pre, name);

@@ -5,24 +5,27 @@
 
 #include "chapters/1-self-attention/attention.h"
 
+namespace {
+
+// A hook that keeps the layer's last output in `slot` and leaves the output as it is.
+ForwardHooks::Hook keep_output(Tensor& slot) {
+    return [&slot](const Tensor&, const Tensor& out) {
+        slot = out.detach();
+        return Tensor();
+    };
+}
+
+}  // namespace
+
 AttentionProbe::AttentionProbe(MultiHeadAttention& attn)
     : h(attn.h), d_head(attn.d_head), q_layer(&attn.qkv), kv_layer(nullptr) {
-    q_layer->hooks.set(HOOK, [this](const Tensor&, const Tensor& out) {
-        q_out = out.detach();
-        return Tensor();
-    });
+    q_layer->hooks.set(HOOK, keep_output(q_out));
 }
 
 AttentionProbe::AttentionProbe(CrossAttention& attn)
     : h(attn.h), d_head(attn.d_head), q_layer(&attn.q), kv_layer(&attn.kv) {
-    q_layer->hooks.set(HOOK, [this](const Tensor&, const Tensor& out) {
-        q_out = out.detach();
-        return Tensor();
-    });
-    kv_layer->hooks.set(HOOK, [this](const Tensor&, const Tensor& out) {
-        kv_out = out.detach();
-        return Tensor();
-    });
+    q_layer->hooks.set(HOOK, keep_output(q_out));
+    kv_layer->hooks.set(HOOK, keep_output(kv_out));
 }
 
 AttentionProbe::~AttentionProbe() {
