@@ -293,45 +293,52 @@ std::string with_seed(const std::string& name, int seed) {
     return name + "/" + std::to_string(seed);
 }
 
-Job base_job(const RunSpec& r, double scale, int seed) {
+// What a job runs: the run's training and measurements for one seed, returning its record.
+using RunFn = std::function<Record(Progress&)>;
+
+// The run's model for one seed (the weights' seed).
+ModelConfig seeded(const RunSpec& r, int seed) {
     ModelConfig mc = r.model;
     mc.seed = seed;
-    return {with_seed(r.name, seed), r.fixed_cost + r.cost * scale, [=](Progress& p) {
-                const ThreeWay sets = three_way_split();
-                auto m = make_model(mc);
-                const double pmax = mean_max_weight(*m, PEAK_PROBE);
-                Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), sets.train,
-                                          sets.never_train(), sets.test);
-                rec.put("init_max_weight", pmax);
-                const Pruning pr = prune(*m, sets.validation, sets.test);
-                rec.put("head_exact_validation", pr.alone_validation);
-                rec.put("greedy_order", std::vector<double>(pr.order.begin(), pr.order.end()));
-                rec.put("greedy_validation", pr.curve_validation);
-                rec.put("greedy_test", pr.curve_test);
-                rec.put("kind_removed_test", pr.kind_removed_test);
-                rec.put("full_validation", pr.full_validation);
-                rec.put("pruned_third", pr.third_test);
-                rec.put("can_go", pr.can_go);
-                rec.put("can_go_test",
-                        pr.can_go ? pr.curve_test[size_t(pr.can_go - 1)] : pr.full_test);
-                first_step(*m, sets.test, rec);
-                return rec;
-            }};
+    return mc;
 }
 
-Job variant_job(const RunSpec& r, double scale, int seed) {
-    ModelConfig mc = r.model;
-    mc.seed = seed;
-    return {with_seed(r.name, seed), r.fixed_cost + r.cost * scale, [=](Progress& p) {
-                const ThreeWay sets = three_way_split();
-                auto m = make_model(mc);
-                set_score_scaling(*m, r.scaled);
-                const double pmax = mean_max_weight(*m, PEAK_PROBE);
-                Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), sets.train,
-                                          sets.never_train(), sets.test);
-                rec.put("init_max_weight", pmax);
-                return rec;
-            }};
+RunFn base_job(const RunSpec& r, double scale, int seed) {
+    const ModelConfig mc = seeded(r, seed);
+    return [=](Progress& p) {
+        const ThreeWay sets = three_way_split();
+        auto m = make_model(mc);
+        const double pmax = mean_max_weight(*m, PEAK_PROBE);
+        Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), sets.train,
+                                  sets.never_train(), sets.test);
+        rec.put("init_max_weight", pmax);
+        const Pruning pr = prune(*m, sets.validation, sets.test);
+        rec.put("head_exact_validation", pr.alone_validation);
+        rec.put("greedy_order", std::vector<double>(pr.order.begin(), pr.order.end()));
+        rec.put("greedy_validation", pr.curve_validation);
+        rec.put("greedy_test", pr.curve_test);
+        rec.put("kind_removed_test", pr.kind_removed_test);
+        rec.put("full_validation", pr.full_validation);
+        rec.put("pruned_third", pr.third_test);
+        rec.put("can_go", pr.can_go);
+        rec.put("can_go_test", pr.can_go ? pr.curve_test[size_t(pr.can_go - 1)] : pr.full_test);
+        first_step(*m, sets.test, rec);
+        return rec;
+    };
+}
+
+RunFn variant_job(const RunSpec& r, double scale, int seed) {
+    const ModelConfig mc = seeded(r, seed);
+    return [=](Progress& p) {
+        const ThreeWay sets = three_way_split();
+        auto m = make_model(mc);
+        set_score_scaling(*m, r.scaled);
+        const double pmax = mean_max_weight(*m, PEAK_PROBE);
+        Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), sets.train,
+                                  sets.never_train(), sets.test);
+        rec.put("init_max_weight", pmax);
+        return rec;
+    };
 }
 
 int longest_source(const std::vector<int64_t>& numbers) {
@@ -362,52 +369,48 @@ std::vector<double> row_change(const Embedding& table, const std::vector<float>&
     return change;
 }
 
-Job positions_job(const RunSpec& r, double scale, int seed) {
-    ModelConfig mc = r.model;
-    mc.seed = seed;
-    return {with_seed(r.name, seed), r.fixed_cost + r.cost * scale, [=](Progress& p) {
-                const LengthSplit s = length_split();
-                auto m = make_model(mc);
-                const auto* learned = dynamic_cast<const LearnedPositionsModel*>(m.get());
-                std::vector<float> src0, tgt0;  // the learned tables before training
-                if (learned) {
-                    src0 = learned->src_pos.weight.to_vector();
-                    tgt0 = learned->tgt_pos.weight.to_vector();
-                }
-                TrainConfig tc = budget(r.steps, r.warmup, scale, seed, p);
-                tc.max_digits = 4;
-                Record rec = train_record(*m, tc, s.train, s.heldout, s.heldout);
-                rec.put("exact_five",
-                        rec.value("diverged_at") ? 0.0 : exact_match(*m, s.five_digit));
-                rec.put("train_max_digits", tc.max_digits);
-                rec.put("train_max_syllables", longest_source(s.train));
-                if (learned) {
-                    rec.put("src_row_change", row_change(learned->src_pos, src0));
-                    rec.put("tgt_row_change", row_change(learned->tgt_pos, tgt0));
-                }
-                return rec;
-            }};
+RunFn positions_job(const RunSpec& r, double scale, int seed) {
+    const ModelConfig mc = seeded(r, seed);
+    return [=](Progress& p) {
+        const LengthSplit s = length_split();
+        auto m = make_model(mc);
+        const auto* learned = dynamic_cast<const LearnedPositionsModel*>(m.get());
+        std::vector<float> src0, tgt0;  // the learned tables before training
+        if (learned) {
+            src0 = learned->src_pos.weight.to_vector();
+            tgt0 = learned->tgt_pos.weight.to_vector();
+        }
+        TrainConfig tc = budget(r.steps, r.warmup, scale, seed, p);
+        tc.max_digits = 4;
+        Record rec = train_record(*m, tc, s.train, s.heldout, s.heldout);
+        rec.put("exact_five", rec.value("diverged_at") ? 0.0 : exact_match(*m, s.five_digit));
+        rec.put("train_max_digits", tc.max_digits);
+        rec.put("train_max_syllables", longest_source(s.train));
+        if (learned) {
+            rec.put("src_row_change", row_change(learned->src_pos, src0));
+            rec.put("tgt_row_change", row_change(learned->tgt_pos, tgt0));
+        }
+        return rec;
+    };
 }
 
 // §4's second experiment: sources of at most POS2_MAX_SYLLABLES syllables in training, longer
 // ones to score.
-Job positions2_job(const RunSpec& r, double scale, int seed) {
-    ModelConfig mc = r.model;
-    mc.seed = seed;
-    return {with_seed(r.name, seed), r.fixed_cost + r.cost * scale, [=](Progress& p) {
-                const SourceLengthSplit s = source_length_split();
-                std::vector<int64_t> in_range;  // chapter 7's test numbers of trained lengths
-                for (int64_t n : split_numbers().heldout)
-                    if (int(source_ids(n).size()) <= POS2_MAX_SYLLABLES) in_range.push_back(n);
-                auto m = make_model(mc);
-                Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), s.train,
-                                          s.excluded, in_range);
-                rec.put("exact_long",
-                        rec.value("diverged_at") ? 0.0 : exact_match(*m, s.long_test));
-                rec.put("train_max_syllables", longest_source(s.train));
-                rec.put("test_min_syllables", shortest_source(s.long_test));
-                return rec;
-            }};
+RunFn positions2_job(const RunSpec& r, double scale, int seed) {
+    const ModelConfig mc = seeded(r, seed);
+    return [=](Progress& p) {
+        const SourceLengthSplit s = source_length_split();
+        std::vector<int64_t> in_range;  // chapter 7's test numbers of trained lengths
+        for (int64_t n : split_numbers().heldout)
+            if (int(source_ids(n).size()) <= POS2_MAX_SYLLABLES) in_range.push_back(n);
+        auto m = make_model(mc);
+        Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), s.train,
+                                  s.excluded, in_range);
+        rec.put("exact_long", rec.value("diverged_at") ? 0.0 : exact_match(*m, s.long_test));
+        rec.put("train_max_syllables", longest_source(s.train));
+        rec.put("test_min_syllables", shortest_source(s.long_test));
+        return rec;
+    };
 }
 
 // §3's second experiment: one encoder block reads NB_LENGTH digits and writes, at each
@@ -447,92 +450,90 @@ double neighbour_accuracy(const NeighbourModel& m, const std::vector<int64_t>& x
     return 100.0 * right / double(y.size());
 }
 
-Job neighbour_job(const RunSpec& r, double scale, int seed) {
-    return {with_seed(r.name, seed), r.fixed_cost + r.cost * scale, [=](Progress& p) {
-                const int d = r.model.d_model, heads = r.model.heads;
-                constexpr int B = 64, L = NB_LENGTH;
-                const std::vector<int64_t> test = neighbour_test_set(),
-                                           validation = neighbour_validation_set();
-                std::set<int64_t> never = sequence_codes(test);
-                for (int64_t c : sequence_codes(validation))
-                    never.insert(c);
-                torch_rng::manual_seed(uint64_t(seed));
-                NeighbourModel m(r.model.layers, d, heads, r.model.placement);
-                optim::Adam adam(m.parameters());
-                torch_rng::Generator order(uint64_t(seed) + 1);
-                const int steps = scaled_steps(r.steps, scale);
-                const int warmup = scaled_steps(r.warmup, scale);
-                std::vector<double> losses, curve_steps, curve;
-                for (int step = 1; step <= steps; step++) {
-                    std::vector<int64_t> x;  // (B * L)
-                    while (x.size() < size_t(B) * L) {
-                        std::vector<int64_t> seq(L);
-                        for (auto& v : seq)
-                            v = int64_t(order.random64() % 10);
-                        if (never.count(sequence_code(seq.data()))) continue;
-                        x.insert(x.end(), seq.begin(), seq.end());
+RunFn neighbour_job(const RunSpec& r, double scale, int seed) {
+    return [=](Progress& p) {
+        const int d = r.model.d_model, heads = r.model.heads;
+        constexpr int B = 64, L = NB_LENGTH;
+        const std::vector<int64_t> test = neighbour_test_set(),
+                                   validation = neighbour_validation_set();
+        std::set<int64_t> never = sequence_codes(test);
+        for (int64_t c : sequence_codes(validation))
+            never.insert(c);
+        torch_rng::manual_seed(uint64_t(seed));
+        NeighbourModel m(r.model.layers, d, heads, r.model.placement);
+        optim::Adam adam(m.parameters());
+        torch_rng::Generator order(uint64_t(seed) + 1);
+        const int steps = scaled_steps(r.steps, scale);
+        const int warmup = scaled_steps(r.warmup, scale);
+        std::vector<double> losses, curve_steps, curve;
+        for (int step = 1; step <= steps; step++) {
+            std::vector<int64_t> x;  // (B * L)
+            while (x.size() < size_t(B) * L) {
+                std::vector<int64_t> seq(L);
+                for (auto& v : seq)
+                    v = int64_t(order.random64() % 10);
+                if (never.count(sequence_code(seq.data()))) continue;
+                x.insert(x.end(), seq.begin(), seq.end());
+            }
+            Tensor loss =
+                cross_entropy(reshape(m(x, B), {B * L, NB_CLASSES}), neighbour_targets(x));
+            losses.push_back(loss.item());
+            loss.backward();
+            adam.step(optim::noam_lr(step, d, warmup));
+            adam.zero_grad();
+            if (step % NB_EVAL_EVERY == 0 || step == steps) {
+                curve_steps.push_back(step);
+                curve.push_back(neighbour_accuracy(m, validation));
+            }
+            if (step % 10 == 0 || step == steps) p(step, steps);
+        }
+        Record rec;
+        rec.put("loss", losses);
+        rec.put("diverged_at", 0.0);
+        rec.put("validation_steps", curve_steps);
+        rec.put("validation_curve", curve);
+        rec.put("exact", neighbour_accuracy(m, test));
+        // Where each head looks, on validation: its mean weight on the left and on the
+        // right neighbour of every position.
+        {
+            NoGradGuard no_grad;
+            AttentionProbe probe(m.stack.blocks[0]->attn);
+            m(validation, int64_t(validation.size()) / L);
+            const Tensor A = probe.weights();  // (n, h, L, L)
+            const int64_t n = A.size(0);
+            std::vector<double> left(size_t(heads), 0.0), right(size_t(heads), 0.0);
+            for (int64_t s = 0; s < n; s++)
+                for (int64_t k = 0; k < heads; k++)
+                    for (int64_t q = 0; q < L; q++) {
+                        const float* row = A.data() + ((s * heads + k) * L + q) * L;
+                        left[size_t(k)] += row[(q + L - 1) % L] / double(n * L);
+                        right[size_t(k)] += row[(q + 1) % L] / double(n * L);
                     }
-                    Tensor loss = cross_entropy(reshape(m(x, B), {B * L, NB_CLASSES}),
-                                                neighbour_targets(x));
-                    losses.push_back(loss.item());
-                    loss.backward();
-                    adam.step(optim::noam_lr(step, d, warmup));
-                    adam.zero_grad();
-                    if (step % NB_EVAL_EVERY == 0 || step == steps) {
-                        curve_steps.push_back(step);
-                        curve.push_back(neighbour_accuracy(m, validation));
-                    }
-                    if (step % 10 == 0 || step == steps) p(step, steps);
-                }
-                Record rec;
-                rec.put("loss", losses);
-                rec.put("diverged_at", 0.0);
-                rec.put("validation_steps", curve_steps);
-                rec.put("validation_curve", curve);
-                rec.put("exact", neighbour_accuracy(m, test));
-                // Where each head looks, on validation: its mean weight on the left and on the
-                // right neighbour of every position.
-                {
-                    NoGradGuard no_grad;
-                    AttentionProbe probe(m.stack.blocks[0]->attn);
-                    m(validation, int64_t(validation.size()) / L);
-                    const Tensor A = probe.weights();  // (n, h, L, L)
-                    const int64_t n = A.size(0);
-                    std::vector<double> left(size_t(heads), 0.0), right(size_t(heads), 0.0);
-                    for (int64_t s = 0; s < n; s++)
-                        for (int64_t k = 0; k < heads; k++)
-                            for (int64_t q = 0; q < L; q++) {
-                                const float* row = A.data() + ((s * heads + k) * L + q) * L;
-                                left[size_t(k)] += row[(q + L - 1) % L] / double(n * L);
-                                right[size_t(k)] += row[(q + 1) % L] / double(n * L);
-                            }
-                    rec.put("head_left", left);
-                    rec.put("head_right", right);
-                    rec.put("most_left", *std::max_element(left.begin(), left.end()));
-                    rec.put("most_right", *std::max_element(right.begin(), right.end()));
-                }
-                return rec;
-            }};
+            rec.put("head_left", left);
+            rec.put("head_right", right);
+            rec.put("most_left", *std::max_element(left.begin(), left.end()));
+            rec.put("most_right", *std::max_element(right.begin(), right.end()));
+        }
+        return rec;
+    };
 }
 
-Job warmup_job(const RunSpec& r, double scale, int seed) {
-    ModelConfig mc = r.model;
-    mc.seed = seed;
-    return {with_seed(r.name, seed), r.fixed_cost + r.cost * scale, [=](Progress& p) {
-                const ThreeWay sets = three_way_split();
-                auto m = make_model(mc);
-                TrainConfig tc = budget(r.steps, r.warmup, scale, seed, p);
-                const double peak = optim::noam_lr(tc.warmup, mc.d_model, tc.warmup, tc.lr);
-                if (!r.warm)  // the same peak from step 1, then the same decay after the warm-up
-                    tc.schedule = [=](int step) {
-                        return step <= tc.warmup
-                                   ? peak
-                                   : optim::noam_lr(step, mc.d_model, tc.warmup, tc.lr);
-                    };
-                Record rec = train_record(*m, tc, sets.train, sets.never_train(), sets.test);
-                rec.put("peak_lr", peak);
-                return rec;
-            }};
+RunFn warmup_job(const RunSpec& r, double scale, int seed) {
+    const ModelConfig mc = seeded(r, seed);
+    return [=](Progress& p) {
+        const ThreeWay sets = three_way_split();
+        auto m = make_model(mc);
+        TrainConfig tc = budget(r.steps, r.warmup, scale, seed, p);
+        const double peak = optim::noam_lr(tc.warmup, mc.d_model, tc.warmup, tc.lr);
+        if (!r.warm)  // the same peak from step 1, then the same decay after the warm-up
+            tc.schedule = [=](int step) {
+                return step <= tc.warmup ? peak
+                                         : optim::noam_lr(step, mc.d_model, tc.warmup, tc.lr);
+            };
+        Record rec = train_record(*m, tc, sets.train, sets.never_train(), sets.test);
+        rec.put("peak_lr", peak);
+        return rec;
+    };
 }
 
 // The record's keys against the run's declaration: a key missing or undeclared is an error of the
@@ -549,14 +550,20 @@ void check_keys(const RunSpec& r, const Record& rec) {
             throw std::logic_error(std::string(r.name) + "'s record has the undeclared key " + k);
 }
 
-Job job_of(const RunSpec& r, double scale, int seed) {
+RunFn run_of(const RunSpec& r, double scale, int seed) {
     switch (r.recipe) {
-    case Recipe::base: return base_job(r, scale, seed);
-    case Recipe::chapter7: return variant_job(r, scale, seed);
-    case Recipe::positions: return positions_job(r, scale, seed);
-    case Recipe::source_lengths: return positions2_job(r, scale, seed);
-    case Recipe::neighbour: return neighbour_job(r, scale, seed);
-    case Recipe::warmup: return warmup_job(r, scale, seed);
+        case Recipe::base:
+            return base_job(r, scale, seed);
+        case Recipe::chapter7:
+            return variant_job(r, scale, seed);
+        case Recipe::positions:
+            return positions_job(r, scale, seed);
+        case Recipe::source_lengths:
+            return positions2_job(r, scale, seed);
+        case Recipe::neighbour:
+            return neighbour_job(r, scale, seed);
+        case Recipe::warmup:
+            return warmup_job(r, scale, seed);
     }
     throw std::logic_error("no job for the run " + std::string(r.name));
 }
@@ -567,8 +574,8 @@ std::vector<Job> all_jobs(double scale, const std::vector<int>& seeds) {
     std::vector<Job> jobs;
     for (int seed : seeds)
         for (const RunSpec& spec : RUNS) {
-            Job j = job_of(spec, scale, seed);
-            jobs.push_back({j.name, j.cost, [run = j.run, &spec, seed](Progress& p) {
+            jobs.push_back({with_seed(spec.name, seed), spec.fixed_cost + spec.cost * scale,
+                            [run = run_of(spec, scale, seed), &spec, seed](Progress& p) {
                                 Record r = run(p);
                                 check_keys(spec, r);
                                 r.put("seed", seed);  // every record names its seed

@@ -25,11 +25,11 @@
 // Read in this order: experiments.h (the runs, what each measures, the comparisons and their
 // thresholds), table.cpp (every run, claim and comparison, declared once: the jobs, the tables,
 // the figures and the TSV are made from it), variants.h/.cpp (the listings' variants, as forward
-// hooks), experiments.cpp,
-// stats.h/.cpp (the interval and the verdict rule), summary.h/.cpp (each comparison computed
-// from the runs' records, and the --summary TSV), main.cpp (this file: each claim's table and
-// verdicts), runner.h/.cpp (the runs as parallel processes), figures.h/.cpp (one figure per
-// claim). The model is chapters/5-blocks/decoder.h, the trainer chapters/7-translate/train.h.
+// hooks), experiments.cpp, stats.h/.cpp (the interval and the verdict rule), summary.h/.cpp
+// (each comparison computed from the runs' records, and the --summary TSV), main.cpp (this file:
+// each claim's table and verdicts), runner.h/.cpp (the runs as parallel processes),
+// figures.h/.cpp (one figure per claim). The model is chapters/5-blocks/decoder.h, the trainer
+// chapters/7-translate/train.h.
 //
 //   make ablations                             everything, K seeds (see the Makefile)
 //   build/bin/8-ablations --only warmup,heads  some claims only
