@@ -5,6 +5,7 @@
 #include <doctest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -842,4 +844,154 @@ TEST_CASE("ablations: kept records are reused by the same jobs and context, and 
     CHECK(runs_so_far() == 5);
     std::filesystem::remove_all(dir);
     std::remove(ran.c_str());
+}
+
+namespace {
+
+// The neighbour task's run nb-1 for seed 0 at --scale 0.01 (10 steps), trained in this process:
+// a record as its job writes it, with the job's own check.
+const Job& tiny_nb1_job() {
+    static const std::vector<Job> jobs = all_jobs(0.01, {0});
+    for (const Job& j : jobs)
+        if (j.name == "nb-1/0") return j;
+    throw std::logic_error("no nb-1/0");
+}
+
+// The kept record files of `dir` whose names start with `stem` ("nb-1_0-").
+std::vector<std::string> kept_files(const std::string& dir, const std::string& stem) {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+        if (e.path().filename().string().rfind(stem, 0) == 0) out.push_back(e.path().string());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("ablations: a record whose keys, lengths or values its job cannot write is refused") {
+    const Job& job = tiny_nb1_job();
+    Progress quiet;
+    const Record good = job.run(quiet);
+    REQUIRE(job.check(good) == "");
+    CHECK(good.get("loss").size() == 10);
+    CHECK(good.get("validation_curve").size() == 1);  // the one after the last step
+    struct Case {
+        const char* what;
+        std::function<void(Record&)> change;
+        const char* problem;
+    };
+    const std::vector<Case> cases = {
+        {"an empty curve", [](Record& r) { r.put("validation_curve", std::vector<double>{}); },
+         "validation_curve has 0 values, not 1"},
+        {"a longer curve", [](Record& r) { r.put("validation_curve", {5, 7}); },
+         "validation_curve has 2 values, not 1"},
+        {"one head too many", [](Record& r) { r.put("head_left", {0.5, 0.5}); },
+         "head_left has 2 values, not 1"},
+        {"a missing key",
+         [](Record& r) {
+             Record less;
+             for (const auto& [k, v] : r.items)
+                 if (k != "exact") less.put(k, v);
+             r = less;
+         },
+         "no exact"},
+        {"a key of another run", [](Record& r) { r.put("exact_five", 3.0); },
+         "a key exact_five that nb-1 does not write"},
+        {"a percentage above 100", [](Record& r) { r.put("exact", 250.0); }, "exact holds 250"},
+        {"NaN where a number must be", [](Record& r) { r.put("most_left", std::nan("")); },
+         "most_left holds nan"},
+        {"a step that is not one", [](Record& r) { r.put("diverged_at", 11.0); },
+         "diverged_at 11 is not a step of 10"},
+        {"a fractional step", [](Record& r) { r.put("validation_steps", 9.5); },
+         "validation_steps holds 9.5"},
+        {"another seed's record", [](Record& r) { r.put("seed", 1.0); }, "seed holds 1"},
+        {"a loss curve cut short", [](Record& r) { r.put("loss", {1.0, 2.0}); },
+         "loss has 2 values, not 10"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.what);
+        Record bad = good;
+        c.change(bad);
+        const std::string problem = job.check(bad);
+        CHECK_MESSAGE(problem.find(c.problem) != std::string::npos, problem);
+    }
+    // A diverged run's curve ends at the step it diverged at.
+    Record diverged = good;
+    diverged.put("diverged_at", 4.0);
+    diverged.put("loss", {2.0, 1.5, 1.2, std::nan("")});
+    CHECK(job.check(diverged) == "");
+}
+
+TEST_CASE("ablations: a kept record its job cannot have written is named and trained again") {
+    const std::string dir = "/tmp/transformer-test-kept-bad-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    const std::string args = "--only heads --runs nb-4,nb-1 --seeds 1 --scale 0.01 --no-figures "
+                             "--keep " + dir;
+    auto first = testutil::run("8-ablations", args);
+    REQUIRE_MESSAGE(first.exit_code == 0, first.err);
+    const std::vector<std::string> files = kept_files(dir, "nb-1_0-");
+    REQUIRE(files.size() == 1);
+    const std::string path = files[0], whole = testutil::read_file_abs(path);
+    auto table = [](const std::string& out) {  // the heads claim's report, without the times
+        const size_t from = out.find("\n== "), to = out.rfind("\n전체 시간: ");
+        return from == std::string::npos ? out : out.substr(from, to - from);
+    };
+    // Lists that disagree with the job, a garbled line, a cut: each named, the run trained again
+    // to the same numbers, and the record written whole again.
+    for (const std::string& bad :
+         {std::string("R validation_curve 0"), std::string("R validation_curve 2 5 5"),
+          std::string("R exact 0"), std::string("R exact 1 nan x")}) {
+        CAPTURE(bad);
+        std::string text;
+        std::istringstream in(whole);
+        for (std::string line; std::getline(in, line);)
+            text += (line.rfind("R " + bad.substr(2, bad.find(' ', 2) - 2) + " ", 0) == 0
+                         ? bad
+                         : line) +
+                    "\n";
+        std::ofstream(path, std::ios::trunc) << text;
+        auto again = testutil::run("8-ablations", args, "", 120);
+        CHECK_MESSAGE(again.exit_code == 0, again.err);
+        CHECK(again.err.find("8-ablations: warning: " + path + ": ") == 0);
+        CHECK(again.err.find("nb-1/0 is trained again") != std::string::npos);
+        CHECK(std::count(again.err.begin(), again.err.end(), '\n') == 1);
+        CHECK(table(again.out) == table(first.out));
+        CHECK(testutil::read_file_abs(path) == whole);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("ablations: a FIFO or a device where a kept record goes stops the run in one line") {
+    const std::string dir = "/tmp/transformer-test-kept-special-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    const std::string args =
+        "--only heads --runs nb-1 --seeds 1 --scale 0.01 --no-figures --keep " + dir;
+    auto first = testutil::run("8-ablations", args);
+    REQUIRE_MESSAGE(first.exit_code == 0, first.err);
+    const std::vector<std::string> files = kept_files(dir, "nb-1_0-");
+    REQUIRE(files.size() == 1);
+    const std::string path = files[0];
+    std::remove(path.c_str());
+    REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+    auto fifo = testutil::run("8-ablations", args, "", 60);  // a blocked open() would time out
+    CHECK(fifo.exit_code == 1);
+    CHECK(fifo.err == "8-ablations: error: --keep: " + path +
+                          ": it is a FIFO, not a regular file; remove it or choose another "
+                          "folder\n");
+    std::remove(path.c_str());
+    std::filesystem::create_symlink("/dev/zero", path);  // once read to 4 GB before training
+    auto zero = testutil::run("8-ablations", args, "", 60);
+    CHECK(zero.exit_code == 1);
+    CHECK(zero.err.find(path + ": it is a device node, not a regular file") != std::string::npos);
+    std::remove(path.c_str());
+    {  // a regular file past the bound: named, not read, the run trained again
+        std::ofstream f(path);
+        f << "R x 1 1\n";
+    }
+    std::filesystem::resize_file(path, MAX_KEPT_BYTES + 1);  // sparse: no disk used
+    auto big = testutil::run("8-ablations", args, "", 120);
+    CHECK_MESSAGE(big.exit_code == 0, big.err);
+    CHECK(big.err.find(path + ": it is larger than 16 MiB; nb-1/0 is trained again") !=
+          std::string::npos);
+    CHECK(std::filesystem::file_size(path) < 100000);
+    std::filesystem::remove_all(dir);
 }

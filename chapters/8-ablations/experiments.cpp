@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -536,20 +537,6 @@ RunFn warmup_job(const RunSpec& r, double scale, int seed) {
     };
 }
 
-// The record's keys against the run's declaration: a key missing or undeclared is an error of the
-// table, not of the run.
-void check_keys(const RunSpec& r, const Record& rec) {
-    std::set<std::string> declared(r.keys.begin(), r.keys.end()), carried;
-    for (const auto& item : rec.items)
-        carried.insert(item.first);
-    for (const std::string& k : declared)
-        if (!carried.count(k))
-            throw std::logic_error(std::string(r.name) + "'s record lacks its key " + k);
-    for (const std::string& k : carried)
-        if (!declared.count(k))
-            throw std::logic_error(std::string(r.name) + "'s record has the undeclared key " + k);
-}
-
 RunFn run_of(const RunSpec& r, double scale, int seed) {
     switch (r.recipe) {
         case Recipe::base:
@@ -570,17 +557,89 @@ RunFn run_of(const RunSpec& r, double scale, int seed) {
 
 }  // namespace
 
+namespace {
+std::string shown(double v) {  // a value as a problem message quotes it
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+}  // namespace
+
+std::string record_problem(const RunSpec& r, double scale, int seed, const Record& rec) {
+    std::set<std::string> declared(r.keys.begin(), r.keys.end()), carried;
+    declared.insert("seed");
+    for (const auto& item : rec.items)
+        carried.insert(item.first);
+    for (const std::string& k : declared)
+        if (!carried.count(k)) return "no " + k;
+    for (const std::string& k : carried)
+        if (!declared.count(k)) return "a key " + k + " that " + r.name + " does not write";
+    const int steps = scaled_steps(r.steps, scale);
+    const double diverged = rec.value("diverged_at");
+    const int heads = 3 * r.model.layers * r.model.heads;  // head_count of its model
+    auto integral_in = [](double v, double lo, double hi) {
+        return v == std::floor(v) && v >= lo && v <= hi;  // false for NaN
+    };
+    if (!integral_in(diverged, 0, steps))
+        return "diverged_at " + shown(diverged) + " is not a step of " + std::to_string(steps);
+    for (const auto& [key, values] : rec.items) {
+        const KeySpec& spec = key_spec(key);
+        size_t n = 1;
+        switch (spec.length) {
+            case Length::one: n = 1; break;
+            case Length::steps: n = size_t(diverged > 0 ? diverged : steps); break;
+            case Length::model_heads: n = size_t(r.model.heads); break;
+            case Length::all_heads: n = size_t(heads); break;
+            case Length::kinds: n = 3; break;
+            case Length::first_steps: n = 4; break;
+            case Length::evaluations:
+                n = size_t(steps / NB_EVAL_EVERY + (steps % NB_EVAL_EVERY != 0));
+                break;
+            case Length::learned_rows: n = size_t(translate::LEARNED_POSITIONS); break;
+        }
+        if (values.size() != n)
+            return key + " has " + std::to_string(values.size()) + " values, not " +
+                   std::to_string(n);
+        std::set<double> seen;
+        for (double v : values) {
+            bool ok = true;
+            switch (spec.range) {
+                case Range::percent: ok = v >= 0 && v <= 100; break;
+                case Range::weight: ok = v >= 0 && v <= 1; break;
+                case Range::step: ok = integral_in(v, 0, steps); break;
+                case Range::head_order: ok = integral_in(v, 0, heads - 1) && seen.insert(v).second;
+                    break;
+                case Range::head_number: ok = integral_in(v, 0, heads); break;
+                case Range::length: ok = integral_in(v, 1, 100); break;
+                case Range::nonnegative: ok = std::isfinite(v) && v >= 0; break;
+                case Range::positive: ok = std::isfinite(v) && v > 0; break;
+                case Range::loss: ok = true; break;
+                case Range::seed: ok = v == seed; break;
+            }
+            if (!ok) return key + " holds " + shown(v) + ", which it cannot (" +
+                            spec.meaning + ")";
+        }
+    }
+    return "";
+}
+
 std::vector<Job> all_jobs(double scale, const std::vector<int>& seeds) {
     std::vector<Job> jobs;
     for (int seed : seeds)
         for (const RunSpec& spec : RUNS) {
+            auto check = [&spec, scale, seed](const Record& r) {
+                return record_problem(spec, scale, seed, r);
+            };
             jobs.push_back({with_seed(spec.name, seed), spec.fixed_cost + spec.cost * scale,
-                            [run = run_of(spec, scale, seed), &spec, seed](Progress& p) {
+                            [run = run_of(spec, scale, seed), check, seed](Progress& p) {
                                 Record r = run(p);
-                                check_keys(spec, r);
                                 r.put("seed", seed);  // every record names its seed
+                                // A record its own check refuses is an error of the table.
+                                if (const std::string problem = check(r); !problem.empty())
+                                    throw std::logic_error("its record: " + problem);
                                 return r;
-                            }});
+                            },
+                            check});
         }
     return jobs;
 }

@@ -64,11 +64,51 @@ struct RunSpec {
     std::vector<const char*> keys;    // the record's keys, without "seed"
 };
 extern const std::vector<RunSpec> RUNS;
+
+// What a record's key holds: how many values (for its run at a --scale) and which ones. A kept
+// record is checked against these (record_problem) before it is read: the report and the
+// figures index its lists by them.
+enum class Length {
+    one,
+    steps,          // one per training step; up to the step it diverged at, when it did
+    model_heads,    // one per head of the run's model's one attention (the neighbour task)
+    all_heads,      // one per head of every attention of the encoder-decoder (pruning)
+    kinds,          // encoder self, decoder self, encoder-decoder
+    first_steps,    // intact, self mean, cross mean, cross uniform (FirstStep)
+    evaluations,    // one per NB_EVAL_EVERY steps, and one after the last step
+    learned_rows,   // LEARNED_POSITIONS
+};
+enum class Range {
+    percent,      // 0..100
+    weight,       // 0..1: an attention weight or a total variation distance
+    step,         // an integer step, 0..the run's steps (0: none)
+    head_order,   // every head index once
+    head_number,  // an integer, 0..the heads of every attention
+    length,       // an integer, a count of digits or syllables, 1..100
+    nonnegative,  // a finite number >= 0 (seconds, a distance)
+    positive,     // a finite number > 0 (a learning rate)
+    loss,         // any number: the loss of the step that diverged is not finite
+    seed,         // the job's own seed
+};
+struct KeySpec {
+    const char* name;
+    Length length;
+    Range range;
+    const char* meaning;
+};
+extern const std::vector<KeySpec> KEYS;  // every key any run writes, and "seed"
+const KeySpec& key_spec(const std::string& name);  // throws naming a miss
+
+// "" when `rec` is a record `r`'s job at `scale` and `seed` could have returned: exactly its
+// keys and "seed", every list as long as its Length says, every value in its Range. Else what
+// is wrong, naming the key ("validation_curve has 0 values, not 21").
+std::string record_problem(const RunSpec& r, double scale, int seed, const Record& rec);
 const RunSpec& run_spec(const std::string& name);  // throws naming a miss
 int steps_of(const std::string& run, double scale);   // scaled_steps(steps, scale)
 int warmup_of(const std::string& run, double scale);  // scaled_steps(warmup, scale)
 
-// Every run of RUNS for every seed (jobs named run/seed), each record checked against its keys.
+// Every run of RUNS for every seed (jobs named run/seed), each record checked by
+// record_problem (Job::check): the job's own, and a kept one before it is taken.
 std::vector<Job> all_jobs(double scale, const std::vector<int>& seeds);
 
 // The seeds of a run: first, first + 1, ..., first + count - 1.

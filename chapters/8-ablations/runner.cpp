@@ -9,6 +9,7 @@
 #endif
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
@@ -21,7 +22,7 @@
 
 #include "common/kernels/parallel.h"
 #include "common/program/atomic_file.h"
-
+#include "common/program/read_file.h"
 #include "common/program/terminal.h"
 
 namespace ablations {
@@ -69,23 +70,36 @@ std::string format_record(const Record& r) {
     return out + "END\n";
 }
 
-// One "R name count v1 v2 ..." line into `record`; false if it is not one.
+// One "R name count v1 v2 ..." line into `record`; false if it is not one: a name of letters,
+// digits and '_', a count that the values match exactly, and nothing else on the line. A name
+// given twice is not one either (a record holds each once).
 bool parse_record_line(const std::string& line, Record& record) {
     if (line.rfind("R ", 0) != 0) return false;
     const char* p = line.c_str() + 2;
     const char* space = std::strchr(p, ' ');
-    if (!space) return false;
+    if (!space || space == p || space - p > 64) return false;
     std::string name(p, size_t(space - p));
+    for (char c : name)
+        if (!std::isalnum((unsigned char)c) && c != '_') return false;
+    for (const auto& item : record.items)
+        if (item.first == name) return false;
+    errno = 0;
     char* end = nullptr;
-    const long n = std::strtol(space, &end, 10);
-    if (end == space || n < 0) return false;
+    const long n = std::strtol(space + 1, &end, 10);
+    if (end == space + 1 || n < 0 || errno == ERANGE) return false;
+    // Every value takes at least two bytes (" 0"): a count the line cannot hold is refused
+    // before anything is allocated.
+    if (size_t(n) > line.size() / 2) return false;
     std::vector<double> values;
+    values.reserve(size_t(n));
     for (long i = 0; i < n; i++) {
+        if (*end != ' ') return false;
         char* next = nullptr;
-        values.push_back(std::strtod(end, &next));
-        if (next == end) return false;
+        values.push_back(std::strtod(end + 1, &next));
+        if (next == end + 1) return false;
         end = next;
     }
+    if (*end != '\0') return false;
     record.put(name, values);
     return true;
 }
@@ -162,19 +176,37 @@ std::string kept_path(const Keep& keep, const std::string& job_name) {
     return keep.dir + "/" + stem + "-" + hex + ".rec";
 }
 
-// The kept record of a job, if a whole one is there.
-bool read_kept(const std::string& path, Record& out) {
-    std::ifstream f(path);
-    if (!f) return false;
-    Record r;
-    for (std::string line; std::getline(f, line);) {
-        if (line == "END") return out = std::move(r), true;
-        if (!parse_record_line(line, r)) return false;
-    }
-    return false;  // no END: not written whole (atomic_file writes whole files, but be sure)
-}
-
 }  // namespace
+
+bool read_kept(const std::string& path, const Job& job, Record& out, std::string& problem,
+               bool& special) {
+    problem.clear();
+    special = !atomic_file::not_regular(path).empty();
+    const read_file::Result file = read_file::whole(path, MAX_KEPT_BYTES);
+    if (file.missing) return false;
+    if (!file.problem.empty()) return problem = file.problem, false;
+    Record r;
+    size_t from = 0, line_no = 0;
+    while (from < file.bytes.size()) {
+        const size_t nl = file.bytes.find('\n', from);
+        if (nl == std::string::npos) break;
+        const std::string line = file.bytes.substr(from, nl - from);
+        from = nl + 1;
+        line_no++;
+        if (line == "END") {
+            if (from != file.bytes.size()) return problem = "bytes after its END line", false;
+            if (job.check) problem = job.check(r);
+            if (!problem.empty()) return false;
+            out = std::move(r);
+            return true;
+        }
+        if (!parse_record_line(line, r))
+            return problem = "line " + std::to_string(line_no) + " is not \"R name count values\"",
+                   false;
+    }
+    problem = "no END line: not written whole";
+    return false;
+}
 
 void Progress::operator()(int done, int total) {
     if (fd_ < 0) return;
@@ -190,14 +222,28 @@ std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool sh
     std::vector<size_t> order;  // the jobs to run: those without a kept record
     size_t finished = 0;
     if (reused) *reused = 0;
+    std::vector<std::string> warnings;  // kept files not taken, said before the runs start
     for (size_t j = 0; j < jobs.size(); j++) {
-        if (!keep.dir.empty() && read_kept(kept_path(keep, jobs[j].name), records[j])) {
-            finished++;
-            if (reused) ++*reused;
-        } else {
-            order.push_back(j);
+        if (!keep.dir.empty()) {
+            const std::string path = kept_path(keep, jobs[j].name);
+            std::string problem;
+            bool special = false;
+            if (read_kept(path, jobs[j], records[j], problem, special)) {
+                finished++;
+                if (reused) ++*reused;
+                continue;
+            }
+            if (special)  // it could never be replaced by the job's record: stop before any run
+                throw std::runtime_error("--keep: " + path + ": " + problem +
+                                         "; remove it or choose another folder");
+            if (!problem.empty())
+                warnings.push_back("8-ablations: warning: " + path + ": " + problem + "; " +
+                                   jobs[j].name + " is trained again");
         }
+        order.push_back(j);
     }
+    for (const std::string& w : warnings)
+        std::fprintf(stderr, "%s\n", w.c_str());
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return jobs[a].cost > jobs[b].cost; });
     std::vector<std::string> failures;
@@ -205,6 +251,7 @@ std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool sh
     size_t next = 0;
     std::fflush(stdout);
     std::fflush(stderr);
+    term::ProgressLine progress_line;
     auto draw = [&] {
         if (!show_progress) return;
         std::string line = "  8-ablations: " + std::to_string(finished) + "/" +
@@ -212,10 +259,7 @@ std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool sh
         for (const Running& r : running)
             line += " · " + jobs[r.job].name + " " + std::to_string(r.done) + "/" +
                     std::to_string(r.total);
-        int rows, cols;
-        term::window_size(rows, cols);
-        std::fprintf(stderr, "\r\033[K%s", term::fit(line, std::max(10, cols - 1)).c_str());
-        std::fflush(stderr);
+        progress_line.show(line);
     };
     while (next < order.size() || !running.empty()) {
         while (next < order.size() && int(running.size()) < std::max(1, parallel)) {
@@ -273,7 +317,7 @@ std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool sh
                             atomic_file::write(kept_path(keep, name),
                                                format_record(records[r.job]));
                         } catch (const atomic_file::Error& e) {  // said; the run goes on
-                            if (show_progress) std::fprintf(stderr, "\r\033[K");
+                            progress_line.clear();
                             std::fprintf(stderr, "8-ablations: warning: %s was not kept: %s\n",
                                          name.c_str(), e.what());
                         }
@@ -295,7 +339,7 @@ std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool sh
             k++;
         }
     }
-    if (show_progress) std::fprintf(stderr, "\r\033[K");
+    progress_line.clear();
     if (!failures.empty()) {
         std::string all = "experiment failed: " + failures[0];
         for (size_t i = 1; i < failures.size(); i++)

@@ -3,6 +3,7 @@
 // memory counters, OpenMP's thread pool). A job hands back named lists of numbers; a job's
 // numbers depend only on its own seeds, never on how many run at once or in which order.
 #pragma once
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <utility>
@@ -34,21 +35,37 @@ struct Job {
     std::string name;  // shown on the progress line and in errors
     double cost;       // a rough CPU-seconds estimate: the longest jobs start first
     std::function<Record(Progress&)> run;
+    // "" when a record is one this job could have returned (its keys, each list's length and
+    // range), else what is wrong with it. A kept record is read back from a file anyone could
+    // have written: it is taken only when this says "". Empty: any record is taken.
+    std::function<std::string(const Record&)> check = {};
 };
 
 // Where finished jobs' records are kept, so an interrupted or failed run loses only the jobs that
 // were running: with a folder, each job's record is written there when the job ends, and a job
 // whose record is already there is not run again. A record is found again only by the same job
 // name, the same `context` (the caller's settings that change every job, such as --scale) and
-// the same program file (its bytes are hashed: after a rebuild every job runs again).
+// the same program file (its bytes are hashed: after a rebuild every job runs again). A kept
+// file that is not a whole record its job's check accepts is named in a warning and its job runs
+// again; one that is not a regular file (a FIFO, a device) stops the run before any job starts.
 struct Keep {
     std::string dir;      // empty: nothing is kept
     std::string context;  // e.g. "scale=0.05"
 };
 
+// The largest kept record read back: the longest run's at --scale 10 is about 0.5 MB.
+constexpr size_t MAX_KEPT_BYTES = size_t(16) << 20;
+
+// The kept record at `path`, parsed and checked by `job.check`: true and `out` set when it is
+// one; false with `problem` empty when there is none, or with `problem` saying what is wrong
+// with the file ("it is a FIFO, not a regular file", "no END line: not written whole", ...).
+// `special` is set when the file is not a regular one.
+bool read_kept(const std::string& path, const Job& job, Record& out, std::string& problem,
+               bool& special);
+
 // Runs each job in a child process with one OpenMP thread, at most `parallel` at once, and
-// returns the records in the jobs' order. Progress is one updating line on stderr when it is a
-// terminal (and nothing otherwise). A job that fails (an exception, a crash) is reported by
+// returns the records in the jobs' order. With show_progress, progress is one updating line on
+// stderr when it is a terminal (term::ProgressLine), and nothing otherwise. A job that fails (an exception, a crash) is reported by
 // name: std::runtime_error after the others have finished. `reused`, when given, counts the
 // jobs whose records came from keep.dir.
 std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool show_progress,

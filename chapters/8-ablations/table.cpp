@@ -97,6 +97,70 @@ const std::vector<RunSpec> RUNS = {
      .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
 };
 
+const std::vector<KeySpec> KEYS = {
+    // every run chapter 7's trainer trains (train_record)
+    {"loss", Length::steps, Range::loss, "the training loss of every step"},
+    {"diverged_at", Length::one, Range::step, "the step whose loss was not finite; 0: none"},
+    {"seconds", Length::one, Range::nonnegative, "the training's wall time"},
+    {"exact", Length::one, Range::percent,
+     "exact match on the test set, % (the neighbour task: its digits right, %)"},
+    {"init_max_weight", Length::one, Range::weight,
+     "before training: the mean over queries of the largest attention weight"},
+    // the base run's pruning (prune), chosen on validation, scored on test
+    {"head_exact_validation", Length::all_heads, Range::percent,
+     "validation exact match with each head removed alone"},
+    {"greedy_order", Length::all_heads, Range::head_order,
+     "the heads, least harmful on validation first"},
+    {"greedy_validation", Length::all_heads, Range::percent,
+     "validation exact match after removing the first 1, 2, ... heads of the order"},
+    {"greedy_test", Length::all_heads, Range::percent, "the same on the test set"},
+    {"kind_removed_test", Length::kinds, Range::percent,
+     "test exact match with every head of one kind of attention removed"},
+    {"full_validation", Length::one, Range::percent, "validation exact match, every head kept"},
+    {"pruned_third", Length::one, Range::percent,
+     "test exact match with the first third of the order removed"},
+    {"can_go", Length::one, Range::head_number,
+     "the most heads removable for under 1 point of validation"},
+    {"can_go_test", Length::one, Range::percent, "test exact match with those removed"},
+    // the base run's first generation step (first_step)
+    {"self_weight_min", Length::one, Range::weight, "the first step's smallest self weight"},
+    {"self_weight_max", Length::one, Range::weight, "the first step's largest self weight"},
+    {"decode_max_diff", Length::one, Range::nonnegative,
+     "the first step by hand against EncoderDecoder::decode: largest probability difference"},
+    {"first_intact", Length::one, Range::percent, "first digit right, the model intact, %"},
+    {"first_self_mean", Length::one, Range::percent,
+     "first digit right, self-attention's output averaged, %"},
+    {"first_cross_mean", Length::one, Range::percent,
+     "first digit right, cross-attention's output averaged, %"},
+    {"first_cross_uniform", Length::one, Range::percent,
+     "first digit right, cross-attention's weights uniform, %"},
+    {"first_step_tv", Length::first_steps, Range::weight,
+     "the first step's total variation from the intact model's distribution"},
+    // §4's positions
+    {"exact_five", Length::one, Range::percent, "exact match on five-digit numbers"},
+    {"train_max_digits", Length::one, Range::length, "the most digits training drew"},
+    {"train_max_syllables", Length::one, Range::length, "the longest source training drew"},
+    {"src_row_change", Length::learned_rows, Range::nonnegative,
+     "how far each row of the learned source table moved in training"},
+    {"tgt_row_change", Length::learned_rows, Range::nonnegative,
+     "how far each row of the learned target table moved in training"},
+    {"exact_long", Length::one, Range::percent, "exact match on sources of 8 or 9 syllables"},
+    {"test_min_syllables", Length::one, Range::length, "the shortest source of that test"},
+    // §3's neighbour task
+    {"validation_steps", Length::evaluations, Range::step, "the steps validation was scored at"},
+    {"validation_curve", Length::evaluations, Range::percent,
+     "validation digits right at those steps, %"},
+    {"head_left", Length::model_heads, Range::weight,
+     "each head's mean weight on the left neighbour, on validation"},
+    {"head_right", Length::model_heads, Range::weight,
+     "each head's mean weight on the right neighbour, on validation"},
+    {"most_left", Length::one, Range::weight, "the largest of head_left"},
+    {"most_right", Length::one, Range::weight, "the largest of head_right"},
+    // §5's warm-up
+    {"peak_lr", Length::one, Range::positive, "the schedule's peak learning rate"},
+    {"seed", Length::one, Range::seed, "the run's seed"},
+};
+
 const std::vector<ClaimSpec> CLAIMS = {
     {"scaling",
      {"base", "unscaled-16", "scaled-256", "unscaled-256"},
@@ -164,6 +228,12 @@ const ClaimSpec& claim_spec(const std::string& name) {
     for (const ClaimSpec& c : CLAIMS)
         if (name == c.name) return c;
     throw std::invalid_argument("no claim \"" + name + "\" in chapter 8's table");
+}
+
+const KeySpec& key_spec(const std::string& name) {
+    for (const KeySpec& k : KEYS)
+        if (name == k.name) return k;
+    throw std::invalid_argument("no record key \"" + name + "\" in chapter 8's table");
 }
 
 const RunSpec& run_spec(const std::string& name) {

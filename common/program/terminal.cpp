@@ -418,15 +418,43 @@ size_t parse_key(std::string_view buf, Key& out) {
 
 // ---- raw mode -----------------------------------------------------------------------------
 
-void window_size(int& rows, int& cols) {
+void window_size(int& rows, int& cols, int fd) {
     winsize ws{};
-    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0) {
+    if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0) {
         rows = ws.ws_row;
         cols = ws.ws_col;
     } else {
         rows = 24;
         cols = 80;
     }
+}
+
+ProgressLine::ProgressLine(int fd) : fd_(fd), active_(::isatty(fd) == 1) {}
+
+void ProgressLine::show(std::string_view line) {
+    if (!active_) return;
+    int rows, cols;
+    window_size(rows, cols, fd_);
+    // One column short of the width: a line that reaches the last column wraps on some
+    // terminals, and the next "\r" would then rewrite the second row, not this one.
+    const int width = std::max(10, cols - 1);
+    std::string out = "\r\033[K";
+    out += display_width(line) <= width ? std::string(line) : fit(line, width);
+    for (size_t done = 0; done < out.size();) {
+        const ssize_t n = ::write(fd_, out.data() + done, out.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;  // a terminal that went away: progress is not worth an error
+        done += size_t(n);
+    }
+    shown_ = true;
+}
+
+void ProgressLine::clear() {
+    if (!active_ || !shown_) return;
+    static constexpr char ERASE[] = "\r\033[K";
+    while (::write(fd_, ERASE, sizeof ERASE - 1) < 0 && errno == EINTR) {
+    }
+    shown_ = false;
 }
 
 namespace {

@@ -72,8 +72,26 @@ size_t parse_key(std::string_view buf, Key& out);
 
 // ---- raw mode -----------------------------------------------------------------------------
 
-// Rows and columns of the terminal on fd 1 (80x24 if it cannot be asked).
-void window_size(int& rows, int& cols);
+// Rows and columns of the terminal on `fd` (80x24 if it cannot be asked): the terminal a
+// program draws on, fd 1 for a screen, fd 2 for a progress line.
+void window_size(int& rows, int& cols, int fd = 1);
+
+// One updating line of progress on `fd` (stderr) while it is a terminal, and nothing at all when
+// it is a file or a pipe: each show() replaces the last, cut to the width of the terminal it is
+// drawn on (not stdout's, which is often a log), clear() erases it. Every progress line of the
+// project is one of these.
+class ProgressLine {
+public:
+    explicit ProgressLine(int fd = 2);
+    bool active() const { return active_; }
+    void show(std::string_view line);
+    void clear();
+
+private:
+    int fd_;
+    bool active_;
+    bool shown_ = false;
+};
 
 // Raw mode (no echo, byte at a time, Ctrl-C still raises SIGINT), alternate screen, hidden
 // cursor and optionally SGR mouse reporting. Signal handlers put the terminal back before the
