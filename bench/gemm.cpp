@@ -17,6 +17,7 @@
 #include "common/kernels/parallel.h"
 #include "common/memory.h"
 #include "common/program/cli.h"
+#include "common/program/terminal.h"
 
 #include <algorithm>
 #include <array>
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
     };
     std::vector<double> peaks;                               // one per round
     std::map<std::pair<int, int>, std::vector<Cell>> cells;  // (n, A@B^T?) -> one per round
-    const bool tty = isatty(STDERR_FILENO);
+    term::ProgressLine progress;  // on a terminal only
     std::mt19937 rng(0);
     std::uniform_real_distribution<float> U(-1.0f, 1.0f);
     // Our GFLOP/s for A @ B and A @ B^T (the Q K^T shape attention uses) at size n; with
@@ -185,7 +186,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     for (int round = 0; round < runs; round++) {
-        if (tty) std::fprintf(stderr, "\rbench-gemm: run %d of %d ", round + 1, runs);
+        progress.show("bench-gemm: run " + std::to_string(round + 1) + " of " +
+                      std::to_string(runs));
         peaks.push_back(bench::peak_gflops(omp_get_max_threads()));
         for (size_t s = 0; s < sizes.size(); s++) {
             const int n = sizes[s];
@@ -220,7 +222,7 @@ int main(int argc, char** argv) {
             }
         }
     }
-    if (tty) std::fprintf(stderr, "\r\033[K");
+    progress.clear();
 
     if (alone_failed)
         std::printf("  OpenBLAS's child process failed in a run: its cells there have no "

@@ -8,6 +8,7 @@
 #include "common/kernels/gemm.h"
 #include "common/memory.h"
 #include "common/program/cli.h"
+#include "common/program/terminal.h"
 #include "common/random.h"
 
 #include <algorithm>
@@ -147,14 +148,14 @@ int main(int argc, char** argv) {
     // touches every cell alike); each cell shows the median of its rounds.
     const Method methods[] = {Method::naive, Method::fused, Method::lstm};
     std::vector<std::vector<Cell>> rounds(seq_lens.size() * 3);  // (n, method) -> one per run
-    const bool tty = isatty(STDERR_FILENO);
+    term::ProgressLine progress;  // on a terminal only
     std::vector<double> peaks;  // the multiply-add peak at the start of each run (bench/peak.h)
     for (int run = 0; run < runs; run++) {
         peaks.push_back(bench::peak_gflops(omp_get_max_threads()));
         for (size_t i = 0; i < seq_lens.size(); i++) {
             const int n = seq_lens[i];
-            if (tty)
-                std::fprintf(stderr, "\rbench-layers: run %d of %d, n = %d ", run + 1, runs, n);
+            progress.show("bench-layers: run " + std::to_string(run + 1) + " of " +
+                          std::to_string(runs) + ", n = " + std::to_string(n));
             const size_t u = (size_t)batch * n * d_model;
             mem::Buffer<float> x(u), dy(u);
             fill_uniform(x, 1, rng), fill_uniform(dy, 1, rng);
@@ -194,7 +195,7 @@ int main(int argc, char** argv) {
             }
         }
     }
-    if (tty) std::fprintf(stderr, "\r\033[K");
+    progress.clear();
 
     std::printf("%6s | %-8s | %9s | %9s %9s | %7s %9s %6s\n", "n", "layer", "ms", "peak MB",
                 "pred. MB", "GFLOP/s", "FLOP ms", "ratio");

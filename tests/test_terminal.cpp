@@ -6,6 +6,15 @@
 #include "tests/util.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
 
 TEST_CASE("terminal: styles go in at display columns, Hangul counting two") {
     using term::Span;
@@ -83,4 +92,103 @@ TEST_CASE("terminal: the key reader: whole keys, a lone Esc, a sequence cut shor
     CHECK(keys.next(k) == E::End);
     ::dup2(saved, STDIN_FILENO);
     ::close(saved);
+}
+
+namespace {
+
+// Everything the master side of a pty has to read now (the slave's output so far).
+std::string drain(int master) {
+    std::string out;
+    char buf[4096];
+    for (pollfd p{master, POLLIN, 0}; ::poll(&p, 1, 200) > 0 && (p.revents & POLLIN);) {
+        const ssize_t n = ::read(master, buf, sizeof buf);
+        if (n <= 0) break;
+        out.append(buf, size_t(n));
+    }
+    return out;
+}
+
+// The widest of the lines a progress line drew: the text between its "\r\033[K"s.
+int widest_drawn(const std::string& out) {
+    int widest = 0;
+    for (size_t from = 0; (from = out.find("\r\033[K", from)) != std::string::npos;) {
+        from += 4;
+        const size_t to = std::min(out.find('\r', from), out.find('\n', from));
+        widest = std::max(widest, term::display_width(out.substr(from, to - from)));
+    }
+    return widest;
+}
+
+}  // namespace
+
+TEST_CASE("terminal: a progress line fits the terminal it is drawn on, not stdout's") {
+    int master = -1, slave = -1;
+    winsize ws{};
+    ws.ws_row = 10;
+    ws.ws_col = 40;
+    REQUIRE(::openpty(&master, &slave, nullptr, nullptr, &ws) == 0);
+    {
+        term::ProgressLine line(slave);  // the tests' stdout is a file: 80 columns if asked
+        CHECK(line.active());
+        line.show("  8-ablations: 3/60 끝남 · base/0 120/2000 · heads-1/0 40/2000");
+        line.show("short");
+        line.clear();
+    }
+    const std::string out = drain(master);
+    CHECK(out.find("short") != std::string::npos);
+    CHECK(widest_drawn(out) <= 39);  // one column short of the width: no wrap
+    CHECK(out.substr(out.size() - 4) == "\r\033[K");  // cleared at the end
+    // A progress line on a file or a pipe draws nothing at all.
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    {
+        term::ProgressLine piped(fds[1]);
+        CHECK_FALSE(piped.active());
+        piped.show("nothing");
+        piped.clear();
+    }
+    ::close(fds[1]);
+    char byte;
+    CHECK(::read(fds[0], &byte, 1) == 0);
+    ::close(fds[0]);
+    // And a program's: 8-ablations with stdout in a file and stderr on a 40-column terminal.
+    const std::string log = "/tmp/transformer-test-progress-" + std::to_string(::getpid());
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::dup2(slave, 2);
+        ::close(master);
+        const std::string cmd = std::string(PROJECT_RUNNER) + " " + PROJECT_BIN +
+                                "/8-ablations --only heads --runs nb-4,nb-1 --seeds 1 "
+                                "--scale 0.05 --no-figures >" + log;
+        ::execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
+        ::_exit(127);
+    }
+    ::close(slave);
+    std::string drawn;
+    int status = 0;
+    while (::waitpid(pid, &status, WNOHANG) == 0)
+        drawn += drain(master);
+    drawn += drain(master);
+    ::close(master);
+    std::remove(log.c_str());
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(drawn.find("8-ablations: ") != std::string::npos);
+    CHECK(widest_drawn(drawn) <= 39);
+}
+
+TEST_CASE("terminal: every progress line of the project is a term::ProgressLine") {
+    // A line drawn by hand ("\r...") takes no width into account; ProgressLine does.
+    for (const char* dir : {"chapters", "bench", "common"})
+        for (const auto& e :
+             std::filesystem::recursive_directory_iterator(std::string(PROJECT_ROOT) + "/" + dir)) {
+            const std::string path = e.path().string();
+            if (!e.is_regular_file() || path.find("common/program/terminal.cpp") != std::string::npos)
+                continue;
+            if (e.path().extension() != ".cpp" && e.path().extension() != ".h") continue;
+            const std::string text = testutil::read_file_abs(path);
+            CHECK_MESSAGE(text.find("\"\\r\\033[K") == std::string::npos, path);
+            CHECK_MESSAGE(text.find("\"\\rbench") == std::string::npos, path);
+        }
 }

@@ -147,7 +147,7 @@ Cell run_cell(Method method, int n, const Config& cfg) {
         cell.skipped = true;
         return cell;
     }
-    const bool tty = isatty(STDERR_FILENO);
+    term::ProgressLine progress;  // one line on a terminal, nothing at all in a log
     try {
         torch_rng::Generator rng(uint64_t(n) * 3 + uint64_t(method));
         const float bound = 1.0f / std::sqrt((float)D);  // nn.Linear's init range
@@ -180,12 +180,13 @@ Cell run_cell(Method method, int n, const Config& cfg) {
         const int total = cfg.warmup + cfg.repeat;
         double seconds = 0, peak = 0;
         for (int r = 0; r < total; r++) {
-            if (tty) {  // one line, rewritten in place; nothing at all in a log
-                std::fprintf(stderr, "\r\033[K  n = %d, %s: %s %d/%d", n, method_name(method),
-                             r < cfg.warmup ? "워밍업" : "측정",
-                             r < cfg.warmup ? r + 1 : r - cfg.warmup + 1,
-                             r < cfg.warmup ? cfg.warmup : cfg.repeat);
-                std::fflush(stderr);
+            if (progress.active()) {
+                char line[160];
+                std::snprintf(line, sizeof line, "  n = %d, %s: %s %d/%d", n, method_name(method),
+                              r < cfg.warmup ? "워밍업" : "측정",
+                              r < cfg.warmup ? r + 1 : r - cfg.warmup + 1,
+                              r < cfg.warmup ? cfg.warmup : cfg.repeat);
+                progress.show(line);
             }
             mem::reset_peak();
             const double t0 = now_s();
@@ -201,7 +202,7 @@ Cell run_cell(Method method, int n, const Config& cfg) {
     } catch (const std::bad_alloc&) {  // the prediction fit but the allocator said no
         cell.skipped = true;
     }
-    if (tty) std::fprintf(stderr, "\r\033[K");
+    progress.clear();
     return cell;
 }
 
