@@ -154,10 +154,12 @@ cards: $(BUILD)/bin/flashcards ## review the 20-card deck in the terminal (CARDS
 # K seeds per run (8-ablations --seeds, whose default is 5); the summary feeds
 # bench/claims-table.sh (the README), which gives the run's time (README, Claims). Finished runs
 # are kept in $(BUILD)/ablations-runs: after a Ctrl-C, make ablations again trains only the rest.
+# Only the full default run writes figures/: one that ABLATIONS_ARGS or ABLATIONS_SEEDS makes
+# partial (--only, --runs, --scale, --seeds, --seed) writes to $(BUILD)/ablations-partial.
 ABLATIONS_SEEDS ?= 5
 ablations: $(BUILD)/bin/8-ablations ## chapter 8: the article's claims that need training, over seeds (not in make)
 	$(BUILD)/bin/8-ablations --seeds $(ABLATIONS_SEEDS) --summary figures/8-ablations.tsv \
-	  --keep $(BUILD)/ablations-runs $(ABLATIONS_ARGS)
+	  --keep $(BUILD)/ablations-runs --partial-dir $(BUILD)/ablations-partial $(ABLATIONS_ARGS)
 
 .PHONY: widget
 widget: $(BUILD)/bin/1-self-attention ## section 1's widget in the terminal (WIDGET_ARGS=--plain)

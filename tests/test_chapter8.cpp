@@ -995,3 +995,33 @@ TEST_CASE("ablations: a FIFO or a device where a kept record goes stops the run 
     CHECK(std::filesystem::file_size(path) < 100000);
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("ablations: only the full default run writes the committed summary and figures") {
+    const std::string dir = "/tmp/transformer-test-partial-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir + "/figures");
+    const std::string outputs = " --summary " + dir + "/figures/8-ablations.tsv --figure-dir " +
+                                dir + "/figures --partial-dir " + dir + "/partial";
+    auto part = testutil::run("8-ablations",
+                              "--only heads --runs nb-4,nb-1 --seeds 1 --scale 0.01" + outputs);
+    REQUIRE_MESSAGE(part.exit_code == 0, part.err);
+    CHECK(std::filesystem::is_empty(dir + "/figures"));
+    CHECK(std::filesystem::exists(dir + "/partial/8-ablations.tsv"));
+    CHECK(part.out.find("부분 실행: 요약과 그림은 " + dir + "/partial에 씁니다") !=
+          std::string::npos);
+    // Each setting that makes a run partial, refused from figures/ before any training: the
+    // partial folder is checked instead (a file there stops it).
+    std::filesystem::remove_all(dir + "/partial");
+    std::ofstream(dir + "/partial") << "a file";
+    for (const char* args : {"--only heads", "--runs base", "--scale 0.5", "--seeds 3",
+                             "--seed 100"}) {
+        CAPTURE(args);
+        auto r = testutil::run("8-ablations", std::string(args) + outputs);
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find("--partial-dir '" + dir + "/partial'") != std::string::npos);
+    }
+    // make ablations passes a partial folder under build/.
+    const std::string makefile = testutil::read_file("Makefile");
+    CHECK(makefile.find("--partial-dir $(BUILD)/ablations-partial") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}

@@ -44,6 +44,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <cmath>
 #include <cstdio>
@@ -359,7 +360,7 @@ int main(int argc, char** argv) {
     int jobs = int(std::max(1u, std::min(4u, std::thread::hardware_concurrency())));
     double scale = 1.0;
     int seed = 0, seeds = 5;
-    std::string keep_dir;
+    std::string keep_dir, partial_dir;
     bool no_figures = false;
     std::string claim_list, claim_choice;  // "a, b, c", "a, b or c"
     for (size_t i = 0; i < CLAIMS.size(); i++) {
@@ -383,6 +384,12 @@ int main(int argc, char** argv) {
              "keep each finished run's numbers in DIR; run again with the same build and "
              "--scale, runs found there are not trained again (Ctrl-C loses only the runs in "
              "progress)",
+             "DIR");
+    cli.path("--partial-dir", partial_dir,
+             "where a run other than the full default one (every claim and run, --scale 1, "
+             "--seeds 5, --seed 0) writes its summary and figures instead of --summary's file and "
+             "--figure-dir, so that the committed ones come only from the full run (make "
+             "ablations passes build/ablations-partial)",
              "DIR");
     cli.figures(figure_dir, no_figures,
                 "8-" + std::string(CLAIMS.front().name) + ".png ... 8-" + CLAIMS.back().name +
@@ -429,6 +436,19 @@ int main(int argc, char** argv) {
         }
         needed = asked;
     }
+    const bool full_default = only.empty() && runs.empty() && scale == 1.0 && seeds == 5 &&
+                              seed == 0;
+    if (!full_default && !partial_dir.empty()) {
+        try {
+            atomic_file::make_folders(partial_dir);
+        } catch (const atomic_file::Error& e) {
+            cli.fail("--partial-dir " + cli::quote(partial_dir) + ": " + e.what() +
+                     "; choose another folder");
+        }
+        if (!summary.empty())
+            summary = partial_dir + "/" + std::filesystem::path(summary).filename().string();
+        figure_dir = partial_dir;
+    }
     check_output(cli, summary, chosen);
     if (!keep_dir.empty()) {
         try {
@@ -461,6 +481,10 @@ int main(int argc, char** argv) {
     std::printf(
         "데이터: 학습 / 검증 1000개 / 시험 1000개(7장의 평가 집합 2017), 고르는 것은 검증에서, "
         "점수는 시험에서\n");
+    if (!full_default && !partial_dir.empty())
+        std::printf("부분 실행: 요약과 그림은 %s에 씁니다 (figures/의 것은 기본 전체 실행만 "
+                    "바꿉니다)\n",
+                    partial_dir.c_str());
     cli::flush_stdout_or_exit();  // stdout on a full disk: stop before the training, not after
     std::vector<Record> results;
     int reused = 0;  // runs whose records --keep had
