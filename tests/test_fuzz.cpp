@@ -1,12 +1,15 @@
 // Seeded fuzz tests of every parser of a file a user hands the programs: the weights file
-// (common/program/serialize), the flash cards' progress file and their deck. Each starts from a
-// valid file and runs a few hundred mutations of it: a cut at every offset, bit flips, size fields
-// and numbers set to values that overflow, control bytes and long fields. Every input must either
+// (common/program/serialize), the flash cards' progress file and their deck, and chapter 8's
+// kept records. Each starts from a valid file and runs a few hundred mutations of it: a cut at
+// every offset, bit flips, size fields and numbers set to values that overflow, control bytes
+// and long fields. Every input must either
 // load, with values that are what the file says, or be refused with one line that starts with
 // the file's name: no crash, no std::bad_alloc, no raw control byte, no line of unbounded length.
 // The seed is fixed: a failure repeats.
 #include "chapters/7-translate/checkpoint.h"
 #include "chapters/7-translate/train.h"
+#include "chapters/8-ablations/experiments.h"
+#include "chapters/8-ablations/runner.h"
 #include "chapters/flashcards/deck.h"
 #include "chapters/flashcards/progress.h"
 #include "common/program/serialize.h"
@@ -478,4 +481,102 @@ TEST_CASE("fuzz: chapter 7's weights file: hyper-parameters and shapes set to ed
     MESSAGE("chapter 7 weights fuzz: " << inputs.size() << " inputs, " << loaded << " loaded, "
                                        << refused << " refused");
     CHECK(loaded >= 1);
+}
+
+// ---- chapter 8's kept records -----------------------------------------------------------------
+
+TEST_CASE("fuzz: chapter 8's kept record: cuts, bit flips, counts and values out of range") {
+    // A real record: the neighbour run nb-1, seed 0, 10 steps; its job's own check judges.
+    const std::vector<ablations::Job> jobs = ablations::all_jobs(0.01, {0});
+    const ablations::Job* job = nullptr;
+    for (const ablations::Job& j : jobs)
+        if (j.name == "nb-1/0") job = &j;
+    REQUIRE(job);
+    ablations::Progress quiet;
+    const ablations::Record record = job->run(quiet);
+    std::string base;
+    char buf[40];
+    for (const auto& [name, values] : record.items) {
+        base += "R " + name + " " + std::to_string(values.size());
+        for (double v : values) {
+            std::snprintf(buf, sizeof buf, " %.17g", v);
+            base += buf;
+        }
+        base += "\n";
+    }
+    base += "END\n";
+    std::vector<std::string> inputs;
+    for (size_t keep = 0; keep <= base.size(); keep++) inputs.push_back(base.substr(0, keep));
+    Mutator m(47);
+    for (int k = 0; k < 150; k++) inputs.push_back(m.flip(base));
+    for (int k = 0; k < 60; k++) inputs.push_back(m.insert_control(base));
+    // Every line's count and every value set to what overflows or reads as something else.
+    const std::vector<std::string> lines = split(base, '\n');
+    const char* counts[] = {"0", "-1", "2", "4294967297", "9223372036854775808",
+                            "18446744073709551617", "1e3", "0x10", " 1"};
+    const char* numbers[] = {"nan", "-nan", "inf", "-inf", "1e400", "-0", "0x1p3", "1e-400",
+                             "101", "-1", "9.5", "4294967296", "", "1,5", "١"};
+    for (size_t l = 0; l < lines.size(); l++) {
+        const std::vector<std::string> f = split(lines[l], ' ');
+        if (f.size() < 3) continue;  // END
+        auto with = [&](size_t field, const std::string& value) {
+            std::vector<std::string> g = f;
+            g[field] = value;
+            std::string line = g[0];
+            for (size_t j = 1; j < g.size(); j++) line += " " + g[j];
+            std::string text;
+            for (size_t j = 0; j < lines.size(); j++)
+                if (!lines[j].empty()) text += (j == l ? line : lines[j]) + "\n";
+            return text;
+        };
+        for (const char* c : counts) inputs.push_back(with(2, c));
+        for (size_t k = 3; k < std::min<size_t>(f.size(), 5); k++)
+            for (const char* n : numbers) inputs.push_back(with(k, n));
+        inputs.push_back(with(1, std::string(100'000, 'x')));  // a name past any bound
+        inputs.push_back(with(1, "exact\x1b[2J"));
+        inputs.push_back(with(1, "exact"));  // a key given twice
+    }
+    inputs.push_back(base + "R extra 1 1\n");  // after END
+    inputs.push_back("R loss 100000000 " + std::string(3'000'000, '9') + "\nEND\n");
+    CHECK(inputs.size() >= 500);
+
+    const std::string path = "/tmp/fuzz-kept-" + std::to_string(::getpid()) + ".rec";
+    int taken = 0, refused = 0;
+    for (const std::string& text : inputs) {
+        CAPTURE(text.substr(0, 300));
+        {
+            std::ofstream f(path, std::ios::binary | std::ios::trunc);
+            f << text;
+        }
+        ablations::Record got;
+        std::string problem;
+        bool special = true;
+        const bool ok = ablations::read_kept(path, *job, got, problem, special);
+        CHECK_FALSE(special);
+        if (ok) {
+            taken++;
+            CHECK(problem.empty());
+            CHECK(job->check(got) == "");
+            // What is taken is what the file says, value for value (read here by splitting).
+            for (const std::string& line : split(text, '\n')) {
+                const std::vector<std::string> f = split(line, ' ');
+                if (f.size() < 3 || f[0] != "R") continue;
+                const std::vector<double>& v = got.get(f[1]);
+                REQUIRE(v.size() + 3 == f.size());
+                for (size_t i = 0; i < v.size(); i++) {
+                    const double want = std::strtod(f[i + 3].c_str(), nullptr);
+                    CHECK((v[i] == want || (std::isnan(v[i]) && std::isnan(want))));
+                }
+            }
+        } else {
+            refused++;
+            // As run_jobs says it: the file's name, then one terminal-safe line.
+            check_refusal(path + ": " + problem + "; nb-1/0 is trained again", path + ": ", 400);
+            CHECK_FALSE(problem.empty());
+        }
+    }
+    std::remove(path.c_str());
+    MESSAGE("kept-record fuzz: " << inputs.size() << " inputs, " << taken << " taken, "
+                                 << refused << " refused");
+    CHECK(taken >= 1);
 }

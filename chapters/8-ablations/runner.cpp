@@ -83,6 +83,7 @@ bool parse_record_line(const std::string& line, Record& record) {
         if (!std::isalnum((unsigned char)c) && c != '_') return false;
     for (const auto& item : record.items)
         if (item.first == name) return false;
+    if (!std::isdigit((unsigned char)space[1])) return false;  // strtol would skip blanks
     errno = 0;
     char* end = nullptr;
     const long n = std::strtol(space + 1, &end, 10);
@@ -93,7 +94,7 @@ bool parse_record_line(const std::string& line, Record& record) {
     std::vector<double> values;
     values.reserve(size_t(n));
     for (long i = 0; i < n; i++) {
-        if (*end != ' ') return false;
+        if (*end != ' ' || std::isspace((unsigned char)end[1])) return false;  // one blank
         char* next = nullptr;
         values.push_back(std::strtod(end + 1, &next));
         if (next == end + 1) return false;
