@@ -80,7 +80,7 @@ enum class Length {
 };
 enum class Range {
     percent,      // 0..100
-    weight,       // 0..1: an attention weight or a total variation distance
+    weight,       // 0..1 (and float rounding): an attention weight, a total variation
     step,         // an integer step, 0..the run's steps (0: none)
     head_order,   // every head index once
     head_number,  // an integer, 0..the heads of every attention
