@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -380,6 +382,72 @@ TEST_CASE(
     cards::save_rating(dir + "/link.tsv", a, 1);
     CHECK(fs::is_symlink(dir + "/link.tsv"));
     CHECK(cards::load_progress(dir + "/real/target.tsv").cards.at(1).last == cards::Rating::Easy);
+    fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "flashcards: the summary and the rated tags count this run's ratings, not another run's") {
+    // Two runs on one progress file. B rates card 1 어려움; A, started meanwhile, rates card 1
+    // 쉬움; B rates card 2 어려움, and its save brings A's rating of card 1 into B's session.
+    // B's rated tag on card 1 and its closing summary still say what B did.
+    std::string dir = temp_dir("two-runs"), path = dir + "/p.tsv";
+    auto card1 = [&] {
+        try {
+            cards::Progress p = cards::load_progress(path);
+            auto it = p.cards.find(1);
+            return it == p.cards.end() ? 0 : int(it->second.last);
+        } catch (const cards::Error&) {
+            return 0;
+        }
+    };
+    const std::string b_out = dir + "/b.out", b_err = dir + "/b.err";
+    const std::string cmd = "timeout -k 5 60 " + std::string(PROJECT_RUNNER) + " " + PROJECT_BIN +
+                            "/flashcards " + run_args(path) + " >" + b_out + " 2>" + b_err;
+    // B reads its keys from a pipe, written step by step. A write to B after it ended early
+    // fails here instead of ending the test run with SIGPIPE; a REQUIRE that stops the test
+    // closes the pipe (B ends at the end of its input) and restores SIGPIPE.
+    struct B {
+        FILE* f = nullptr;
+        void (*old_pipe)(int) = std::signal(SIGPIPE, SIG_IGN);
+        int close() {
+            int status = f ? ::pclose(f) : -1;
+            f = nullptr;
+            return status;
+        }
+        ~B() {
+            close();
+            std::signal(SIGPIPE, old_pipe);
+        }
+    } b;
+    b.f = ::popen(cmd.c_str(), "w");
+    REQUIRE(b.f != nullptr);
+    auto keys = [&](const char* text) {
+        std::fputs(text, b.f);
+        std::fflush(b.f);
+    };
+    keys("space\n3\n");
+    // B has saved card 1 once the file holds it (the save is a rename: never half there).
+    for (int i = 0; i < 6000 && card1() != int(cards::Rating::Hard); i++) ::usleep(10000);
+    REQUIRE(card1() == int(cards::Rating::Hard));
+    testutil::Run a = testutil::run("flashcards", run_args(path), "space\n1\nq\n", 60);
+    CHECK(a.exit_code == 0);
+    CHECK(a.out.find("1번 카드: 쉬움, 상자 3") != std::string::npos);
+    REQUIRE(card1() == int(cards::Rating::Easy));
+    keys("space\n3\nleft\nleft\nq\n");  // card 2, then back to card 1 and quit
+    int status = b.close();
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(slurp(b_err) == "");
+    std::string out = slurp(b_out);
+    CHECK(out.find("이번 세션(1)에 2장을 평가했어요: 쉬움 0, 보통 0, 어려움 2.") !=
+          std::string::npos);
+    CHECK(out.find("1번 카드  평가함: 어려움") != std::string::npos);
+    CHECK(out.find("평가함: 쉬움") == std::string::npos);
+    // The file keeps both runs' ratings: A's card 1 (the later one), B's card 2.
+    cards::Progress p = cards::load_progress(path);
+    CHECK(p.cards.at(1).last == cards::Rating::Easy);
+    CHECK(p.cards.at(1).rated_in == 2);
+    CHECK(p.cards.at(2).last == cards::Rating::Hard);
     fs::remove_all(dir);
 }
 

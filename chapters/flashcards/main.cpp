@@ -119,7 +119,8 @@ void save_rating(const std::string& path, cards::Session& s) {
 std::string summary(const cards::Session& s, const std::string& path) {
     if (s.rated_now.empty()) return "평가한 카드가 없어요.\n진도 파일: " + path;
     int n[4] = {0, 0, 0, 0};
-    for (int card : s.rated_now) n[int(s.progress.cards.at(card).last)]++;
+    // This run's ratings: the progress may hold another run's later rating of the same card.
+    for (const auto& [card, rating] : s.rated_now) n[int(rating)]++;
     return "이번 세션(" + std::to_string(s.session) + ")에 " + std::to_string(s.rated_now.size()) +
            "장을 평가했어요: 쉬움 " + std::to_string(n[1]) + ", 보통 " + std::to_string(n[2]) +
            ", 어려움 " + std::to_string(n[3]) + ".\n진도 파일: " + path;

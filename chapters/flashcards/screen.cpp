@@ -115,8 +115,8 @@ Frame render(Session& s, int W, int H, bool unicode) {
 
     std::string tag;
     auto it = s.progress.cards.find(card.number);
-    if (s.rated_now.count(card.number))
-        tag = "평가함: " + std::string(rating_name(it->second.last));
+    if (auto mine = s.rated_now.find(card.number); mine != s.rated_now.end())
+        tag = "평가함: " + std::string(rating_name(mine->second));  // this run's rating
     else if (it == s.progress.cards.end())
         tag = "새 카드";
     else if (due_in(it->second) <= s.session)

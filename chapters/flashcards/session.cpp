@@ -174,7 +174,7 @@ bool Session::apply(Action a) {
                                 it != progress.cards.end() ? it->second : CardState{}};
             }
             rate(progress, num, r, session);
-            rated_now.insert(num);
+            rated_now[num] = r;
             rated = int(rated_now.size());
             last_rated = num;
             const CardState& st = progress.cards[num];

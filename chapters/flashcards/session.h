@@ -6,7 +6,6 @@
 
 #include <array>
 #include <map>
-#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -55,9 +54,12 @@ struct Session {
     size_t pos = 0;          // index into plan.order
     bool flipped = false;    // the answer is showing
     int scroll = 0;          // first content line shown in the card box
-    int rated = 0;           // ratings made in this run
+    int rated = 0;           // cards rated in this run
     int last_rated = 0;      // the card number the latest rating was for (what to save)
-    std::set<int> rated_now; // card numbers rated in this run
+    // The cards rated in this run and this run's latest rating of each. What this run reports
+    // as its own (the summary, a card's "평가함" tag) comes from here, not from `progress`: a
+    // save merges the file's ratings in, another run's ratings of the same cards included.
+    std::map<int, Rating> rated_now;
     std::string message;     // the status line after the last action
 
 private:
