@@ -940,6 +940,94 @@ TEST_CASE("flashcards: a FIFO or a device node is refused as the progress file o
     fs::remove_all(dir);
 }
 
+TEST_CASE(
+    "flashcards: a link to /dev/zero, a folder and a file over 4 MiB are refused by name as the "
+    "deck or the progress file") {
+    std::string dir = temp_dir("special-2");
+    const std::string zero = dir + "/zero.tsv", folder = dir + "/folder.md";
+    fs::create_symlink("/dev/zero", zero);
+    fs::create_directory(folder);
+    // A link to /dev/zero: never read (it never ends), never renamed over, the link kept.
+    const std::string zero_err = "flashcards: " + zero +
+                                 ": is a device node, not a progress file; pass a regular file to "
+                                 "--progress\n";
+    for (const char* extra : {" --stats", " --reset", ""}) {
+        INFO("flags: " << extra);
+        testutil::Run r = testutil::run("flashcards", run_args(zero) + extra, "space\n1\nq\n", 30);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err == zero_err);
+        CHECK(fs::is_symlink(zero));
+        CHECK(fs::read_symlink(zero) == "/dev/zero");
+    }
+    const std::string p = " --progress " + dir + "/p.tsv --stats";
+    testutil::Run r = testutil::run("flashcards", "--deck " + zero + p, "", 30);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "flashcards: " + zero +
+                       ": cannot read the deck: it is a device node, not a regular file; pass "
+                       "the Markdown deck to --deck FILE\n");
+    r = testutil::run("flashcards", "--deck " + folder + p, "", 30);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "flashcards: " + folder +
+                       ": cannot read the deck: it is a folder, not a regular file; pass the "
+                       "Markdown deck to --deck FILE\n");
+
+    // The size bound: a file of exactly 4 MiB is read, one byte more is refused before any of
+    // it is parsed, and a 10 GiB sparse file is refused unread.
+    REQUIRE(cards::MAX_FILE_BYTES == size_t(4) << 20);
+    const std::string too_large =
+        ": it is larger than 4 MiB, more than a deck or progress file holds; ";
+    // `head`, then comment lines, up to `size` bytes in all.
+    auto padded = [](std::string head, size_t size, char mark) {
+        while (head.size() < size) {
+            size_t n = std::min<size_t>(100, size - head.size());
+            head += std::string(n - 1, mark) + "\n";
+        }
+        return head;
+    };
+    const std::string progress_head =
+        "# transformer-cards progress v1\nsession\t1\ncard\tbox\trating\tsession\treviews\n"
+        "1\t1\t어려움\t1\t1\n";
+    const std::string big = dir + "/big.tsv";
+    write(big, padded(progress_head, cards::MAX_FILE_BYTES, '#'));
+    r = testutil::run("flashcards", run_args(big) + " --stats", "", 60);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("본 카드 1/20") != std::string::npos);
+    const std::string over = padded(progress_head, cards::MAX_FILE_BYTES + 1, '#');
+    write(big, over);
+    for (const char* extra : {" --stats", ""}) {
+        r = testutil::run("flashcards", run_args(big) + extra, "space\n1\nq\n", 60);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err == "flashcards: " + big + ": cannot read the progress file" + too_large +
+                           "choose another --progress file, or --reset\n");
+        CHECK(r.out.empty());
+    }
+    CHECK(slurp(big) == over);
+    const std::string sparse = dir + "/sparse";
+    write(sparse, "");
+    fs::resize_file(sparse, std::uintmax_t(10) << 30);
+    r = testutil::run("flashcards", run_args(sparse) + " --stats", "", 30);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "flashcards: " + sparse + ": cannot read the progress file" + too_large +
+                       "choose another --progress file, or --reset\n");
+    r = testutil::run("flashcards", "--deck " + sparse + p, "", 30);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "flashcards: " + sparse + ": cannot read the deck" + too_large +
+                       "pass the Markdown deck to --deck FILE\n");
+    fs::remove(sparse);
+    // The deck: an introduction padded before the real cards.
+    const std::string deck_text = slurp(DECK), deck = dir + "/deck.md";
+    write(deck, padded("# 소개\n", cards::MAX_FILE_BYTES - deck_text.size(), 'x') + deck_text);
+    r = testutil::run("flashcards", "--deck " + deck + p, "", 60);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("(20장)") != std::string::npos);
+    write(deck, padded("# 소개\n", cards::MAX_FILE_BYTES + 1 - deck_text.size(), 'x') + deck_text);
+    r = testutil::run("flashcards", "--deck " + deck + p, "", 60);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "flashcards: " + deck + ": cannot read the deck" + too_large +
+                       "pass the Markdown deck to --deck FILE\n");
+    fs::remove_all(dir);
+}
+
 TEST_CASE("flashcards: a NUL byte in the deck is refused like any control character") {
     std::string text = "## 1. 질문\n답 ";  // appended: GCC 12 warns falsely on a + chain here
     text.append(1, '\0').append(" 끝\n실습: `make ch1`\n");

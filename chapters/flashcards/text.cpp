@@ -71,6 +71,13 @@ std::string read_whole(const std::string& path, bool& missing, std::string& erro
         ::close(fd);
         return {};
     }
+    const std::string too_large = "it is larger than " + std::to_string(MAX_FILE_BYTES >> 20) +
+                                  " MiB, more than a deck or progress file holds";
+    if (size_t(st.st_size) > MAX_FILE_BYTES) {  // refused unread: a 10 GB file costs nothing
+        error = too_large;
+        ::close(fd);
+        return {};
+    }
     std::string text;
     char buf[65536];
     while (true) {
@@ -84,8 +91,8 @@ std::string read_whole(const std::string& path, bool& missing, std::string& erro
         }
         if (n == 0) break;
         text.append(buf, size_t(n));
-        if (text.size() > (64u << 20)) {
-            error = "larger than 64 MiB";
+        if (text.size() > MAX_FILE_BYTES) {  // it grew after the fstat
+            error = too_large;
             ::close(fd);
             return {};
         }
