@@ -1,13 +1,9 @@
 // The helpers declared in text.h.
 #include "chapters/flashcards/text.h"
 
-#include "common/program/atomic_file.h"
+#include "common/program/read_file.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <utility>
 
 namespace cards {
 
@@ -49,56 +45,11 @@ bool parse_nonneg(std::string_view s, int& out) {
 
 std::string read_whole(const std::string& path, bool& missing, std::string& error,
                        int* error_number) {
-    missing = false;
-    if (error_number) *error_number = 0;
-    // Only a regular file is read: a FIFO would block forever, a device node never end.
-    // (Checked before opening, since opening some devices does something, and after it, on the
-    // file actually opened; O_NONBLOCK keeps the open of a FIFO from waiting for a writer.)
-    if (std::string what = atomic_file::not_regular(path); !what.empty()) {
-        error = "it is " + what + ", not a regular file";
-        return {};
-    }
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        missing = errno == ENOENT || errno == ENOTDIR;
-        if (error_number) *error_number = errno;
-        error = std::strerror(errno);
-        return {};
-    }
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        error = "it is not a regular file";
-        ::close(fd);
-        return {};
-    }
-    const std::string too_large = "it is larger than " + std::to_string(MAX_FILE_BYTES >> 20) +
-                                  " MiB, more than a deck or progress file holds";
-    if (size_t(st.st_size) > MAX_FILE_BYTES) {  // refused unread: a 10 GB file costs nothing
-        error = too_large;
-        ::close(fd);
-        return {};
-    }
-    std::string text;
-    char buf[65536];
-    while (true) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            if (error_number) *error_number = errno;
-            error = std::strerror(errno);
-            ::close(fd);
-            return {};
-        }
-        if (n == 0) break;
-        text.append(buf, size_t(n));
-        if (text.size() > MAX_FILE_BYTES) {  // it grew after the fstat
-            error = too_large;
-            ::close(fd);
-            return {};
-        }
-    }
-    ::close(fd);
-    return text;
+    read_file::Result r = read_file::whole(path, MAX_FILE_BYTES);
+    missing = r.missing;
+    if (error_number) *error_number = r.error_number;
+    error = r.too_large ? r.problem + ", more than a deck or progress file holds" : r.problem;
+    return std::move(r.bytes);
 }
 
 }  // namespace cards

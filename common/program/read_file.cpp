@@ -42,12 +42,13 @@ Result whole(const std::string& path, size_t max_bytes) {
         r.problem = "it is not a regular file";
         return r;
     }
-    // The size stat reports is checked first; the reads are bounded too, for a file that grows
-    // and for files (such as /proc's) that report size 0.
+    // The size stat reports is checked first (a 10 GB file is refused unread); the reads are
+    // bounded too, for a file that grows and for files (such as /proc's) that report size 0.
     const std::string too_big = "it is larger than " + size_words(max_bytes);
     if (uint64_t(st.st_size) > max_bytes) {
         ::close(fd);
         r.problem = too_big;
+        r.too_large = true;
         return r;
     }
     char buf[65536];
@@ -62,6 +63,7 @@ Result whole(const std::string& path, size_t max_bytes) {
         if (n == 0) break;
         if (r.bytes.size() + size_t(n) > max_bytes) {
             r.problem = too_big;
+            r.too_large = true;
             break;
         }
         r.bytes.append(buf, size_t(n));

@@ -15,6 +15,7 @@ struct Result {
     std::string problem;  // why it was not read, fit for "<path>: <problem>"; empty on success
     bool missing = false;  // no such file (ENOENT, ENOTDIR): often not an error for the caller
     int error_number = 0;  // errno of a failed open or read, else 0
+    bool too_large = false;  // larger than max_bytes
 };
 
 // The bytes of `path` (symlinks followed) when it is a regular file of at most max_bytes.
