@@ -387,12 +387,24 @@ TEST_CASE(
 }
 
 TEST_CASE("ablations: the table: every comparison names its runs, its label and its figure") {
-    std::set<std::string> runs, claims, in_claims;
+    std::set<std::string> runs, claims, in_claims, used_keys;
     for (const RunSpec& r : RUNS) {
         CHECK_MESSAGE(runs.insert(r.name).second, r.name);  // each run declared once
         CHECK(&run_spec(r.name) == &r);
         CHECK(r.steps >= r.warmup);
-        CHECK(std::find(r.keys.begin(), r.keys.end(), std::string("exact")) != r.keys.end());
+        // Every key declared in KEYS: its length, its range and what it measures.
+        for (const char* key : r.keys) {
+            CAPTURE(key);
+            CHECK_NOTHROW(key_spec(key));
+            used_keys.insert(key);
+        }
+    }
+    used_keys.insert("seed");
+    for (const KeySpec& k : KEYS) {
+        CAPTURE(k.name);
+        CHECK(used_keys.count(k.name));  // no key declared that no run writes
+        CHECK(std::string(k.meaning).size() > 10);
+        CHECK(&key_spec(k.name) == &k);  // each declared once
     }
     CHECK_THROWS_AS(run_spec("nowhere"), std::invalid_argument);
     for (const ClaimSpec& c : CLAIMS) {
@@ -627,7 +639,7 @@ TEST_CASE("ablations: --summary is the same file twice and whatever the runs at 
     const auto rows = tsv_rows(a);
     // The header, the neighbour task's comparison, 3 positions and 2 warm-up comparisons.
     REQUIRE(rows.size() == 7);
-    CHECK(rows[1][3] == "nb-4:exact");
+    CHECK(rows[1][3] == "nb-4:digit_accuracy");
     CHECK(rows[0] == std::vector<std::string>{"claim", "section", "metric", "baseline", "variant",
                                               "diff", "ci_low", "ci_high", "seeds", "threshold",
                                               "verdict"});
@@ -873,32 +885,35 @@ TEST_CASE("ablations: a record whose keys, lengths or values its job cannot writ
     const Record good = job.run(quiet);
     REQUIRE(job.check(good) == "");
     CHECK(good.get("loss").size() == 10);
-    CHECK(good.get("validation_curve").size() == 1);  // the one after the last step
+    CHECK(good.get("validation_accuracy_curve").size() == 1);  // the one after the last step
     struct Case {
         const char* what;
         std::function<void(Record&)> change;
         const char* problem;
     };
     const std::vector<Case> cases = {
-        {"an empty curve", [](Record& r) { r.put("validation_curve", std::vector<double>{}); },
-         "validation_curve has 0 values, not 1"},
-        {"a longer curve", [](Record& r) { r.put("validation_curve", {5, 7}); },
-         "validation_curve has 2 values, not 1"},
-        {"one head too many", [](Record& r) { r.put("head_left", {0.5, 0.5}); },
-         "head_left has 2 values, not 1"},
+        {"an empty curve",
+         [](Record& r) { r.put("validation_accuracy_curve", std::vector<double>{}); },
+         "validation_accuracy_curve has 0 values, not 1"},
+        {"a longer curve", [](Record& r) { r.put("validation_accuracy_curve", {5, 7}); },
+         "validation_accuracy_curve has 2 values, not 1"},
+        {"one head too many", [](Record& r) { r.put("head_left_weight", {0.5, 0.5}); },
+         "head_left_weight has 2 values, not 1"},
         {"a missing key",
          [](Record& r) {
              Record less;
              for (const auto& [k, v] : r.items)
-                 if (k != "exact") less.put(k, v);
+                 if (k != "digit_accuracy") less.put(k, v);
              r = less;
          },
-         "no exact"},
-        {"a key of another run", [](Record& r) { r.put("exact_five", 3.0); },
-         "a key exact_five that nb-1 does not write"},
-        {"a percentage above 100", [](Record& r) { r.put("exact", 250.0); }, "exact holds 250"},
-        {"NaN where a number must be", [](Record& r) { r.put("most_left", std::nan("")); },
-         "most_left holds nan"},
+         "no digit_accuracy"},
+        {"a key of another run", [](Record& r) { r.put("exact_five_digit", 3.0); },
+         "a key exact_five_digit that nb-1 does not write"},
+        {"a percentage above 100", [](Record& r) { r.put("digit_accuracy", 250.0); },
+         "digit_accuracy holds 250"},
+        {"NaN where a number must be",
+         [](Record& r) { r.put("max_head_left_weight", std::nan("")); },
+         "max_head_left_weight holds nan"},
         {"a step that is not one", [](Record& r) { r.put("diverged_at", 11.0); },
          "diverged_at 11 is not a step of 10"},
         {"a fractional step", [](Record& r) { r.put("validation_steps", 9.5); },
@@ -938,8 +953,9 @@ TEST_CASE("ablations: a kept record its job cannot have written is named and tra
     // Lists that disagree with the job, a garbled line, a cut: each named, the run trained again
     // to the same numbers, and the record written whole again.
     for (const std::string& bad :
-         {std::string("R validation_curve 0"), std::string("R validation_curve 2 5 5"),
-          std::string("R exact 0"), std::string("R exact 1 nan x")}) {
+         {std::string("R validation_accuracy_curve 0"),
+          std::string("R validation_accuracy_curve 2 5 5"),
+          std::string("R digit_accuracy 0"), std::string("R digit_accuracy 1 nan x")}) {
         CAPTURE(bad);
         std::string text;
         std::istringstream in(whole);

@@ -267,8 +267,8 @@ void first_step(EncoderDecoder& m, const std::vector<int64_t>& test, Record& rec
         rec.put("decode_max_diff", max(abs(probs(ref) - intact)).item());
     }
     std::vector<double> moved;
-    const char* keys[] = {"first_intact", "first_self_mean", "first_cross_mean",
-                          "first_cross_uniform"};
+    const char* keys[] = {"first_digit_intact", "first_digit_self_mean", "first_digit_cross_mean",
+                          "first_digit_cross_uniform"};
     int k = 0;
     for (FirstStep w : {FirstStep::intact, FirstStep::self_mean, FirstStep::cross_mean,
                         FirstStep::cross_uniform}) {
@@ -285,7 +285,7 @@ void first_step(EncoderDecoder& m, const std::vector<int64_t>& test, Record& rec
         rec.put(keys[k++], 100.0 * right / double(b.B));
         moved.push_back(tv / double(b.B));
     }
-    rec.put("first_step_tv", moved);  // intact, self mean, cross mean, cross uniform
+    rec.put("first_step_total_variation", moved);  // intact, self mean, cross mean, cross uniform
 }
 
 const std::vector<int64_t> PEAK_PROBE = {3201, 15000, 99999, 7, 40408, 120};
@@ -312,17 +312,18 @@ RunFn base_job(const RunSpec& r, double scale, int seed) {
         const double pmax = mean_max_weight(*m, PEAK_PROBE);
         Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), sets.train,
                                   sets.never_train(), sets.test);
-        rec.put("init_max_weight", pmax);
+        rec.put("init_attention_peak", pmax);
         const Pruning pr = prune(*m, sets.validation, sets.test);
-        rec.put("head_exact_validation", pr.alone_validation);
-        rec.put("greedy_order", std::vector<double>(pr.order.begin(), pr.order.end()));
-        rec.put("greedy_validation", pr.curve_validation);
-        rec.put("greedy_test", pr.curve_test);
-        rec.put("kind_removed_test", pr.kind_removed_test);
-        rec.put("full_validation", pr.full_validation);
-        rec.put("pruned_third", pr.third_test);
-        rec.put("can_go", pr.can_go);
-        rec.put("can_go_test", pr.can_go ? pr.curve_test[size_t(pr.can_go - 1)] : pr.full_test);
+        rec.put("exact_validation_without_head", pr.alone_validation);
+        rec.put("prune_order", std::vector<double>(pr.order.begin(), pr.order.end()));
+        rec.put("exact_validation_pruned", pr.curve_validation);
+        rec.put("exact_test_pruned", pr.curve_test);
+        rec.put("exact_kind_removed", pr.kind_removed_test);
+        rec.put("exact_validation", pr.full_validation);
+        rec.put("exact_pruned_third", pr.third_test);
+        rec.put("prunable_heads", pr.can_go);
+        rec.put("exact_prunable_removed",
+                pr.can_go ? pr.curve_test[size_t(pr.can_go - 1)] : pr.full_test);
         first_step(*m, sets.test, rec);
         return rec;
     };
@@ -337,7 +338,7 @@ RunFn variant_job(const RunSpec& r, double scale, int seed) {
         const double pmax = mean_max_weight(*m, PEAK_PROBE);
         Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), sets.train,
                                   sets.never_train(), sets.test);
-        rec.put("init_max_weight", pmax);
+        rec.put("init_attention_peak", pmax);
         return rec;
     };
 }
@@ -384,12 +385,12 @@ RunFn positions_job(const RunSpec& r, double scale, int seed) {
         TrainConfig tc = budget(r.steps, r.warmup, scale, seed, p);
         tc.max_digits = 4;
         Record rec = train_record(*m, tc, s.train, s.heldout, s.heldout);
-        rec.put("exact_five", rec.value("diverged_at") ? 0.0 : exact_match(*m, s.five_digit));
+        rec.put("exact_five_digit", rec.value("diverged_at") ? 0.0 : exact_match(*m, s.five_digit));
         rec.put("train_max_digits", tc.max_digits);
         rec.put("train_max_syllables", longest_source(s.train));
         if (learned) {
-            rec.put("src_row_change", row_change(learned->src_pos, src0));
-            rec.put("tgt_row_change", row_change(learned->tgt_pos, tgt0));
+            rec.put("src_pos_row_change", row_change(learned->src_pos, src0));
+            rec.put("tgt_pos_row_change", row_change(learned->tgt_pos, tgt0));
         }
         return rec;
     };
@@ -407,7 +408,7 @@ RunFn positions2_job(const RunSpec& r, double scale, int seed) {
         auto m = make_model(mc);
         Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), s.train,
                                   s.excluded, in_range);
-        rec.put("exact_long", rec.value("diverged_at") ? 0.0 : exact_match(*m, s.long_test));
+        rec.put("exact_long_source", rec.value("diverged_at") ? 0.0 : exact_match(*m, s.long_test));
         rec.put("train_max_syllables", longest_source(s.train));
         rec.put("test_min_syllables", shortest_source(s.long_test));
         return rec;
@@ -492,8 +493,8 @@ RunFn neighbour_job(const RunSpec& r, double scale, int seed) {
         rec.put("loss", losses);
         rec.put("diverged_at", 0.0);
         rec.put("validation_steps", curve_steps);
-        rec.put("validation_curve", curve);
-        rec.put("exact", neighbour_accuracy(m, test));
+        rec.put("validation_accuracy_curve", curve);
+        rec.put("digit_accuracy", neighbour_accuracy(m, test));
         // Where each head looks, on validation: its mean weight on the left and on the
         // right neighbour of every position.
         {
@@ -510,10 +511,10 @@ RunFn neighbour_job(const RunSpec& r, double scale, int seed) {
                         left[size_t(k)] += row[(q + L - 1) % L] / double(n * L);
                         right[size_t(k)] += row[(q + 1) % L] / double(n * L);
                     }
-            rec.put("head_left", left);
-            rec.put("head_right", right);
-            rec.put("most_left", *std::max_element(left.begin(), left.end()));
-            rec.put("most_right", *std::max_element(right.begin(), right.end()));
+            rec.put("head_left_weight", left);
+            rec.put("head_right_weight", right);
+            rec.put("max_head_left_weight", *std::max_element(left.begin(), left.end()));
+            rec.put("max_head_right_weight", *std::max_element(right.begin(), right.end()));
         }
         return rec;
     };

@@ -101,7 +101,7 @@ const KeySpec& key_spec(const std::string& name);  // throws naming a miss
 
 // "" when `rec` is a record `r`'s job at `scale` and `seed` could have returned: exactly its
 // keys and "seed", every list as long as its Length says, every value in its Range. Else what
-// is wrong, naming the key ("validation_curve has 0 values, not 21").
+// is wrong, naming the key ("validation_accuracy_curve has 0 values, not 21").
 std::string record_problem(const RunSpec& r, double scale, int seed, const Record& rec);
 const RunSpec& run_spec(const std::string& name);  // throws naming a miss
 int steps_of(const std::string& run, double scale);   // scaled_steps(steps, scale)

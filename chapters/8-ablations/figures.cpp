@@ -124,12 +124,12 @@ void draw_pruning(const Records& r, const std::vector<Comparison>& c, const std:
     const std::vector<const Record*>& base = r.at("base");
     plot::Figure fig(12, 4.5, 150);
     plot::Axes& left = fig.subplot(1, 2, 0);
-    const size_t n = base[0]->get("greedy_test").size();
+    const size_t n = base[0]->get("exact_test_pruned").size();
     std::vector<double> mean(n + 1, 0.0), x(n + 1);
     std::iota(x.begin(), x.end(), 0.0);
     for (const Record* b : base) {
         std::vector<double> y = {b->value("exact")};
-        const std::vector<double>& curve = b->get("greedy_test");
+        const std::vector<double>& curve = b->get("exact_test_pruned");
         y.insert(y.end(), curve.begin(), curve.end());
         left.plot(x, y, {.fmt = "o",
                          .color = plot::tab10[0],
@@ -164,8 +164,8 @@ void draw_positions(const Records& r, const std::vector<Comparison>& c, const st
     plot::Axes& mid = fig.subplot(1, 3, 1);
     comparisons_panel(mid, c, "positions");
     plot::Axes& right = fig.subplot(1, 3, 2);
-    const std::vector<double>&src = learned0.get("src_row_change"),
-          &tgt = learned0.get("tgt_row_change");
+    const std::vector<double>&src = learned0.get("src_pos_row_change"),
+          &tgt = learned0.get("tgt_pos_row_change");
     std::vector<double> rows(src.size());
     std::iota(rows.begin(), rows.end(), 0.0);
     right.plot(rows, src, "o-", "입력 쪽 표");

@@ -137,7 +137,7 @@ void report_scaling(const Records& r, const std::vector<Comparison>& cmp, double
                     Row{16, "나누지 않음", "unscaled-16", s16}})
         std::printf("  %3d | %s | %14s | %18s | %s\n", row.d_k,
                     term::pad_right(row.how, 10).c_str(),
-                    spread(values_of(r, std::string(row.run) + ":init_max_weight"), 3).c_str(),
+                    spread(values_of(r, std::string(row.run) + ":init_attention_peak"), 3).c_str(),
                     spread(tail_losses(r.at(row.run), row.steps), 4).c_str(),
                     spread(values_of(r, std::string(row.run) + ":exact"), 1).c_str());
     report_comparisons(cmp, "scaling");
@@ -168,13 +168,13 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
             "  헤드 | d_k | 마지막 %zu스텝 손실 | 자리별 정확도 (%%) | 이웃 가중치 (검증): "
             "왼쪽, 오른쪽 (가장 많이 보는 헤드)\n",
             tail_steps(steps));
-        for (const char* run : {"nb-4", "nb-1"})
-            std::printf("     %s | %3s | %18s | %18s | %s, %s\n", run + 3,
+        for (const std::string run : {"nb-4", "nb-1"})
+            std::printf("     %s | %3s | %18s | %18s | %s, %s\n", run.c_str() + 3,
                         run[3] == '4' ? "16" : "64",
                         spread(tail_losses(r.at(run), steps), 4).c_str(),
-                        spread(values_of(r, std::string(run) + ":exact"), 1).c_str(),
-                        spread(values_of(r, std::string(run) + ":most_left"), 2).c_str(),
-                        spread(values_of(r, std::string(run) + ":most_right"), 2).c_str());
+                        spread(values_of(r, run + ":digit_accuracy"), 1).c_str(),
+                        spread(values_of(r, run + ":max_head_left_weight"), 2).c_str(),
+                        spread(values_of(r, run + ":max_head_right_weight"), 2).c_str());
         // The validation curve, averaged over the seeds, at a few steps (nothing is chosen on it).
         const std::vector<double>& at = r.at("nb-4")[0]->get("validation_steps");
         const size_t stride = std::max<size_t>(1, at.size() / 5);  // 5 points, the last one last
@@ -188,7 +188,7 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
             for (size_t i = stride - 1; i < at.size(); i += stride) {
                 double m = 0;
                 for (const Record* rec : runs)
-                    m += rec->get("validation_curve")[i] / double(runs.size());
+                    m += rec->get("validation_accuracy_curve")[i] / double(runs.size());
                 std::printf(" %s", fixed(m, 1).c_str());
             }
             std::printf("\n");
@@ -199,7 +199,7 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
 
 void report_pruning(const Records& r, const std::vector<Comparison>& cmp) {
     const std::vector<const Record*>& base = r.at("base");
-    const int n = int(base[0]->get("head_exact_validation").size());
+    const int n = int(base[0]->get("exact_validation_without_head").size());
     std::printf("\n== 3절 \"상당수 헤드는 제거해도 성능이 크게 떨어지지 않는다\" ==\n");
     std::printf(
         "7장의 학습된 모델(헤드 %d개). 제거 순서와 개수는 검증 집합(1000개)에서 정하고, 점수는 "
@@ -212,11 +212,11 @@ void report_pruning(const Records& r, const std::vector<Comparison>& cmp) {
         kind_name(Kind::cross));
     for (size_t k = 0; k < base.size(); k++) {
         const Record& b = *base[k];
-        const std::vector<double>& whole = b.get("kind_removed_test");
+        const std::vector<double>& whole = b.get("exact_kind_removed");
         std::printf("  %4d | %4s | %12d개 → %5s | %28s | %s, %s, %s\n", int(b.value("seed")),
-                    fixed(b.value("exact"), 1).c_str(), int(b.value("can_go")),
-                    fixed(b.value("can_go_test"), 1).c_str(),
-                    fixed(b.value("pruned_third"), 1).c_str(), fixed(whole[0], 1).c_str(),
+                    fixed(b.value("exact"), 1).c_str(), int(b.value("prunable_heads")),
+                    fixed(b.value("exact_prunable_removed"), 1).c_str(),
+                    fixed(b.value("exact_pruned_third"), 1).c_str(), fixed(whole[0], 1).c_str(),
                     fixed(whole[1], 1).c_str(), fixed(whole[2], 1).c_str());
     }
     report_comparisons(cmp, "pruning");
@@ -235,10 +235,10 @@ void report_positions(const Records& r, const std::vector<Comparison>& cmp, doub
         int(learned0.value("train_max_digits")) + 1);
     std::printf("  위치         | 범위 안 (%%)  | 더 긴 수 (%%)\n");
     std::printf("  사인 (논문)  | %12s | %s\n", spread(values_of(r, "pos-sin:exact"), 1).c_str(),
-                spread(values_of(r, "pos-sin:exact_five"), 1).c_str());
+                spread(values_of(r, "pos-sin:exact_five_digit"), 1).c_str());
     std::printf("  학습된 표    | %12s | %s\n",
                 spread(values_of(r, "pos-learned:exact"), 1).c_str(),
-                spread(values_of(r, "pos-learned:exact_five"), 1).c_str());
+                spread(values_of(r, "pos-learned:exact_five_digit"), 1).c_str());
     // What a learned table does at positions it never had: rows no training sentence reached
     // got no gradient and are still their random start; past the table there is no vector.
     auto moved = [](const std::vector<double>& change) {
@@ -247,8 +247,8 @@ void report_positions(const Records& r, const std::vector<Comparison>& cmp, doub
             k += c > 0;
         return k;
     };
-    const std::vector<double>&src = learned0.get("src_row_change"),
-          &tgt = learned0.get("tgt_row_change");
+    const std::vector<double>&src = learned0.get("src_pos_row_change"),
+          &tgt = learned0.get("tgt_pos_row_change");
     std::printf(
         "학습된 표 %zu행 중 학습으로 바뀐 행(씨앗 %d): 입력 %d개(가장 긴 학습 입력 %d음절), "
         "출력 %d개(<시작> + 가장 긴 학습 출력 %d자리); 나머지는 무작위 초기값 그대로, %zu번째 "
@@ -263,10 +263,10 @@ void report_positions(const Records& r, const std::vector<Comparison>& cmp, doub
         int(p2.value("train_max_syllables")), steps2, int(p2.value("train_max_syllables")) + 1);
     std::printf("  위치         | 범위 안 (%%)  | 더 긴 입력 (%%)\n");
     std::printf("  사인 (논문)  | %12s | %s\n", spread(values_of(r, "pos2-sin:exact"), 1).c_str(),
-                spread(values_of(r, "pos2-sin:exact_long"), 1).c_str());
+                spread(values_of(r, "pos2-sin:exact_long_source"), 1).c_str());
     std::printf("  학습된 표    | %12s | %s\n",
                 spread(values_of(r, "pos2-learned:exact"), 1).c_str(),
-                spread(values_of(r, "pos2-learned:exact_long"), 1).c_str());
+                spread(values_of(r, "pos2-learned:exact_long_source"), 1).c_str());
     report_comparisons(cmp, "positions");
 }
 
@@ -319,12 +319,12 @@ void report_first_step(const Records& r, const std::vector<Comparison>& cmp) {
     const char* names[] = {"그대로", "셀프 어텐션 출력 -> 문장 평균",
                            "인코더-디코더 어텐션 출력 -> 문장 평균",
                            "인코더-디코더 어텐션 -> 모든 음절 균등"};
-    const char* keys[] = {"first_intact", "first_self_mean", "first_cross_mean",
-                          "first_cross_uniform"};
+    const char* keys[] = {"first_digit_intact", "first_digit_self_mean", "first_digit_cross_mean",
+                          "first_digit_cross_uniform"};
     for (int i = 0; i < 4; i++) {
         std::vector<double> tv;
         for (const Record* b : base)
-            tv.push_back(b->get("first_step_tv")[size_t(i)]);
+            tv.push_back(b->get("first_step_total_variation")[size_t(i)]);
         std::printf("  %s | %16s | %s\n", term::pad_right(names[i], 41).c_str(),
                     spread(values_of(r, std::string("base:") + keys[i]), 1).c_str(),
                     spread(tv, 4).c_str());
@@ -505,7 +505,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < selected.size(); i++)
         r[run_name(selected[i].name)].push_back(&results[i]);
     std::vector<Comparison> cmp;
-    auto has = [&](const char* run_key) {  // "nb-4:exact": was nb-4 run?
+    auto has = [&](const char* run_key) {  // "nb-4:digit_accuracy": was nb-4 run?
         const std::string key = run_key;
         return needed.count(key.substr(0, key.find(':'))) > 0;
     };
