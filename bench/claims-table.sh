@@ -10,7 +10,11 @@
 # interval itself, the seeds, the threshold and the verdict. A test checks that the README's
 # table is this script's output for figures/8-ablations.tsv.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+# shellcheck source=bench/readme-block.sh
+. "$here/readme-block.sh"
+cd "$root"
 
 update=0 input=figures/8-ablations.tsv
 for a in "$@"; do
@@ -40,12 +44,6 @@ table=$(awk -F'\t' '
     }' "$input")
 
 if [ "$update" = 1 ]; then
-    grep -q '^<!-- claims:begin' README.md && grep -q '^<!-- claims:end' README.md ||
-        { echo "claims-table.sh: README.md has no <!-- claims:begin/end --> markers" >&2; exit 1; }
-    awk -v table="$table" '
-        /^<!-- claims:begin/ { print; print table; skip = 1; next }
-        /^<!-- claims:end/   { skip = 0 }
-        !skip' README.md >README.md.tmp.$$
-    mv README.md.tmp.$$ README.md
+    readme_block_replace claims-table.sh "$root/README.md" claims "$table" || exit 1
 fi
 printf '%s\n' "$table"

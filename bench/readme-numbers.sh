@@ -10,7 +10,11 @@
 # run started and ended, so a reader can tell a busy shared machine from an idle one. A test
 # checks that the README's lines are this script's output for bench/last-run.txt.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+# shellcheck source=bench/readme-block.sh
+. "$here/readme-block.sh"
+cd "$root"
 
 update=0 input=""
 for a in "$@"; do
@@ -127,13 +131,15 @@ lines=$(awk '
     }' "$input" | fold -s -w 98 | sed -e 's/ *$//' -e '2,$s/^/  /')
 
 if [ "$update" = 1 ]; then
-    [ "$input" -ef bench/last-run.txt ] || cp "$input" bench/last-run.txt
-    grep -q '^<!-- bench:begin' README.md && grep -q '^<!-- bench:end' README.md ||
-        { echo "readme-numbers.sh: README.md has no <!-- bench:begin/end --> markers" >&2; exit 1; }
-    awk -v lines="$lines" '
-        /^<!-- bench:begin/ { print; print lines; skip = 1; next }
-        /^<!-- bench:end/   { skip = 0 }
-        !skip' README.md >README.md.tmp.$$
-    mv README.md.tmp.$$ README.md
+    # The run is kept beside the README's lines it gave: both change, or neither.
+    kept=bench/last-run.txt
+    if [ "$input" -ef "$kept" ]; then
+        readme_block_replace readme-numbers.sh "$root/README.md" bench "$lines" || exit 1
+    else
+        cp "$input" "$kept.tmp.$$"
+        readme_block_replace readme-numbers.sh "$root/README.md" bench "$lines" ||
+            { rm -f "$kept.tmp.$$"; exit 1; }
+        mv "$kept.tmp.$$" "$kept"
+    fi
 fi
 printf '%s\n' "$lines"

@@ -47,13 +47,15 @@ TEST_CASE("yardstick: a core below the CPU is rerun with the best matching one")
 
 namespace {
 
-// A copy of the script beside a README with bench markers, in a folder of its own, so --update
-// can be run without touching the tree. Returns the folder.
+// A copy of the script (and of bench/readme-block.sh, which it sources) beside a README with
+// bench markers, in a folder of its own, so --update can be run without touching the tree.
+// Returns the folder.
 std::string scratch_copy() {
     const std::string dir = "/tmp/transformer-test-yardstick-" + std::to_string(::getpid());
     const std::string root = PROJECT_ROOT;
     REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "/bench' && cp '" + root +
-                         "/bench/readme-numbers.sh' '" + dir + "/bench/'")
+                         "/bench/readme-numbers.sh' '" + root + "/bench/readme-block.sh' '" + dir +
+                         "/bench/'")
                             .c_str()) == 0);
     std::ofstream(dir + "/README.md") << "before\n<!-- bench:begin -->\nold\n<!-- bench:end -->\n";
     return dir;

@@ -1,0 +1,84 @@
+# shellcheck shell=bash
+# The README's generated blocks, for bench/claims-table.sh and bench/readme-numbers.sh (sourced).
+#
+#   readme_block_replace PROGRAM README NAME TEXT
+#
+# puts TEXT, as it is (no escape processing: a `\t` or `\n` in it stays two characters), between
+# README's line that starts `<!-- NAME:begin` and its line that starts `<!-- NAME:end`, both kept,
+# in place of the lines between them. README must have exactly one of each, the begin first;
+# otherwise the function says so in one line naming PROGRAM and README, and returns 1.
+# The result is written to a temporary file beside README (a symbolic link's target), checked
+# (one marker of each, begin first, every line outside the block kept) and only then moved over
+# README; on any failure, or a Ctrl-C on the way, the temporary file is removed and README is as
+# it was. The function sets the EXIT, INT and TERM traps while it writes, and clears them after.
+
+# The README's markers: "BEGINS ENDS FIRST_BEGIN_LINE FIRST_END_LINE LINES" of FILE for NAME.
+readme_block_markers() {
+    README_BLOCK_NAME=$2 awk '
+        BEGIN { b = "<!-- " ENVIRON["README_BLOCK_NAME"] ":begin"
+                e = "<!-- " ENVIRON["README_BLOCK_NAME"] ":end" }
+        index($0, b) == 1 { if (!nb++) lb = NR }
+        index($0, e) == 1 { if (!ne++) le = NR }
+        END { printf "%d %d %d %d %d\n", nb, ne, lb, le, NR }' "$1"
+}
+
+readme_block_replace() {
+    local program=$1 readme=$2 name=$3 text=$4
+    local target nb ne lb le lines tnb tne tlb tle tlines want
+    if [ ! -f "$readme" ] || [ ! -r "$readme" ]; then
+        echo "$program: cannot read $readme (a file of the repository's checkout)" >&2
+        return 1
+    fi
+    target=$(readlink -f -- "$readme")
+    read -r nb ne lb le lines < <(readme_block_markers "$target" "$name")
+    if [ "$nb" != 1 ] || [ "$ne" != 1 ]; then
+        echo "$program: $readme has $nb lines starting '<!-- $name:begin' and $ne starting" \
+            "'<!-- $name:end'; it needs exactly one of each, the begin first" >&2
+        return 1
+    fi
+    if [ "$lb" -gt "$le" ]; then
+        echo "$program: $readme has its '<!-- $name:end' (line $le) before its" \
+            "'<!-- $name:begin' (line $lb); it needs the begin first" >&2
+        return 1
+    fi
+    # The file that will replace README, beside it (a rename within one folder), then its mode.
+    readme_block_tmp=$(mktemp "$target.XXXXXX" 2>/dev/null) || {
+        echo "$program: cannot write a temporary file beside $readme" \
+            "(in $(dirname -- "$target"))" >&2
+        return 1
+    }
+    trap 'rm -f -- "$readme_block_tmp"' EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    if ! README_BLOCK_TEXT=$text awk -v lb="$lb" -v le="$le" '
+            NR == lb { print; print ENVIRON["README_BLOCK_TEXT"]; next }
+            NR > lb && NR < le { next }
+            { print }' "$target" >"$readme_block_tmp" ||
+        ! chmod --reference="$target" -- "$readme_block_tmp"; then
+        echo "$program: cannot write the new $readme to $readme_block_tmp; it is left as it was" >&2
+        readme_block_done
+        return 1
+    fi
+    # Whole: one marker of each, begin first, and the lines outside the block all there.
+    read -r tnb tne tlb tle tlines < <(readme_block_markers "$readme_block_tmp" "$name")
+    want=$((lines - (le - lb - 1) + $(printf '%s\n' "$text" | wc -l)))
+    if [ "$tnb" != 1 ] || [ "$tne" != 1 ] || [ "$tlb" != "$lb" ] || [ "$tlines" != "$want" ] ||
+        [ "$((tle - tlb))" != "$((want - lines + le - lb))" ]; then
+        echo "$program: the new $readme would not be whole (a marker line in the text, or a" \
+            "short write); it is left as it was" >&2
+        readme_block_done
+        return 1
+    fi
+    if ! mv -f -- "$readme_block_tmp" "$target"; then
+        readme_block_done
+        return 1
+    fi
+    readme_block_done
+}
+
+# Removes the temporary file (if still there) and clears the traps readme_block_replace set.
+readme_block_done() {
+    rm -f -- "$readme_block_tmp"
+    readme_block_tmp=
+    trap - EXIT INT TERM
+}

@@ -1,0 +1,223 @@
+// The repository's shell scripts on crafted input, each run on copies in a folder of its own
+// under /tmp (the tree's README is never written):
+// - bench/readme-block.sh, which bench/claims-table.sh and bench/readme-numbers.sh source: a
+//   README without exactly one begin marker before one end marker is refused; the block reaches
+//   the README as it is, through a file that replaces it only when whole.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "tests/util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string ROOT = PROJECT_ROOT;
+
+// Quoted for sh: 'text', each ' inside as '\''.
+std::string quote(const std::string& text) {
+    std::string q = "'";
+    for (char c : text)
+        q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+// A folder of its own, laid out as the repository (bench/ with its scripts and last-run.txt,
+// figures/8-ablations.tsv, tests/run-suite.sh, README.md), removed at the end of the test case.
+struct Scratch {
+    std::string dir;
+    explicit Scratch(const std::string& name)
+        : dir("/tmp/transformer-test-scripts-" + std::to_string(::getpid()) + "-" + name) {
+        const std::string cmd =
+            "rm -rf " + quote(dir) + " && mkdir -p " + quote(dir) + "/bench " + quote(dir) +
+            "/figures " + quote(dir) + "/tests && cp " + quote(ROOT) + "/bench/*.sh " +
+            quote(ROOT) + "/bench/last-run.txt " + quote(dir) + "/bench/ && cp " + quote(ROOT) +
+            "/README.md " + quote(dir) + "/ && cp " + quote(ROOT) + "/figures/8-ablations.tsv " +
+            quote(dir) + "/figures/ && cp " + quote(ROOT) + "/tests/run-suite.sh " + quote(dir) +
+            "/tests/";
+        REQUIRE(std::system(cmd.c_str()) == 0);
+    }
+    ~Scratch() { std::system(("rm -rf " + quote(dir)).c_str()); }
+    std::string path(const std::string& relative) const { return dir + "/" + relative; }
+    std::string read(const std::string& relative) const {
+        return testutil::read_file_abs(path(relative));
+    }
+    void write(const std::string& relative, const std::string& text) const {
+        std::ofstream(path(relative), std::ios::binary) << text;
+    }
+};
+
+struct Sh {
+    int exit_code;
+    std::string out, err;
+};
+
+// Runs the sh command line in folder `dir`, without stdin, and captures stdout and stderr.
+Sh sh(const std::string& dir, const std::string& command) {
+    static int counter = 0;
+    const std::string tmp = "/tmp/transformer-test-scripts-out-" + std::to_string(::getpid()) +
+                            "-" + std::to_string(counter++);
+    const std::string cmd =
+        "cd " + quote(dir) + " && " + command + " </dev/null >" + tmp + ".out 2>" + tmp + ".err";
+    const int status = std::system(cmd.c_str());
+    Sh r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, testutil::read_file_abs(tmp + ".out"),
+         testutil::read_file_abs(tmp + ".err")};
+    std::remove((tmp + ".out").c_str());
+    std::remove((tmp + ".err").c_str());
+    return r;
+}
+
+size_t lines_in(const std::string& text) {
+    return size_t(std::count(text.begin(), text.end(), '\n'));
+}
+
+bool has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+// The text with its first `from` replaced by `to` (which must be there).
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    REQUIRE_MESSAGE(at != std::string::npos, from);
+    return text.replace(at, from.size(), to);
+}
+
+// A TSV with field `field` (from 1) of line `line` (from 1) set to `value`; "" with drop removes
+// the field and its tab.
+std::string with_field(const std::string& tsv, size_t line, size_t field, const std::string& value,
+                       bool drop = false) {
+    std::istringstream in(tsv);
+    std::string out;
+    size_t n = 0;
+    for (std::string row; std::getline(in, row);) {
+        if (++n == line) {
+            std::vector<std::string> fields;
+            std::istringstream cells(row);
+            for (std::string cell; std::getline(cells, cell, '\t');)
+                fields.push_back(cell);
+            REQUIRE(field <= fields.size());
+            if (drop)
+                fields.erase(fields.begin() + long(field - 1));
+            else
+                fields[field - 1] = value;
+            row.clear();
+            for (size_t i = 0; i < fields.size(); i++)
+                row += (i ? "\t" : "") + fields[i];
+        }
+        out += row + "\n";
+    }
+    return out;
+}
+
+// The names in a folder that start with `prefix` (a temporary file left beside the README).
+std::vector<std::string> names_starting(const std::string& dir, const std::string& prefix) {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind(prefix, 0) == 0) names.push_back(name);
+    }
+    return names;
+}
+
+}  // namespace
+
+TEST_CASE("claims-table.sh and readme-numbers.sh: a README without one begin before one end") {
+    Scratch s("markers");
+    const std::string readme = s.read("README.md");
+    struct Script {
+        std::string name, program, args;
+    };
+    for (const Script& script :
+         {Script{"claims", "claims-table.sh", " --update"},
+          Script{"bench", "readme-numbers.sh", " bench/last-run.txt --update"}}) {
+        const std::string begin = "<!-- " + script.name + ":begin",
+                          end = "<!-- " + script.name + ":end";
+        const size_t b = readme.find("\n" + begin) + 1, e = readme.find("\n" + end) + 1;
+        REQUIRE(b > 0);
+        REQUIRE(e > b);
+        const size_t after_end = readme.find('\n', e) + 1;
+        const std::string second_begin =
+            readme.substr(0, after_end) + begin + " again -->\n" + readme.substr(after_end);
+        const std::string swapped = replaced(replaced(readme, end, "@@"), begin, end);
+        const std::string swapped_back = replaced(swapped, "@@", begin);
+        const std::string no_end = readme.substr(0, e) + readme.substr(after_end);
+        const std::string two_ends =
+            readme.substr(0, after_end) + end + " -->\n" + readme.substr(after_end);
+        for (const std::string& text : {second_begin, swapped_back, no_end, two_ends}) {
+            CAPTURE(script.program);
+            s.write("README.md", text);
+            const auto r = sh(s.dir, "bash bench/" + script.program + script.args);
+            CHECK(r.exit_code == 1);
+            CHECK_MESSAGE(
+                r.err.rfind(script.program + ": " + s.path("README.md") + " has ", 0) == 0, r.err);
+            CHECK(lines_in(r.err) == 1);
+            CHECK(s.read("README.md") == text);
+            CHECK(names_starting(s.dir, "README.md").size() == 1);  // no temporary file left
+        }
+        s.write("README.md", readme);
+    }
+}
+
+TEST_CASE("claims-table.sh and readme-numbers.sh: a field's backslashes reach the README as is") {
+    Scratch s("escapes");
+    const std::string readme = s.read("README.md");
+    // awk -v would make these a tab and a newline, splitting the table's row and the line.
+    s.write("s.tsv", with_field(s.read("figures/8-ablations.tsv"), 3, 1, "a\\tb\\nc"));
+    auto r = sh(s.dir, "bash bench/claims-table.sh s.tsv --update");
+    CHECK(r.exit_code == 0);
+    std::string now = s.read("README.md");
+    CHECK(has(now, "| §2 | a\\tb\\nc | exact_pp | base:exact | unscaled-16:exact |"));
+    CHECK(lines_in(now) == lines_in(readme));
+    s.write("run.txt",
+            replaced(s.read("bench/last-run.txt"), "# cpu: AMD EPYC", "# cpu: AMD\\tEPYC\\n9"));
+    r = sh(s.dir, "bash bench/readme-numbers.sh run.txt --update");
+    CHECK(r.exit_code == 0);
+    now = s.read("README.md");
+    CHECK(has(now, "- `make bench` on AMD\\tEPYC\\n9 (2 cores)"));
+    CHECK(lines_in(now) == lines_in(readme));
+    CHECK(s.read("bench/last-run.txt") == s.read("run.txt"));
+}
+
+TEST_CASE("readme-block.sh: the README is replaced whole or not at all, its mode and link kept") {
+    Scratch s("block");
+    const std::string readme = s.read("README.md");
+    const std::string call = "bash -c '. bench/readme-block.sh && readme_block_replace test " +
+                             std::string("\"$0\" claims \"$1\"' ");
+    // A text holding a marker line would leave two: refused, the README as it was.
+    auto r = sh(s.dir, call + "README.md \"$(printf 'row\\n<!-- claims:end -->')\"");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.rfind("test: the new README.md would not be whole", 0) == 0);
+    CHECK(lines_in(r.err) == 1);
+    CHECK(s.read("README.md") == readme);
+    CHECK(names_starting(s.dir, "README.md").size() == 1);
+    // Written: the text between the markers, the mode of the file it replaces, through a link.
+    REQUIRE(::chmod(s.path("README.md").c_str(), 0640) == 0);
+    fs::create_directory(s.path("real"));
+    fs::rename(s.path("README.md"), s.path("real/README.md"));
+    fs::create_symlink("real/README.md", s.path("README.md"));
+    r = sh(s.dir, call + "README.md '| one | row |'");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err == "");
+    CHECK(fs::is_symlink(s.path("README.md")));
+    struct stat st {};
+    REQUIRE(::stat(s.path("real/README.md").c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0640);
+    const std::string now = s.read("real/README.md");
+    CHECK(has(now, "-->\n| one | row |\n<!-- claims:end -->\n"));
+    CHECK(now.substr(0, readme.find("<!-- claims:begin")) ==
+          readme.substr(0, readme.find("<!-- claims:begin")));
+    CHECK(now.substr(now.find("<!-- claims:end")) == readme.substr(readme.find("<!-- claims:end")));
+    CHECK(names_starting(s.path("real"), "README.md").size() == 1);
+}
