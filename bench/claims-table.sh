@@ -9,23 +9,38 @@
 # differences (percentage points) ± the half-width of its 95% Student's t interval, then the
 # interval itself, the seeds, the threshold and the verdict. A test checks that the README's
 # table is this script's output for figures/8-ablations.tsv.
+# FILE is taken from the folder the script is called from; the README and the default summary
+# are those of the repository the script is in.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 # shellcheck source=bench/readme-block.sh
 . "$here/readme-block.sh"
-cd "$root"
 
-update=0 input=figures/8-ablations.tsv
+update=0 input=""
 for a in "$@"; do
     case "$a" in
     --update) update=1 ;;
-    -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "claims-table.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
-    *) input=$a ;;
+    *)
+        if [ -n "$input" ]; then
+            echo "claims-table.sh: two summaries named ('$input', '$a'); name one FILE" >&2
+            exit 2
+        fi
+        input=$a ;;
     esac
 done
-[ -r "$input" ] || { echo "claims-table.sh: cannot read $input (run make ablations)" >&2; exit 1; }
+# FILE from the caller's folder, the default from the repository: messages name the path tried.
+case $input in
+"") input=$root/figures/8-ablations.tsv ;;
+/*) ;;
+*) input=$PWD/$input ;;
+esac
+if [ ! -f "$input" ] || [ ! -r "$input" ]; then
+    echo "claims-table.sh: cannot read $input (a file: run make ablations)" >&2
+    exit 1
+fi
 header=$'claim\tsection\tmetric\tbaseline\tvariant\tdiff\tci_low\tci_high\tseeds\tthreshold\tverdict'
 head -1 "$input" | grep -qx "$header" ||
     { echo "claims-table.sh: $input is not an 8-ablations summary (another header)" >&2; exit 1; }

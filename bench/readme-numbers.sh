@@ -9,22 +9,30 @@
 # The lines name the date, the CPU (lscpu's model name), the cores and the load average when the
 # run started and ended, so a reader can tell a busy shared machine from an idle one. A test
 # checks that the README's lines are this script's output for bench/last-run.txt.
+# FILE is taken from the folder the script is called from; the README, bench/last-run.txt and
+# `make bench` are those of the repository the script is in.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 # shellcheck source=bench/readme-block.sh
 . "$here/readme-block.sh"
-cd "$root"
 
 update=0 input=""
 for a in "$@"; do
     case "$a" in
     --update) update=1 ;;
-    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "readme-numbers.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
-    *) input=$a ;;
+    *)
+        if [ -n "$input" ]; then
+            echo "readme-numbers.sh: two runs named ('$input', '$a'); name one FILE" >&2
+            exit 2
+        fi
+        input=$a ;;
     esac
 done
+# FILE as the caller named it, from the caller's folder: the messages name the path tried.
+case $input in "" | /*) ;; *) input=$PWD/$input ;; esac
 
 # A README number comes from a run on an otherwise idle machine: the load average before the run
 # at most 1.0 (one busy core's worth), or --update refuses it.
@@ -36,19 +44,22 @@ if [ -z "$input" ]; then
             "the cores; wait for an idle machine before writing the README's numbers" >&2
         exit 1
     fi
-    mkdir -p build
-    input=build/bench.txt
+    mkdir -p "$root/build"
+    input=$root/build/bench.txt
     {
         echo "# date: $(date +%Y-%m-%d)"
         echo "# cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)"
         echo "# cores: $(nproc)"
         echo "# load before: $(cut -d' ' -f1 /proc/loadavg)"
     } >"$input.tmp.$$"
-    make --no-print-directory bench | tee -a "$input.tmp.$$"
+    make --no-print-directory -C "$root" bench | tee -a "$input.tmp.$$"
     echo "# load after: $(cut -d' ' -f1 /proc/loadavg)" >>"$input.tmp.$$"
     mv "$input.tmp.$$" "$input"
 fi
-[ -r "$input" ] || { echo "readme-numbers.sh: cannot read $input" >&2; exit 1; }
+if [ ! -f "$input" ] || [ ! -r "$input" ]; then
+    echo "readme-numbers.sh: cannot read $input (a file: a bench run, as build/bench.txt)" >&2
+    exit 1
+fi
 if [ "$update" = 1 ]; then
     load=$(sed -n 's/^# load before: //p' "$input" | head -1)
     if [ -z "$load" ] || awk -v l="$load" -v m="$MAX_LOAD" 'BEGIN { exit !(l > m) }'; then
@@ -132,7 +143,7 @@ lines=$(awk '
 
 if [ "$update" = 1 ]; then
     # The run is kept beside the README's lines it gave: both change, or neither.
-    kept=bench/last-run.txt
+    kept=$root/bench/last-run.txt
     if [ "$input" -ef "$kept" ]; then
         readme_block_replace readme-numbers.sh "$root/README.md" bench "$lines" || exit 1
     else

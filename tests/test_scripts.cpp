@@ -2,7 +2,8 @@
 // under /tmp (the tree's README is never written):
 // - bench/readme-block.sh, which bench/claims-table.sh and bench/readme-numbers.sh source: a
 //   README without exactly one begin marker before one end marker is refused; the block reaches
-//   the README as it is, through a file that replaces it only when whole.
+//   the README as it is, through a file that replaces it only when whole;
+// - both scripts read FILE from the caller's folder.
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -220,4 +221,32 @@ TEST_CASE("readme-block.sh: the README is replaced whole or not at all, its mode
           readme.substr(0, readme.find("<!-- claims:begin")));
     CHECK(now.substr(now.find("<!-- claims:end")) == readme.substr(readme.find("<!-- claims:end")));
     CHECK(names_starting(s.path("real"), "README.md").size() == 1);
+}
+
+TEST_CASE("claims-table.sh and readme-numbers.sh: FILE is read from the caller's folder") {
+    Scratch s("paths");
+    fs::create_directory(s.path("elsewhere"));
+    const std::string elsewhere = s.path("elsewhere");
+    s.write("elsewhere/s.tsv", s.read("figures/8-ablations.tsv"));
+    auto r = sh(elsewhere, "bash ../bench/claims-table.sh s.tsv");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == sh(s.dir, "bash bench/claims-table.sh figures/8-ablations.tsv").out);
+    r = sh(elsewhere, "bash ../bench/claims-table.sh missing.tsv");
+    CHECK(r.exit_code == 1);
+    const std::string said = "claims-table.sh: cannot read " + elsewhere + "/missing.tsv";
+    CHECK(r.err == said + " (a file: run make ablations)\n");
+    // --update from another folder reads FILE there and writes the script's repository's README.
+    s.write("elsewhere/run.txt",
+            replaced(s.read("bench/last-run.txt"), "# date: 2026-12-04", "# date: 2026-12-05"));
+    r = sh(elsewhere, "bash ../bench/readme-numbers.sh run.txt --update");
+    CHECK(r.exit_code == 0);
+    CHECK(has(s.read("README.md"), ", 2026-12-05, load average"));
+    CHECK(s.read("bench/last-run.txt") == s.read("elsewhere/run.txt"));
+    CHECK(!fs::exists(s.path("elsewhere/README.md")));
+    r = sh(elsewhere, "bash ../bench/readme-numbers.sh missing.txt");
+    CHECK(r.exit_code == 1);
+    CHECK(has(r.err, "readme-numbers.sh: cannot read " + elsewhere + "/missing.txt"));
+    r = sh(elsewhere, "bash ../bench/claims-table.sh s.tsv s.tsv");
+    CHECK(r.exit_code == 2);
+    CHECK(lines_in(r.err) == 1);
 }
