@@ -10,7 +10,9 @@
 # run started and ended, so a reader can tell a busy shared machine from an idle one. A test
 # checks that the README's lines are this script's output for bench/last-run.txt.
 # FILE is taken from the folder the script is called from; the README, bench/last-run.txt and
-# `make bench` are those of the repository the script is in.
+# `make bench` are those of the repository the script is in. A run that lacks a layer at a size,
+# a number, or a line the README's lines name is refused (one line naming FILE and what is
+# missing, exit 1), the README untouched: the lines never hold a number the run did not give.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -21,7 +23,7 @@ update=0 input=""
 for a in "$@"; do
     case "$a" in
     --update) update=1 ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "readme-numbers.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
     *)
         if [ -n "$input" ]; then
@@ -48,7 +50,10 @@ if [ -z "$input" ]; then
     input=$root/build/bench.txt
     {
         echo "# date: $(date +%Y-%m-%d)"
-        echo "# cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)"
+        # lscpu's model name; where it has none, /proc/cpuinfo's, or at least the architecture.
+        cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
+        [ -n "$cpu" ] || cpu=$(sed -n 's/^model name\s*: *//p' /proc/cpuinfo | head -1)
+        echo "# cpu: ${cpu:-$(uname -m)}"
         echo "# cores: $(nproc)"
         echo "# load before: $(cut -d' ' -f1 /proc/loadavg)"
     } >"$input.tmp.$$"
@@ -60,16 +65,15 @@ if [ ! -f "$input" ] || [ ! -r "$input" ]; then
     echo "readme-numbers.sh: cannot read $input (a file: a bench run, as build/bench.txt)" >&2
     exit 1
 fi
-if [ "$update" = 1 ]; then
-    load=$(sed -n 's/^# load before: //p' "$input" | head -1)
-    if [ -z "$load" ] || awk -v l="$load" -v m="$MAX_LOAD" 'BEGIN { exit !(l > m) }'; then
-        echo "readme-numbers.sh: $input was run at load average ${load:-unknown} before it" \
-            "(above $MAX_LOAD): the README's numbers come from an idle machine; run again there" >&2
-        exit 1
-    fi
-fi
 
-lines=$(awk '
+lines=$(README_NUMBERS_INPUT=$input awk '
+    function number(x) { return x ~ /^[0-9]+(\.[0-9]+)?$/ }
+    function positive(x) { return number(x) && x + 0 > 0 }
+    function whole(x) { return x ~ /^[1-9][0-9]*$/ }
+    function ratio(x) { return x ~ /^[0-9]+(\.[0-9]+)?x$/ && x + 0 > 0 }
+    # The first thing wrong with the run, with its line where it has one.
+    function bad(what) { if (why == "") why = "line " NR ": " what }
+    function missing(what) { if (why == "") why = what }
     /^# date: /        { date = substr($0, 9) }
     /^# cpu: /         { cpu = substr($0, 8) }
     /^# cores: /       { cores = substr($0, 10) }
@@ -82,7 +86,17 @@ lines=$(awk '
                               gemm_runs = substr($0, RSTART, RLENGTH) }
     # bench-layers: "   512 | naive    |     214.0 |     285.2     285.2 | ..."
     $2 == "|" && ($3 == "naive" || $3 == "fused" || $3 == "LSTM") && $4 == "|" {
-        n = $1; if (!(n in seen)) { seen[n] = 1; ns[++count] = n }
+        n = $1
+        row = "the " $3 " row at n = " n
+        if (!whole(n)) bad("a bench-layers row whose size is \"" n "\", not a whole number")
+        else if ((n, $3) in ms) bad("a second " $3 " row at n = " n " (two runs in one file?)")
+        else if (NF != 12 || $6 != "|" || $9 != "|")
+            bad(row " has " NF " fields, not the 12 of \"n | layer | ms | peak MB pred. MB |" \
+                " GFLOP/s FLOP ms ratio\"")
+        else if (!positive($5)) bad(row " has \"" $5 "\" for its ms, not a positive number")
+        else if (!positive($7)) bad(row " has \"" $7 "\" for its peak MB, not a positive number")
+        else if (!ratio($NF)) bad(row " has \"" $NF "\" for its ratio, not a number and x")
+        if (!(n in seen)) { seen[n] = 1; ns[++count] = n }
         ms[n, $3] = $5; mb[n, $3] = $7; flop_x[n, $3] = $NF
     }
     # the bench-gemm yardstick: "yardstick: OpenBLAS 0.3.21 ...; core Prescott (this CPU has best:
@@ -91,21 +105,55 @@ lines=$(awk '
                      blas = $3 }
     # "multiply-add peak, 2 thread(s): 219.3 GFLOP/s (bench/peak.h: ..."
     /^multiply-add peak, / && peak == "" {
-        peak = $0; sub(/^[^:]*: /, "", peak); sub(/ GFLOP\/s.*/, "", peak) }
+        peak = $0; sub(/^[^:]*: /, "", peak); sub(/ GFLOP\/s.*/, "", peak)
+        if (!positive(peak)) bad("the multiply-add peak is \"" peak "\", not a positive number") }
     /is below this CPU: OpenBLAS ran again/ {
-        rerun = $0; sub(/.*OPENBLAS_CORETYPE=/, "", rerun); sub(/ .*/, "", rerun) }
+        rerun = $0; sub(/.*OPENBLAS_CORETYPE=/, "", rerun); sub(/ .*/, "", rerun)
+        if (rerun == "") bad("the OpenBLAS rerun names no OPENBLAS_CORETYPE") }
     # bench-gemm: "  1024    A@B |  150.1 |  136.5 | 70 / 64 |  1.10x" (a rerun adds a column
     # before the share of the peak; no OpenBLAS: 6 fields, and no ratio)
     ($2 == "A@B" || $2 == "A@B^T") && $3 == "|" {
-        ratio = $NF; sub(/x$/, "", ratio)
+        row = "the sgemm row " $1 " " $2
+        if (!whole($1)) bad("an sgemm row whose size is \"" $1 "\", not a whole number")
+        else if (($1, $2) in gemm_seen) bad("a second sgemm row " $1 " " $2)
+        else if (NF < 6 || $5 != "|") bad(row " has " NF " fields, not \"size op | GFLOP/s | ...\"")
+        else if (!positive($4)) bad(row " has \"" $4 "\" for its GFLOP/s, not a positive number")
+        else if (NF >= 8 && !ratio($NF))
+            bad(row " has \"" $NF "\" for its ratio, not a number and x")
+        gemm_seen[$1, $2] = 1
+        ratio_x = $NF; sub(/x$/, "", ratio_x)
         gemm = gemm (gemm == "" ? "" : ", ") $1 "³ " $2 " " $4 " GFLOP/s"
-        gemm = gemm (NF >= 8 ? " (" ratio "x)" : "")
+        gemm = gemm (NF >= 8 ? " (" ratio_x "x)" : "")
     }
     # bench-translate: "chapter 7 training step: ours X ms, PyTorch Y ms (R.RRx)"
-    /^chapter 7 training step: / { step = $0; sub(/^chapter 7 training step: /, "", step) }
+    /^chapter 7 training step: / { step = $0; sub(/^chapter 7 training step: /, "", step)
+        if (step !~ /^ours [0-9]+(\.[0-9]+)? ms/)
+            bad("the chapter 7 training step has no \"ours N ms\"") }
     /libopenblas.so.0 not found/ { no_blas = 1 }
     END {
-        if (count == 0) { print "no bench-layers table in the input" > "/dev/stderr"; exit 1 }
+        # Every number the lines give comes from the run: refuse it when one is not there.
+        if (count == 0)
+            missing("no bench-layers table (rows \"n | naive | ms | ...\", make bench-layers)")
+        split("naive fused LSTM", layer, " ")
+        for (i = 1; i <= count; i++)
+            for (k = 1; k <= 3; k++)
+                if (!((ns[i], layer[k]) in ms))
+                    missing("no " layer[k] " row at n = " ns[i] " in the bench-layers table")
+        if (shape == "") missing("no \"batch = ...\" line above the bench-layers table")
+        if (date !~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]$/)
+            missing("no \"# date: YYYY-MM-DD\" line")
+        if (cpu == "") missing("no \"# cpu: NAME\" line")
+        if (!whole(cores)) missing("no \"# cores: N\" line with a whole number")
+        if (!number(load0)) missing("no \"# load before: N\" line with a number")
+        if (!number(load1)) missing("no \"# load after: N\" line with a number")
+        if (gemm != "" && !no_blas && (blas == "" || core == ""))
+            missing("an sgemm table without the \"yardstick: OpenBLAS ...; core NAME\" line")
+        if (why != "") {
+            printf "readme-numbers.sh: %s: %s; run the benchmarks again (the script" \
+                   " without FILE runs make bench)\n",
+                   ENVIRON["README_NUMBERS_INPUT"], why > "/dev/stderr"
+            exit 1
+        }
         printf "- `make bench` on %s (%s cores), %s, load average %s before and %s after:", cpu,
                cores, date, load0, load1
         printf " chapter 6'\''s layers (%s, forward + backward%s; ms, in brackets the step'\''s" \
@@ -119,8 +167,9 @@ lines=$(awk '
                    mb[n, "fused"], ms[n, "LSTM"], flop_x[n, "LSTM"], mb[n, "LSTM"]
         }
         n = ns[count]
-        printf ". At n = %s the fused layer holds %.1fx less memory than the naive one and takes %.2fx its time.", n,
-               mb[n, "naive"] / mb[n, "fused"], ms[n, "fused"] / ms[n, "naive"]
+        printf ". At n = %s the fused layer holds %.1fx less memory than the naive one and takes" \
+               " %.2fx its time.", n, mb[n, "naive"] / mb[n, "fused"],
+               ms[n, "fused"] / ms[n, "naive"]
         if (gemm_runs != "") gemm_runs = " (" gemm_runs ")"
         if (gemm != "" && no_blas) printf " sgemm%s: %s (OpenBLAS not installed).", gemm_runs, gemm
         else if (gemm != "" && rerun != "")
@@ -137,11 +186,18 @@ lines=$(awk '
         if (load0 + 0 > 1.0)
             printf " Other jobs shared the cores before this run (load average above 1.0):" \
                    " its times are slower and noisier than the machine'\''s own%s.",
-                   no_blas || gemm == "" ? "" : ", and the two sgemms, timed in turn, are not comparable"
+                   no_blas || gemm == "" ? "" \
+                                         : ", and the two sgemms, timed in turn, are not comparable"
         printf "\n"
     }' "$input" | fold -s -w 98 | sed -e 's/ *$//' -e '2,$s/^/  /')
 
 if [ "$update" = 1 ]; then
+    load=$(sed -n 's/^# load before: //p' "$input" | head -1)
+    if awk -v l="$load" -v m="$MAX_LOAD" 'BEGIN { exit !(l > m) }'; then
+        echo "readme-numbers.sh: $input was run at load average $load before it" \
+            "(above $MAX_LOAD): the README's numbers come from an idle machine; run again there" >&2
+        exit 1
+    fi
     # The run is kept beside the README's lines it gave: both change, or neither.
     kept=$root/bench/last-run.txt
     if [ "$input" -ef "$kept" ]; then

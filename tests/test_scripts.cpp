@@ -3,7 +3,8 @@
 // - bench/readme-block.sh, which bench/claims-table.sh and bench/readme-numbers.sh source: a
 //   README without exactly one begin marker before one end marker is refused; the block reaches
 //   the README as it is, through a file that replaces it only when whole;
-// - both scripts read FILE from the caller's folder.
+// - both scripts read FILE from the caller's folder;
+// - bench/readme-numbers.sh refuses a run that lacks a layer, a number or a line it names.
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -249,4 +250,69 @@ TEST_CASE("claims-table.sh and readme-numbers.sh: FILE is read from the caller's
     r = sh(elsewhere, "bash ../bench/claims-table.sh s.tsv s.tsv");
     CHECK(r.exit_code == 2);
     CHECK(lines_in(r.err) == 1);
+}
+
+namespace {
+
+// The text without its lines that hold `part`.
+std::string without_lines(const std::string& text, const std::string& part) {
+    std::istringstream in(text);
+    std::string kept;
+    for (std::string line; std::getline(in, line);)
+        if (!has(line, part)) kept += line + "\n";
+    return kept;
+}
+
+}  // namespace
+
+TEST_CASE("readme-numbers.sh: a run without a layer, a number or a line it names is refused") {
+    Scratch s("numbers");
+    const std::string run = s.read("bench/last-run.txt"), readme = s.read("README.md");
+    REQUIRE(has(run, "  1024 | fused    |     567.1 |     181.7"));
+    // The run the README's lines came from gives them again, byte for byte.
+    auto r = sh(s.dir, "bash bench/readme-numbers.sh bench/last-run.txt --update");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err == "");
+    CHECK(s.read("README.md") == readme);
+
+    struct Case {
+        std::string text;
+        std::string says;  // what the one line names as missing
+    };
+    const Case cases[] = {
+        {without_lines(run, "| fused "), "no fused row at n = 256 in the bench-layers table"},
+        {without_lines(run, "  1024 | LSTM "), "no LSTM row at n = 1024"},
+        {replaced(run, "|     567.1 |", "|       abc |"),
+         "the fused row at n = 1024 has \"abc\" for its ms, not a positive number"},
+        {replaced(run, "|      53.1      61.8 |", "|       0.0      61.8 |"),
+         "the fused row at n = 256 has \"0.0\" for its peak MB, not a positive number"},
+        {replaced(run, "1.09x\n   512 |", "-\n   512 |"),
+         "the LSTM row at n = 256 has \"-\" for its ratio"},
+        {replaced(run, "|        196.2 |", "|          x |"),
+         "the sgemm row 256 A@B has \"x\" for its GFLOP/s"},
+        {run + run, "a second sgemm row 256 A@B"},
+        {without_lines(run, "# cores: "), "no \"# cores: N\" line"},
+        {without_lines(run, "# load after: "), "no \"# load after: N\" line"},
+        {replaced(run, "# load before: 0.24", "# load before: low"), "no \"# load before: N\""},
+        {without_lines(run, "# date: "), "no \"# date: YYYY-MM-DD\" line"},
+        {without_lines(run, "batch = "), "no \"batch = ...\" line"},
+        {without_lines(run, "yardstick: "), "without the \"yardstick: OpenBLAS ...; core NAME\""},
+        {replaced(run, "ours 13.5 ms", "ours ? ms"), "training step has no \"ours N ms\""},
+        {"", "no bench-layers table"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.says);
+        s.write("run.txt", c.text);
+        for (const char* update : {" --update", ""}) {
+            CAPTURE(update);
+            r = sh(s.dir, std::string("bash bench/readme-numbers.sh run.txt") + update);
+            CHECK(r.exit_code == 1);
+            CHECK(r.out == "");
+            CHECK(r.err.rfind("readme-numbers.sh: " + s.path("run.txt") + ": ", 0) == 0);
+            CHECK_MESSAGE(has(r.err, c.says), r.err);
+            CHECK(lines_in(r.err) == 1);
+            CHECK(s.read("README.md") == readme);
+            CHECK(s.read("bench/last-run.txt") == run);
+        }
+    }
 }
