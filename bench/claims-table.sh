@@ -10,7 +10,9 @@
 # interval itself, the seeds, the threshold and the verdict. A test checks that the README's
 # table is this script's output for figures/8-ablations.tsv.
 # FILE is taken from the folder the script is called from; the README and the default summary
-# are those of the repository the script is in.
+# are those of the repository the script is in. A summary with a field that is not what
+# 8-ablations writes (a number, a threshold, a verdict) is refused: one line naming FILE, its
+# line and the field, exit 1, the README untouched.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -21,7 +23,7 @@ update=0 input=""
 for a in "$@"; do
     case "$a" in
     --update) update=1 ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "claims-table.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
     *)
         if [ -n "$input" ]; then
@@ -41,21 +43,63 @@ if [ ! -f "$input" ] || [ ! -r "$input" ]; then
     echo "claims-table.sh: cannot read $input (a file: run make ablations)" >&2
     exit 1
 fi
-header=$'claim\tsection\tmetric\tbaseline\tvariant\tdiff\tci_low\tci_high\tseeds\tthreshold\tverdict'
-head -1 "$input" | grep -qx "$header" ||
-    { echo "claims-table.sh: $input is not an 8-ablations summary (another header)" >&2; exit 1; }
 
-table=$(awk -F'\t' '
+# The fields as 8-ablations writes them (chapters/8-ablations/summary.cpp): diff, ci_low and
+# ci_high with two decimals, or inf where the seeds are too few for an interval (nan: no seed);
+# seeds a count; threshold a side (<, > or ±) and a number; verdict one of three words.
+table=$(CLAIMS_INPUT=$input awk -F'\t' '
+    BEGIN {
+        file = ENVIRON["CLAIMS_INPUT"]
+        split("claim section metric baseline variant diff ci_low ci_high seeds threshold" \
+              " verdict", name, " ")
+        header = name[1]; shown = name[1]
+        for (i = 2; i <= 11; i++) { header = header "\t" name[i]; shown = shown ", " name[i] }
+    }
+    function refuse(what) {
+        printf "claims-table.sh: %s line %d: %s\n", file, NR, what > "/dev/stderr"
+        failed = 1
+        exit 1
+    }
+    function field(i) { return "field " i " (" name[i] ") is \"" $i "\"" }
+    function decimal(x) { return x ~ /^-?[0-9]+(\.[0-9]+)?$/ }
     NR == 1 {
+        if ($0 != header)
+            refuse("not the header of an 8-ablations summary (" shown ", with tabs)")
         printf "| § | claim | metric | baseline | variant | diff ± 95%% half-width [interval] |"
         print " seeds | threshold | verdict |"
         print "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
         next
     }
-    NF != 11 { printf "line %d has %d fields, not 11\n", NR, NF > "/dev/stderr"; exit 1 }
+    NF != 11 { refuse(NF " fields, not 11 (separated by tabs)") }
     {
-        printf "| %s | %s | %s | %s | %s | %.2f ± %.2f [%s, %s] | %s | %s | %s |\n", $2, $1, $3,
-               $4, $5, $6, ($8 - $7) / 2, $7, $8, $9, $10, $11
+        for (i = 1; i <= 11; i++) {
+            if ($i == "") refuse("field " i " (" name[i] ") is empty")
+            if (index($i, "|")) refuse(field(i) ": a | would split the table'\''s row")
+        }
+        if ($9 !~ /^[0-9]+$/) refuse(field(9) ", not a count")
+        if (!decimal($6) && !($6 ~ /^-?nan$/ && $9 == 0)) refuse(field(6) ", not a number")
+        if (!decimal($7) && $7 != "-inf") refuse(field(7) ", not a number")
+        if (!decimal($8) && $8 != "inf") refuse(field(8) ", not a number")
+        if (decimal($6) && (decimal($7) && $7 + 0 > $6 + 0 || decimal($8) && $8 + 0 < $6 + 0))
+            refuse("diff " $6 " is outside its interval [" $7 ", " $8 "]")
+        if ($10 !~ /^(<|>|±)-?[0-9]+(\.[0-9]+)?(e[-+][0-9]+)?$/)
+            refuse(field(10) ", not <, > or ± and a number")
+        if ($11 != "reproduced" && $11 != "not_reproduced" && $11 != "undecided")
+            refuse(field(11) ", not reproduced, not_reproduced or undecided")
+        diff = decimal($6) ? sprintf("%.2f", $6) : "nan"
+        half = decimal($7) && decimal($8) ? sprintf("%.2f", ($8 - $7) / 2) : "inf"
+        printf "| %s | %s | %s | %s | %s | %s ± %s [%s, %s] | %s | %s | %s |\n", $2, $1, $3,
+               $4, $5, diff, half, $7, $8, $9, $10, $11
+        rows++
+    }
+    END {
+        if (failed) exit 1
+        if (NR == 0) {
+            printf "claims-table.sh: %s is empty, not an 8-ablations summary\n", file \
+                > "/dev/stderr"
+            exit 1
+        }
+        if (rows == 0) refuse("the header alone: no comparison under it")
     }' "$input")
 
 if [ "$update" = 1 ]; then

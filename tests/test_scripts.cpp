@@ -4,7 +4,8 @@
 //   README without exactly one begin marker before one end marker is refused; the block reaches
 //   the README as it is, through a file that replaces it only when whole;
 // - both scripts read FILE from the caller's folder;
-// - bench/readme-numbers.sh refuses a run that lacks a layer, a number or a line it names.
+// - bench/readme-numbers.sh refuses a run that lacks a layer, a number or a line it names;
+// - bench/claims-table.sh refuses a field that is not what 8-ablations writes.
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -315,4 +316,63 @@ TEST_CASE("readme-numbers.sh: a run without a layer, a number or a line it names
             CHECK(s.read("bench/last-run.txt") == run);
         }
     }
+}
+
+TEST_CASE("claims-table.sh: a field that is not what 8-ablations writes is refused") {
+    Scratch s("claims-fields");
+    const std::string tsv = s.read("figures/8-ablations.tsv"), readme = s.read("README.md");
+    auto r = sh(s.dir, "bash bench/claims-table.sh --update");
+    CHECK(r.exit_code == 0);
+    CHECK(s.read("README.md") == readme);
+
+    struct Case {
+        std::string text;
+        std::string says;  // after "claims-table.sh: FILE line "
+    };
+    const Case cases[] = {
+        {with_field(tsv, 3, 6, "abc"), "3: field 6 (diff) is \"abc\", not a number"},
+        {with_field(tsv, 3, 7, "x"), "3: field 7 (ci_low) is \"x\", not a number"},
+        {with_field(tsv, 3, 8, "y"), "3: field 8 (ci_high) is \"y\", not a number"},
+        {with_field(tsv, 3, 8, "-inf"), "3: field 8 (ci_high) is \"-inf\", not a number"},
+        {with_field(tsv, 3, 6, "nan"), "3: field 6 (diff) is \"nan\", not a number"},  // 5 seeds
+        {with_field(tsv, 3, 6, "1e3"), "3: field 6 (diff) is \"1e3\", not a number"},
+        {with_field(tsv, 3, 9, "2.5"), "3: field 9 (seeds) is \"2.5\", not a count"},
+        {with_field(tsv, 3, 10, "<abc"), "3: field 10 (threshold) is \"<abc\", not <, > or ±"},
+        {with_field(tsv, 3, 11, "maybe"), "3: field 11 (verdict) is \"maybe\", not reproduced"},
+        {with_field(tsv, 3, 6, "9.99"), "3: diff 9.99 is outside its interval [-2.95, 1.71]"},
+        {with_field(tsv, 3, 4, "a|b"), "3: field 4 (baseline) is \"a|b\": a | would split"},
+        {with_field(tsv, 3, 1, ""), "3: field 1 (claim) is empty"},
+        {with_field(tsv, 3, 11, "", true), "3: 10 fields, not 11 (separated by tabs)"},
+        {with_field(tsv, 1, 11, "verdict\r"), "1: not the header of an 8-ablations summary"},
+        {tsv.substr(0, tsv.find('\n') + 1), "1: the header alone: no comparison under it"},
+    };
+    REQUIRE(has(tsv, "\t-0.62\t-2.95\t1.71\t"));  // line 3, the interval the cases name
+    for (const Case& c : cases) {
+        CAPTURE(c.says);
+        s.write("s.tsv", c.text);
+        r = sh(s.dir, "bash bench/claims-table.sh s.tsv --update");
+        CHECK(r.exit_code == 1);
+        CHECK(r.out == "");
+        CHECK_MESSAGE(
+            r.err.rfind("claims-table.sh: " + s.path("s.tsv") + " line " + c.says, 0) == 0, r.err);
+        CHECK(lines_in(r.err) == 1);
+        CHECK(s.read("README.md") == readme);
+    }
+    s.write("s.tsv", "");
+    r = sh(s.dir, "bash bench/claims-table.sh s.tsv");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "claims-table.sh: " + s.path("s.tsv") +
+                       " is empty, not an 8-ablations "
+                       "summary\n");
+    // What 8-ablations writes for one seed (no interval) and for none (no mean) is a row.
+    std::string few = with_field(with_field(tsv, 3, 6, "1.00"), 3, 9, "1");
+    few = with_field(with_field(with_field(few, 3, 7, "-inf"), 3, 8, "inf"), 3, 11, "undecided");
+    std::string none = with_field(with_field(few, 4, 6, "-nan"), 4, 9, "0");
+    none = with_field(with_field(with_field(none, 4, 7, "-inf"), 4, 8, "inf"), 4, 11, "undecided");
+    s.write("s.tsv", none);
+    r = sh(s.dir, "bash bench/claims-table.sh s.tsv");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err == "");
+    CHECK(has(r.out, "| 1.00 ± inf [-inf, inf] | 1 | <-20 | undecided |"));
+    CHECK(has(r.out, "| nan ± inf [-inf, inf] | 0 |"));
 }
