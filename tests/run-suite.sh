@@ -14,14 +14,75 @@
 # with each case's time (--duration=true); LOG_DIR/durations.txt lists them all, slowest first
 # (what ORDER is made from: `head -24 build/test-logs/durations.txt`). A failing slice's output
 # is printed, and the last line adds up the slices: "tests: N of M test cases passed, F failed
-# (...)". Exit 0 when all passed.
+# (...)", with ", U not run" before the brackets where a slice stopped before its last case (a
+# case is counted failed only where it ran). Exit 0 when all passed.
+# LOG_DIR is a new folder, an empty one, or one this script wrote (its file .run-suite-logs says
+# so; a folder holding only the names below is taken as one from before that file): the script
+# deletes there only the files it writes (cases.txt, slices.txt, durations.txt, slice-N.log,
+# slice-N.rc), and refuses any other folder, or a file, with the files in it left alone.
 set -uo pipefail
+me=tests/run-suite.sh
+if [ $# -lt 3 ]; then
+    echo "usage: $me JOBS LOG_DIR PROGRAM [RUNNER...] (e.g. $me 2 build/test-logs" \
+        "build/bin/tests; make test runs it)" >&2
+    exit 2
+fi
 jobs=$1 logs=$2 program=$3
 shift 3
 runner="$*"  # the Makefile's RUNNER (make cross-test: qemu-aarch64 ...), or nothing
 order=${SUITE_ORDER:-$(dirname "$0")/slow-cases.txt}
+# JOBS goes to xargs -P and into bash arithmetic: digits only, no leading 0 (octal there).
+case $jobs in
+"" | 0* | *[!0-9]* | ?????*) jobs_ok=0 ;;
+*) jobs_ok=1 ;;
+esac
+if [ "$jobs_ok" = 0 ]; then
+    echo "$me: JOBS is '$jobs': it is the number of processes, a whole number from 1 to 9999" \
+        "(usage: $me JOBS LOG_DIR PROGRAM [RUNNER...])" >&2
+    exit 2
+fi
+if [ ! -f "$program" ]; then
+    echo "$me: PROGRAM $program is not a file: the test program (build/bin/tests; make" \
+        "build makes it) (usage: $me JOBS LOG_DIR PROGRAM [RUNNER...])" >&2
+    exit 2
+fi
 
-rm -rf "$logs" && mkdir -p "$logs" || exit 1
+# LOG_DIR: made and marked here, or one this script marked (or that holds only its files).
+marker=.run-suite-logs
+own() {  # whether NAME is one of the files this script writes in LOG_DIR
+    case $1 in
+    cases.txt | slices.txt | durations.txt) return 0 ;;
+    slice-*.log | slice-*.rc) local n=${1#slice-} && n=${n%.*} && [[ $n =~ ^[0-9]+$ ]] ;;
+    *) return 1 ;;
+    esac
+}
+if [ -z "$logs" ]; then
+    echo "$me: LOG_DIR is empty; name a new folder (usage: $me JOBS LOG_DIR PROGRAM" \
+        "[RUNNER...])" >&2
+    exit 2
+elif [ -e "$logs" ] || [ -L "$logs" ]; then
+    if [ ! -d "$logs" ]; then
+        echo "$me: LOG_DIR $logs is not a folder; name a new one (usage: $me JOBS LOG_DIR" \
+            "PROGRAM [RUNNER...])" >&2
+        exit 2
+    fi
+    if [ ! -e "$logs/$marker" ]; then
+        for f in "$logs"/* "$logs"/.[!.]* "$logs"/..?*; do
+            [ -e "$f" ] || [ -L "$f" ] || continue  # a pattern that matched nothing
+            own "${f##*/}" && continue
+            echo "$me: LOG_DIR $logs holds ${f##*/}, which this script did not write; name a" \
+                "new or empty folder for the logs" >&2
+            exit 2
+        done
+    fi
+else
+    mkdir -p -- "$logs" || exit 1
+fi
+echo "tests/run-suite.sh writes its logs here and deletes only its own files" >"$logs/$marker" ||
+    exit 1
+for f in "$logs"/*; do
+    if own "${f##*/}" && { [ -f "$f" ] || [ -L "$f" ]; }; then rm -f -- "$f" || exit 1; fi
+done
 # Case k (from 1) is line k of the listing, between its two rules of '='.
 $runner "$program" --list-test-cases >"$logs/cases.txt" 2>&1
 names=$(sed -n '/^=====/,/^=====/p' "$logs/cases.txt" | sed '1d;$d')
@@ -69,25 +130,48 @@ xargs -P "$jobs" -L 1 bash -c '
     $runner "$program" --duration=true --first=$1 --last=$2 >"$logs/slice-$0.log" 2>&1
     echo $? >"$logs/slice-$0.rc"' <"$logs/slices.txt"
 
-# doctest's summary of a slice counts every case outside its range as passed: the failures are
-# what a slice's summary tells, so the passed cases are all cases less the failed ones.
-failed=0 status=0
+# A slice's cases: doctest's summary counts every case before its range as passed, and it is
+# printed when the slice ends or crashes (its signal handler: the total is then the cases up to
+# the one that crashed). So the failures are the summary's, the cases that ran are those up to
+# that total, and the cases after it did not run. A slice killed before its summary (SIGKILL, a
+# timeout) has only the lines it wrote: the cases with a time line ran (failed where an ERROR line
+# came before their time line), the one after them was running when it died and failed, the rest
+# count as not run (nothing says they ran: at most their output was lost with the process); a
+# slice whose program did not start (exit 126 or 127, or no exit code) ran none.
+failed=0 notrun=0 status=0
 while read -r s first last; do
+    k=$((last - first + 1))
     rc=$(cat "$logs/slice-$s.rc" 2>/dev/null || echo missing)
-    line=$(grep -E '^\[doctest\] test cases:' "$logs/slice-$s.log" | tail -1)
-    f=$(echo "$line" | sed -nE 's/.*\| *([0-9]+) failed.*/\1/p')
-    if [ "$rc" != 0 ] || [ -z "$f" ]; then
-        status=1
-        # A slice that died before its summary (a crash) fails all of its cases.
-        [ -n "$f" ] && [ "$f" != 0 ] || f=$((last - first + 1))
-        echo "== slice $s (test cases $first to $last, exit $rc): $logs/slice-$s.log"
-        cat "$logs/slice-$s.log"
+    read -r total f timed errors < <(awk '
+        /^\[doctest\] test cases:/ {
+            total = $4; f = $0; sub(/ failed.*/, "", f); sub(/.*\| */, "", f) }
+        /: (FATAL )?ERROR: / { error = 1 }
+        /^[0-9]+\.[0-9]+ s: / { timed++; errors += error; error = 0 }
+        END { print (total == "" ? "-" : total), (f == "" ? "-" : f), timed + 0, errors + 0 }' \
+        "$logs/slice-$s.log" 2>/dev/null || echo "- - 0 0")
+    if [ "$rc" = missing ] || [ "$rc" = 126 ] || [ "$rc" = 127 ]; then
+        ran=0 f=0
+    elif [ "$f" != - ]; then
+        ran=$(((total < last ? total : last) - first + 1))
+        [ "$ran" -ge 0 ] || ran=0
+        # A slice that failed though no case did (a sanitizer's report at exit) fails its cases.
+        [ "$rc" = 0 ] || [ "$f" != 0 ] || f=$ran
+    else
+        ran=$((timed < k ? timed + 1 : k))
+        f=$((errors + (timed < k ? 1 : 0)))
     fi
-    failed=$((failed + f))
+    if [ "$rc" != 0 ] || [ "$f" != 0 ] || [ "$ran" != "$k" ]; then
+        status=1
+        echo "== slice $s (test cases $first to $last, exit $rc; $ran ran, $f failed," \
+            "$((k - ran)) not run): $logs/slice-$s.log"
+        cat "$logs/slice-$s.log" 2>/dev/null
+    fi
+    failed=$((failed + f)) notrun=$((notrun + k - ran))
 done <"$logs/slices.txt"
 # "0.123456 s: name" lines, as ORDER wants them: "0.123<TAB>name".
 cat "$logs"/slice-*.log | sed -nE 's/^([0-9]+\.[0-9]+) s: (.*)$/\1\t\2/p' | sort -t$'\t' -k1,1 -rn \
     >"$logs/durations.txt"
-echo "tests: $((count - failed)) of $count test cases passed, $failed failed" \
+[ "$notrun" = 0 ] && notrun_text="" || notrun_text=", $notrun not run"
+echo "tests: $((count - failed - notrun)) of $count test cases passed, $failed failed$notrun_text" \
     "($slices slices on $jobs cores; logs in $logs/)"
 exit $status

@@ -5,7 +5,9 @@
 //   the README as it is, through a file that replaces it only when whole;
 // - both scripts read FILE from the caller's folder;
 // - bench/readme-numbers.sh refuses a run that lacks a layer, a number or a line it names;
-// - bench/claims-table.sh refuses a field that is not what 8-ablations writes.
+// - bench/claims-table.sh refuses a field that is not what 8-ablations writes;
+// - tests/run-suite.sh deletes only the logs it wrote, checks its arguments, and counts a case
+//   failed only where it ran.
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -375,4 +377,141 @@ TEST_CASE("claims-table.sh: a field that is not what 8-ablations writes is refus
     CHECK(r.err == "");
     CHECK(has(r.out, "| 1.00 ± inf [-inf, inf] | 1 | <-20 | undecided |"));
     CHECK(has(r.out, "| nan ± inf [-inf, inf] | 0 |"));
+}
+
+namespace {
+
+// A stand-in for build/bin/tests: doctest's listing of FAKE_CASES cases, and a slice's run with
+// a time line a case and doctest's summary. FAKE_FAIL=K fails case K; FAKE_CRASH=K crashes in it
+// as doctest's signal handler reports it (its summary then, counting the cases up to K);
+// FAKE_KILL=K is killed in it before any summary (SIGKILL).
+const char* const FAKE_SUITE = R"(#!/usr/bin/env bash
+n=${FAKE_CASES:-20}
+if [ "$1" = --list-test-cases ]; then
+    echo '[doctest] listing all test case names'
+    echo '==============================================================================='
+    for i in $(seq 1 "$n"); do echo "case $i"; done
+    echo '==============================================================================='
+    echo "[doctest] unskipped test cases passing the current filters: $n"
+    exit 0
+fi
+for a; do case $a in --first=*) first=${a#--first=} ;; --last=*) last=${a#--last=} ;; esac; done
+failed=0
+for i in $(seq "$first" "$last"); do
+    [ "$i" = "${FAKE_KILL:-0}" ] && kill -KILL $$
+    if [ "$i" = "${FAKE_FAIL:-0}" ]; then
+        echo "x.cpp:$i: ERROR: CHECK( false ) is NOT correct!"
+        failed=$((failed + 1))
+    fi
+    if [ "$i" = "${FAKE_CRASH:-0}" ]; then
+        echo "x.cpp:$i: FATAL ERROR: test case CRASHED: SIGSEGV - Segmentation violation signal"
+        echo "0.001000 s: case $i"
+        echo "[doctest] test cases: $i | $((i - failed - 1)) passed | $((failed + 1)) failed |"
+        kill -SEGV $$
+    fi
+    echo "0.001000 s: case $i"
+done
+echo "[doctest] test cases: $n | $((n - failed)) passed | $failed failed | 0 skipped"
+[ "$failed" = 0 ]
+)";
+
+// A scratch folder with the fake suite as ./fake; `suite(args)` runs tests/run-suite.sh there.
+struct Suite : Scratch {
+    explicit Suite(const std::string& name) : Scratch(name) {
+        write("fake", FAKE_SUITE);
+        REQUIRE(::chmod(path("fake").c_str(), 0755) == 0);
+    }
+    Sh run(const std::string& args, const std::string& env = "") const {
+        return sh(dir, "SUITE_ORDER=/dev/null " + env + " bash tests/run-suite.sh " + args);
+    }
+};
+
+std::string last_line(const std::string& text) {
+    const size_t end = text.find_last_not_of('\n');
+    if (end == std::string::npos) return "";
+    const size_t start = text.rfind('\n', end);
+    return text.substr(start == std::string::npos ? 0 : start + 1, end - (start + 1) + 1);
+}
+
+}  // namespace
+
+TEST_CASE("run-suite.sh: a usage line without its arguments; JOBS a whole number from 1") {
+    Suite s("suite-args");
+    auto r = s.run("");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("usage: tests/run-suite.sh JOBS LOG_DIR PROGRAM [RUNNER...]", 0) == 0);
+    CHECK(lines_in(r.err) == 1);
+    for (const char* jobs : {"0", "-1", "1.5", "abc", "08", "''", "10000"}) {
+        CAPTURE(jobs);
+        r = s.run(std::string(jobs) + " logs ./fake");
+        CHECK(r.exit_code == 2);
+        CHECK(r.out == "");
+        CHECK(r.err.rfind("tests/run-suite.sh: JOBS is '", 0) == 0);
+        CHECK(has(r.err, "a whole number from 1 to 9999"));
+        CHECK(lines_in(r.err) == 1);
+        CHECK(!fs::exists(s.path("logs")));
+    }
+}
+
+TEST_CASE("run-suite.sh: deletes only the files it wrote, in a folder it made") {
+    Suite s("suite-logs");
+    // A folder of someone else's files, and a file (the arguments swapped) are refused, kept.
+    fs::create_directory(s.path("mine"));
+    s.write("mine/notes.txt", "keep");
+    auto r = s.run("2 mine ./fake");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "tests/run-suite.sh: LOG_DIR mine holds notes.txt, which this script did not "
+          "write; name a new or empty folder for the logs\n");
+    CHECK(s.read("mine/notes.txt") == "keep");
+    const std::string fake = s.read("fake");
+    r = s.run("2 fake logs");  // PROGRAM, LOG_DIR swapped
+    CHECK(r.exit_code == 2);
+    CHECK(lines_in(r.err) == 1);
+    CHECK(s.read("fake") == fake);
+    r = s.run("2 ./fake ./fake");  // LOG_DIR a file
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("tests/run-suite.sh: LOG_DIR ./fake is not a folder", 0) == 0);
+    CHECK(s.read("fake") == fake);
+    // Its own folder: a file added there stays, its own files of an earlier run go.
+    r = s.run("1 logs ./fake");
+    CHECK(r.exit_code == 0);
+    CHECK(last_line(r.out) ==
+          "tests: 20 of 20 test cases passed, 0 failed (7 slices on 1 cores; logs in logs/)");
+    s.write("logs/notes.txt", "keep");
+    s.write("logs/slice-99.log", "an earlier run's slice");
+    r = s.run("2 logs ./fake");
+    CHECK(r.exit_code == 0);
+    CHECK(s.read("logs/notes.txt") == "keep");
+    CHECK(!fs::exists(s.path("logs/slice-99.log")));
+    // A folder from before the marker, holding only the names the script writes, is taken.
+    fs::create_directory(s.path("old"));
+    for (const char* name :
+         {"cases.txt", "slices.txt", "durations.txt", "slice-3.log", "slice-3.rc"})
+        s.write(std::string("old/") + name, "old");
+    r = s.run("2 old ./fake");
+    CHECK(r.exit_code == 0);
+    CHECK(has(r.out, "tests: 20 of 20 test cases passed, 0 failed"));
+}
+
+TEST_CASE("run-suite.sh: a case counts as failed only where it ran") {
+    Suite s("suite-count");
+    struct Case {
+        std::string env, last;
+    };
+    const std::string tail = " (7 slices on 1 cores; logs in logs/)";
+    // 20 cases on 1 core: slices of 3 (1-3, 4-6, ...); case 5 is the middle of its slice.
+    for (const Case& c : {
+             Case{"FAKE_KILL=5", "tests: 18 of 20 test cases passed, 1 failed, 1 not run"},
+             Case{"FAKE_CRASH=5", "tests: 18 of 20 test cases passed, 1 failed, 1 not run"},
+             Case{"FAKE_FAIL=4 FAKE_KILL=5",
+                  "tests: 17 of 20 test cases passed, 2 failed, 1 not run"},
+             Case{"FAKE_FAIL=5", "tests: 19 of 20 test cases passed, 1 failed"},
+             Case{"FAKE_KILL=4", "tests: 17 of 20 test cases passed, 1 failed, 2 not run"},
+         }) {
+        CAPTURE(c.env);
+        const auto r = s.run("1 logs ./fake", c.env);
+        CHECK(r.exit_code == 1);
+        CHECK(last_line(r.out) == c.last + tail);
+    }
 }
