@@ -29,6 +29,7 @@
 #include "chapters/7-translate/attention_probe.h"
 #include "chapters/8-ablations/experiments.h"
 #include "chapters/8-ablations/figures.h"
+#include "chapters/8-ablations/report.h"
 #include "chapters/8-ablations/runner.h"
 #include "chapters/8-ablations/stats.h"
 #include "chapters/8-ablations/summary.h"
@@ -411,6 +412,7 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
         CAPTURE(c.name);
         CHECK(claims.insert(c.name).second);
         CHECK_NOTHROW(figure_of(c.name));  // every claim has its figure
+        CHECK_NOTHROW(report_of(c.name));  // and its report
         for (const char* run : c.runs) {
             CHECK_MESSAGE(runs.count(run), run);
             in_claims.insert(run);
@@ -433,6 +435,7 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
             check_run_key(c, s.run_key);
     }
     CHECK_THROWS_AS(figure_of("nowhere"), std::invalid_argument);
+    CHECK_THROWS_AS(report_of("nowhere"), std::invalid_argument);
     CHECK_THROWS_AS(claim_spec("nowhere"), std::invalid_argument);
     for (const ClaimSpec& c : CLAIMS) {
         std::set<std::string> labels;

@@ -26,9 +26,10 @@
 // thresholds), table.cpp (every run, claim and comparison, declared once: the jobs, the tables,
 // the figures and the TSV are made from it), variants.h/.cpp (the listings' variants, as forward
 // hooks), experiments.cpp, stats.h/.cpp (the interval and the verdict rule), summary.h/.cpp
-// (each comparison computed from the runs' records, and the --summary TSV), main.cpp (this file:
-// each claim's table and verdicts), runner.h/.cpp (the runs as parallel processes),
-// figures.h/.cpp (one figure per claim). The model is chapters/5-blocks/decoder.h, the trainer
+// (each comparison computed from the runs' records, and the --summary TSV), report.h/.cpp (each
+// claim's table and verdicts), main.cpp (this file: the options, then every chosen claim's runs,
+// report and figure), runner.h/.cpp (the runs as parallel processes), figures.h/.cpp (one figure
+// per claim). The model is chapters/5-blocks/decoder.h, the trainer
 // chapters/7-translate/train.h.
 //
 //   make ablations                             everything, K seeds (see the Makefile)
@@ -46,7 +47,6 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -56,283 +56,15 @@
 
 #include "chapters/8-ablations/experiments.h"
 #include "chapters/8-ablations/figures.h"
+#include "chapters/8-ablations/report.h"
 #include "chapters/8-ablations/summary.h"
 #include "common/program/atomic_file.h"
 #include "common/program/cli.h"
-#include "common/program/format.h"
 #include "common/program/serialize.h"
-#include "common/program/terminal.h"
 
 using namespace ablations;
 
 namespace {
-
-// The mean of the last k losses (the noise of single batches averaged out).
-double tail_loss(const std::vector<double>& loss, size_t k) {
-    if (loss.empty()) return NAN;
-    const size_t from = loss.size() > k ? loss.size() - k : 0;
-    double s = 0;
-    for (size_t i = from; i < loss.size(); i++)
-        s += loss[i];
-    return s / double(loss.size() - from);
-}
-constexpr size_t TAIL = 50;
-size_t tail_steps(int steps) { return std::min(TAIL, size_t(std::max(steps, 1))); }
-
-// Over the seeds: "mean ± half-width" of a measure (the 95% t interval; one seed: the value).
-std::string spread(const std::vector<double>& v, int digits) {
-    const Interval ci = t_interval(v);
-    if (ci.n < 2) return fixed(ci.mean, digits);
-    return fixed(ci.mean, digits) + " ± " + fixed(ci.half_width(), digits);
-}
-std::vector<double> tail_losses(const std::vector<const Record*>& runs, int steps) {
-    std::vector<double> out;
-    for (const Record* r : runs)
-        out.push_back(tail_loss(r->get("loss"), tail_steps(steps)));
-    return out;
-}
-
-// Each comparison of one claim: the paired differences, the interval and the verdict.
-void report_comparisons(const std::vector<Comparison>& all, const std::string& claim) {
-    for (const Comparison& c : all) {
-        if (c.spec->claim != claim) continue;
-        const Interval& ci = c.ci;
-        std::string diffs;
-        for (double d : c.diff)
-            diffs += (diffs.empty() ? "" : " ") + fixed(d, 1);
-        std::printf("  비교 %s − %s (%s): 씨앗별 %s\n", c.spec->variant, c.spec->baseline,
-                    c.spec->metric, diffs.c_str());
-        const std::string interval =
-            ci.n < 2 ? "구간 없음 (씨앗 1개)"
-                     : "95% 구간 [" + fixed(ci.low, 2) + ", " + fixed(ci.high, 2) + "]";
-        const std::string rule = rule_text(c.spec->rule);
-        std::printf("    평균 %s점, %s, 기준 %s → 판정: %s%s\n", fixed(ci.mean, 2).c_str(),
-                    interval.c_str(), rule.c_str(), verdict_korean(c.verdict),
-                    c.verdict == Verdict::undecided
-                        ? (ci.n < 2 ? " (씨앗이 하나뿐이라 구간이 없음)"
-                                    : " (구간이 기준 " + rule + "에 걸침)")
-                              .c_str()
-                        : "");
-    }
-}
-
-void report_scaling(const Records& r, const std::vector<Comparison>& cmp, double scale) {
-    const int s256 = steps_of("scaled-256", scale), s16 = steps_of("base", scale);
-    std::printf("\n== 2절 \"이 나눗셈을 빼면 모델이 학습을 거의 하지 못합니다\" ==\n");
-    std::printf(
-        "같은 모델을 √d_k로 나누어, 또 나누지 않고 학습합니다. d_k = 256: 인코더 1층 + "
-        "디코더 1층, d_model = 256, 헤드 1개, %d스텝; d_k = 16: 7장의 모델, %d스텝\n",
-        s256, s16);
-    std::printf("  d_k | 점수       | 초기 최대 확률 | 마지막 %zu스텝 손실 | 정확히 일치 (%%)\n",
-                tail_steps(std::min(s256, s16)));
-    struct Row {
-        int d_k;
-        const char* how;
-        const char* run;
-        int steps;
-    };
-    for (Row row : {Row{256, "√d_k로 나눔", "scaled-256", s256},
-                    Row{256, "나누지 않음", "unscaled-256", s256},
-                    Row{16, "√d_k로 나눔", "base", s16},
-                    Row{16, "나누지 않음", "unscaled-16", s16}})
-        std::printf("  %3d | %s | %14s | %18s | %s\n", row.d_k,
-                    term::pad_right(row.how, 10).c_str(),
-                    spread(values_of(r, std::string(row.run) + ":init_attention_peak"), 3).c_str(),
-                    spread(tail_losses(r.at(row.run), row.steps), 4).c_str(),
-                    spread(values_of(r, std::string(row.run) + ":exact"), 1).c_str());
-    report_comparisons(cmp, "scaling");
-}
-
-void report_heads(const Records& r, const std::vector<Comparison>& cmp, double scale) {
-    std::printf("\n== 3절 분포 하나로는 관계 여럿을 담지 못한다: 헤드 4개 대 1개 ==\n");
-    if (r.count("base") && r.count("heads-1")) {
-        const int steps = steps_of("heads-1", scale);
-        std::printf("7장의 모델(d_model = 64, 파라미터 수는 헤드 수와 무관하게 같음), %d스텝\n",
-                    steps);
-        std::printf("  헤드 | d_k | 마지막 %zu스텝 손실 | 정확히 일치 (%%)\n", tail_steps(steps));
-        std::printf("     4 |  16 | %18s | %s\n",
-                    spread(tail_losses(r.at("base"), steps), 4).c_str(),
-                    spread(values_of(r, "base:exact"), 1).c_str());
-        std::printf("     1 |  64 | %18s | %s\n",
-                    spread(tail_losses(r.at("heads-1"), steps), 4).c_str(),
-                    spread(values_of(r, "heads-1:exact"), 1).c_str());
-    }
-    if (r.count("nb-4") && r.count("nb-1")) {
-        const int steps = steps_of("nb-4", scale);
-        std::printf(
-            "두 번째 실험: 숫자 %d개의 순환 수열에서 y_i = x_{i-1} − x_{i+1} (−9~9, 부호가 "
-            "답), 인코더 블록 1개(d_model = 64), %d스텝, 학습에 없던 수열 1000개의 자리별 "
-            "정확도\n",
-            NB_LENGTH, steps);
-        std::printf(
-            "  헤드 | d_k | 마지막 %zu스텝 손실 | 자리별 정확도 (%%) | 이웃 가중치 (검증): "
-            "왼쪽, 오른쪽 (가장 많이 보는 헤드)\n",
-            tail_steps(steps));
-        for (const std::string run : {"nb-4", "nb-1"})
-            std::printf("     %s | %3s | %18s | %18s | %s, %s\n", run.c_str() + 3,
-                        run[3] == '4' ? "16" : "64",
-                        spread(tail_losses(r.at(run), steps), 4).c_str(),
-                        spread(values_of(r, run + ":digit_accuracy"), 1).c_str(),
-                        spread(values_of(r, run + ":max_head_left_weight"), 2).c_str(),
-                        spread(values_of(r, run + ":max_head_right_weight"), 2).c_str());
-        // The validation curve, averaged over the seeds, at a few steps (nothing is chosen on it).
-        const std::vector<double>& at = r.at("nb-4")[0]->get("validation_steps");
-        const size_t stride = std::max<size_t>(1, at.size() / 5);  // 5 points, the last one last
-        std::printf("  검증 정확도 (%%, 씨앗 평균), 스텝:");
-        for (size_t i = stride - 1; i < at.size(); i += stride)
-            std::printf(" %d", int(at[i]));
-        std::printf("\n");
-        for (const char* run : {"nb-4", "nb-1"}) {
-            std::printf("    헤드 %s:", run + 3);
-            const std::vector<const Record*>& runs = r.at(run);
-            for (size_t i = stride - 1; i < at.size(); i += stride) {
-                double m = 0;
-                for (const Record* rec : runs)
-                    m += rec->get("validation_accuracy_curve")[i] / double(runs.size());
-                std::printf(" %s", fixed(m, 1).c_str());
-            }
-            std::printf("\n");
-        }
-    }
-    report_comparisons(cmp, "heads");
-}
-
-void report_pruning(const Records& r, const std::vector<Comparison>& cmp) {
-    const std::vector<const Record*>& base = r.at("base");
-    const int n = int(base[0]->get("exact_validation_without_head").size());
-    std::printf("\n== 3절 \"상당수 헤드는 제거해도 성능이 크게 떨어지지 않는다\" ==\n");
-    std::printf(
-        "7장의 학습된 모델(헤드 %d개). 제거 순서와 개수는 검증 집합(1000개)에서 정하고, 점수는 "
-        "시험 집합(학습에 없던 다른 1000개)에서 잽니다\n",
-        n);
-    std::printf(
-        "  씨앗 | 시험 | 검증에서 고른 개수 → 시험 | 가장 덜 중요한 %d개 제거 → 시험 | 한 종류 "
-        "통째로 제거: %s, %s, %s\n",
-        third_of_heads(n), kind_name(Kind::encoder_self), kind_name(Kind::decoder_self),
-        kind_name(Kind::cross));
-    for (size_t k = 0; k < base.size(); k++) {
-        const Record& b = *base[k];
-        const std::vector<double>& whole = b.get("exact_kind_removed");
-        std::printf("  %4d | %4s | %12d개 → %5s | %28s | %s, %s, %s\n", int(b.value("seed")),
-                    fixed(b.value("exact"), 1).c_str(), int(b.value("prunable_heads")),
-                    fixed(b.value("exact_prunable_removed"), 1).c_str(),
-                    fixed(b.value("exact_pruned_third"), 1).c_str(), fixed(whole[0], 1).c_str(),
-                    fixed(whole[1], 1).c_str(), fixed(whole[2], 1).c_str());
-    }
-    report_comparisons(cmp, "pruning");
-}
-
-void report_positions(const Records& r, const std::vector<Comparison>& cmp, double scale) {
-    const int steps = steps_of("pos-learned", scale), steps2 = steps_of("pos2-learned", scale);
-    const Record& learned0 = *r.at("pos-learned")[0];
-    std::printf(
-        "\n== 4절 학습된 위치 벡터는 \"성능이 거의 같았고\", 사인은 \"학습 없이 임의의 "
-        "길이로\" ==\n");
-    std::printf(
-        "7장의 모델을 1~9999(%d자리 이하)로만 %d스텝 학습: 평가는 학습에 없던 %d자리 이하 "
-        "1000개와 %d자리 1000개\n",
-        int(learned0.value("train_max_digits")), steps, int(learned0.value("train_max_digits")),
-        int(learned0.value("train_max_digits")) + 1);
-    std::printf("  위치         | 범위 안 (%%)  | 더 긴 수 (%%)\n");
-    std::printf("  사인 (논문)  | %12s | %s\n", spread(values_of(r, "pos-sin:exact"), 1).c_str(),
-                spread(values_of(r, "pos-sin:exact_five_digit"), 1).c_str());
-    std::printf("  학습된 표    | %12s | %s\n",
-                spread(values_of(r, "pos-learned:exact"), 1).c_str(),
-                spread(values_of(r, "pos-learned:exact_five_digit"), 1).c_str());
-    // What a learned table does at positions it never had: rows no training sentence reached
-    // got no gradient and are still their random start; past the table there is no vector.
-    auto moved = [](const std::vector<double>& change) {
-        int k = 0;
-        for (double c : change)
-            k += c > 0;
-        return k;
-    };
-    const std::vector<double>&src = learned0.get("src_pos_row_change"),
-          &tgt = learned0.get("tgt_pos_row_change");
-    std::printf(
-        "학습된 표 %zu행 중 학습으로 바뀐 행(씨앗 %d): 입력 %d개(가장 긴 학습 입력 %d음절), "
-        "출력 %d개(<시작> + 가장 긴 학습 출력 %d자리); 나머지는 무작위 초기값 그대로, %zu번째 "
-        "위치부터는 벡터가 없음\n",
-        src.size(), int(learned0.value("seed")), moved(src),
-        int(learned0.value("train_max_syllables")), moved(tgt),
-        int(learned0.value("train_max_digits")), src.size() + 1);
-    const Record& p2 = *r.at("pos2-learned")[0];
-    std::printf(
-        "두 번째 실험: 같은 데이터 범위(1~99999)에서 입력이 %d음절 이하인 수만으로 %d스텝 학습, "
-        "평가는 학습에 없던 %d음절 이상의 수 1000개 (출력 자리는 모두 학습됨)\n",
-        int(p2.value("train_max_syllables")), steps2, int(p2.value("train_max_syllables")) + 1);
-    std::printf("  위치         | 범위 안 (%%)  | 더 긴 입력 (%%)\n");
-    std::printf("  사인 (논문)  | %12s | %s\n", spread(values_of(r, "pos2-sin:exact"), 1).c_str(),
-                spread(values_of(r, "pos2-sin:exact_long_source"), 1).c_str());
-    std::printf("  학습된 표    | %12s | %s\n",
-                spread(values_of(r, "pos2-learned:exact"), 1).c_str(),
-                spread(values_of(r, "pos2-learned:exact_long_source"), 1).c_str());
-    report_comparisons(cmp, "positions");
-}
-
-void report_warmup(const Records& r, const std::vector<Comparison>& cmp, double scale) {
-    const int steps = steps_of("warm-post", scale);
-    std::printf("\n== 5절 \"원 논문이 학습률 워밍업을 필수로 둔 이유\" ==\n");
-    std::printf(
-        "인코더 6층 + 디코더 6층, d_model = 32, 헤드 4개, %d스텝: 같은 최고 학습률을 워밍업 "
-        "%d스텝에 걸쳐 올리거나 첫 스텝부터 씀\n",
-        steps, warmup_of("warm-post", scale));
-    std::printf(
-        "  위치    | 워밍업 | 최고 lr  | 발산한 씨앗 | 마지막 %zu스텝 손실 | 정확히 일치 (%%)\n",
-        tail_steps(steps));
-    struct Row {
-        const char* ln;
-        const char* warm;
-        const char* run;
-    };
-    for (Row row : {Row{"Post-LN", "있음", "warm-post"}, Row{"Post-LN", "없음", "nowarm-post"},
-                    Row{"Pre-LN ", "있음", "warm-pre"}, Row{"Pre-LN ", "없음", "nowarm-pre"}}) {
-        const std::vector<const Record*>& runs = r.at(row.run);
-        int diverged = 0;
-        std::vector<double> finite_tails;
-        for (const Record* rec : runs) {
-            diverged += rec->value("diverged_at") > 0;
-            if (rec->value("diverged_at") == 0)
-                finite_tails.push_back(tail_loss(rec->get("loss"), tail_steps(steps)));
-        }
-        std::printf("  %s | %s   | %.2e | %11s | %18s | %s\n", row.ln, row.warm,
-                    runs[0]->value("peak_lr"),
-                    (std::to_string(diverged) + "/" + std::to_string(runs.size())).c_str(),
-                    finite_tails.empty() ? "-" : spread(finite_tails, 4).c_str(),
-                    spread(values_of(r, std::string(row.run) + ":exact"), 1).c_str());
-    }
-    report_comparisons(cmp, "warmup");
-}
-
-void report_first_step(const Records& r, const std::vector<Comparison>& cmp) {
-    const std::vector<const Record*>& base = r.at("base");
-    const auto [w_min, w_max] = self_weight_range(r);
-    std::printf(
-        "\n== 5절 첫 스텝에서 \"첫 단어를 정하는 정보는 사실상 전부 인코더-디코더 "
-        "어텐션에서\" ==\n");
-    std::printf("7장의 학습된 모델, <시작> 하나만 넣은 첫 생성 스텝, 시험 집합 1000문장\n");
-    std::printf(
-        "셀프 어텐션 가중치(모든 씨앗·층·헤드·문장): 최소 %s, 최대 %s (볼 것이 자기 자신뿐)\n",
-        fixed(w_min, 6).c_str(), fixed(w_max, 6).c_str());
-    std::printf(
-        "  첫 스텝                                   | 첫 숫자 정답 (%%) | 예측 분포의 이동(TV)\n");
-    const char* names[] = {"그대로", "셀프 어텐션 출력 -> 문장 평균",
-                           "인코더-디코더 어텐션 출력 -> 문장 평균",
-                           "인코더-디코더 어텐션 -> 모든 음절 균등"};
-    const char* keys[] = {"first_digit_intact", "first_digit_self_mean", "first_digit_cross_mean",
-                          "first_digit_cross_uniform"};
-    for (int i = 0; i < 4; i++) {
-        std::vector<double> tv;
-        for (const Record* b : base)
-            tv.push_back(b->get("first_step_total_variation")[size_t(i)]);
-        std::printf("  %s | %16s | %s\n", term::pad_right(names[i], 41).c_str(),
-                    spread(values_of(r, std::string("base:") + keys[i]), 1).c_str(),
-                    spread(tv, 4).c_str());
-    }
-    std::printf("셀프 어텐션 가중치가 정확히 1: %s\n",
-                w_min == 1.0 && w_max == 1.0 ? "예 (모든 씨앗)" : "아니오");
-    report_comparisons(cmp, "first-step");
-}
 
 // The figures' folder and the names of those the chosen claims draw, and the summary file,
 // checked before any training: one line and exit 2.
@@ -450,6 +182,14 @@ int main(int argc, char** argv) {
         figure_dir = partial_dir;
     }
     check_output(cli, summary, chosen);
+    for (const std::string& claim : chosen) {  // the table's claims all have both, checked now
+        try {
+            report_of(claim);
+            figure_of(claim);
+        } catch (const std::exception& e) {
+            cli.fail(std::string("chapter 8's table: ") + e.what());
+        }
+    }
     if (!keep_dir.empty()) {
         try {
             atomic_file::check_folder_writable(keep_dir);
@@ -525,26 +265,17 @@ int main(int argc, char** argv) {
     };
     // Each chosen claim: its table, verdicts and figure; with only some of its runs (--runs),
     // the comparisons it has (the heads claim: the tables it has), without the figure.
-    const std::map<std::string, std::function<void()>> reports = {
-        {"scaling", [&] { report_scaling(r, cmp, scale); }},
-        {"heads", [&] { report_heads(r, cmp, scale); }},
-        {"pruning", [&] { report_pruning(r, cmp); }},
-        {"positions", [&] { report_positions(r, cmp, scale); }},
-        {"warmup", [&] { report_warmup(r, cmp, scale); }},
-        {"first-step", [&] { report_first_step(r, cmp); }},
-    };
     for (const ClaimSpec& c : CLAIMS) {
         const std::string name = c.name;
         if (!chosen.count(name)) continue;
-        const auto report = reports.at(name);  // every claim has its table
         bool complete = true;
         for (const char* run : c.runs)
             complete = complete && needed.count(run);
         if (complete) {
-            report();
+            report_of(name)(r, cmp, scale);
             figure([&] { figure_of(name)(r, cmp, figure_dir + "/8-" + name + ".png"); });
         } else if (name == "heads") {
-            report();
+            report_of(name)(r, cmp, scale);
         } else if (std::any_of(cmp.begin(), cmp.end(),
                                [&](const Comparison& k) { return k.spec->claim == name; })) {
             std::printf("\n== %s (--runs: 설정 일부만) ==\n", name.c_str());

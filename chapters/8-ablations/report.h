@@ -1,0 +1,21 @@
+// Chapter 8's printed report: for each claim (CLAIMS, experiments.h) its table over the seeds,
+// drawn from the runs' records, then each of its comparisons: the paired differences, the mean,
+// the 95% interval and the verdict.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "chapters/8-ablations/summary.h"
+
+namespace ablations {
+
+// A claim's report by its name; throws naming a claim without one (main checks every chosen
+// claim before any training, a test every claim). `scale` gives the runs' steps.
+using Report = void (*)(const Records& r, const std::vector<Comparison>& cmp, double scale);
+Report report_of(const std::string& claim);
+
+// The comparisons of one claim, as its report ends: the per-seed differences, the interval and
+// the verdict (also the whole report of a claim that --runs left incomplete).
+void report_comparisons(const std::vector<Comparison>& all, const std::string& claim);
+
+}  // namespace ablations
