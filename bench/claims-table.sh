@@ -19,20 +19,7 @@ root=$(dirname "$here")
 # shellcheck source=bench/readme-block.sh
 . "$here/readme-block.sh"
 
-update=0 input=""
-for a in "$@"; do
-    case "$a" in
-    --update) update=1 ;;
-    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "claims-table.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
-    *)
-        if [ -n "$input" ]; then
-            echo "claims-table.sh: two summaries named ('$input', '$a'); name one FILE" >&2
-            exit 2
-        fi
-        input=$a ;;
-    esac
-done
+readme_script_args "$0" summaries "$@"
 # FILE from the caller's folder, the default from the repository: messages name the path tried.
 case $input in
 "") input=$root/figures/8-ablations.tsv ;;

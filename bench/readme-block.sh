@@ -12,6 +12,30 @@
 # README; on any failure, or a Ctrl-C on the way, the temporary file is removed and README is as
 # it was. The function sets the EXIT, INT and TERM traps while it writes, and clears them after.
 
+# Both scripts' arguments, [--update] [FILE]: sets `update` (0 or 1) and `input` (FILE or "").
+# SCRIPT is the caller's $0 (its header, lines 2-15, is its --help), NOUN what FILE is.
+#
+#   readme_script_args SCRIPT NOUN "$@"
+readme_script_args() {
+    local script=$1 noun=$2 a program
+    program=$(basename "$script")
+    shift 2
+    update=0 input=""
+    for a in "$@"; do
+        case "$a" in
+        --update) update=1 ;;
+        -h | --help) sed -n '2,15p' "$script" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "$program: unknown option '$a' (see --help)" >&2; exit 2 ;;
+        *)
+            if [ -n "$input" ]; then
+                echo "$program: two $noun named ('$input', '$a'); name one FILE" >&2
+                exit 2
+            fi
+            input=$a ;;
+        esac
+    done
+}
+
 # The README's markers: "BEGINS ENDS FIRST_BEGIN_LINE FIRST_END_LINE LINES" of FILE for NAME.
 readme_block_markers() {
     README_BLOCK_NAME=$2 awk '

@@ -19,20 +19,7 @@ root=$(dirname "$here")
 # shellcheck source=bench/readme-block.sh
 . "$here/readme-block.sh"
 
-update=0 input=""
-for a in "$@"; do
-    case "$a" in
-    --update) update=1 ;;
-    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "readme-numbers.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
-    *)
-        if [ -n "$input" ]; then
-            echo "readme-numbers.sh: two runs named ('$input', '$a'); name one FILE" >&2
-            exit 2
-        fi
-        input=$a ;;
-    esac
-done
+readme_script_args "$0" runs "$@"
 # FILE as the caller named it, from the caller's folder: the messages name the path tried.
 case $input in "" | /*) ;; *) input=$PWD/$input ;; esac
 
