@@ -494,17 +494,7 @@ TEST_CASE("fuzz: chapter 8's kept record: cuts, bit flips, counts and values out
     REQUIRE(job);
     ablations::Progress quiet;
     const ablations::Record record = job->run(quiet);
-    std::string base;
-    char buf[40];
-    for (const auto& [name, values] : record.items) {
-        base += "R " + name + " " + std::to_string(values.size());
-        for (double v : values) {
-            std::snprintf(buf, sizeof buf, " %.17g", v);
-            base += buf;
-        }
-        base += "\n";
-    }
-    base += "END\n";
+    const std::string base = ablations::format_record(record);
     std::vector<std::string> inputs;
     for (size_t keep = 0; keep <= base.size(); keep++) inputs.push_back(base.substr(0, keep));
     Mutator m(47);

@@ -54,21 +54,6 @@ void write_all(int fd, const std::string& s) {
     }
 }
 
-// A record as the child sends it, and as Keep stores it: "R name count v1 v2 ..." lines (every
-// value to 17 digits, so it reads back to the same double), then "END".
-std::string format_record(const Record& r) {
-    std::string out;
-    char buf[32];
-    for (const auto& [name, values] : r.items) {
-        out += "R " + name + " " + std::to_string(values.size());
-        for (double v : values) {
-            std::snprintf(buf, sizeof buf, " %.17g", v);
-            out += buf;
-        }
-        out += "\n";
-    }
-    return out + "END\n";
-}
 
 // One "R name count v1 v2 ..." line into `record`; false if it is not one: a name of letters,
 // digits and '_', a count that the values match exactly, and nothing else on the line. A name
@@ -178,6 +163,20 @@ std::string kept_path(const Keep& keep, const std::string& job_name) {
 }
 
 }  // namespace
+
+std::string format_record(const Record& r) {
+    std::string out;
+    char buf[32];
+    for (const auto& [name, values] : r.items) {
+        out += "R " + name + " " + std::to_string(values.size());
+        for (double v : values) {
+            std::snprintf(buf, sizeof buf, " %.17g", v);
+            out += buf;
+        }
+        out += "\n";
+    }
+    return out + "END\n";
+}
 
 bool read_kept(const std::string& path, const Job& job, Record& out, std::string& problem,
                bool& special) {

@@ -53,6 +53,10 @@ struct Keep {
     std::string context;  // e.g. "scale=0.05"
 };
 
+// A record as a child sends it and as Keep stores it: "R name count v1 v2 ..." lines (every value
+// to 17 digits, so it reads back to the same double), then "END".
+std::string format_record(const Record& r);
+
 // The largest kept record read back: the longest run's at --scale 10 is about 0.5 MB.
 constexpr size_t MAX_KEPT_BYTES = size_t(16) << 20;
 
