@@ -400,7 +400,8 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
             used_keys.insert(key);
         }
     }
-    used_keys.insert("seed");
+    for (const auto& [key, value] : run_settings(RUNS[0], 1.0, 0))
+        used_keys.insert(key);
     for (const KeySpec& k : KEYS) {
         CAPTURE(k.name);
         CHECK(used_keys.count(k.name));  // no key declared that no run writes
@@ -922,6 +923,8 @@ TEST_CASE("ablations: a record whose keys, lengths or values its job cannot writ
         {"a fractional step", [](Record& r) { r.put("validation_steps", 9.5); },
          "validation_steps holds 9.5"},
         {"another seed's record", [](Record& r) { r.put("seed", 1.0); }, "seed holds 1"},
+        {"another budget's record", [](Record& r) { r.put("steps", 20.0); }, "steps holds 20"},
+        {"another model's record", [](Record& r) { r.put("heads", 4.0); }, "heads holds 4"},
         {"a loss curve cut short", [](Record& r) { r.put("loss", {1.0, 2.0}); },
          "loss has 2 values, not 10"},
     };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -566,9 +567,27 @@ std::string shown(double v) {  // a value as a problem message quotes it
 }
 }  // namespace
 
+std::vector<std::pair<std::string, double>> run_settings(const RunSpec& r, double scale,
+                                                         int seed) {
+    return {{"seed", seed},
+            {"steps", scaled_steps(r.steps, scale)},
+            {"warmup", scaled_steps(r.warmup, scale)},
+            {"layers", r.model.layers},
+            {"d_model", r.model.d_model},
+            {"heads", r.model.heads},
+            {"pre_ln", r.model.placement == LnPlacement::PreLN},
+            {"learned_positions", r.model.positions == translate::Positions::learned},
+            {"scaled", r.scaled},
+            {"warm", r.warm}};
+}
+
 std::string record_problem(const RunSpec& r, double scale, int seed, const Record& rec) {
     std::set<std::string> declared(r.keys.begin(), r.keys.end()), carried;
-    declared.insert("seed");
+    std::map<std::string, double> settings;
+    for (const auto& [key, value] : run_settings(r, scale, seed)) {
+        declared.insert(key);
+        settings[key] = value;
+    }
     for (const auto& item : rec.items)
         carried.insert(item.first);
     for (const std::string& k : declared)
@@ -616,7 +635,7 @@ std::string record_problem(const RunSpec& r, double scale, int seed, const Recor
                 case Range::nonnegative: ok = std::isfinite(v) && v >= 0; break;
                 case Range::positive: ok = std::isfinite(v) && v > 0; break;
                 case Range::loss: ok = true; break;
-                case Range::seed: ok = v == seed; break;
+                case Range::declared: ok = v == settings.at(key); break;
             }
             if (!ok) return key + " holds " + shown(v) + ", which it cannot (" +
                             spec.meaning + ")";
@@ -633,9 +652,11 @@ std::vector<Job> all_jobs(double scale, const std::vector<int>& seeds) {
                 return record_problem(spec, scale, seed, r);
             };
             jobs.push_back({with_seed(spec.name, seed), spec.fixed_cost + spec.cost * scale,
-                            [run = run_of(spec, scale, seed), check, seed](Progress& p) {
+                            [run = run_of(spec, scale, seed), check,
+                             settings = run_settings(spec, scale, seed)](Progress& p) {
                                 Record r = run(p);
-                                r.put("seed", seed);  // every record names its seed
+                                for (const auto& [key, value] : settings)  // what made it
+                                    r.put(key, value);
                                 // A record its own check refuses is an error of the table.
                                 if (const std::string problem = check(r); !problem.empty())
                                     throw std::logic_error("its record: " + problem);

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chapters/5-blocks/decoder.h"
@@ -61,7 +62,7 @@ struct RunSpec {
     bool warm = true;     // the paper's warm-up; false: its peak learning rate from step 1
     int steps = 0, warmup = 0;        // at --scale 1; both scale
     double cost = 0, fixed_cost = 0;  // rough CPU seconds: fixed_cost + cost * scale
-    std::vector<const char*> keys;    // the record's keys, without "seed"
+    std::vector<const char*> keys;    // the record's keys, without run_settings'
 };
 extern const std::vector<RunSpec> RUNS;
 
@@ -88,7 +89,7 @@ enum class Range {
     nonnegative,  // a finite number >= 0 (seconds, a distance)
     positive,     // a finite number > 0 (a learning rate)
     loss,         // any number: the loss of the step that diverged is not finite
-    seed,         // the job's own seed
+    declared,     // what run_settings says: the seed, the budget and the model it was run with
 };
 struct KeySpec {
     const char* name;
@@ -99,8 +100,14 @@ struct KeySpec {
 extern const std::vector<KeySpec> KEYS;  // every key any run writes, and "seed"
 const KeySpec& key_spec(const std::string& name);  // throws naming a miss
 
+// What every record carries besides its run's keys: the settings it was trained with (seed,
+// steps, warmup, layers, d_model, heads, pre_ln, learned_positions, scaled, warm), so that a kept
+// record says what made it.
+std::vector<std::pair<std::string, double>> run_settings(const RunSpec& r, double scale,
+                                                         int seed);
+
 // "" when `rec` is a record `r`'s job at `scale` and `seed` could have returned: exactly its
-// keys and "seed", every list as long as its Length says, every value in its Range. Else what
+// keys and run_settings' (with their values), every list as long as its Length says, every value in its Range. Else what
 // is wrong, naming the key ("validation_accuracy_curve has 0 values, not 21").
 std::string record_problem(const RunSpec& r, double scale, int seed, const Record& rec);
 const RunSpec& run_spec(const std::string& name);  // throws naming a miss

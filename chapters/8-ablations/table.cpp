@@ -160,7 +160,17 @@ const std::vector<KeySpec> KEYS = {
     {"max_head_right_weight", Length::one, Range::weight, "the largest of head_right_weight"},
     // §5's warm-up
     {"peak_lr", Length::one, Range::positive, "the schedule's peak learning rate"},
-    {"seed", Length::one, Range::seed, "the run's seed"},
+    // every record: run_settings
+    {"seed", Length::one, Range::declared, "the run's seed"},
+    {"steps", Length::one, Range::declared, "the training steps at its --scale"},
+    {"warmup", Length::one, Range::declared, "the warm-up steps at its --scale"},
+    {"layers", Length::one, Range::declared, "encoder blocks (= decoder blocks)"},
+    {"d_model", Length::one, Range::declared, "the model's width"},
+    {"heads", Length::one, Range::declared, "heads per attention"},
+    {"pre_ln", Length::one, Range::declared, "1: Pre-LN, 0: Post-LN"},
+    {"learned_positions", Length::one, Range::declared, "1: a learned table, 0: sinusoids"},
+    {"scaled", Length::one, Range::declared, "1: scores divided by sqrt(d_k), 0: not"},
+    {"warm", Length::one, Range::declared, "1: the paper's warm-up, 0: the peak from step 1"},
 };
 
 const std::vector<ClaimSpec> CLAIMS = {
