@@ -26,10 +26,7 @@ case $input in
 /*) ;;
 *) input=$PWD/$input ;;
 esac
-if [ ! -f "$input" ] || [ ! -r "$input" ]; then
-    echo "claims-table.sh: cannot read $input (a file: run make ablations)" >&2
-    exit 1
-fi
+readme_input_check claims-table.sh "$input" "a file: run make ablations"
 
 # The fields as 8-ablations writes them (chapters/8-ablations/summary.cpp): diff, ci_low and
 # ci_high with two decimals, or inf where the seeds are too few for an interval (nan: no seed);

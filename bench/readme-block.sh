@@ -36,6 +36,24 @@ readme_script_args() {
     done
 }
 
+# Exits 1 with one line naming FILE unless it is a readable regular file (symlinks followed; not
+# a FIFO or a device) of at most 1 MiB: a summary is about 2 KB, a bench run about 5 KB.
+#
+#   readme_input_check PROGRAM FILE HINT
+readme_input_check() {
+    local program=$1 file=$2 hint=$3 size
+    if [ ! -f "$file" ] || [ ! -r "$file" ]; then
+        echo "$program: cannot read $file ($hint)" >&2
+        exit 1
+    fi
+    size=$(stat -L -c %s -- "$file")
+    if [ "$size" -gt 1048576 ]; then
+        echo "$program: $file is $size bytes, larger than 1 MiB: no summary or bench run" \
+            "is; name the file 8-ablations or make bench wrote" >&2
+        exit 1
+    fi
+}
+
 # The README's markers: "BEGINS ENDS FIRST_BEGIN_LINE FIRST_END_LINE LINES" of FILE for NAME.
 readme_block_markers() {
     README_BLOCK_NAME=$2 awk '

@@ -48,10 +48,7 @@ if [ -z "$input" ]; then
     echo "# load after: $(cut -d' ' -f1 /proc/loadavg)" >>"$input.tmp.$$"
     mv "$input.tmp.$$" "$input"
 fi
-if [ ! -f "$input" ] || [ ! -r "$input" ]; then
-    echo "readme-numbers.sh: cannot read $input (a file: a bench run, as build/bench.txt)" >&2
-    exit 1
-fi
+readme_input_check readme-numbers.sh "$input" "a file: a bench run, as build/bench.txt"
 
 lines=$(README_NUMBERS_INPUT=$input awk '
     function number(x) { return x ~ /^[0-9]+(\.[0-9]+)?$/ }

@@ -255,6 +255,30 @@ TEST_CASE("claims-table.sh and readme-numbers.sh: FILE is read from the caller's
     CHECK(lines_in(r.err) == 1);
 }
 
+TEST_CASE("claims-table.sh and readme-numbers.sh: a FIFO, a device or a huge FILE is refused") {
+    Scratch s("special");
+    const std::string fifo = s.path("fifo"), zero = s.path("zero"), big = s.path("big.txt");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    fs::create_symlink("/dev/zero", zero);  // read to the end, it never ends
+    std::ofstream(big) << "x";
+    fs::resize_file(big, (1 << 20) + 1);
+    for (const char* script : {"claims-table.sh", "readme-numbers.sh"}) {
+        for (const std::string& file : {fifo, zero}) {
+            CAPTURE(script);
+            CAPTURE(file);
+            auto r = sh(s.dir, "timeout 20 bash bench/" + std::string(script) + " " + file);
+            CHECK(r.exit_code == 1);
+            CHECK(has(r.err, std::string(script) + ": cannot read " + file));
+            CHECK(lines_in(r.err) == 1);
+        }
+        auto r = sh(s.dir, "timeout 20 bash bench/" + std::string(script) + " " + big);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err == std::string(script) + ": " + big + " is 1048577 bytes, larger than 1 MiB: "
+                                                          "no summary or bench run is; name the "
+                                                          "file 8-ablations or make bench wrote\n");
+    }
+}
+
 namespace {
 
 // The text without its lines that hold `part`.
