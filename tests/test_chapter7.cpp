@@ -568,18 +568,11 @@ TEST_CASE("7-translate: Ctrl-C with --save keeps the weights trained so far") {
     const std::string dir = "/tmp/transformer-test-interrupt-" + std::to_string(::getpid());
     ::mkdir(dir.c_str(), 0700);
     const std::string save = dir + "/w.bin", out = dir + "/out.txt";
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::signal(SIGINT, SIG_DFL);  // as in a shell (doctest's crash handler is not)
-        std::FILE* f = std::freopen(out.c_str(), "w", stdout);
-        (void)f;
-        const std::string bin = std::string(PROJECT_BIN) + "/7-translate";
-        ::execl(bin.c_str(), bin.c_str(), "--layers", "1", "--d-model", "16", "--heads", "2",
-                "--batch", "4", "--steps", "1000000", "--save", save.c_str(), "--no-figures",
-                (char*)nullptr);
-        ::_exit(127);
-    }
+    const pid_t pid = testutil::spawn("7-translate",
+                                      {"--layers", "1", "--d-model", "16", "--heads", "2",
+                                       "--batch", "4", "--steps", "1000000", "--save", save,
+                                       "--no-figures"},
+                                      out);
     // Wait for the first progress line (step 100), then interrupt.
     bool training = false;
     for (int tries = 0; tries < 300 && !training; tries++) {  // up to 30 s

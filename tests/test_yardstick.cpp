@@ -134,15 +134,11 @@ TEST_CASE("bench-translate: --peer names one program, never shell text; named, i
     CHECK(r.err.find("failed (exit status 1); check that it is a python with torch, or pass "
                      "--no-peer") != std::string::npos);
     // Away from the repository root the peer's script is missing: said before the timed steps.
-    const std::string out = mark + ".out";
-    const int status = std::system(("cd /tmp && " + std::string(PROJECT_BIN) + "/bench-translate " +
-                                    small + ">/dev/null 2>" + out)
-                                       .c_str());
-    CHECK(WEXITSTATUS(status) == 2);
-    CHECK(testutil::read_file_abs(out) ==
+    r = testutil::run_in("/tmp", "bench-translate", small);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
           "bench-translate: error: chapters/7-translate/peer_torch.py is not here: run "
           "bench-translate from the repository root (make bench does), or pass --no-peer\n");
-    std::remove(out.c_str());
 }
 
 TEST_CASE("yardstick: the multiply-add peak runs every update it counts") {

@@ -3,13 +3,19 @@
 #include <doctest.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 // The Makefile's RUNNER, a prefix for every program the tests start (make cross-test: qemu),
 // and the CPU the compiler was told to target (-march=native resolved, e.g. cooperlake).
@@ -69,12 +75,32 @@ struct Run {
     std::string err;  // stderr
 };
 
-// Runs build/bin/<program> <args> (a shell fragment; no stdin) and captures stdout and stderr.
-// With timeout_s, a program still running after that many seconds is killed and the exit code
-// is 124 (timeout(1)): for a test of something that could hang.
-// The Makefile's RUNNER goes in front (make cross-test runs the aarch64 programs under qemu).
-inline Run run(const std::string& program, const std::string& args = "",
-               const std::string& stdin_text = "", int timeout_s = 0) {
+// A test starts a program of the build through the helpers below (run, run_in, spawn, or
+// program_command for a shell line of its own: a pipe, script(1)), which put the Makefile's
+// RUNNER in front: under make cross-test the programs are aarch64 and run under qemu, and one
+// started without it fails with "Exec format error".
+
+// The path of build/bin/<program>; REQUIREs that the build made it, so that a build that leaves
+// out a program the suite starts (make sanitize's, say) fails naming it, not with "not found".
+inline std::string program_path(const std::string& program) {
+    std::string path = PROJECT_BIN;
+    path.append("/").append(program);  // (piece by piece: see float_path)
+    REQUIRE_MESSAGE(::access(path.c_str(), X_OK) == 0,
+                    path << " is not built: the build that runs these tests must build it");
+    return path;
+}
+
+// The shell command that starts build/bin/<program>: the RUNNER, then the program's path.
+inline std::string program_command(const std::string& program) {
+    return std::string(PROJECT_RUNNER) + " " + program_path(program);
+}
+
+// Runs build/bin/<program> <args> (a shell fragment; no stdin) in the folder `dir` ("": this
+// process's) and captures stdout and stderr. With timeout_s, a program still running after that
+// many seconds is killed and the exit code is 124 (timeout(1)): for a test of something that
+// could hang.
+inline Run run_in(const std::string& dir, const std::string& program, const std::string& args = "",
+                  const std::string& stdin_text = "", int timeout_s = 0) {
     static int counter = 0;
     std::string tmp = "/tmp/transformer-test-" + std::to_string(::getpid()) + "-" +
                       std::to_string(counter++);
@@ -83,9 +109,10 @@ inline Run run(const std::string& program, const std::string& args = "",
         std::ofstream f(in);
         f << stdin_text;
     }
-    std::string cmd = (timeout_s > 0 ? "timeout -k 5 " + std::to_string(timeout_s) + " " : "") +
-                      std::string(PROJECT_RUNNER) + " " + PROJECT_BIN + "/" + program + " " + args +
-                      " <" + in + " >" + tmp + ".out 2>" + tmp + ".err";
+    std::string cmd = (dir.empty() ? "" : "cd '" + dir + "' && ") +
+                      (timeout_s > 0 ? "timeout -k 5 " + std::to_string(timeout_s) + " " : "") +
+                      program_command(program) + " " + args + " <" + in + " >" + tmp +
+                      ".out 2>" + tmp + ".err";
     int status = std::system(cmd.c_str());
     auto slurp = [](const std::string& path) {
         std::ifstream f(path, std::ios::binary);
@@ -100,6 +127,57 @@ inline Run run(const std::string& program, const std::string& args = "",
     return r;
 }
 
+// run_in this process's folder (the repository root, where the suite runs).
+inline Run run(const std::string& program, const std::string& args = "",
+               const std::string& stdin_text = "", int timeout_s = 0) {
+    return run_in("", program, args, stdin_text, timeout_s);
+}
+
+// Starts build/bin/<program> with `args` (each one argument; no shell) behind the RUNNER, for a
+// test that signals it while it runs: stdin /dev/null, stdout and stderr into the files `out`
+// and `err` ("": /dev/null), SIGINT and SIGTERM at their default actions, as from a shell.
+// Returns its process id (under a RUNNER the runner's, which passes signals on to the program);
+// the caller waits for it. It gets SIGKILL if the test process ends first (Linux), so a test
+// that fails midway leaves no program running.
+inline pid_t spawn(const std::string& program, const std::vector<std::string>& args,
+                   const std::string& out = "", const std::string& err = "") {
+    std::vector<std::string> words;  // the RUNNER (words without quotes), the program, args
+    std::istringstream runner(PROJECT_RUNNER);
+    for (std::string w; runner >> w;) words.push_back(w);
+    words.push_back(program_path(program));
+    words.insert(words.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    const std::string out_path = out.empty() ? "/dev/null" : out;
+    const std::string err_path = err.empty() ? "/dev/null" : err;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    [[maybe_unused]] const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {  // async-signal-safe calls only until exec: the test process has threads
+#if defined(__linux__)
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
+#endif
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        for (int sig : {SIGINT, SIGTERM, SIGPIPE})
+            ::signal(sig, SIG_DFL);  // (doctest catches SIGINT and SIGTERM)
+        const int in_fd = ::open("/dev/null", O_RDONLY);
+        const int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in_fd < 0 || out_fd < 0 || err_fd < 0) ::_exit(127);
+        ::dup2(in_fd, STDIN_FILENO);
+        ::dup2(out_fd, STDOUT_FILENO);
+        ::dup2(err_fd, STDERR_FILENO);
+        ::execvp(argv[0], argv.data());
+        ::_exit(127);
+    }
+    return pid;
+}
+
 // The contents of a file at an absolute path ("" if it cannot be read).
 inline std::string read_file_abs(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
@@ -110,7 +188,9 @@ inline std::string read_file_abs(const std::string& path) {
 
 // The contents of a file under the project root, e.g. "tests/expected/1-self-attention.txt".
 inline std::string read_file(const std::string& relative) {
-    std::ifstream f(std::string(PROJECT_ROOT) + "/" + relative, std::ios::binary);
+    std::string path = PROJECT_ROOT;
+    path.append("/").append(relative);  // (piece by piece: see float_path)
+    std::ifstream f(path, std::ios::binary);
     REQUIRE_MESSAGE(f.good(), "cannot open " << relative);
     std::stringstream ss;
     ss << f.rdbuf();
