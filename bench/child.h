@@ -1,9 +1,11 @@
 // The benchmarks' peers run as child processes: started without a shell (execvp, so a --peer
 // or PEER_PYTHON value is one program name and never shell text), with extra environment
-// variables set for the child only, and their stdout read line by line.
+// variables set for the child only, and their stdout read line by line. A child dies with the
+// benchmark that started it.
 #pragma once
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -14,6 +16,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+
 extern char** environ;
 
 namespace bench {
@@ -21,7 +27,11 @@ namespace bench {
 // Runs argv (argv[0] looked up on PATH when it has no '/') with `env` added to this process's
 // environment, calls on_line for each line of its stdout (its stderr is ours); returns its exit
 // status, 128 + the signal's number when a signal ended it, 127 when it could not be started,
-// -1 when no child could be made.
+// -1 when no child could be made. The child gets SIGKILL when this process ends (Linux: the
+// parent-death signal): a SIGTERM from a process manager reaches the benchmark alone, and its
+// peer would otherwise run on, re-parented to init, timing for nobody (a PyTorch peer then ends
+// in a BrokenPipeError, an OpenBLAS child keeps every core busy). SIGKILL, not SIGTERM: a peer
+// holds nothing to clean up, and a --peer program that handles SIGTERM still ends.
 inline int run_child(const std::vector<std::string>& argv,
                      const std::vector<std::pair<std::string, std::string>>& env,
                      const std::function<void(const std::string&)>& on_line) {
@@ -56,6 +66,7 @@ inline int run_child(const std::vector<std::string>& argv,
     }
     std::fflush(stdout);
     std::fflush(stderr);
+    [[maybe_unused]] const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
         for (int f : {fd[0], fd[1], failed[0], failed[1]})
@@ -63,6 +74,17 @@ inline int run_child(const std::vector<std::string>& argv,
         return -1;
     }
     if (pid == 0) {
+#if defined(__linux__)
+        // The signal comes when the thread that forked ends; that thread waits for the child
+        // below, so it ends before the child only when the whole process does. A parent that
+        // ended before prctl is caught by the check after it (the child has a new parent then).
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+            const int err = errno;
+            (void)!::write(failed[1], &err, sizeof err);
+            ::_exit(127);
+        }
+        if (::getppid() != parent) ::_exit(127);
+#endif
         ::dup2(fd[1], STDOUT_FILENO);
         ::close(fd[0]);
         ::close(fd[1]);

@@ -51,8 +51,34 @@ def rerun_core(best_cores):
     return best_cores[0]
 
 
+# Run as `python -c DIE_WITH_PARENT PARENT_PID PROGRAM ARGS...`: sets the parent-death signal
+# (Linux's prctl PR_SET_PDEATHSIG, SIGKILL), ends where the parent has already gone (its
+# process id is no longer our parent's), then becomes PROGRAM (exec: the same process, and the
+# signal stays set). A child started through it ends with the peer that started it: a SIGTERM
+# to the peer alone (or to bench-translate, whose peer then ends) would otherwise leave the rerun
+# timing on for nobody. It runs before exec, in a new interpreter, not in a preexec_fn: after
+# torch has started its threads, Python code between fork and exec can deadlock.
+DIE_WITH_PARENT = """
+import ctypes, os, signal, sys
+PR_SET_PDEATHSIG = 1
+if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+    sys.exit("torch_blas: prctl(PR_SET_PDEATHSIG): " + os.strerror(ctypes.get_errno()))
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(1)
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def child_argv(argv):
+    """[sys.executable] + argv, started so that the child dies with this process (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return [sys.executable] + argv
+    return [sys.executable, "-c", DIE_WITH_PARENT, str(os.getpid()), sys.executable] + argv
+
+
 def run_child(core, argv):
-    """This script again with OPENBLAS_CORETYPE=core and argv; its stdout, or None if it failed."""
+    """This script again with OPENBLAS_CORETYPE=core and argv; its stdout, or None if it failed.
+    The child ends when this process does."""
     env = dict(os.environ, OPENBLAS_CORETYPE=core)
-    r = subprocess.run([sys.executable] + argv, env=env, stdout=subprocess.PIPE, text=True)
+    r = subprocess.run(child_argv(argv), env=env, stdout=subprocess.PIPE, text=True)
     return r.stdout if r.returncode == 0 else None

@@ -1,16 +1,19 @@
 // The benchmarks' yardstick (bench/openblas.h, bench/readme-numbers.sh): which OpenBLAS core
 // counts as this CPU's best, when the peer is rerun, and that the README's numbers are refused
 // from a busy machine and name the core they were measured against; bench-translate's peer is
-// run without a shell; the multiply-add peak (bench/peak.h) counts only updates it ran.
+// run without a shell, and ends with it, as a torch peer's rerun ends with the peer; the
+// multiply-add peak (bench/peak.h) counts only updates it ran.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -139,6 +142,102 @@ TEST_CASE("bench-translate: --peer names one program, never shell text; named, i
     CHECK(r.err ==
           "bench-translate: error: chapters/7-translate/peer_torch.py is not here: run "
           "bench-translate from the repository root (make bench does), or pass --no-peer\n");
+}
+
+namespace {
+
+// Whether process `pid` runs (a zombie, ended but not yet waited for, does not).
+bool runs(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(f, line)) return false;
+    const size_t close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+// The process id a child wrote to `path` (written whole: renamed into place), waiting up to
+// `seconds` for it; 0 if none came.
+pid_t wait_for_pid_file(const std::string& path, int seconds) {
+    for (int tries = 0; tries < seconds * 10; tries++) {
+        const std::string text = testutil::read_file_abs(path);
+        if (!text.empty()) return pid_t(std::atol(text.c_str()));
+        ::usleep(100000);
+    }
+    return 0;
+}
+
+// Checks that `kid` ends within 3 s (it would run 30 s on its own); ends it if not.
+void check_ends_soon(pid_t kid) {
+    bool gone = false;
+    for (int tries = 0; tries < 30 && !gone; tries++) {
+        ::usleep(100000);
+        gone = !runs(kid);
+    }
+    CHECK_MESSAGE(gone, "the child " << kid << " runs on after its parent ended");
+    if (!gone) ::kill(kid, SIGKILL);
+}
+
+}  // namespace
+
+TEST_CASE("bench-translate: terminated, it takes its peer with it") {
+#if defined(__linux__)
+    // A process manager's SIGTERM reaches the benchmark alone; its peer (here a script that
+    // names its process id, then sleeps 30 s in the same process) must not run on, re-parented.
+    const std::string dir = "/tmp/transformer-test-peer-dies-" + std::to_string(::getpid());
+    REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()) == 0);
+    const std::string peer = dir + "/peer.sh", pid_file = dir + "/peer.pid";
+    std::ofstream(peer) << "#!/bin/sh\necho $$ >'" << pid_file << ".new' && mv '" << pid_file
+                        << ".new' '" << pid_file << "'\nexec sleep 30\n";
+    REQUIRE(::chmod(peer.c_str(), 0755) == 0);
+    const pid_t bench = testutil::spawn("bench-translate",
+                                        {"--steps", "1", "--warmup", "0", "--d-model", "16",
+                                         "--heads", "1", "--layers", "1", "--peer", peer},
+                                        "", dir + "/err");
+    const pid_t kid = wait_for_pid_file(pid_file, 120);  // (minutes: qemu, the sanitizers)
+    if (kid == 0) ::kill(bench, SIGKILL);
+    REQUIRE_MESSAGE(kid > 0, "the peer did not start: " << testutil::read_file_abs(dir + "/err"));
+    ::kill(bench, SIGTERM);
+    int status = 0;
+    ::waitpid(bench, &status, 0);
+    CHECK(WIFSIGNALED(status));
+    check_ends_soon(kid);
+    std::system(("rm -rf '" + dir + "'").c_str());
+#endif
+}
+
+TEST_CASE("bench: a torch peer's rerun with another OpenBLAS core ends with the peer") {
+#if defined(__linux__)
+    // bench/torch_blas.py's run_child starts the rerun; here without torch (the module does
+    // not need it): a python that reruns a child that names its process id and sleeps 30 s.
+    if (::access("/usr/bin/python3", X_OK) != 0) {
+        MESSAGE("skipped: no /usr/bin/python3 here");
+        return;
+    }
+    const std::string dir = "/tmp/transformer-test-rerun-dies-" + std::to_string(::getpid());
+    REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()) == 0);
+    const std::string pid_file = dir + "/rerun.pid";
+    const std::string rerun = "import os, time; open('" + pid_file + ".new', 'w').write(str("
+                              "os.getpid())); os.rename('" + pid_file + ".new', '" + pid_file +
+                              "'); time.sleep(30)";
+    const std::string peer = "import sys; sys.path.insert(0, '" + std::string(PROJECT_ROOT) +
+                             "/bench'); import torch_blas; torch_blas.run_child('Haswell', "
+                             "['-c', \"" + rerun + "\"])";
+    std::fflush(stdout);
+    const pid_t python = ::fork();
+    REQUIRE(python >= 0);
+    if (python == 0) {
+        ::signal(SIGTERM, SIG_DFL);  // (doctest's handler is not)
+        ::execl("/usr/bin/python3", "python3", "-c", peer.c_str(), (char*)nullptr);
+        ::_exit(127);
+    }
+    const pid_t kid = wait_for_pid_file(pid_file, 60);
+    if (kid == 0) ::kill(python, SIGKILL);
+    REQUIRE_MESSAGE(kid > 0, "the rerun did not start");
+    ::kill(python, SIGTERM);
+    ::waitpid(python, nullptr, 0);
+    check_ends_soon(kid);
+    std::system(("rm -rf '" + dir + "'").c_str());
+#endif
 }
 
 TEST_CASE("yardstick: the multiply-add peak runs every update it counts") {
