@@ -1,8 +1,9 @@
 // The benchmarks' yardstick (bench/openblas.h, bench/readme-numbers.sh): which OpenBLAS core
 // counts as this CPU's best, when the peer is rerun, and that the README's numbers are refused
 // from a busy machine and name the core they were measured against; bench-translate's peer is
-// run without a shell, and ends with it, as a torch peer's rerun ends with the peer; the
-// multiply-add peak (bench/peak.h) counts only updates it ran.
+// run without a shell, and ends with it, as a torch peer's rerun ends with the peer; an uncaught
+// exception keeps what stdout was given; the multiply-add peak (bench/peak.h) counts only
+// updates it ran.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,8 +11,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,6 +23,8 @@
 
 #include "bench/openblas.h"
 #include "bench/peak.h"
+#include "common/program/cli.h"
+#include "tests/child.h"
 #include "tests/util.h"
 
 using openblas::best_for;
@@ -238,6 +244,35 @@ TEST_CASE("bench: a torch peer's rerun with another OpenBLAS core ends with the 
     check_ends_soon(kid);
     std::system(("rm -rf '" + dir + "'").c_str());
 #endif
+}
+
+TEST_CASE("programs: an uncaught exception is one line, after what stdout had been given") {
+    // Every program's Parser installs the handler that ends it on an uncaught exception (with
+    // _Exit, which flushes nothing): the lines printed before it must still reach a file.
+    const std::string base = "/tmp/transformer-test-uncaught-" + std::to_string(::getpid());
+    const std::string out = base + ".out", err = base + ".err";
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const testutil::ChildResult r = testutil::in_child([&]() -> std::string {
+        cli::Parser cli("uncaught-test", "a program that throws");
+        // stdout to a file, as `program >file` gives it (fully buffered); stderr unbuffered.
+        const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (!std::freopen(out.c_str(), "w", stdout) || err_fd < 0 ||
+            ::dup2(err_fd, STDERR_FILENO) < 0)
+            return "cannot redirect stdout and stderr";
+        std::printf("printed before the error\n");
+        try {
+            throw std::runtime_error("the error");
+        } catch (...) {
+            std::terminate();  // as an exception that leaves main does
+        }
+    });
+    CHECK(!r.exited);
+    CHECK(r.text == "");
+    CHECK(testutil::read_file_abs(out) == "printed before the error\n");
+    CHECK(testutil::read_file_abs(err) == "uncaught-test: error: the error\n");
+    std::remove(out.c_str());
+    std::remove(err.c_str());
 }
 
 TEST_CASE("yardstick: the multiply-add peak runs every update it counts") {

@@ -190,8 +190,10 @@ char g_program[64] = "program";  // for the handler below, which may run when me
 
 // An exception nobody caught ends the program with one line, not "terminate called after
 // throwing an instance of 'std::bad_alloc'" and a core dump. Most often it is std::bad_alloc:
-// sizes larger than the machine can hold.
+// sizes larger than the machine can hold. What the program printed before is flushed first:
+// _Exit skips stdio's buffers, and a redirected stdout would lose its last lines.
 [[noreturn]] void report_uncaught() {
+    std::fflush(stdout);
     const char* message = "unknown error";
     try {
         if (std::exception_ptr e = std::current_exception()) std::rethrow_exception(e);
@@ -208,6 +210,7 @@ char g_program[64] = "program";  // for the handler below, which may run when me
 }
 
 // A write to stdout failed (err: its errno, or 0 where none was left): one line, exit code 1.
+// (Nothing to flush here: stdout is what failed, and check_stdout has closed it.)
 [[noreturn]] void cannot_write(int err) {
     std::fprintf(stderr, "%s: error: cannot write output: %s\n", g_program,
                  err ? std::strerror(err) : "a write to standard output failed");
