@@ -52,6 +52,35 @@ std::string format_batches(const std::vector<Batch>& batches) {
     return f.str();
 }
 
+// The folder the peer's batches are written to: the first of TMPDIR, TMP, TEMP and TEMPDIR that
+// is set (std::filesystem::temp_directory_path's order), else /tmp; `variable` names where it
+// came from ("" for /tmp), so that a folder that is not there can be named with it.
+struct TempFolder {
+    std::string path, variable;
+};
+
+TempFolder temp_folder() {
+    for (const char* v : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"})
+        if (const char* p = std::getenv(v); p && *p) return {p, v};
+    return {"/tmp", ""};
+}
+
+// "" where the batches can be written into `t`, else why not (one line, naming the folder).
+std::string temp_folder_problem(const TempFolder& t) {
+    const std::string name = "the temporary folder " + cli::quote(t.path) +
+                             (t.variable.empty() ? "" : " (from " + t.variable + ")");
+    const std::string fix = "; set TMPDIR to a writable folder, or pass --no-peer";
+    std::error_code ec;
+    const auto st = std::filesystem::status(t.path, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+        return name + " cannot be looked at: " + ec.message() + fix;
+    if (!std::filesystem::exists(st)) return name + " does not exist" + fix;
+    if (!std::filesystem::is_directory(st)) return name + " is not a folder" + fix;
+    if (::access(t.path.c_str(), W_OK | X_OK) != 0)
+        return name + " is not writable: " + std::strerror(errno) + fix;
+    return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,6 +115,15 @@ int main(int argc, char** argv) {
         cli.fail(script +
                  " is not here: run bench-translate from the repository root (make "
                  "bench does), or pass --no-peer");
+    // The peer reads the batches from a file in the temporary folder: a folder that is not there
+    // is said now, not after our side has been timed.
+    const TempFolder tmp = temp_folder();
+    if (!no_peer) {
+        if (const std::string problem = temp_folder_problem(tmp); !problem.empty()) {
+            std::fprintf(stderr, "bench-translate: error: %s\n", problem.c_str());
+            return 1;
+        }
+    }
 
     omp_set_num_threads(1);  // one thread each, as chapter 7 trains
 #if defined(M_MMAP_THRESHOLD)  // as chapter 7's main does
@@ -133,7 +171,7 @@ int main(int argc, char** argv) {
     // created, never found, so no link planted under its name is followed), removed when the
     // peer is done, and by Ctrl-C or SIGTERM while it runs.
     std::string path =
-        (std::filesystem::temp_directory_path() / "bench-translate.batches.XXXXXX").string();
+        (std::filesystem::path(tmp.path) / "bench-translate.batches.XXXXXX").string();
     const int fd = ::mkstemp(path.data());
     if (fd < 0) {
         std::fprintf(stderr,

@@ -1,9 +1,9 @@
 // The benchmarks' yardstick (bench/openblas.h, bench/readme-numbers.sh): which OpenBLAS core
 // counts as this CPU's best, when the peer is rerun, and that the README's numbers are refused
 // from a busy machine and name the core they were measured against; bench-translate's peer is
-// run without a shell, and ends with it, as a torch peer's rerun ends with the peer; an uncaught
-// exception keeps what stdout was given; the multiply-add peak (bench/peak.h) counts only
-// updates it ran.
+// run without a shell, and ends with it, as a torch peer's rerun ends with the peer;
+// bench-translate names a missing temporary folder before it times; an uncaught exception keeps
+// what stdout was given; the multiply-add peak (bench/peak.h) counts only updates it ran.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -183,6 +183,20 @@ void check_ends_soon(pid_t kid) {
     if (!gone) ::kill(kid, SIGKILL);
 }
 
+// Sets an environment variable for one scope (the programs a test starts inherit it).
+struct ScopedEnv {
+    std::string name;
+    bool had;
+    std::string old;
+    ScopedEnv(const std::string& n, const std::string& value) : name(n) {
+        const char* v = std::getenv(n.c_str());
+        had = v != nullptr;
+        if (had) old = v;
+        ::setenv(n.c_str(), value.c_str(), 1);
+    }
+    ~ScopedEnv() { had ? ::setenv(name.c_str(), old.c_str(), 1) : ::unsetenv(name.c_str()); }
+};
+
 }  // namespace
 
 TEST_CASE("bench-translate: terminated, it takes its peer with it") {
@@ -244,6 +258,32 @@ TEST_CASE("bench: a torch peer's rerun with another OpenBLAS core ends with the 
     check_ends_soon(kid);
     std::system(("rm -rf '" + dir + "'").c_str());
 #endif
+}
+
+TEST_CASE("bench-translate: a temporary folder that is not there is named before the timing") {
+    // The peer's batches go to $TMPDIR. --steps 100000 would time for minutes: the folder is
+    // looked at first, and named.
+    const std::string missing = "/tmp/transformer-test-no-folder-" + std::to_string(::getpid());
+    const std::string args = "--steps 100000 --warmup 0 --d-model 16 --heads 1 --layers 1";
+    {
+        const ScopedEnv tmpdir("TMPDIR", missing);
+        const testutil::Run r = testutil::run("bench-translate", args, "", 60);
+        CHECK(r.exit_code == 1);
+        CHECK(r.out == "");
+        CHECK(r.err == "bench-translate: error: the temporary folder '" + missing +
+                           "' (from TMPDIR) does not exist; set TMPDIR to a writable folder, or "
+                           "pass --no-peer\n");
+    }
+    std::ofstream(missing) << "a file, not a folder\n";
+    {
+        const ScopedEnv tmpdir("TMPDIR", missing);
+        const testutil::Run r = testutil::run("bench-translate", args, "", 60);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err == "bench-translate: error: the temporary folder '" + missing +
+                           "' (from TMPDIR) is not a folder; set TMPDIR to a writable folder, or "
+                           "pass --no-peer\n");
+    }
+    std::remove(missing.c_str());
 }
 
 TEST_CASE("programs: an uncaught exception is one line, after what stdout had been given") {
