@@ -2,8 +2,9 @@
 // counts as this CPU's best, when the peer is rerun, and that the README's numbers are refused
 // from a busy machine and name the core they were measured against; bench-translate's peer is
 // run without a shell, and ends with it, as a torch peer's rerun ends with the peer;
-// bench-translate names a missing temporary folder before it times; an uncaught exception keeps
-// what stdout was given; the multiply-add peak (bench/peak.h) counts only updates it ran.
+// bench-translate names a missing temporary folder before it times, and its torch peer a bad
+// batches file; an uncaught exception keeps what stdout was given; the multiply-add peak
+// (bench/peak.h) counts only updates it ran.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 #include "bench/openblas.h"
 #include "bench/peak.h"
@@ -341,4 +343,76 @@ TEST_CASE("yardstick: the multiply-add peak runs every update it counts") {
     const double g = bench::peak_gflops(2, 0.002, 1);
     CHECK(std::isfinite(g));
     CHECK(g > 0);
+}
+
+TEST_CASE("bench-translate's torch peer: a bad --batches file is one line naming file and line") {
+    // chapters/7-translate/peer_torch.py reads the batches bench-translate writes; anything
+    // else is one line naming the file (and the line where there is one), exit 1: no traceback
+    // (ValueError, RuntimeError, IndexError, UnicodeDecodeError), no wait on a FIFO, no reading
+    // of a file larger than bench-translate writes.
+    if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+        MESSAGE("skipped: /usr/bin/python3 cannot import torch here (Debian: python3-torch)");
+        return;
+    }
+    const std::string dir = "/tmp/transformer-test-batches-" + std::to_string(::getpid());
+    REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()) == 0);
+    const std::string script = std::string(PROJECT_ROOT) + "/chapters/7-translate/peer_torch.py";
+    const std::string tail = "; --batches takes the file bench-translate writes";
+    struct Case {
+        std::string name, text, said;  // said: after "'<file>'"
+    };
+    const std::vector<Case> cases = {
+        {"word", "batch 1 2 2\n3 x\n1 2\n2 -100\n",
+         ", line 2: expected token ids: integers separated by single spaces"},
+        {"count", "batch 1 2 2\n3 4 5\n1 2\n2 -100\n",
+         ", line 2: 3 token ids, but its batch line says 2"},
+        {"vocab", "batch 1 2 2\n3 4\n1 2\n2 99\n",
+         ", line 4: token id 99 is outside 0 to 12 or -100"},
+        {"bytes", "batch 1 2 2\n3 \xff\n1 2\n2 -100\n",
+         ", line 2: expected token ids: integers separated by single spaces"},
+        {"head", "batch 1 2\n3 4\n1 2\n2 -100\n",
+         ", line 1: expected a batch line, 'batch B S T' (three positive integers)"},
+        {"cut", "batch 1 2 2\n3 4\n",
+         ", line 2: the batch's lines of ids end early (the file is cut short)"},
+        {"empty", "", ": it holds no batches"},
+        {"good", "batch 1 2 2\n3 4\n1 2\n2 -100\n", ""},
+    };
+    std::string paths;
+    for (const Case& c : cases) {
+        std::ofstream(dir + "/" + c.name, std::ios::binary) << c.text;
+        paths += " '" + dir + "/" + c.name + "'";
+    }
+    const std::string fifo = dir + "/fifo", big = dir + "/big";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    std::ofstream(big).close();
+    REQUIRE(::truncate(big.c_str(), off_t(3) << 30) == 0);  // sparse: 3 GB that take no room
+    // One python (torch is imported once, seconds): the script's functions read each file and
+    // print what it ends the peer with; then its main() runs on the FIFO, uncaught: one line on
+    // stderr, exit 1, no wait for a writer.
+    const std::string out = dir + "/out", err = dir + "/err";
+    const std::string each = "import runpy, sys\n"
+                             "peer = runpy.run_path(\"" + script + "\")\n"
+                             "for path in sys.argv[1:]:\n"
+                             "    try:\n"
+                             "        print(len(peer[\"read_batches\"](path)), \"batch(es)\")\n"
+                             "    except SystemExit as e:\n"
+                             "        print(e.code)\n"
+                             "sys.stdout.flush()\n"
+                             "sys.argv = [\"peer_torch.py\", \"--batches\", \"" + fifo + "\"]\n"
+                             "peer[\"main\"]()\n";
+    const int status = std::system(("timeout -k 5 120 /usr/bin/python3 -c '" + each + "'" +
+                                    paths + " '" + big + "' >'" + out + "' 2>'" + err + "'")
+                                       .c_str());
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK(testutil::read_file_abs(err) ==
+          "peer_torch.py: error: '" + fifo + "': not a regular file" + tail + "\n");
+    std::string expected;
+    for (const Case& c : cases)
+        expected += c.said.empty() ? "1 batch(es)\n"
+                                   : "peer_torch.py: error: '" + dir + "/" + c.name + "'" +
+                                         c.said + tail + "\n";
+    expected += "peer_torch.py: error: '" + big + "': 3221225472 bytes, more than the " +
+                "2147483648 a batches file can hold" + tail + "\n";
+    CHECK(testutil::read_file_abs(out) == expected);
+    std::system(("rm -rf '" + dir + "'").c_str());
 }

@@ -16,6 +16,8 @@ Prints its BLAS, then "median_ms X" (the median of the steps after --warmup).
 import argparse
 import math
 import os
+import re
+import stat
 import statistics
 import sys
 import time
@@ -138,21 +140,84 @@ class EncoderDecoder(nn.Module):
         return self.head(self.dec_norm(y))
 
 
+# The batches file's limits: bench-translate writes at most 200,000 batches (--steps and
+# --warmup up to 100,000 each) of 64 numbers, about 3 KB each (0.7 GB); a file beyond
+# MAX_BATCH_BYTES is refused before it is read, and a batch's B, S and T beyond MAX_BATCH_DIM.
+MAX_BATCH_BYTES = 2 << 30
+MAX_BATCH_DIM = 4096
+IDS = re.compile(rb"-?[0-9]{1,9}( -?[0-9]{1,9})*")
+
+
+def batches_error(path, what, line=None):
+    """Ends the peer with one line naming the file (and the line) and what is wrong, exit 1."""
+    where = f"{path!r}, line {line}" if line is not None else repr(path)
+    sys.exit(f"peer_torch.py: error: {where}: {what}; --batches takes the file bench-translate "
+             "writes")
+
+
 def read_batches(path):
+    """The batches of `path`, as bench-translate writes them: groups of four lines, "batch B S
+    T", then the B*S source ids, the B*T target inputs and the B*T target outputs. Anything else
+    ends the peer with one line naming the file and the line (batches_error)."""
+    try:  # O_NONBLOCK: a FIFO opens without waiting for a writer, and is refused below
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        batches_error(path, f"cannot open it: {e.strerror}")
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            batches_error(path, "not a regular file")
+        if st.st_size > MAX_BATCH_BYTES:
+            batches_error(path, f"{st.st_size} bytes, more than the {MAX_BATCH_BYTES} a batches "
+                                "file can hold")
+        os.set_blocking(fd, True)
+        lines, read = [], 0
+        for raw in f:
+            read += len(raw)
+            if read > MAX_BATCH_BYTES:
+                batches_error(path, f"more than {MAX_BATCH_BYTES} bytes (it grew while read)")
+            lines.append(raw)
+    if lines and not lines[-1].endswith(b"\n"):
+        batches_error(path, "the last line has no line end (the file is cut short)", len(lines))
+
+    def ids(k, count, lo, hi, extra=None):
+        line = lines[k].rstrip(b"\n")
+        if not IDS.fullmatch(line):
+            batches_error(path, "expected token ids: integers separated by single spaces", k + 1)
+        values = [int(v) for v in line.split(b" ")]
+        if len(values) != count:
+            batches_error(path, f"{len(values)} token ids, but its batch line says {count}", k + 1)
+        for v in values:
+            if not (lo <= v < hi or v == extra):
+                allowed = f"{lo} to {hi - 1}" + (f" or {extra}" if extra is not None else "")
+                batches_error(path, f"token id {v} is outside {allowed}", k + 1)
+        return values
+
     batches = []
-    with open(path) as f:
-        lines = f.read().split("\n")
-    i = 0
-    while i < len(lines) and lines[i].startswith("batch "):
-        B, S, T = (int(v) for v in lines[i].split()[1:])
-        src, tin, tout = ([int(v) for v in lines[i + k].split()] for k in (1, 2, 3))
-        src = torch.tensor(src).reshape(B, S)
-        batches.append((src, torch.tensor(tin).reshape(B, T), torch.tensor(tout).reshape(B * T),
-                        (src == 0).reshape(B, 1, 1, S)))
-        i += 4
+    for k in range(0, len(lines), 4):
+        head = lines[k].rstrip(b"\n").split(b" ")
+        if (len(head) != 4 or head[0] != b"batch"
+                or not all(re.fullmatch(rb"[0-9]{1,9}", v) for v in head[1:])):
+            batches_error(path, "expected a batch line, 'batch B S T' (three positive integers)",
+                          k + 1)
+        B, S, T = (int(v) for v in head[1:])
+        if not all(1 <= v <= MAX_BATCH_DIM for v in (B, S, T)):
+            batches_error(path, f"B, S and T must be 1 to {MAX_BATCH_DIM}", k + 1)
+        if k + 3 >= len(lines):
+            batches_error(path, "the batch's lines of ids end early (the file is cut short)",
+                          len(lines))
+        src = ids(k + 1, B * S, 0, SRC_VOCAB)
+        tin = ids(k + 2, B * T, 0, TGT_VOCAB)
+        tout = ids(k + 3, B * T, 0, TGT_VOCAB, IGNORE)
+        batches.append((B, S, T, src, tin, tout))
     if not batches:
-        sys.exit(f"peer_torch.py: {path!r} holds no batches")
-    return batches
+        batches_error(path, "it holds no batches")
+    out = []
+    for B, S, T, src, tin, tout in batches:
+        src = torch.tensor(src).reshape(B, S)
+        out.append((src, torch.tensor(tin).reshape(B, T), torch.tensor(tout).reshape(B * T),
+                    (src == 0).reshape(B, 1, 1, S)))
+    return out
 
 
 def noam_lr(step, d_model, warmup=200):
@@ -192,6 +257,9 @@ def main():
                         "to the first, and the faster counts")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the rerun
     a = p.parse_args()
+    if a.d_model < 2 or a.d_model % 2 or a.heads < 1 or a.d_model % a.heads or a.layers < 1:
+        p.error(f"--d-model {a.d_model}, --heads {a.heads}, --layers {a.layers}: d_model must be "
+                "even and divisible by heads, heads and layers at least 1")
     torch.set_num_threads(1)
     batches = read_batches(a.batches)
     if a.warmup < 0 or a.warmup >= len(batches):
