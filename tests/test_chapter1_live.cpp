@@ -70,8 +70,8 @@ size_t count(const std::string& s, const std::string& what) {
 // they are meant for is drawn). Returns the script's status.
 int pty_script(const std::string& dir, const std::string& body) {
     std::ofstream(dir + "/drive.sh")
-        << "OUT=" << dir << "/screen.out; BIN=\"" << PROJECT_RUNNER
-        << (*PROJECT_RUNNER ? " " : "") << PROJECT_BIN << "/1-self-attention\"; DIR=" << dir << "\n"
+        << "OUT=" << dir << "/screen.out; BIN=\"" << testutil::program_command("1-self-attention")
+        << "\"; DIR=" << dir << "\n"
         << "waitfor() { for i in $(seq 400); do [ \"$(grep -aoF -- \"$1\" \"$OUT\" 2>/dev/null | "
            "wc -l)\" -ge \"$2\" ] && return 0; sleep 0.05; done; return 1; }\n"
         << body << "\n";
@@ -280,8 +280,8 @@ TEST_CASE("chapter 1 --live: input without newlines is refused after 4096 bytes,
     // ran out. A line is cut after 4096 bytes (no key is that long) and
     // refused like any unknown line; its length is said as what was read.
     const std::string err = "/tmp/transformer-test-live-zero-" + std::to_string(::getpid());
-    const std::string cmd = "timeout -k 5 60 " + std::string(PROJECT_RUNNER) + " " + PROJECT_BIN +
-                            "/1-self-attention --live </dev/zero >/dev/null 2>" + err;
+    const std::string cmd = "timeout -k 5 60 " + testutil::program_command("1-self-attention") +
+                            " --live </dev/zero >/dev/null 2>" + err;
     const int status = std::system(cmd.c_str());
     CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 2);
     const std::string text = testutil::read_file_abs(err);

@@ -261,8 +261,8 @@ TEST_CASE("chapter6: progress is one line rewritten in place on a terminal, noth
     // script(1) gives the program a pseudo-terminal; what it wrote there comes back in the
     // typescript (stdout and stderr together).
     const std::string log = "/tmp/transformer-test-6-cost-tty-" + std::to_string(::getpid());
-    const std::string cmd = "script -qec '" + std::string(PROJECT_RUNNER) + " " + PROJECT_BIN +
-                            "/6-cost --seq-lens 16,32 --batch 1 --d-model 32 --heads 4 --warmup 1 "
+    const std::string cmd = "script -qec '" + testutil::program_command("6-cost") +
+                            " --seq-lens 16,32 --batch 1 --d-model 32 --heads 4 --warmup 1 "
                             "--repeat 2 --no-figures' " +
                             log + " >/dev/null 2>&1 </dev/null";
     REQUIRE(std::system(cmd.c_str()) == 0);

@@ -160,7 +160,7 @@ std::pair<int, std::string> run_to(const std::string& program, const std::string
     const std::string err = "/tmp/transformer-test-cli-" + std::to_string(::getpid()) + ".err";
     const std::string limit =
         timeout_s > 0 ? "timeout -k 5 " + std::to_string(timeout_s) + " " : std::string();
-    const std::string cmd = limit + PROJECT_RUNNER + " " + PROJECT_BIN + "/" + program + " " +
+    const std::string cmd = limit + testutil::program_command(program) + " " +
                             args + " </dev/null >" + out + " 2>" + err;
     const int status = std::system(cmd.c_str());
     std::string text = testutil::read_file_abs(err);
@@ -239,8 +239,9 @@ TEST_CASE("cli: a line mode whose output cannot be written stops, however much i
           Case{"right", "flashcards", "--progress " + dir + "/p.tsv"}}) {
         const std::string& program = program_;  // (clang < 16 cannot capture a binding)
         CAPTURE(program);
-        const std::string cmd = "yes " + keys + " | timeout -k 5 60 " + PROJECT_RUNNER + " " +
-                                PROJECT_BIN + "/" + program + " " + args + " >/dev/full 2>" + err;
+        const std::string cmd = "yes " + keys + " | timeout -k 5 60 " +
+                                testutil::program_command(program) + " " + args +
+                                " >/dev/full 2>" + err;
         const int status = std::system(cmd.c_str());
         CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 1);
         CHECK(testutil::read_file_abs(err) ==

@@ -637,8 +637,8 @@ TEST_CASE("cuda emulator: gpu-bench output that cannot be written is an error") 
     const std::string err = "/tmp/transformer-test-gpu-bench-" + std::to_string(::getpid());
     for (const char* args : {"--help", "--quick"}) {
         CAPTURE(args);
-        const std::string cmd = "timeout -k 5 300 " + std::string(PROJECT_RUNNER) + " " +
-                                PROJECT_BIN + "/gpu-bench-emu " + args +
+        const std::string cmd = "timeout -k 5 300 " + testutil::program_command("gpu-bench-emu") +
+                                " " + args +
                                 " </dev/null >/dev/full 2>" + err;
         const int status = std::system(cmd.c_str());
         CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 1);

@@ -401,8 +401,8 @@ TEST_CASE(
         }
     };
     const std::string b_out = dir + "/b.out", b_err = dir + "/b.err";
-    const std::string cmd = "timeout -k 5 60 " + std::string(PROJECT_RUNNER) + " " + PROJECT_BIN +
-                            "/flashcards " + run_args(path) + " >" + b_out + " 2>" + b_err;
+    const std::string cmd = "timeout -k 5 60 " + testutil::program_command("flashcards") + " " +
+                            run_args(path) + " >" + b_out + " 2>" + b_err;
     // B reads its keys from a pipe, written step by step. A write to B after it ended early
     // fails here instead of ending the test run with SIGPIPE; a REQUIRE that stops the test
     // closes the pipe (B ends at the end of its input) and restores SIGPIPE.
@@ -607,8 +607,8 @@ TEST_CASE(
     // Input without newlines (</dev/zero) is cut after 4096 bytes and refused, not held whole
     // (std::getline would read it into memory until the machine ran out).
     const std::string zero_err = dir + "/zero.err";
-    const std::string cmd = "timeout -k 5 60 " + std::string(PROJECT_RUNNER) + " " + PROJECT_BIN +
-                            "/flashcards " + run_args(path) + " </dev/zero >/dev/null 2>" +
+    const std::string cmd = "timeout -k 5 60 " + testutil::program_command("flashcards") + " " +
+                            run_args(path) + " </dev/zero >/dev/null 2>" +
                             zero_err;
     const int status = std::system(cmd.c_str());
     CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 2);
@@ -845,9 +845,9 @@ TEST_CASE("flashcards: the full-screen program in a pseudo-terminal, and TERM=du
         std::string out = dir + "/screen.out";
         std::string cmd = "(for i in $(seq 200); do grep -q '1049h' " + out +
                           " 2>/dev/null && break; sleep 0.05; done; printf '" + keys +
-                          "') | TERM=" + term_name + " timeout 30 script -qec '" + PROJECT_RUNNER +
-                          " " + PROJECT_BIN + "/flashcards " + run_args(path) + "' /dev/null >" +
-                          out + " 2>&1";
+                          "') | TERM=" + term_name + " timeout 30 script -qec '" +
+                          testutil::program_command("flashcards") + " " + run_args(path) +
+                          "' /dev/null >" + out + " 2>&1";
         int status = std::system(cmd.c_str());
         CHECK(WIFEXITED(status));
         CHECK(WEXITSTATUS(status) == 0);
@@ -871,7 +871,7 @@ TEST_CASE("flashcards: the full-screen program in a pseudo-terminal, and TERM=du
         std::string cmd = "(for i in $(seq 200); do grep -q '1049h' " + out +
                           " 2>/dev/null && break; sleep 0.05; done; rmdir " + sub + "; touch " +
                           sub + "; printf ' 3') | TERM=xterm timeout 30 script -qec '" +
-                          PROJECT_RUNNER + " " + PROJECT_BIN + "/flashcards " +
+                          testutil::program_command("flashcards") + " " +
                           run_args(sub + "/p.tsv") + "' /dev/null >" + out + " 2>&1";
         int status = std::system(cmd.c_str());
         CHECK(WIFEXITED(status));
@@ -887,8 +887,8 @@ TEST_CASE("flashcards: the full-screen program in a pseudo-terminal, and TERM=du
     // A dumb terminal gets the line mode: no escape codes at all.
     fs::remove(path);
     std::string cmd = "printf 'space\\n2\\nq\\n' | TERM=dumb timeout 30 script -qec '" +
-                      std::string(PROJECT_RUNNER) + " " + PROJECT_BIN + "/flashcards " +
-                      run_args(path) + "' /dev/null >" + dir + "/dumb.out 2>&1";
+                      testutil::program_command("flashcards") + " " + run_args(path) +
+                      "' /dev/null >" + dir + "/dumb.out 2>&1";
     CHECK(std::system(cmd.c_str()) == 0);
     screen = slurp(dir + "/dumb.out");
     CHECK(screen.find('\x1b') == std::string::npos);

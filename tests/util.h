@@ -92,7 +92,8 @@ inline std::string program_path(const std::string& program) {
 
 // The shell command that starts build/bin/<program>: the RUNNER, then the program's path.
 inline std::string program_command(const std::string& program) {
-    return std::string(PROJECT_RUNNER) + " " + program_path(program);
+    const std::string runner = PROJECT_RUNNER;
+    return runner.empty() ? program_path(program) : runner + " " + program_path(program);
 }
 
 // Runs build/bin/<program> <args> (a shell fragment; no stdin) in the folder `dir` ("": this
