@@ -19,7 +19,8 @@
 //                                          names has arrived at the same call site with the same
 //                                          mask (lanes that exited count as absent, as on sm_70+);
 //                                          different sites or masks are an error
-//   atomicAdd atomicMax                   std::atomic_ref (blocks may run on several workers)
+//   atomicAdd Sub Max Min Exch CAS        std::atomic_ref (blocks may run on several workers),
+//                                          one read-modify-write each, as on a GPU
 //   SHARED_TILE(T, name, cursor, n)       a tile carved from the dynamic shared memory: here an
 //                                          array of its own, bounds-checked and named like SHARED
 //   cudaMalloc                            pages filled with NaN bytes (CUDA does not zero) between
@@ -86,6 +87,7 @@
 #include <string>
 #include <sys/mman.h>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -1197,14 +1199,33 @@ template <bool WRITE, bool MARKED = false>
     }
 }
 
+// What an access does, for a report: a plain load or store, or an atomic (the hooks'
+// __tsan_atomic*: atomicAdd, atomicCAS and the rest, and std::atomic_ref in kernel code).
+enum class Did : unsigned char { read, write, atomic_read, atomic_write, atomic_update };
+constexpr Did did(bool write) { return write ? Did::write : Did::read; }
+inline const char* verb(Did d) {
+    switch (d) {
+        case Did::read:
+            return " reads ";
+        case Did::write:
+            return " writes ";
+        case Did::atomic_read:
+            return " atomically reads ";
+        case Did::atomic_write:
+            return " atomically writes ";
+        default:
+            return " atomically updates ";
+    }
+}
+
 [[gnu::noinline, gnu::cold]] inline void shared_out_of_bounds(const SharedRegion& r,
                                                               const unsigned char* p, size_t n,
-                                                              bool write, const void* pc) {
+                                                              Did what, const void* pc) {
     const FiberBlock* fb = t_fb;
     if (!fb || !fb->in_kernel || !(g_checks & check_shared_bounds)) return;
     fail_in_thread("shared memory out of bounds: " + thread_name(fb->current) + " of " +
-                   block_name() + (write ? " writes " : " reads ") + std::to_string(n) +
-                   " bytes at " + code_at(pc) + ": " + r.where(p));
+                   block_name() + verb(what) + std::to_string(n) + " bytes at " + code_at(pc) +
+                   ": " + r.where(p));
 }
 
 // The race check of the words [off / 4, (off + n - 1) / 4] of the shared range. ONE_WORD: the
@@ -1227,7 +1248,8 @@ template <bool WRITE>
                                                  const void* pc) {
     const SharedRegion* r = g_shared_pages[size_t(p - g_shared_base) >> g_page_shift];
     if (!r) return;  // a guard page: the access faults, and the SIGSEGV handler names it
-    if (p < r->ptr || p + n > r->ptr + r->bytes) return shared_out_of_bounds(*r, p, n, WRITE, pc);
+    if (p < r->ptr || p + n > r->ptr + r->bytes)
+        return shared_out_of_bounds(*r, p, n, did(WRITE), pc);
     race_check<WRITE, false, true>(size_t(p - g_shared_base), n, pc);
 }
 // A shared access of N bytes: its words' OUTSIDE bits (the bounds), then the race check. Not
@@ -1268,7 +1290,7 @@ inline std::string global_where(const unsigned char* p) {
 
 // An access in the global range that is not inside one page's live bytes: it may go on into
 // the next page of the same buffer; else it is out of bounds.
-[[gnu::noinline]] inline void global_slow(const unsigned char* p, size_t n, bool write,
+[[gnu::noinline]] inline void global_slow(const unsigned char* p, size_t n, Did what,
                                           const void* pc) {
     const FiberBlock* fb = t_fb;
     if (!fb || !fb->in_kernel || !(g_checks & check_global_bounds)) return;
@@ -1282,27 +1304,35 @@ inline std::string global_where(const unsigned char* p) {
     }
     const unsigned char* bad = in < pg.lo || in >= pg.hi ? p : p + (pg.hi - in);
     fail_in_thread("global memory out of bounds: " + thread_name(fb->current) + " of " +
-                   block_name() + (write ? " writes " : " reads ") + std::to_string(n) +
-                   " bytes at " + code_at(pc) + ": " + global_where(bad));
+                   block_name() + verb(what) + std::to_string(n) + " bytes at " + code_at(pc) +
+                   ": " + global_where(bad));
 }
 
-// The message of a misaligned vector access (the hooks, and float4's own check).
+// The message of a misaligned access (the hooks, and float4's own check): a vector (float2,
+// float4) or an atomic at an address not a multiple of its size.
 [[noreturn, gnu::noinline, gnu::cold]] inline void misaligned_error(const void* addr, size_t n,
-                                                                    bool write, const void* pc) {
+                                                                    Did what, const void* pc) {
     const FiberBlock* fb = t_fb;
     char where[64];
     std::snprintf(where, sizeof where, "%p", addr);
-    fail_in_thread("misaligned " + std::to_string(n) + "-byte " +
-                   (write ? "store to " : "load from ") + where + " (" +
+    const bool atomic = what != Did::read && what != Did::write;
+    const char* op = what == Did::read           ? "load from "
+                     : what == Did::write        ? "store to "
+                     : what == Did::atomic_read  ? "atomic load from "
+                     : what == Did::atomic_write ? "atomic store to "
+                                                 : "atomic update of ";
+    fail_in_thread("misaligned " + std::to_string(n) + "-byte " + op + where + " (" +
                    std::to_string(uintptr_t(addr) & (n - 1)) + " bytes past a " +
                    std::to_string(n) + "-byte boundary) by " + thread_name(fb->current) + " of " +
                    block_name() + " at " + code_at(pc) +
-                   ": a GPU faults; float2 and float4 accesses need 8- and 16-byte alignment");
+                   (atomic ? ": a GPU faults; an atomic needs an address aligned to its size"
+                           : ": a GPU faults; float2 and float4 accesses need 8- and 16-byte "
+                             "alignment"));
 }
-[[gnu::noinline, gnu::cold]] inline void misaligned_access(const void* addr, size_t n, bool write,
+[[gnu::noinline, gnu::cold]] inline void misaligned_access(const void* addr, size_t n, Did what,
                                                            const void* pc) {
     const FiberBlock* fb = t_fb;
-    if (fb && fb->in_kernel && (g_checks & check_alignment)) misaligned_error(addr, n, write, pc);
+    if (fb && fb->in_kernel && (g_checks & check_alignment)) misaligned_error(addr, n, what, pc);
 }
 
 // One load or store of N bytes by the kernel code (the hooks in cuda/emu/racecheck.cpp),
@@ -1316,7 +1346,7 @@ template <size_t N, bool WRITE, bool SIZED>
 // unaligned one.
 template <size_t N, bool WRITE>
 [[gnu::noinline, gnu::cold]] inline void misaligned_then_access(const void* addr, const void* pc) {
-    misaligned_access(addr, N, WRITE, pc);
+    misaligned_access(addr, N, did(WRITE), pc);
     access<N, WRITE, false>(addr, pc);
 }
 template <size_t N, bool WRITE, bool SIZED>
@@ -1329,7 +1359,7 @@ template <size_t N, bool WRITE, bool SIZED>
         const GlobalPage pg = g_global_pages[g >> g_page_shift];
         const size_t in = g & ((size_t(1) << g_page_shift) - 1);
         if (__builtin_expect(in >= pg.lo && in + N <= pg.hi, 1)) return;
-        return global_slow(static_cast<const unsigned char*>(addr), N, WRITE, pc);
+        return global_slow(static_cast<const unsigned char*>(addr), N, did(WRITE), pc);
     }
     if (p - uintptr_t(g_shared_base) < g_shared_size)
         return shared_access<WRITE, N, SIZED && N <= 4>(static_cast<const unsigned char*>(addr),
@@ -1341,10 +1371,43 @@ template <size_t N, bool WRITE, bool SIZED>
     if (n == 0) return;
     const uintptr_t p = uintptr_t(addr);
     if (p - uintptr_t(g_global_base) < g_global_size)
-        global_slow(static_cast<const unsigned char*>(addr), n, write, pc);
+        global_slow(static_cast<const unsigned char*>(addr), n, did(write), pc);
     else if (p - uintptr_t(g_shared_base) < g_shared_size)
         write ? shared_access_n<true>(static_cast<const unsigned char*>(addr), n, pc)
               : shared_access_n<false>(static_cast<const unsigned char*>(addr), n, pc);
+}
+// An atomic of n bytes at p in the shared range: its bounds (the OUTSIDE bits, then the exact
+// check), and no race check.
+[[gnu::noinline]] inline void shared_atomic(const unsigned char* p, size_t n, Did what,
+                                            const void* pc) {
+    const size_t off = size_t(p - g_shared_base);
+    for (size_t w = off >> 2; w <= (off + n - 1) >> 2; w++)
+        if (g_shadow_hot[w].w & OUTSIDE) {
+            const SharedRegion* r = g_shared_pages[off >> g_page_shift];
+            if (r && (p < r->ptr || p + n > r->ptr + r->bytes))
+                shared_out_of_bounds(*r, p, n, what, pc);
+            return;  // (a guard page: the access faults, and the SIGSEGV handler names it)
+        }
+}
+// An atomic of N bytes by the kernel code (the hooks' __tsan_atomic*, inlined into each): the
+// alignment (a GPU faults on an atomic at an address not a multiple of its size) and the bounds
+// of a plain access, in global and shared memory. No race check: atomics from any warp do not
+// race with each other.
+template <size_t N>
+[[gnu::always_inline]] inline void atomic_access(const volatile void* addr, Did what,
+                                                 const void* pc) {
+    const uintptr_t p = uintptr_t(addr);
+    if (N > 1 && __builtin_expect((p & (N - 1)) != 0, 0))
+        misaligned_access(const_cast<const void*>(addr), N, what, pc);
+    const size_t g = p - uintptr_t(g_global_base);
+    if (g < g_global_size) {
+        const GlobalPage pg = g_global_pages[g >> g_page_shift];
+        const size_t in = g & ((size_t(1) << g_page_shift) - 1);
+        if (__builtin_expect(in >= pg.lo && in + N <= pg.hi, 1)) return;
+        return global_slow(reinterpret_cast<const unsigned char*>(p), N, what, pc);
+    }
+    if (p - uintptr_t(g_shared_base) < g_shared_size)
+        return shared_atomic(reinterpret_cast<const unsigned char*>(p), N, what, pc);
 }
 #endif  // !EMU_THREADS
 
@@ -1502,17 +1565,49 @@ inline int __all_sync(unsigned mask, int pred, EMU_CALL_SITE) {
     return (unsigned(ts.result) & ts.group) == ts.group;
 }
 
+// Each atomic is one read-modify-write of std::atomic_ref (blocks may run on several workers),
+// or a loop of compare-exchanges from a guess (the first that fails reads the value), never a
+// separate load first: so the access checks see an update, as a GPU's one instruction is.
 template <class T>
 inline T atomicAdd(T* address, T value) {
-    return std::atomic_ref<T>(*address).fetch_add(value);
+    std::atomic_ref<T> a(*address);
+    if constexpr (std::is_integral_v<T>) {
+        return a.fetch_add(value);
+    } else {
+        T old = T(0);
+        while (!a.compare_exchange_weak(old, old + value)) {
+        }
+        return old;
+    }
+}
+template <class T>
+inline T atomicSub(T* address, T value) {
+    return std::atomic_ref<T>(*address).fetch_sub(value);
 }
 template <class T>
 inline T atomicMax(T* address, T value) {
     std::atomic_ref<T> a(*address);
-    T old = a.load();
-    while (old < value && !a.compare_exchange_weak(old, value)) {
+    T old = value;
+    while (!a.compare_exchange_weak(old, old < value ? value : old)) {
     }
     return old;
+}
+template <class T>
+inline T atomicMin(T* address, T value) {
+    std::atomic_ref<T> a(*address);
+    T old = value;
+    while (!a.compare_exchange_weak(old, value < old ? value : old)) {
+    }
+    return old;
+}
+template <class T>
+inline T atomicExch(T* address, T value) {
+    return std::atomic_ref<T>(*address).exchange(value);
+}
+template <class T>
+inline T atomicCAS(T* address, T compare, T value) {
+    std::atomic_ref<T>(*address).compare_exchange_strong(compare, value);
+    return compare;  // the old value, whether it was replaced or not
 }
 
 template <class T>
@@ -1531,7 +1626,7 @@ namespace emu {
     const FiberBlock* fb = t_fb;
     if (!fb || !fb->in_kernel || !(g_checks & check_alignment)) return;
     const bool store = uintptr_t(dst) & 15;
-    misaligned_error(store ? dst : src, 16, store, __builtin_return_address(0));
+    misaligned_error(store ? dst : src, 16, did(store), __builtin_return_address(0));
 #else
     (void)dst, (void)src;
 #endif
@@ -1809,8 +1904,9 @@ inline std::string resolve_code_addresses(std::string msg) {
             &found);
         std::string where = (func ? "at " : "code address ") + hexpc;
         if (!found.file.empty() && found.file.find('\'') == std::string::npos) {
-            // A code address: the innermost frame outside the emulator (float4's own check is
-            // inlined into the kernel). A function: its name.
+            // A code address: the innermost frame outside the emulator and the standard library
+            // (float4's own check and atomicAdd are inlined into the kernel). A function: its
+            // name.
             char cmd[4400];
             std::snprintf(cmd, sizeof cmd, "addr2line %s -e '%s' 0x%lx 2>/dev/null",
                           func ? "-f -C -i" : "-i", found.file.c_str(),
@@ -1830,7 +1926,10 @@ inline std::string resolve_code_addresses(std::string msg) {
                     if (root != std::string::npos) l = l.substr(root + 1);
                     else if (tests != std::string::npos) l = l.substr(tests + 1);
                     where = l;
-                    if (l.find("cuda/emu/emulator.h") == std::string::npos) break;
+                    // (atomicAdd's frames: the emulator's, then libstdc++'s std::atomic_ref)
+                    if (l.find("cuda/emu/emulator.h") == std::string::npos &&
+                        l.find("/c++/") == std::string::npos)
+                        break;
                 }
                 pclose(pipe);
             }

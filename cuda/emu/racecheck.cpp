@@ -2,9 +2,9 @@
 // that hold kernels are compiled with GCC's ThreadSanitizer instrumentation (-fsanitize=thread,
 // cuda/cuda.mk's EMU_INSTRUMENT) and linked with this file instead of ThreadSanitizer's
 // runtime. Every load and store of theirs calls one of the functions below, with its address
-// and size; the caller's return address names the source line in a report. Atomics do the
-// operation and nothing else: they are exempt from the race check, as on a GPU. This file itself
-// is compiled without the instrumentation.
+// and size; the caller's return address names the source line in a report. Atomics are checked
+// for bounds and alignment as plain accesses are, and are exempt from the race check, as on a
+// GPU. This file itself is compiled without the instrumentation.
 // The runtime's entry points (run_grid, syncthreads, warp_op, shared_at, shared_tile) are
 // defined here, once, without the hooks (emulator.h, EMU_RT_DECLARE_ONLY).
 #define EMU_RUNTIME
@@ -45,43 +45,58 @@ EMU_SIZED(16)
 void __tsan_read_range(void* p, unsigned long n) { ::emu::access_range(p, n, false, EMU_PC); }
 void __tsan_write_range(void* p, unsigned long n) { ::emu::access_range(p, n, true, EMU_PC); }
 
-// Atomics: the operation itself, sequentially consistent whatever order was asked for (never
-// weaker than asked).
+// Atomics: the checks of a plain access but the race check (emu::atomic_access: the bounds
+// and the alignment), then the operation itself, sequentially consistent whatever order was
+// asked for (never weaker than asked).
+#define EMU_CHECK_ATOMIC(BITS, WHAT) \
+    ::emu::atomic_access<BITS / 8>(a, ::emu::Did::WHAT, EMU_PC)
 #define EMU_ATOMIC(BITS, T)                                                                     \
     T __tsan_atomic##BITS##_load(const volatile T* a, int) {                                    \
+        EMU_CHECK_ATOMIC(BITS, atomic_read);                                                    \
         return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                            \
     }                                                                                           \
     void __tsan_atomic##BITS##_store(volatile T* a, T v, int) {                                 \
+        EMU_CHECK_ATOMIC(BITS, atomic_write);                                                   \
         __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                               \
     }                                                                                           \
     T __tsan_atomic##BITS##_exchange(volatile T* a, T v, int) {                                 \
+        EMU_CHECK_ATOMIC(BITS, atomic_update);                                                  \
         return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                     \
     }                                                                                           \
     T __tsan_atomic##BITS##_fetch_add(volatile T* a, T v, int) {                                \
+        EMU_CHECK_ATOMIC(BITS, atomic_update);                                                  \
         return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                      \
     }                                                                                           \
     T __tsan_atomic##BITS##_fetch_sub(volatile T* a, T v, int) {                                \
+        EMU_CHECK_ATOMIC(BITS, atomic_update);                                                  \
         return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                      \
     }                                                                                           \
     T __tsan_atomic##BITS##_fetch_and(volatile T* a, T v, int) {                                \
+        EMU_CHECK_ATOMIC(BITS, atomic_update);                                                  \
         return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                      \
     }                                                                                           \
     T __tsan_atomic##BITS##_fetch_or(volatile T* a, T v, int) {                                 \
+        EMU_CHECK_ATOMIC(BITS, atomic_update);                                                  \
         return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                       \
     }                                                                                           \
     T __tsan_atomic##BITS##_fetch_xor(volatile T* a, T v, int) {                                \
+        EMU_CHECK_ATOMIC(BITS, atomic_update);                                                  \
         return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                      \
     }                                                                                           \
     T __tsan_atomic##BITS##_fetch_nand(volatile T* a, T v, int) {                               \
+        EMU_CHECK_ATOMIC(BITS, atomic_update);                                                  \
         return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                     \
     }                                                                                           \
     int __tsan_atomic##BITS##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {     \
+        EMU_CHECK_ATOMIC(BITS, atomic_update);                                                  \
         return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
     }                                                                                           \
     int __tsan_atomic##BITS##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {       \
+        EMU_CHECK_ATOMIC(BITS, atomic_update);                                                  \
         return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
     }                                                                                           \
     T __tsan_atomic##BITS##_compare_exchange_val(volatile T* a, T c, T v, int, int) {           \
+        EMU_CHECK_ATOMIC(BITS, atomic_update);                                                  \
         __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);       \
         return c;                                                                               \
     }
@@ -90,6 +105,7 @@ EMU_ATOMIC(16, uint16_t)
 EMU_ATOMIC(32, uint32_t)
 EMU_ATOMIC(64, uint64_t)
 #undef EMU_ATOMIC
+#undef EMU_CHECK_ATOMIC
 
 void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }

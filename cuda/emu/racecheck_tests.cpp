@@ -258,6 +258,33 @@ __global__ void carved_kernel(float* out, int index, bool by_hand) {
     if (threadIdx.x == 0) out[0] = a[index];
 }
 
+// Thread 0 applies one atomic to the int (or float) `offset` bytes from p: every atomic the
+// emulator provides, each on its own line (counted from ATOMIC_KERNEL_LINE).
+enum class Atomic { add, add_float, sub, max, min, exch, cas };
+constexpr int ATOMIC_KERNEL_LINE = __LINE__;
+__global__ void atomic_kernel(int* p, long offset, Atomic op) {
+    if (threadIdx.x != 0) return;
+    int* a = reinterpret_cast<int*>(reinterpret_cast<char*>(p) + offset);
+    if (op == Atomic::add) atomicAdd(a, 1);
+    if (op == Atomic::add_float) atomicAdd(reinterpret_cast<float*>(a), 1.0f);
+    if (op == Atomic::sub) atomicSub(a, 1);
+    if (op == Atomic::max) atomicMax(a, 7);
+    if (op == Atomic::min) atomicMin(a, -7);
+    if (op == Atomic::exch) atomicExch(a, 7);
+    if (op == Atomic::cas) atomicCAS(a, -1, 7);
+}
+constexpr int atomic_line(Atomic op) { return ATOMIC_KERNEL_LINE + 4 + int(op); }
+
+// Every thread adds 1 to count[index] of a one-int shared array.
+__global__ void shared_atomic_kernel(int* out, int index) {
+    SHARED(int, count, [1]);
+    if (threadIdx.x == 0) count[0] = 0;
+    __syncthreads();
+    atomicAdd(&count[index], 1);
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = count[0];
+}
+
 }  // namespace
 
 TEST_CASE("emulator checks: a race between warps with a __syncwarp or a shuffle between") {
@@ -332,6 +359,65 @@ TEST_CASE("emulator checks: a global read past a buffer's end or before its star
         }
         CUDA_CHECK(cudaFree(in));
     }
+}
+
+// Atomics take the bounds and alignment checks of a plain access (not the race check): an
+// atomic one past a buffer's end, inside the buffer's last page (no fault), is named with the
+// atomic's line; so is one at an address not a multiple of its size, which x86 carries out
+// but a GPU faults on.
+TEST_CASE("emulator checks: an atomic past a buffer's end, or misaligned, is named") {
+    int* p = nullptr;
+    CUDA_CHECK(cudaMalloc(&p, 200));  // 50 ints: byte 200 is the first past the end
+    auto run = [&](long offset, Atomic op) {
+        return launch_error(
+            [&] { launch_kernel(atomic_kernel, dim3(1), dim3(32), 0, p, offset, op); });
+    };
+    for (Atomic op : {Atomic::add, Atomic::add_float, Atomic::sub, Atomic::max, Atomic::min,
+                      Atomic::exch, Atomic::cas}) {
+        CAPTURE(int(op));
+        const std::string e = run(200, op);
+        CHECK_MESSAGE(e.find("global memory out of bounds: thread (0,0,0) (warp 0) of block "
+                             "(0,0,0) atomically updates 4 bytes at " +
+                             at_line(atomic_line(op))) != std::string::npos,
+                      e);
+        CHECK_MESSAGE(e.find("byte 200 of a cudaMalloc'd buffer of 200 bytes, past its end") !=
+                          std::string::npos,
+                      e);
+        CHECK(run(196, op).empty());  // the last int
+        const std::string m = run(2, op);
+        CHECK_MESSAGE(m.find("misaligned 4-byte atomic update of ") != std::string::npos, m);
+        CHECK_MESSAGE(m.find("(2 bytes past a 4-byte boundary) by thread (0,0,0) (warp 0) of "
+                             "block (0,0,0) at " +
+                             at_line(atomic_line(op))) != std::string::npos,
+                      m);
+        CHECK_MESSAGE(m.find("an atomic needs an address aligned to its size") != std::string::npos,
+                      m);
+        Without off(emu::check_global_bounds);
+        CHECK(run(200, op).empty());
+    }
+    // (in a child: a misaligned atomic may fault where the processor refuses it)
+    ChildResult r = in_child([&] {
+        Without off(emu::check_alignment);
+        return run(2, Atomic::add);
+    });
+    CHECK_MESSAGE(r.text.find("misaligned") == std::string::npos, r.text);
+    CUDA_CHECK(cudaFree(p));
+    // In shared memory: before the array's start. Without the check the atomic's write is found
+    // in the padding only when the block ends, with neither thread nor line.
+    gpu::Buffer<int> out(1);
+    auto shared = [&](int index) {
+        return launch_error(
+            [&] { launch_kernel(shared_atomic_kernel, dim3(1), dim3(64), 0, out.data(), index); });
+    };
+    const std::string e = shared(-1);
+    CHECK_MESSAGE(e.find("shared memory out of bounds: thread (0,0,0) (warp 0) of block (0,0,0) "
+                         "atomically updates 4 bytes at") != std::string::npos,
+                  e);
+    CHECK_MESSAGE(e.find("4 bytes before the start of shared array `count`") != std::string::npos,
+                  e);
+    CHECK(shared(0).empty());
+    Without off(emu::check_shared_bounds);
+    CHECK(shared(-1).find("atomically updates") == std::string::npos);
 }
 
 TEST_CASE("emulator checks: a shared read before an array's start or in its padding") {
