@@ -52,12 +52,18 @@ void* allocate(size_t bytes) {
             throw std::bad_alloc();
         }
     }
+#if !defined(__CUDACC__)
+    emu::lend_block(p, bytes);  // emulator: an access past `bytes` is out of bounds
+#endif
     g_current += bytes;
     if (g_current > g_peak) g_peak = g_current;
     return p;
 }
 void release(void* p, size_t bytes) {
     if (!p) return;
+#if !defined(__CUDACC__)
+    emu::cache_block(p);  // emulator: a cached block has no live bytes until lent again
+#endif
     g_cache.emplace(rounded(bytes), p);
     g_current -= bytes;
 }

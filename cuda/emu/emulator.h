@@ -387,8 +387,23 @@ struct GlobalAlloc {
     unsigned char* map = nullptr;  // [guard][data pages][guard]
     size_t map_bytes = 0;
     unsigned char* ptr = nullptr;  // 256-byte aligned, its end at most 255 bytes before the guard
-    size_t bytes = 0;
+    size_t bytes = 0;              // the live bytes from ptr on: what the checks allow
+    size_t block_bytes = 0;        // what cudaMalloc was asked for
+    // cudaMalloc's caller holds it all; or gpu::allocate (cuda/device_memory.cu), which rounds
+    // requests up and caches freed blocks, lent `bytes` of it, or holds it in its cache.
+    enum Owner : unsigned char { cuda_malloc, lent, cached } owner = cuda_malloc;
 };
+// A buffer as a report names it.
+inline std::string describe_buffer(const GlobalAlloc& a) {
+    const std::string block = std::to_string(a.block_bytes) + " bytes";
+    if (a.owner == GlobalAlloc::lent)
+        return "a buffer of " + std::to_string(a.bytes) + " bytes from gpu::allocate (its " +
+               "cudaMalloc'd block: " + block + ")";
+    if (a.owner == GlobalAlloc::cached)
+        return "a cudaMalloc'd block of " + block + " in gpu::allocate's cache (released: no " +
+               "buffer holds it)";
+    return "a cudaMalloc'd buffer of " + std::to_string(a.bytes) + " bytes";
+}
 inline std::mutex& global_mutex() {
     static auto* m = new std::mutex;
     return *m;
@@ -1281,9 +1296,10 @@ inline std::string global_where(const unsigned char* p) {
     std::lock_guard<std::mutex> lock(global_mutex());
     for (const auto& [key, a] : global_allocs()) {
         if (p < a.map || p >= a.map + a.map_bytes) continue;
-        const std::string buf = "a cudaMalloc'd buffer of " + std::to_string(a.bytes) + " bytes";
+        const std::string buf = describe_buffer(a);
         if (p < a.ptr) return std::to_string(a.ptr - p) + " bytes before the start of " + buf;
-        return "byte " + std::to_string(p - a.ptr) + " of " + buf + ", past its end";
+        return "byte " + std::to_string(p - a.ptr) + " of " + buf +
+               (a.owner == GlobalAlloc::cached ? "" : ", past its end");
     }
     return "no live cudaMalloc'd buffer (freed memory, or a guard page between buffers)";
 }
@@ -1717,6 +1733,37 @@ inline cudaError_t cudaGetLastError() {
     return e;
 }
 inline cudaError_t cudaPeekAtLastError() { return ::emu::last_error(); }
+namespace emu {
+// The page table's [lo, hi) of each of a buffer's data pages: its live bytes, a.bytes from ptr.
+inline void set_live_pages(const GlobalAlloc& a) {
+    const size_t page = page_bytes(), data_bytes = a.map_bytes - 2 * page;
+    unsigned char* const data = a.map + page;
+    const size_t first = size_t(data - g_global_base) >> g_page_shift;
+    const size_t start = size_t(a.ptr - data), end = start + a.bytes;
+    for (size_t k = 0; k < data_bytes / page; k++) {
+        const size_t lo = k * page, hi = lo + page;
+        g_global_pages[first + k].lo = uint32_t(std::max(start, lo) - lo);
+        g_global_pages[first + k].hi = uint32_t(std::max(std::min(end, hi), lo) - lo);
+    }
+}
+// gpu::allocate (cuda/device_memory.cu) asks cudaMalloc for more than its caller wants (whole
+// 512-byte units) and keeps released blocks for reuse: it tells the checks which bytes of a
+// block are live, the `bytes` it lends (lend_block), or none while the block waits in its
+// cache (cache_block). A block not from cudaMalloc's checked range is left alone.
+inline void set_owner(void* block, size_t bytes, GlobalAlloc::Owner owner) {
+    std::lock_guard<std::mutex> lock(global_mutex());
+    auto it = global_allocs().find(uintptr_t(block));
+    if (it == global_allocs().end()) return;
+    GlobalAlloc& a = it->second;
+    a.bytes = std::min(bytes, a.block_bytes);
+    a.owner = owner;
+    set_live_pages(a);
+}
+inline void lend_block(void* block, size_t bytes) { set_owner(block, bytes, GlobalAlloc::lent); }
+inline void cache_block(void* block) { set_owner(block, 0, GlobalAlloc::cached); }
+
+}  // namespace emu
+
 // A buffer is whole pages in emu::global_space(), a guard page (PROT_NONE) on each side, its
 // start 256-byte aligned as cudaMalloc's and its end at most 255 bytes before the second guard;
 // the access hooks check every kernel access against its exact bounds (the pages' [lo, hi)).
@@ -1735,16 +1782,11 @@ inline cudaError_t cudaMalloc(void** p, size_t bytes) {
         return cudaSuccess;
     }
     unsigned char* ptr = map + page + data_bytes - rounded;
-    const size_t first = size_t(map + page - space.base) >> g_page_shift;
-    const size_t start = size_t(ptr - (map + page)), end = start + bytes;
-    for (size_t k = 0; k < data_bytes / page; k++) {
-        const size_t lo = k * page, hi = lo + page;
-        g_global_pages[first + k].lo = uint32_t(std::max(start, lo) - lo);
-        g_global_pages[first + k].hi = uint32_t(std::max(std::min(end, hi), lo) - lo);
-    }
+    GlobalAlloc a{map, data_bytes + 2 * page, ptr, bytes, bytes};
+    set_live_pages(a);
     {
         std::lock_guard<std::mutex> lock(global_mutex());
-        global_allocs()[uintptr_t(ptr)] = GlobalAlloc{map, data_bytes + 2 * page, ptr, bytes};
+        global_allocs()[uintptr_t(ptr)] = a;
     }
     std::memset(ptr, 0xFF, bytes);  // NaN bytes: reading memory nobody wrote shows up
     *p = ptr;

@@ -420,6 +420,47 @@ TEST_CASE("emulator checks: an atomic past a buffer's end, or misaligned, is nam
     CHECK(shared(-1).find("atomically updates") == std::string::npos);
 }
 
+// gpu::allocate (cuda/device_memory.cu) asks cudaMalloc for whole 512-byte units and caches
+// released blocks: the checks hold a buffer to the bytes asked for, and a released block to none.
+TEST_CASE("emulator checks: a read past a gpu::Buffer inside its rounded block, or after release") {
+    gpu::Buffer<float> out(1);
+    auto read = [&](const float* in, long index) {
+        return launch_error([&] {
+            launch_kernel(global_read_kernel, dim3(1), dim3(32), 0, in, out.data(), index);
+        });
+    };
+    {
+        gpu::Buffer<float> in(100);  // 400 bytes, of a block of 512
+        const std::string e = read(in.data(), 100);
+        CHECK_MESSAGE(e.find("global memory out of bounds: thread (0,0,0) (warp 0) of block "
+                             "(0,0,0) reads 4 bytes at") != std::string::npos,
+                      e);
+        CHECK_MESSAGE(e.find("byte 400 of a buffer of 400 bytes from gpu::allocate (its "
+                             "cudaMalloc'd block: 512 bytes), past its end") != std::string::npos,
+                      e);
+        CHECK(read(in.data(), 99).empty());
+        Without off(emu::check_global_bounds);
+        CHECK(read(in.data(), 100).empty());
+    }
+    const float* released = nullptr;
+    {
+        gpu::Buffer<float> in(128);
+        released = in.data();
+        CHECK(read(released, 0).empty());
+    }
+    const std::string e = read(released, 0);
+    CHECK_MESSAGE(e.find("byte 0 of a cudaMalloc'd block of 512 bytes in gpu::allocate's cache "
+                         "(released: no buffer holds it)") != std::string::npos,
+                  e);
+    // A cached block lent again, for fewer bytes: held to those.
+    gpu::Buffer<float> again(50);
+    CHECK(read(again.data(), 49).empty());
+    const std::string a = read(again.data(), 50);
+    CHECK_MESSAGE(a.find("byte 200 of a buffer of 200 bytes from gpu::allocate (its cudaMalloc'd "
+                         "block: 512 bytes), past its end") != std::string::npos,
+                  a);
+}
+
 TEST_CASE("emulator checks: a shared read before an array's start or in its padding") {
     gpu::Buffer<float> out(1);
     for (int index : {-1, -3}) {
