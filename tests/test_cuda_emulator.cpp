@@ -825,3 +825,84 @@ TEST_CASE("emulator checks: a misaligned float4 store or load is a named launch 
         CHECK_MESSAGE(off.text.find("misaligned") == std::string::npos, off.text);
     }
 }
+
+// A cudaMemcpy or cudaMemset whose range leaves a buffer's live bytes fails in every build
+// (cudaErrorInvalidValue, as a GPU's runtime), with one line that names the call, the buffer and
+// how far past it: inside the buffer's last page it would otherwise succeed unseen, and past
+// it die of a SIGSEGV with no message. One of the planted bugs `make emu-racecheck` runs.
+TEST_CASE("emulator checks: a cudaMemcpy or cudaMemset past a buffer is named") {
+    float* p = nullptr;
+    CUDA_CHECK(cudaMalloc(&p, 400));
+    std::vector<float> host(2048);
+    const std::string from =
+        launch_error([&] { return cudaMemcpy(host.data(), p, 512, cudaMemcpyDeviceToHost); });
+    CHECK(from ==
+          "emulator: cudaMemcpy of 512 bytes (device to host): the source, from byte 0 of "
+          "a cudaMalloc'd buffer of 400 bytes, runs 112 bytes past its end");
+    const std::string to =
+        launch_error([&] { return cudaMemcpy(p + 50, host.data(), 400, cudaMemcpyHostToDevice); });
+    CHECK(to ==
+          "emulator: cudaMemcpy of 400 bytes (host to device): the destination, from byte "
+          "200 of a cudaMalloc'd buffer of 400 bytes, runs 200 bytes past its end");
+    const std::string before =
+        launch_error([&] { return cudaMemcpy(host.data(), p - 2, 16, cudaMemcpyDeviceToHost); });
+    CHECK(before ==
+          "emulator: cudaMemcpy of 16 bytes (device to host): the source starts 8 bytes "
+          "before the start of a cudaMalloc'd buffer of 400 bytes");
+    const std::string set = launch_error([&] { return cudaMemset(p, 0, 404); });
+    CHECK(set ==
+          "emulator: cudaMemset of 404 bytes: the destination, from byte 0 of a "
+          "cudaMalloc'd buffer of 400 bytes, runs 4 bytes past its end");
+    CUDA_CHECK(cudaMemset(p, 0, 400));  // in bounds: as before
+    CUDA_CHECK(cudaMemcpy(host.data(), p, 400, cudaMemcpyDeviceToHost));
+    {
+        Without off(emu::check_copies);
+        CHECK(cudaMemcpy(host.data(), p, 512, cudaMemcpyDeviceToHost) == cudaSuccess);
+    }
+    // Device to device, into a gpu::Buffer held to the bytes asked for (not its 512-byte block).
+    {
+        gpu::Buffer<float> dst(100);
+        const std::string d2d =
+            launch_error([&] { return cudaMemcpy(dst.data(), p, 404, cudaMemcpyDeviceToDevice); });
+        CHECK(d2d ==
+              "emulator: cudaMemcpy of 404 bytes (device to device): the source, from byte "
+              "0 of a cudaMalloc'd buffer of 400 bytes, runs 4 bytes past its end");
+        CHECK(cudaMemcpy(dst.data(), p, 400, cudaMemcpyDeviceToDevice) == cudaSuccess);
+        float* q = nullptr;
+        CUDA_CHECK(cudaMalloc(&q, 512));
+        const std::string into =
+            launch_error([&] { return cudaMemcpy(dst.data(), q, 512, cudaMemcpyDeviceToDevice); });
+        CHECK(into ==
+              "emulator: cudaMemcpy of 512 bytes (device to device): the destination, "
+              "from byte 0 of a buffer of 400 bytes from gpu::allocate (its cudaMalloc'd "
+              "block: 512 bytes), runs 112 bytes past its end");
+        CUDA_CHECK(cudaFree(q));
+    }
+    // Past a page: a SIGSEGV without the check, named with it.
+    float* page = nullptr;
+    CUDA_CHECK(cudaMalloc(&page, 4096));
+    ChildResult r =
+        in_child([&] { return launch_error([&] { return cudaMemset(page, 0, 8192); }); }, true);
+    REQUIRE_MESSAGE(r.exited, "the child died: the range was not checked");
+    CHECK_MESSAGE(r.text ==
+                      "emulator: cudaMemset of 8192 bytes: the destination, from byte 0 of "
+                      "a cudaMalloc'd buffer of 4096 bytes, runs 4096 bytes past its end",
+                  r.text);
+    ChildResult off = in_child(
+        [&] {
+            Without w(emu::check_copies);
+            return launch_error([&] { return cudaMemset(page, 0, 8192); });
+        },
+        true);
+    CHECK(!off.exited);
+    // Freed memory.
+    CUDA_CHECK(cudaFree(page));
+    const std::string freed = launch_error([&] { return cudaMemset(page, 0, 4); });
+    CHECK(freed ==
+          "emulator: cudaMemset of 4 bytes: the destination is in no live cudaMalloc'd "
+          "buffer (freed memory, or a guard page between buffers)");
+    // The call failed as a GPU's runtime fails it.
+    CHECK_THROWS(cudaMemset(p, 0, 401));
+    CHECK(cudaGetLastError() == cudaErrorInvalidValue);
+    CUDA_CHECK(cudaFree(p));
+}

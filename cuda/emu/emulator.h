@@ -634,7 +634,8 @@ enum Check : unsigned {
     check_alignment = 8,     // an N-byte access (float2, float4: 8, 16) at an address not N-aligned
     check_guard_pages = 16,  // any build: a fault in the global range (a cudaMalloc'd buffer's
                              // guard page), or a general-protection fault, named by the handler
-    all_checks = 31
+    check_copies = 32,       // any build: a cudaMemcpy or cudaMemset past a buffer's bytes
+    all_checks = 63
 };
 struct Config {
     Schedule schedule = Schedule::forward;
@@ -1762,11 +1763,52 @@ inline void set_owner(void* block, size_t bytes, GlobalAlloc::Owner owner) {
 inline void lend_block(void* block, size_t bytes) { set_owner(block, bytes, GlobalAlloc::lent); }
 inline void cache_block(void* block) { set_owner(block, 0, GlobalAlloc::cached); }
 
+// The check of a cudaMemcpy's or cudaMemset's range: "" when its n bytes from p lie inside one
+// buffer's live bytes, or outside the global range (host memory); else how they leave them
+// (", from byte 0 of a cudaMalloc'd buffer of 400 bytes, runs 112 bytes past its end").
+inline std::string range_error(const void* p, size_t n) {
+    const size_t off = uintptr_t(p) - uintptr_t(g_global_base);
+    if (n == 0 || off >= g_global_size || !(config().checks & check_copies)) return "";
+    const size_t page = size_t(1) << g_page_shift;
+    size_t k = off >> g_page_shift, in = off & (page - 1), left = n;
+    for (;;) {  // page by page (a guard page ends every buffer)
+        const GlobalPage pg = g_global_pages[k];
+        if (in < pg.lo || in >= pg.hi) break;
+        if (left <= pg.hi - in) return "";
+        if (pg.hi != page) break;
+        left -= pg.hi - in, k++, in = 0;
+    }
+    const unsigned char* b = static_cast<const unsigned char*>(p);
+    std::lock_guard<std::mutex> lock(global_mutex());
+    for (const auto& [key, a] : global_allocs()) {
+        if (b < a.map || b >= a.map + a.map_bytes) continue;
+        const std::string buf = describe_buffer(a);
+        if (b < a.ptr)
+            return " starts " + std::to_string(a.ptr - b) + " bytes before the start of " + buf;
+        if (b >= a.ptr + a.bytes)
+            return " starts at byte " + std::to_string(b - a.ptr) + " of " + buf +
+                   (a.owner == GlobalAlloc::cached ? "" : ", past its end");
+        return ", from byte " + std::to_string(b - a.ptr) + " of " + buf + ", runs " +
+               std::to_string(b + n - (a.ptr + a.bytes)) + " bytes past its end";
+    }
+    return " is in no live cudaMalloc'd buffer (freed memory, or a guard page between buffers)";
+}
+// A copy or set past a buffer: the call fails as on a GPU (cudaErrorInvalidValue), and throws
+// so that the one line that names it is never lost to an unchecked return value.
+inline void check_range(const char* call, size_t n, const char* kind, const char* role,
+                        const void* p) {
+    const std::string why = range_error(p, n);
+    if (why.empty()) return;
+    last_error() = cudaErrorInvalidValue;
+    throw std::runtime_error(std::string("emulator: ") + call + " of " + std::to_string(n) +
+                             " bytes" + kind + ": the " + role + why);
+}
 }  // namespace emu
 
 // A buffer is whole pages in emu::global_space(), a guard page (PROT_NONE) on each side, its
 // start 256-byte aligned as cudaMalloc's and its end at most 255 bytes before the second guard;
-// the access hooks check every kernel access against its exact bounds (the pages' [lo, hi)).
+// the access hooks check every kernel access against its exact bounds (the pages' [lo, hi)),
+// and cudaMemcpy and cudaMemset check their ranges against them.
 inline cudaError_t cudaMalloc(void** p, size_t bytes) {
     using namespace ::emu;
     const size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
@@ -1816,11 +1858,19 @@ inline cudaError_t cudaFree(void* p) {
     global_space().give(a.map, a.map_bytes);
     return cudaSuccess;
 }
-inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+    const char* how = kind == cudaMemcpyHostToDevice     ? " (host to device)"
+                      : kind == cudaMemcpyDeviceToHost   ? " (device to host)"
+                      : kind == cudaMemcpyDeviceToDevice ? " (device to device)"
+                      : kind == cudaMemcpyHostToHost     ? " (host to host)"
+                                                         : "";
+    ::emu::check_range("cudaMemcpy", bytes, how, "source", src);
+    ::emu::check_range("cudaMemcpy", bytes, how, "destination", dst);
     if (bytes) std::memmove(dst, src, bytes);
     return cudaSuccess;
 }
 inline cudaError_t cudaMemset(void* p, int value, size_t bytes) {
+    ::emu::check_range("cudaMemset", bytes, "", "destination", p);
     std::memset(p, value, bytes);
     return cudaSuccess;
 }
