@@ -24,17 +24,12 @@
 //   SHARED_TILE(T, name, cursor, n)       a tile carved from the dynamic shared memory: here an
 //                                          array of its own, bounds-checked and named like SHARED
 //   cudaMalloc                            pages filled with NaN bytes (CUDA does not zero) between
-//                                          two guard pages, 256-byte aligned, in one reserved range
-//   access checks                         where the kernels are compiled with the access hooks
-//                                          (every GCC emulator build: cuda/cuda.mk, racecheck.cpp):
-//                                          emu::access checks every load and store: a shared-memory
-//                                          race between warps in one barrier epoch (shadow state
-//                                          per word, whatever the schedule; __syncwarp and warp
-//                                          operations order only one warp's lanes; atomics
-//                                          exempt), an access outside a shared array or tile or a
-//                                          cudaMalloc'd buffer, a misaligned float2/float4; naming
-//                                          threads and lines. In every build a guard-page fault of
-//                                          a cudaMalloc'd buffer is named by the SIGSEGV handler
+//                                          two guard pages, 256-byte aligned, in one reserved
+//                                          range; gpu::allocate (cuda/device_memory.cu), which
+//                                          rounds requests up to 512 bytes and caches released
+//                                          blocks, tells the checks which bytes of a block it
+//                                          lent (emu::lend_block, emu::cache_block)
+//   cudaMemcpy cudaMemset                 memmove and memset, their ranges checked
 //   launch rules                          block and grid limits; at most 48 KB of static shared
 //                                          memory, and static + dynamic at most 48 KB, or 227 KB
 //                                          (sm_90) after cudaFuncSetAttribute; a kernel declared
@@ -44,6 +39,28 @@
 //                                          would refuse throws here too
 //   the device                            sm_90, 132 SMs (an H200's), so that the host code's
 //                                          grid decisions (split-K) run as on that GPU
+//
+// The checks, by build (emu::Check names each; tests turn one off to show its planted bug then
+// goes unseen: cuda/emu/racecheck_tests.cpp, tests/test_cuda_emulator.cpp):
+//   every build      the launch rules (above); shared memory out of bounds: a guard page's
+//                    fault, or a write into an array's padding found when the block ends, named
+//                    by array; a cudaMalloc'd buffer's guard page (past a page of it), named by
+//                    the SIGSEGV handler (fibers); a misaligned float4 (its assignment checks
+//                    both addresses, fibers); a cudaMemcpy or cudaMemset whose range leaves a
+//                    buffer's live bytes: it fails (cudaErrorInvalidValue) and throws one line
+//                    naming the call, the source or destination, the buffer and how many bytes
+//                    past its end
+//   GCC emulator     every load, store and atomic of kernel code calls a hook (the kernels are
+//   builds           compiled with -fsanitize=thread's instrumentation and linked with
+//                    cuda/emu/racecheck.cpp: cuda/cuda.mk's EMU_RACECHECK, on unless clang or a
+//                    sanitizer build), and emu::access (atomics: emu::atomic_access) checks it:
+//                    a shared-memory race between warps in one barrier epoch (shadow state per
+//                    word, whatever the schedule; __syncwarp and warp operations order only one
+//                    warp's lanes; atomics exempt); an access outside a shared array or tile, or
+//                    outside a buffer's live bytes (exactly the bytes asked of cudaMalloc or of
+//                    gpu::allocate, not its rounded block; none of a block in gpu::allocate's
+//                    cache); a misaligned float2, float4 or atomic; naming threads and lines
+//   EMU_THREADS      (make emu-tsan) ThreadSanitizer's own data-race reports; faults unnamed
 //
 // Two ways to run a block's threads:
 //   fibers (default)   one fiber per CUDA thread, all on one OS thread; a barrier is
