@@ -527,28 +527,39 @@ TEST_CASE("cuda emulator: cuda-tests fails, naming the runtime's error, when a d
     CHECK(plain.exit_code == 0);
 }
 
+namespace {
+// cuda/bench/gpu-check.sh with `args` (its verdict modes): exit status and output.
+std::pair<int, std::string> gpu_check(const std::string& args) {
+    const std::string cmd =
+        "bash '" + std::string(PROJECT_ROOT) + "/cuda/bench/gpu-check.sh' " + args + " 2>&1";
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+        char buf[512];
+        while (fgets(buf, sizeof buf, p))
+            out += buf;
+        const int status = pclose(p);
+        return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+    }
+    return std::pair{-1, out};
+}
+// gpu-check.sh's verdict MODE on `text`, written to a scratch file (the tool output canned).
+std::pair<int, std::string> gpu_check_on(const std::string& mode, const std::string& text) {
+    const std::string file = "/tmp/transformer-test-" + std::to_string(getpid()) + ".canned";
+    {
+        std::ofstream f(file);
+        f << text;
+    }
+    auto r = gpu_check(mode + " '" + file + "'");
+    std::remove(file.c_str());
+    return r;
+}
+}  // namespace
+
 // gpu-check's verdict on the device cases' report: at least one passed, none failed or skipped,
 // and a report that never reached its summary (a crash) fails too; a run that skipped every
 // case (no device visible) is a failure, not "exit 0".
 TEST_CASE("cuda emulator: gpu-check fails a device test run that passed nothing") {
-    const std::string report = "/tmp/transformer-test-" + std::to_string(getpid()) + ".report";
-    auto verdict = [&](const std::string& text) {
-        {
-            std::ofstream f(report);
-            f << text;
-        }
-        const std::string cmd = "bash '" + std::string(PROJECT_ROOT) +
-                                "/cuda/bench/gpu-check.sh' --check-tests '" + report + "' 2>&1";
-        std::string out;
-        if (FILE* p = popen(cmd.c_str(), "r")) {
-            char buf[512];
-            while (fgets(buf, sizeof buf, p))
-                out += buf;
-            const int status = pclose(p);
-            return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-        }
-        return std::pair{-1, out};
-    };
+    auto verdict = [](const std::string& text) { return gpu_check_on("--check-tests", text); };
     const std::string head = "[doctest] doctest version is \"2.4.9\"\n";
     auto skipped = verdict(head + "[doctest] test cases: 0 | 0 passed | 0 failed | 20 skipped\n");
     CHECK(skipped.first == 1);
@@ -565,7 +576,25 @@ TEST_CASE("cuda emulator: gpu-check fails a device test run that passed nothing"
     auto crashed = verdict(head + "TEST CASE:  cuda device: sgemm\n");
     CHECK(crashed.first == 1);
     CHECK_MESSAGE(crashed.second.find("no doctest summary") != std::string::npos, crashed.second);
-    std::remove(report.c_str());
+}
+
+// The verdict says which checks failed and which did not run, and is PASSED only when every
+// check ran and passed: a toolkit without compute-sanitizer, with SKIP_SANITIZER=1, ran none of
+// its four tools.
+TEST_CASE("cuda emulator: gpu-check's verdict is PASSED only when every check ran") {
+    auto skipped = gpu_check("--verdict '' memcheck,initcheck,synccheck,racecheck");
+    CHECK(skipped.first == 3);
+    CHECK(skipped.second ==
+          "verdict: INCOMPLETE: every check that ran passed, but 4 did not run: "
+          "memcheck, initcheck, synccheck, racecheck\n");
+    auto failed = gpu_check("--verdict 'cuda-tests,spill check' torch-peer");
+    CHECK(failed.first == 1);
+    CHECK(failed.second ==
+          "verdict: FAILED: 2 check(s) failed, were cut or skipped: cuda-tests, "
+          "spill check; not run: torch-peer\n");
+    auto passed = gpu_check("--verdict '' ''");
+    CHECK(passed.first == 0);
+    CHECK(passed.second == "verdict: PASSED: every check ran and passed\n");
 }
 
 // gpu-bench (what gpu-check measures the speed targets with) at small sizes on the emulator,
@@ -721,6 +750,12 @@ TEST_CASE("cuda emulator: gpu-check with GPU_CHECK_DIR writes everything there, 
     CHECK_MESSAGE(make_args.find(" out/build/bin/cuda-tests") != std::string::npos, make_args);
     CHECK_MESSAGE(nvcc_args.find("-o out/build/bin/gpu-bench") != std::string::npos, nvcc_args);
     CHECK(fs::exists(work / "out" / "summary.txt"));
+    // No compute-sanitizer and SKIP_SANITIZER=1: its four tools are named as not run.
+    const std::string summary = read(work / "out" / "summary.txt");
+    CHECK_MESSAGE(summary.find("gpu-check: verdict: FAILED: ") != std::string::npos, summary);
+    CHECK_MESSAGE(
+        summary.find("; not run: memcheck, initcheck, synccheck, racecheck;") != std::string::npos,
+        summary);
     CHECK(fs::exists(work / "out" / "build" / "bin" / "gpu-bench"));
     std::string outside;
     for (const fs::directory_entry& e : fs::directory_iterator(work))

@@ -12,7 +12,8 @@
 #      (barriers and warp operations), and racecheck (shared-memory hazards) on the cases of the
 #      kernels that use shared memory only (sgemm, the reductions, FlashAttention), so that it
 #      finishes well inside its limit                     -> appended to cuda-tests.txt
-#      No compute-sanitizer fails the run, unless SKIP_SANITIZER=1 (the summary says which).
+#      No compute-sanitizer fails the run, unless SKIP_SANITIZER=1: then the four tools are
+#      listed as not run, and the verdict cannot be PASSED.
 #   5. chapter 6 on cuda (6-cost-cuda --device cuda), n = 128 ... 16384, table and figure 3
 #                                                        -> chapter6-cuda.txt, 6-cost-cuda.png
 #      (cells that do not fit are skipped)
@@ -21,11 +22,13 @@
 # Each step has its own time limit, and none runs past GPU_CHECK_SECONDS (480: 8 minutes) from
 # the start: a step that would is cut to the time left, and one with under 15 s left is skipped.
 # At most 8 files of results are written (nvidia-smi.txt and summary.txt too), besides the
-# build; the exit status is 1 when a step failed, was cut or was skipped, and summary.txt says
-# which, with gpu-bench's target lines and every MISMATCH line (gpu-bench exits 1 on any). The
-# build fails when the device's ptxas reports a spill (sgemm.cu is built with -warn-spills). A
-# python with CUDA torch this machine lacks (unless PYTHON= names one) is listed as NOT RUN
-# without failing the run.
+# build. The build fails when the device's ptxas reports a spill (sgemm.cu is built with
+# -warn-spills). The verdict, the last line of summary.txt, names every check that failed and
+# every one that did not run: PASSED (exit status 0) only when every check ran and passed; FAILED
+# (1) when one failed, was cut or was skipped; INCOMPLETE (3) when every check that ran passed
+# but some did not run (no compute-sanitizer with SKIP_SANITIZER=1, no python with CUDA torch
+# unless PYTHON= names one). summary.txt also holds gpu-bench's target lines and every MISMATCH
+# line (gpu-bench exits 1 on any).
 # NVIDIA_TF32_OVERRIDE=0 for every step: no TF32 anywhere. Each step's time is printed, and the
 # total at the end.
 #
@@ -36,7 +39,10 @@
 # built for AVX2 + FMA, the path the CPU tests cover, whatever the GPU machine's processor (its
 # AVX-512 path is compile-tested only).
 #
-# gpu-check.sh --check-tests FILE: the verdict on one doctest report (what step 2 applies).
+# The verdicts, each on its own input (the suite feeds them canned tool outputs:
+# tests/test_cuda_emulator.cpp):
+#   gpu-check.sh --check-tests FILE             a doctest report (what step 2 applies)
+#   gpu-check.sh --verdict FAILED NOT_RUN       the final verdict; each a comma-separated list
 set -u
 
 # passed > 0, failed = 0, skipped = 0 in the last doctest summary line of $1.
@@ -58,11 +64,51 @@ check_tests() {
          "none fail, none be skipped)"
     return 1
 }
-if [ "${1:-}" = --check-tests ]; then
-    [ $# -eq 2 ] || { echo "usage: gpu-check.sh --check-tests DOCTEST_OUTPUT" >&2; exit 2; }
-    check_tests "$2"
-    exit $?
-fi
+# The verdict on the whole run: FAILED_STEPS (checks that failed, were cut or skipped) and
+# NOT_RUN_STEPS (checks that did not run). PASSED only when both are empty.
+FAILED_STEPS=()
+NOT_RUN_STEPS=()
+fail() {  # fail NAME: NAME failed (once in the list)
+    local s
+    for s in "${FAILED_STEPS[@]}"; do [ "$s" = "$1" ] && return 0; done
+    FAILED_STEPS+=("$1")
+}
+join_list() { local IFS=,; sed 's/,/, /g' <<<"$*"; }
+final_verdict() {
+    local not_run=""
+    [ ${#NOT_RUN_STEPS[@]} -eq 0 ] || not_run=$(join_list "${NOT_RUN_STEPS[@]}")
+    if [ ${#FAILED_STEPS[@]} -gt 0 ]; then
+        echo "verdict: FAILED: ${#FAILED_STEPS[@]} check(s) failed, were cut or skipped:" \
+             "$(join_list "${FAILED_STEPS[@]}")${not_run:+; not run: $not_run}"
+        return 1
+    fi
+    if [ -n "$not_run" ]; then
+        echo "verdict: INCOMPLETE: every check that ran passed, but ${#NOT_RUN_STEPS[@]} did" \
+             "not run: $not_run"
+        return 3
+    fi
+    echo "verdict: PASSED: every check ran and passed"
+    return 0
+}
+
+case "${1:-}" in
+    --check-tests)
+        [ $# -eq 2 ] || { echo "usage: gpu-check.sh --check-tests DOCTEST_OUTPUT" >&2; exit 2; }
+        check_tests "$2"
+        exit $?
+        ;;
+    --verdict)
+        [ $# -eq 3 ] || { echo "usage: gpu-check.sh --verdict FAILED,... NOT_RUN,..." >&2; exit 2; }
+        IFS=, read -r -a FAILED_STEPS <<<"$2"
+        IFS=, read -r -a NOT_RUN_STEPS <<<"$3"
+        final_verdict
+        exit $?
+        ;;
+    -*)
+        echo "gpu-check.sh: unknown option $1 (see the comment at its top)" >&2
+        exit 2
+        ;;
+esac
 
 OUT=${GPU_CHECK_DIR:-gpu-check/$(date +%Y%m%d-%H%M%S)}
 BUILD=${1:-${GPU_CHECK_DIR:+$GPU_CHECK_DIR/build}}
@@ -79,15 +125,13 @@ fi
 export NVIDIA_TF32_OVERRIDE=0
 SEQ_LENS=128,256,512,1024,2048,4096,8192,16384
 DEADLINE=${GPU_CHECK_SECONDS:-480}
-FAILED=0
-NOT_RUN=0
 log() { echo "gpu-check: $*" | tee -a "$OUT/summary.txt"; }
 step() {  # step NAME SECONDS FILE command...   (appends to FILE)
     local name=$1 limit=$2 file=$3; shift 3
     local left=$((DEADLINE - SECONDS))
     if [ "$left" -lt 15 ]; then
         log "$name: skipped, ${left} s left of GPU_CHECK_SECONDS=$DEADLINE"
-        FAILED=$((FAILED + 1))
+        fail "$name"
         return 124
     fi
     [ "$limit" -le "$left" ] || limit=$left
@@ -97,7 +141,7 @@ step() {  # step NAME SECONDS FILE command...   (appends to FILE)
     local cut=""
     [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && cut=" (cut at its limit: incomplete)"
     log "$name: exit $rc after $((SECONDS - t0)) s (limit $limit s)$cut -> $OUT/$file"
-    [ "$rc" -eq 0 ] || FAILED=$((FAILED + 1))
+    [ "$rc" -eq 0 ] || fail "$name"
     return $rc
 }
 
@@ -125,7 +169,7 @@ step cuda-tests 120 cuda-tests.txt "${DEVICE_CASES[@]}"
 grep -a -A8 'cuda device: a CUDA device is visible' "$OUT/cuda-tests.txt" |
     grep -a -m1 -o 'cudaGetDeviceCount: .*\|device 0: .*' | sed 's/^/gpu-check: /' |
     tee -a "$OUT/summary.txt"
-verdict=$(check_tests "$OUT/cuda-tests.txt") || FAILED=$((FAILED + 1))
+verdict=$(check_tests "$OUT/cuda-tests.txt") || fail cuda-tests
 log "cuda-tests: $verdict"
 # The speed targets first (the sweep below is the longest step). The kernels are the objects
 # the build above compiled; only cuda/bench/gpu_bench.cu itself is compiled here.
@@ -154,20 +198,20 @@ if [ -n "$SANITIZER" ]; then
         echo "==== compute-sanitizer --tool $tool" >>"$OUT/cuda-tests.txt"
         cases=("${DEVICE_CASES[@]}")
         [ "$tool" = racecheck ] && cases=("${SHARED_CASES[@]}")
-        step "compute-sanitizer $tool" 75 cuda-tests.txt "$SANITIZER" --tool "$tool" \
-            --error-exitcode 3 "${cases[@]}"
+        step "$tool" 75 cuda-tests.txt "$SANITIZER" --tool "$tool" --error-exitcode 3 \
+            "${cases[@]}"
         sed -n '/^==== compute-sanitizer --tool '"$tool"'$/,$p' "$OUT/cuda-tests.txt" |
             grep -a 'ERROR SUMMARY' | tail -1 | sed "s/^/gpu-check: $tool: /" |
             tee -a "$OUT/summary.txt"
     done
 elif [ "${SKIP_SANITIZER:-}" = 1 ]; then
     log "compute-sanitizer: NOT RUN: not on PATH nor in $CUDA_HOME/bin, and SKIP_SANITIZER=1" \
-        "(memcheck, initcheck, synccheck, racecheck skipped as asked)"
-    NOT_RUN=$((NOT_RUN + 1))
+        "(memcheck, initcheck, synccheck, racecheck not run, as asked)"
+    NOT_RUN_STEPS+=(memcheck initcheck synccheck racecheck)
 else
     log "compute-sanitizer: FAILED: not on PATH nor in $CUDA_HOME/bin (memcheck, initcheck," \
         "synccheck, racecheck cannot run); install it, or set SKIP_SANITIZER=1 to run without"
-    FAILED=$((FAILED + 1))
+    fail compute-sanitizer
 fi
 # Chapter 6 itself, the table and figure 3, once: device time is short.
 step chapter6-cuda 240 chapter6-cuda.txt "$BUILD/bin/6-cost-cuda" --device cuda \
@@ -188,16 +232,13 @@ if [ -n "$PEER" ]; then
     cat "$OUT/torch-peer.txt"
 elif [ -n "${PYTHON:-}" ]; then
     log "torch-peer: FAILED: PYTHON=$PYTHON has no torch that sees CUDA"
-    FAILED=$((FAILED + 1))
+    fail torch-peer
 else
     log "torch-peer: NOT RUN: no python with CUDA torch (tried ${CANDIDATES[*]});" \
         "set PYTHON=/path/to/python"
-    NOT_RUN=$((NOT_RUN + 1))
+    NOT_RUN_STEPS+=(torch-peer)
 fi
-if [ "$FAILED" -gt 0 ]; then
-    log "verdict: FAILED: $FAILED step(s) failed, were cut or skipped; $NOT_RUN not run;" \
-        "$SECONDS s in all; results in $OUT"
-    exit 1
-fi
-log "verdict: PASSED: every step passed; $NOT_RUN not run (listed above); $SECONDS s in all;" \
-    "results in $OUT"
+verdict=$(final_verdict)
+rc=$?
+log "$verdict; $SECONDS s in all; results in $OUT"
+exit $rc
