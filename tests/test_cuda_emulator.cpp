@@ -578,6 +578,84 @@ TEST_CASE("cuda emulator: gpu-check fails a device test run that passed nothing"
     CHECK_MESSAGE(crashed.second.find("no doctest summary") != std::string::npos, crashed.second);
 }
 
+// gpu-check's verdict on each compute-sanitizer run (what it appends to cuda-tests.txt after a
+// "==== compute-sanitizer --tool TOOL" line), on canned outputs: the tool's own summary line
+// (racecheck's is RACECHECK SUMMARY, and its warnings fail too), and the test run under it,
+// which must show every case its filter selects passed, at least one: a filter that matches
+// nothing exits 0 with 0 errors.
+TEST_CASE("cuda emulator: gpu-check reads each sanitizer's summary and the cases it ran") {
+    const std::string doctest =
+        "[doctest] doctest version is \"2.4.9\"\n"
+        "===============================================================\n";
+    auto run = [&](const std::string& tool, const std::string& cases, const std::string& tail) {
+        return "==== compute-sanitizer --tool " + tool + "\n========= COMPUTE-SANITIZER\n" +
+               doctest + "[doctest] test cases: " + cases + "\n" + tail;
+    };
+    const std::string passed20 = "20 | 20 passed | 0 failed | 0 skipped";
+    const std::string clean = "========= ERROR SUMMARY: 0 errors\n";
+    auto ok = gpu_check_on("--check-sanitizer memcheck", run("memcheck", passed20, clean));
+    CHECK(ok.first == 0);
+    CHECK_MESSAGE(ok.second == "ok: memcheck: 0 errors; 20 of 20 selected case(s) passed\n",
+                  ok.second);
+    auto errors = gpu_check_on("--check-sanitizer memcheck",
+                               run("memcheck", passed20, "========= ERROR SUMMARY: 2 errors\n"));
+    CHECK(errors.first == 1);
+    CHECK_MESSAGE(errors.second == "FAILED: memcheck: ERROR SUMMARY: 2 errors\n", errors.second);
+    auto unfinished = gpu_check_on("--check-sanitizer synccheck", run("synccheck", passed20, ""));
+    CHECK(unfinished.first == 1);
+    CHECK_MESSAGE(
+        unfinished.second.find("no \"ERROR SUMMARY: N errors\" line") != std::string::npos,
+        unfinished.second);
+    // A filter that selects nothing: the tool exits 0 and reports 0 errors.
+    auto none = gpu_check_on("--check-sanitizer initcheck",
+                             run("initcheck", "0 | 0 passed | 0 failed | 20 skipped", clean));
+    CHECK(none.first == 1);
+    CHECK_MESSAGE(
+        none.second.find("0 of the 0 case(s) its filter selects passed") != std::string::npos,
+        none.second);
+    auto failing = gpu_check_on("--check-sanitizer memcheck",
+                                run("memcheck", "20 | 19 passed | 1 failed | 0 skipped", clean));
+    CHECK(failing.first == 1);
+    // racecheck: a subset of the cases (the rest skipped by the filter) is its normal run.
+    const std::string subset = "10 | 10 passed | 0 failed | 25 skipped";
+    auto race_ok = gpu_check_on(
+        "--check-sanitizer racecheck",
+        run("racecheck", subset,
+            "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"));
+    CHECK(race_ok.first == 0);
+    CHECK_MESSAGE(race_ok.second == "ok: racecheck: 0 errors; 10 of 10 selected case(s) passed\n",
+                  race_ok.second);
+    auto warning = gpu_check_on(
+        "--check-sanitizer racecheck",
+        run("racecheck", subset,
+            "========= Warning: Race reported between Write access at sgemm_kernel+0x140\n"
+            "=========     and Read access at sgemm_kernel+0xe0 [4 hazards]\n"
+            "========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)\n"));
+    CHECK(warning.first == 1);
+    CHECK_MESSAGE(warning.second ==
+                      "FAILED: racecheck: 1 warning(s), one not explained: Warning: Race reported "
+                      "between Write access at sgemm_kernel+0x140\n",
+                  warning.second);
+    auto race_error = gpu_check_on(
+        "--check-sanitizer racecheck",
+        run("racecheck", subset,
+            "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n"));
+    CHECK(race_error.first == 1);
+    CHECK_MESSAGE(race_error.second.find("1 error(s), 0 warning(s)") != std::string::npos,
+                  race_error.second);
+    // racecheck's run read for ERROR SUMMARY alone, as before: not a racecheck summary.
+    auto wrong_line = gpu_check_on("--check-sanitizer racecheck", run("racecheck", subset, clean));
+    CHECK(wrong_line.first == 1);
+    CHECK_MESSAGE(wrong_line.second.find("no \"RACECHECK SUMMARY") != std::string::npos,
+                  wrong_line.second);
+    // Several runs in one file: each verdict reads its own tool's run only.
+    const std::string both = run("memcheck", passed20, clean) +
+                             run("initcheck", passed20, "========= ERROR SUMMARY: 3 errors\n");
+    CHECK(gpu_check_on("--check-sanitizer memcheck", both).first == 0);
+    CHECK(gpu_check_on("--check-sanitizer initcheck", both).first == 1);
+    CHECK(gpu_check_on("--check-sanitizer racecheck", both).first == 1);  // no run of it
+}
+
 // The verdict says which checks failed and which did not run, and is PASSED only when every
 // check ran and passed: a toolkit without compute-sanitizer, with SKIP_SANITIZER=1, ran none of
 // its four tools.

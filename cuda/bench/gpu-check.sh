@@ -12,6 +12,10 @@
 #      (barriers and warp operations), and racecheck (shared-memory hazards) on the cases of the
 #      kernels that use shared memory only (sgemm, the reductions, FlashAttention), so that it
 #      finishes well inside its limit                     -> appended to cuda-tests.txt
+#      Each run passes when its exit code is 0, its own summary reads 0 errors (racecheck's
+#      RACECHECK SUMMARY: 0 errors and 0 warnings, but for warnings named in
+#      EXPLAINED_RACECHECK_WARNINGS), and the test run under it shows every case its filter
+#      selects passed, at least one (a filter that matches nothing exits 0 too).
 #      No compute-sanitizer fails the run, unless SKIP_SANITIZER=1: then the four tools are
 #      listed as not run, and the verdict cannot be PASSED.
 #   5. chapter 6 on cuda (6-cost-cuda --device cuda), n = 128 ... 16384, table and figure 3
@@ -42,20 +46,43 @@
 # The verdicts, each on its own input (the suite feeds them canned tool outputs:
 # tests/test_cuda_emulator.cpp):
 #   gpu-check.sh --check-tests FILE             a doctest report (what step 2 applies)
+#   gpu-check.sh --check-sanitizer TOOL FILE    TOOL's run in FILE (step 4)
 #   gpu-check.sh --verdict FAILED NOT_RUN       the final verdict; each a comma-separated list
 set -u
 
+# racecheck warnings that are named and explained: "ERE on the hazard's "Warning:" line -- why".
+# None: every warning fails the run.
+EXPLAINED_RACECHECK_WARNINGS=()
+
+# The explanation of LINE ($2) in the list named $1 ("pattern -- why" entries), or nothing.
+explanation() {
+    local -n entries=$1
+    local entry
+    for entry in "${entries[@]}"; do
+        if grep -q -E -- "${entry%% -- *}" <<<"$2"; then
+            echo "${entry#* -- }"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# The counts of the last doctest summary line in $1 (a file, or - for stdin):
+# "TOTAL PASSED FAILED SKIPPED", or nothing.
+doctest_counts() {
+    local n=' *([0-9]+) *'
+    grep -a '^\[doctest\] test cases:' "$1" 2>/dev/null | tail -1 |
+        sed -nE "s/.*test cases:$n\\|${n}passed *\\|${n}failed *\\|${n}skipped.*/\\1 \\2 \\3 \\4/p"
+}
+
 # passed > 0, failed = 0, skipped = 0 in the last doctest summary line of $1.
 check_tests() {
-    local line passed failed skipped
-    line=$(grep -a '^\[doctest\] test cases:' "$1" 2>/dev/null | tail -1)
-    if [ -z "$line" ]; then
+    local total passed failed skipped
+    read -r total passed failed skipped <<<"$(doctest_counts "$1")"
+    if [ -z "${total:-}" ]; then
         echo "FAILED: no doctest summary in $1 (the program did not finish)"
         return 1
     fi
-    passed=$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<<"$line")
-    failed=$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<<"$line")
-    skipped=$(sed -E 's/.*\| *([0-9]+) skipped.*/\1/' <<<"$line")
     if [ "$passed" -gt 0 ] && [ "$failed" -eq 0 ] && [ "$skipped" -eq 0 ]; then
         echo "ok: $passed passed, 0 failed, 0 skipped"
         return 0
@@ -64,6 +91,82 @@ check_tests() {
          "none fail, none be skipped)"
     return 1
 }
+
+# What the run of compute-sanitizer tool $1 appended to $2: from its "==== compute-sanitizer
+# --tool $1" line to the next such line.
+sanitizer_section() {
+    awk -v head="==== compute-sanitizer --tool $1" \
+        '$0 == head { on = 1; next } /^==== compute-sanitizer --tool / { on = 0 } on' "$2"
+}
+
+# The verdict on tool $1's run in $2: its summary reads 0 errors (racecheck: 0 errors, and
+# 0 warnings but for explained ones), and every case the test filter selects passed, at least
+# one.
+check_sanitizer() {
+    local tool=$1 section total passed failed skipped line errors warnings hazard why
+    local explained=""
+    section=$(sanitizer_section "$tool" "$2")
+    if [ -z "$section" ]; then
+        echo "FAILED: $tool: no run of it in $2"
+        return 1
+    fi
+    read -r total passed failed skipped <<<"$(doctest_counts - <<<"$section")"
+    if [ -z "${total:-}" ]; then
+        echo "FAILED: $tool: no doctest summary in its run (the program did not finish)"
+        return 1
+    fi
+    if [ "$total" -eq 0 ] || [ "$passed" -ne "$total" ] || [ "$failed" -ne 0 ]; then
+        echo "FAILED: $tool: $passed of the $total case(s) its filter selects passed," \
+             "$failed failed (all must pass, and at least one be selected)"
+        return 1
+    fi
+    if [ "$tool" = racecheck ]; then
+        line=$(grep -a 'RACECHECK SUMMARY:' <<<"$section" | tail -1)
+        read -r errors warnings <<<"$(sed -nE \
+            's/.*RACECHECK SUMMARY:.*\(([0-9]+) errors?, *([0-9]+) warnings?\).*/\1 \2/p' \
+            <<<"$line")"
+        if [ -z "${errors:-}" ]; then
+            echo "FAILED: racecheck: no \"RACECHECK SUMMARY: ... (E errors, W warnings)\" line" \
+                 "(the tool did not finish)"
+            return 1
+        fi
+        if [ "$errors" -ne 0 ]; then
+            echo "FAILED: racecheck: $errors error(s), $warnings warning(s): ${line#*= }"
+            return 1
+        fi
+        if [ "$warnings" -ne 0 ]; then
+            local hazards
+            hazards=$(grep -a -E '^=+ +Warning:' <<<"$section")
+            if [ -z "$hazards" ]; then
+                echo "FAILED: racecheck: $warnings warning(s), none of them on a" \
+                     "\"Warning:\" line to name"
+                return 1
+            fi
+            while IFS= read -r hazard; do
+                if ! why=$(explanation EXPLAINED_RACECHECK_WARNINGS "$hazard"); then
+                    echo "FAILED: racecheck: $warnings warning(s), one not explained:" \
+                         "$(sed -E 's/^=+ +//' <<<"$hazard")"
+                    return 1
+                fi
+                explained=", $warnings warning(s) explained ($why)"
+            done <<<"$hazards"
+        fi
+    else
+        line=$(grep -a 'ERROR SUMMARY:' <<<"$section" | tail -1)
+        errors=$(sed -nE 's/.*ERROR SUMMARY: *([0-9]+) errors?.*/\1/p' <<<"$line")
+        if [ -z "$errors" ]; then
+            echo "FAILED: $tool: no \"ERROR SUMMARY: N errors\" line (the tool did not finish)"
+            return 1
+        fi
+        if [ "$errors" -ne 0 ]; then
+            echo "FAILED: $tool: ${line#*= }"
+            return 1
+        fi
+    fi
+    echo "ok: $tool: 0 errors$explained; $passed of $passed selected case(s) passed"
+    return 0
+}
+
 # The verdict on the whole run: FAILED_STEPS (checks that failed, were cut or skipped) and
 # NOT_RUN_STEPS (checks that did not run). PASSED only when both are empty.
 FAILED_STEPS=()
@@ -95,6 +198,11 @@ case "${1:-}" in
     --check-tests)
         [ $# -eq 2 ] || { echo "usage: gpu-check.sh --check-tests DOCTEST_OUTPUT" >&2; exit 2; }
         check_tests "$2"
+        exit $?
+        ;;
+    --check-sanitizer)
+        [ $# -eq 3 ] || { echo "usage: gpu-check.sh --check-sanitizer TOOL OUTPUT" >&2; exit 2; }
+        check_sanitizer "$2" "$3"
         exit $?
         ;;
     --verdict)
@@ -200,9 +308,8 @@ if [ -n "$SANITIZER" ]; then
         [ "$tool" = racecheck ] && cases=("${SHARED_CASES[@]}")
         step "$tool" 75 cuda-tests.txt "$SANITIZER" --tool "$tool" --error-exitcode 3 \
             "${cases[@]}"
-        sed -n '/^==== compute-sanitizer --tool '"$tool"'$/,$p' "$OUT/cuda-tests.txt" |
-            grep -a 'ERROR SUMMARY' | tail -1 | sed "s/^/gpu-check: $tool: /" |
-            tee -a "$OUT/summary.txt"
+        verdict=$(check_sanitizer "$tool" "$OUT/cuda-tests.txt") || fail "$tool"
+        log "$verdict"
     done
 elif [ "${SKIP_SANITIZER:-}" = 1 ]; then
     log "compute-sanitizer: NOT RUN: not on PATH nor in $CUDA_HOME/bin, and SKIP_SANITIZER=1" \
