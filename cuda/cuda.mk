@@ -35,7 +35,7 @@ $(info cuda: $(if $(NVCC),sanitizer build,no nvcc); CUDA programs not built (the
 endif
 endif
 
-.PHONY: cuda-test
+.PHONY: cuda-test cuda-ptxas-report
 
 ifneq ($(CUDA_ENABLED),)
 build: $(BUILD)/bin/cuda-tests
@@ -47,6 +47,18 @@ $(BUILD)/cuda/%.o: %.cu
 # No sgemm kernel may spill registers to local memory (ptxas's figures: cuda/sgemm.cu); where
 # warnings are errors, a spill fails the build.
 $(BUILD)/cuda/cuda/sgemm.o: NVCCFLAGS += -Xptxas -warn-spills $(if $(NVCC_WERROR),-Xptxas -Werror)
+
+# ptxas's report of every kernel source, for gpu-check's spill check (cuda/bench/gpu-check.sh):
+# each compiled afresh with -Xptxas -v into a scratch object, at every make that names it, since
+# ptxas reports only when it runs, and nothing for an object already built.
+PTXAS_SRC := $(KERNEL_SRC) $(wildcard cuda/bench/*.cu)
+PTXAS_REPORTS := $(PTXAS_SRC:%.cu=$(BUILD)/cuda/ptxas/%.txt)
+.PHONY: ptxas-every-time
+ptxas-every-time:
+$(BUILD)/cuda/ptxas/%.txt: %.cu ptxas-every-time
+	@mkdir -p $(dir $@)
+	@$(NVCC) $(NVCCFLAGS) -Xptxas -v -c $< -o $(@:.txt=.o) >$@ 2>&1 || { cat $@; exit 1; }
+cuda-ptxas-report: $(PTXAS_REPORTS) ## ptxas's report (registers, spills) of every kernel source
 
 # The test source compiled by g++ against the real runtime; the kernels come from nvcc.
 $(BUILD)/cuda/obj/tests/%.o: tests/%.cpp | deps
@@ -65,6 +77,8 @@ cuda-test: $(BUILD)/bin/cuda-tests ## run the CUDA test cases on the GPU (skippe
 else
 cuda-test:
 	@echo "cuda-test: nvcc not found (set NVCC=/path/to/nvcc); the emulator cases run in make test"
+cuda-ptxas-report:
+	@echo "cuda-ptxas-report: nvcc not found (set NVCC=/path/to/nvcc)"; exit 1
 endif
 
 # ---- the same kernels on the emulator, on every machine ----------------------------------------

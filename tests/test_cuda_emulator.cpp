@@ -656,6 +656,52 @@ TEST_CASE("cuda emulator: gpu-check reads each sanitizer's summary and the cases
     CHECK(gpu_check_on("--check-sanitizer racecheck", both).first == 1);  // no run of it
 }
 
+// The spill check reads ptxas's -Xptxas -v reports (which cuda/cuda.mk's cuda-ptxas-report
+// makes afresh for every kernel source): every kernel that spills is listed; one not named in
+// gpu-check.sh's EXPLAINED_SPILLS fails, and so do reports that name no kernel (no -v). The
+// canned lines are nvcc 13's, for sm_90.
+TEST_CASE("cuda emulator: gpu-check's spill check lists every kernel that spills") {
+    auto kernel = [](const std::string& mangled, int stores, int loads) {
+        return "ptxas info    : Compiling entry function '" + mangled + "' for 'sm_90'\n" +
+               "ptxas info    : Function properties for " + mangled + "\n    " +
+               std::to_string(stores) + " bytes stack frame, " + std::to_string(stores) +
+               " bytes spill stores, " + std::to_string(loads) + " bytes spill loads\n" +
+               "ptxas info    : Used 255 registers, used 1 barriers\n";
+    };
+    const std::string v1_dq_64 =
+        "_ZN8flash_v118backward_dq_kernelILi64EEEvPKfS2_S2_S2_S2_S2_Pfiifb";
+    const std::string v2_fwd = "_ZN8flash_v214forward_kernelILi128EEEvPKfS2_S2_PfS3_iifbb";
+    auto known =
+        gpu_check_on("--check-spills", "ptxas info    : 0 bytes gmem\n" + kernel(v2_fwd, 0, 0) +
+                                           kernel(v1_dq_64, 44, 44));
+    CHECK(known.first == 0);
+    CHECK_MESSAGE(known.second.find("spill (explained): ") != std::string::npos, known.second);
+    CHECK_MESSAGE(
+        known.second.find("flash_v1::backward_dq_kernel<64>: 44 bytes spill stores, 44 "
+                          "bytes spill loads (FlashAttention version 1") != std::string::npos,
+        known.second);
+    CHECK_MESSAGE(known.second.find("ok: 2 kernels, 1 spill(s), each named and explained") !=
+                      std::string::npos,
+                  known.second);
+    // The same spill in version 2's kernel: not explained.
+    const std::string v2_bwd =
+        "_ZN8flash_v215backward_kernelILi64EEEvPKfS2_S2_S2_S2_S2_PfS3_S3_iifbb";
+    auto unknown = gpu_check_on("--check-spills", kernel(v1_dq_64, 44, 44) + kernel(v2_bwd, 8, 4));
+    CHECK(unknown.first == 1);
+    CHECK_MESSAGE(unknown.second.find("SPILL: ") != std::string::npos, unknown.second);
+    CHECK_MESSAGE(
+        unknown.second.find("flash_v2::backward_kernel<64>: 8 bytes spill stores, 4 bytes "
+                            "spill loads") != std::string::npos,
+        unknown.second);
+    CHECK_MESSAGE(unknown.second.find("FAILED: 1 of 2 kernels spill") != std::string::npos,
+                  unknown.second);
+    // A report of an object that was not compiled (or without -v) names no kernel.
+    auto empty = gpu_check_on("--check-spills", "");
+    CHECK(empty.first == 1);
+    CHECK_MESSAGE(empty.second.find("no kernel in ptxas's reports") != std::string::npos,
+                  empty.second);
+}
+
 // The verdict says which checks failed and which did not run, and is PASSED only when every
 // check ran and passed: a toolkit without compute-sanitizer, with SKIP_SANITIZER=1, ran none of
 // its four tools.

@@ -2,6 +2,10 @@
 # make gpu-check: everything the GPU side promises, on a machine with a GPU, in one folder.
 #   1. build (nvcc, the visible GPU's architecture; NVCC_WERROR= so that a host compiler that
 #      warns where ours does not cannot stop the run)  -> build.log (gpu-bench's build too)
+#      and the spill check: every cuda/*.cu and cuda/bench/*.cu compiled afresh with
+#      -Xptxas -v (make cuda-ptxas-report, cuda/cuda.mk: ptxas reports nothing for an object
+#      already built); every kernel that spills is listed, and one not in EXPLAINED_SPILLS
+#      below fails the run                              -> ptxas's reports appended to build.log
 #   2. the CUDA test cases on the device, with CUDA_TESTS_NEED_DEVICE=1: no device visible is a
 #      failure with the runtime's reason, not a run of skipped cases; at least one case must
 #      pass and none fail or be skipped                   -> cuda-tests.txt
@@ -26,9 +30,8 @@
 # Each step has its own time limit, and none runs past GPU_CHECK_SECONDS (480: 8 minutes) from
 # the start: a step that would is cut to the time left, and one with under 15 s left is skipped.
 # At most 8 files of results are written (nvidia-smi.txt and summary.txt too), besides the
-# build. The build fails when the device's ptxas reports a spill (sgemm.cu is built with
-# -warn-spills). The verdict, the last line of summary.txt, names every check that failed and
-# every one that did not run: PASSED (exit status 0) only when every check ran and passed; FAILED
+# build. The verdict, the last line of summary.txt, names every check that failed and every
+# one that did not run: PASSED (exit status 0) only when every check ran and passed; FAILED
 # (1) when one failed, was cut or was skipped; INCOMPLETE (3) when every check that ran passed
 # but some did not run (no compute-sanitizer with SKIP_SANITIZER=1, no python with CUDA torch
 # unless PYTHON= names one). summary.txt also holds gpu-bench's target lines and every MISMATCH
@@ -47,11 +50,21 @@
 # tests/test_cuda_emulator.cpp):
 #   gpu-check.sh --check-tests FILE             a doctest report (what step 2 applies)
 #   gpu-check.sh --check-sanitizer TOOL FILE    TOOL's run in FILE (step 4)
+#   gpu-check.sh --check-spills REPORT...       ptxas -v reports (step 1)
 #   gpu-check.sh --verdict FAILED NOT_RUN       the final verdict; each a comma-separated list
 set -u
 
-# racecheck warnings that are named and explained: "ERE on the hazard's "Warning:" line -- why".
-# None: every warning fails the run.
+# Spills that are named and explained: "ERE on the demangled kernel name -- why". Any other
+# spill fails the run.
+why_v1="FlashAttention version 1 (one thread per row) keeps whole rows in registers; its ptxas"
+why_v1+=" table in cuda/attention_flash.cu lists these spills; version 2 must not spill"
+EXPLAINED_SPILLS=(
+    "flash_v1::forward_kernel<128>\\( -- $why_v1"
+    "flash_v1::backward_dq_kernel<(64|128)>\\( -- $why_v1"
+    "flash_v1::backward_dkdv_kernel<(64|128)>\\( -- $why_v1"
+)
+# racecheck warnings that are named and explained, the same way, on the hazard's "Warning:"
+# line. None: every warning fails the run.
 EXPLAINED_RACECHECK_WARNINGS=()
 
 # The explanation of LINE ($2) in the list named $1 ("pattern -- why" entries), or nothing.
@@ -167,6 +180,48 @@ check_sanitizer() {
     return 0
 }
 
+# ptxas's reports ($@, make cuda-ptxas-report's files, or any -Xptxas -v output): a line per
+# kernel that spills, explained or not, then the verdict: FAILED when a spill is not explained,
+# or when no report names a kernel (-Xptxas -v was not in effect).
+check_spills() {
+    local report kernel name stores loads why src entries=0 bad=0 listed=0
+    for report in "$@"; do
+        [ -r "$report" ] || { echo "FAILED: no ptxas report $report"; return 1; }
+        src=$report
+        [[ $report == */cuda/ptxas/* ]] && src=${report##*/cuda/ptxas/} && src=${src%.txt}.cu
+        entries=$((entries + $(grep -a -c "Compiling entry function" "$report")))
+        while IFS=$'\t' read -r kernel stores loads; do
+            [ -n "$kernel" ] || continue
+            listed=$((listed + 1))
+            name=${kernel%%(*}  # (named without its parameters)
+            name=${name#void }
+            if why=$(explanation EXPLAINED_SPILLS "$kernel"); then
+                echo "spill (explained): $src: $name: $stores bytes spill stores, $loads bytes" \
+                     "spill loads ($why)"
+            else
+                bad=$((bad + 1))
+                echo "SPILL: $src: $name: $stores bytes spill stores, $loads bytes spill loads"
+            fi
+        done < <(awk '/Function properties for / { sub(/.*Function properties for /, ""); f = $0 }
+                      /bytes spill stores/ {
+                          s = $0; sub(/ bytes spill stores.*/, "", s); sub(/.*, */, "", s)
+                          l = $0; sub(/ bytes spill loads.*/, "", l); sub(/.*, */, "", l)
+                          if (s + 0 > 0 || l + 0 > 0) print f "\t" s "\t" l
+                      }' "$report" | { command -v c++filt >/dev/null && c++filt || cat; })
+    done
+    if [ "$entries" -eq 0 ]; then
+        echo "FAILED: no kernel in ptxas's reports ($#): was -Xptxas -v in effect?"
+        return 1
+    fi
+    if [ "$bad" -gt 0 ]; then
+        echo "FAILED: $bad of $entries kernels spill registers to local memory unexplained" \
+             "(above); EXPLAINED_SPILLS in cuda/bench/gpu-check.sh names the known ones"
+        return 1
+    fi
+    echo "ok: $entries kernels, $listed spill(s), each named and explained"
+    return 0
+}
+
 # The verdict on the whole run: FAILED_STEPS (checks that failed, were cut or skipped) and
 # NOT_RUN_STEPS (checks that did not run). PASSED only when both are empty.
 FAILED_STEPS=()
@@ -203,6 +258,12 @@ case "${1:-}" in
     --check-sanitizer)
         [ $# -eq 3 ] || { echo "usage: gpu-check.sh --check-sanitizer TOOL OUTPUT" >&2; exit 2; }
         check_sanitizer "$2" "$3"
+        exit $?
+        ;;
+    --check-spills)
+        [ $# -ge 2 ] || { echo "usage: gpu-check.sh --check-spills PTXAS_REPORT..." >&2; exit 2; }
+        shift
+        check_spills "$@"
         exit $?
         ;;
     --verdict)
@@ -260,18 +321,25 @@ nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 ||
     { log "nvidia-smi failed: no GPU visible (see $OUT/nvidia-smi.txt)"; exit 1; }
 CUDA_HOME=$(dirname "$(dirname "$NVCC")")
 
-step build 240 build.log make BUILD="$BUILD" NVCC="$NVCC" "${MAKE_VARS[@]}" -j"$(nproc)" \
-        "$BUILD/bin/cuda-tests" "$BUILD/bin/6-cost-cuda" ||
-    { tail -20 "$OUT/build.log"; exit 1; }
-# NVCC_WERROR= keeps a host compiler's warnings from stopping the run, but not a spill: the
-# kernels built with -warn-spills (sgemm.cu) must not spill on this toolkit either.
-if grep -a -q 'Registers are spilled\|bytes spill stores' "$OUT/build.log"; then
-    grep -a 'Registers are spilled\|bytes spill stores' "$OUT/build.log" | sed 's/^/gpu-check: /' |
-        tee -a "$OUT/summary.txt"
-    log "build: FAILED: the device's ptxas reports a spill (above)"
+# ptxas's report of every kernel source, made afresh by the same make (in parallel with the
+# build): make cuda-ptxas-report's files.
+PTXAS_REPORTS=()
+for src in cuda/*.cu cuda/bench/*.cu; do PTXAS_REPORTS+=("$BUILD/cuda/ptxas/${src%.cu}.txt"); done
+if ! step build 240 build.log make BUILD="$BUILD" NVCC="$NVCC" "${MAKE_VARS[@]}" -j"$(nproc)" \
+        "$BUILD/bin/cuda-tests" "$BUILD/bin/6-cost-cuda" "${PTXAS_REPORTS[@]}"; then
+    tail -20 "$OUT/build.log"
+    log "$(final_verdict); $SECONDS s in all; results in $OUT"
     exit 1
 fi
 ARCH=$(grep -o 'sm_[0-9a-z]*' "$OUT/build.log" | head -1)
+# NVCC_WERROR= keeps a host compiler's warnings from stopping the run, but not a spill: no
+# kernel may spill on this toolkit but the ones EXPLAINED_SPILLS names.
+for report in "${PTXAS_REPORTS[@]}"; do
+    echo "==== ptxas -v: ${report#"$BUILD"/cuda/ptxas/}" >>"$OUT/build.log"
+    cat "$report" >>"$OUT/build.log" 2>&1
+done
+spills=$(check_spills "${PTXAS_REPORTS[@]}") || fail "spill check"
+while IFS= read -r line; do log "spills: $line"; done <<<"$spills"
 DEVICE_CASES=(env CUDA_TESTS_NEED_DEVICE=1 "$BUILD/bin/cuda-tests" -tc='cuda device:*')
 step cuda-tests 120 cuda-tests.txt "${DEVICE_CASES[@]}"
 grep -a -A8 'cuda device: a CUDA device is visible' "$OUT/cuda-tests.txt" |
