@@ -181,8 +181,8 @@ std::string format_record(const Record& r) {
 bool read_kept(const std::string& path, const Job& job, Record& out, std::string& problem,
                bool& special) {
     problem.clear();
-    special = !atomic_file::not_regular(path).empty();
     const read_file::Result file = read_file::whole(path, MAX_KEPT_BYTES);
+    special = file.special;
     if (file.missing) return false;
     if (!file.problem.empty()) return problem = file.problem, false;
     Record r;

@@ -27,6 +27,7 @@ Result whole(const std::string& path, size_t max_bytes) {
     // FIFO from waiting for a writer.
     if (std::string what = atomic_file::not_regular(path); !what.empty()) {
         r.problem = "it is " + what + ", not a regular file";
+        r.special = true;
         return r;
     }
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -40,6 +41,7 @@ Result whole(const std::string& path, size_t max_bytes) {
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         ::close(fd);
         r.problem = "it is not a regular file";
+        r.special = true;
         return r;
     }
     // The size stat reports is checked first (a 10 GB file is refused unread); the reads are

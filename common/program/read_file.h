@@ -16,6 +16,7 @@ struct Result {
     bool missing = false;  // no such file (ENOENT, ENOTDIR): often not an error for the caller
     int error_number = 0;  // errno of a failed open or read, else 0
     bool too_large = false;  // larger than max_bytes
+    bool special = false;    // not a regular file: a folder, a FIFO, a device node, a socket
 };
 
 // The bytes of `path` (symlinks followed) when it is a regular file of at most max_bytes.
