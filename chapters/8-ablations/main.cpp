@@ -52,6 +52,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "chapters/8-ablations/experiments.h"
@@ -126,6 +127,7 @@ int main(int argc, char** argv) {
     cli.figures(figure_dir, no_figures,
                 "8-" + std::string(CLAIMS.front().name) + ".png ... 8-" + CLAIMS.back().name +
                     ".png");
+    const auto defaults = std::tuple(scale, seeds, seed);  // what the full default run uses
     cli.parse(argc, argv);
     if (jobs < 1 || jobs > 64) cli.fail("--jobs must be in 1..64");
     if (!(scale > 0) || scale > 10) cli.fail("--scale must be in (0, 10]");
@@ -168,8 +170,8 @@ int main(int argc, char** argv) {
         }
         needed = asked;
     }
-    const bool full_default = only.empty() && runs.empty() && scale == 1.0 && seeds == 5 &&
-                              seed == 0;
+    const bool full_default =
+        only.empty() && runs.empty() && std::tuple(scale, seeds, seed) == defaults;
     if (!full_default && !partial_dir.empty()) {
         try {
             atomic_file::make_folders(partial_dir);
