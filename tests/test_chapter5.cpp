@@ -9,6 +9,7 @@
 
 #include "chapters/5-blocks/decoder.h"
 #include "common/random.h"
+#include "tests/cross_attention.h"
 #include "tests/util.h"
 
 namespace {
@@ -186,10 +187,7 @@ TEST_CASE("chapter 5: CrossAttention on x itself is section 3's attention") {
     const int d = 12, h = 3;
     MultiHeadAttention mha(d, h);
     CrossAttention ca(d, h);
-    const float* W = mha.qkv.weight.data();  // (3d, d): W_Q rows, then W_K and W_V
-    std::copy_n(W, d * d, ca.q.weight.data());
-    std::copy_n(W + d * d, 2 * d * d, ca.kv.weight.data());
-    std::copy_n(mha.proj.weight.data(), d * d, ca.proj.weight.data());
+    testutil::copy_weights(mha, ca);
     Tensor x = Tensor::from(torch_rng::randn(2 * 5 * d), {2, 5, d});
     NoGradGuard no_grad;
     CHECK(testutil::allclose(ca(x, x).to_vector(), mha(x).to_vector(), 1e-5, 0));

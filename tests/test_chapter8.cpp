@@ -34,6 +34,7 @@
 #include "chapters/8-ablations/stats.h"
 #include "chapters/8-ablations/summary.h"
 #include "common/random.h"
+#include "tests/cross_attention.h"
 #include "tests/util.h"
 
 using namespace ablations;
@@ -212,10 +213,7 @@ TEST_CASE("ablations: the probe reads the weights section 1's attention computed
     const int d = 12, h = 3, dh = 4;
     MultiHeadAttention mha(d, h);
     CrossAttention ca(d, h);
-    const float* W = mha.qkv.weight.data();  // (3d, d): W_Q rows, then W_K and W_V
-    std::copy_n(W, d * d, ca.q.weight.data());
-    std::copy_n(W + d * d, 2 * d * d, ca.kv.weight.data());
-    std::copy_n(mha.proj.weight.data(), d * d, ca.proj.weight.data());
+    testutil::copy_weights(mha, ca);
     const Tensor x = Tensor::from(torch_rng::randn(2 * 5 * d), {2, 5, d});
     const Tensor pad = Tensor::from({0, 0, 0, 0, 1, 0, 0, 0, 1, 1}, {2, 1, 1, 5});
     NoGradGuard no_grad;
@@ -747,8 +745,7 @@ TEST_CASE("ablations: the README's Claims table is what bench/claims-table.sh ma
 
 namespace {
 
-// The processes whose parent is `pid` (from /proc), and whether `pid` still runs (a zombie
-// does not).
+// The processes whose parent is `pid` (from /proc).
 std::vector<pid_t> children_of(pid_t pid) {
     std::vector<pid_t> out;
     for (const auto& e : std::filesystem::directory_iterator("/proc")) {
@@ -765,13 +762,6 @@ std::vector<pid_t> children_of(pid_t pid) {
             out.push_back(pid_t(std::stoi(name)));
     }
     return out;
-}
-bool runs(pid_t pid) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(f, line)) return false;
-    const size_t close = line.rfind(')');
-    return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
 }
 
 }  // namespace
@@ -807,12 +797,12 @@ TEST_CASE("ablations: when the runner is terminated, its runs end with it") {
         ::usleep(100000);
         any = false;
         for (pid_t k : kids)
-            any |= runs(k);
+            any |= testutil::runs(k);
     }
     CHECK(!any);
     if (any)  // they outlived it: end them (only then, or a reused pid could be hit)
         for (pid_t k : kids)
-            if (runs(k)) ::kill(k, SIGKILL);
+            if (testutil::runs(k)) ::kill(k, SIGKILL);
 #endif
 }
 

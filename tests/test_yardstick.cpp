@@ -154,15 +154,6 @@ TEST_CASE("bench-translate: --peer names one program, never shell text; named, i
 
 namespace {
 
-// Whether process `pid` runs (a zombie, ended but not yet waited for, does not).
-bool runs(pid_t pid) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(f, line)) return false;
-    const size_t close = line.rfind(')');
-    return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
-}
-
 // The process id a child wrote to `path` (written whole: renamed into place), waiting up to
 // `seconds` for it; 0 if none came.
 pid_t wait_for_pid_file(const std::string& path, int seconds) {
@@ -179,7 +170,7 @@ void check_ends_soon(pid_t kid) {
     bool gone = false;
     for (int tries = 0; tries < 30 && !gone; tries++) {
         ::usleep(100000);
-        gone = !runs(kid);
+        gone = !testutil::runs(kid);
     }
     CHECK_MESSAGE(gone, "the child " << kid << " runs on after its parent ended");
     if (!gone) ::kill(kid, SIGKILL);

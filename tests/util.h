@@ -179,6 +179,15 @@ inline pid_t spawn(const std::string& program, const std::vector<std::string>& a
     return pid;
 }
 
+// Whether process `pid` runs (from /proc; a zombie, ended but not yet waited for, does not).
+inline bool runs(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(f, line)) return false;
+    const size_t close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
 // The contents of a file at an absolute path ("" if it cannot be read).
 inline std::string read_file_abs(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
