@@ -78,15 +78,32 @@ __global__ void big_shared_kernel(float* out) {
     out[threadIdx.x] = buf[threadIdx.x];
 }
 
-// Lanes 0-15 and 16-31 reach two different __shfl_sync calls, each naming the whole warp.
-__global__ void divergent_shuffle_kernel(int* out) {
+// Lanes 0-15 reach a __shfl_sync and lanes 16-31 a __syncwarp, each naming the whole warp.
+__global__ void shuffle_meets_syncwarp_kernel(int* out) {
     const int lane = threadIdx.x % 32;
-    int v;
+    int v = lane;
     if (lane < 16)
         v = __shfl_sync(0xffffffffu, lane, 0);
     else
-        v = __shfl_sync(0xffffffffu, lane, 0);
+        __syncwarp();
     out[threadIdx.x] = v;
+}
+
+// Legal on sm_70 and later: the lanes of a divergent branch meet at two different call sites
+// of the same operation with the same mask (a __syncwarp; a __shfl_xor_sync).
+__global__ void two_site_warp_ops_kernel(int* out) {
+    const int lane = threadIdx.x % 32;
+    int v;
+    if (lane % 2) {
+        out[threadIdx.x] = lane;
+        __syncwarp();
+        v = __shfl_xor_sync(0xffffffffu, lane * 10, 1);
+    } else {
+        out[threadIdx.x] = -lane;
+        __syncwarp();
+        v = __shfl_xor_sync(0xffffffffu, lane * 10, 1);
+    }
+    out[32 + threadIdx.x] = v + out[threadIdx.x ^ 1];  // the neighbour's, after the __syncwarp
 }
 
 // One call site, two masks: lanes 0-15 name the whole warp, lanes 16-31 only themselves.
@@ -348,13 +365,14 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
     }
 }
 
-// Planted warp bugs: two call sites that a GPU would not let meet, and one call site with two
-// masks. An emulator that waits for every live lane of the warp, wherever it is, passes both.
-TEST_CASE("cuda emulator: lanes at different shuffles, or passing different masks, are caught") {
+// Planted warp bugs: two kinds of warp operation that a GPU would not let meet, and one call
+// site with two masks. An emulator that waits for every live lane of the warp, at whatever
+// operation, passes both.
+TEST_CASE("cuda emulator: lanes at different operations, or passing different masks, are caught") {
     gpu::Buffer<int> out(64);
     const std::string sites = launch_error(
-        [&] { launch_kernel(divergent_shuffle_kernel, dim3(1), dim3(32), 0, out.data()); });
-    CHECK_MESSAGE(sites.find("the same warp operation") != std::string::npos, sites);
+        [&] { launch_kernel(shuffle_meets_syncwarp_kernel, dim3(1), dim3(32), 0, out.data()); });
+    CHECK_MESSAGE(sites.find("the same kind of warp operation") != std::string::npos, sites);
     CHECK_MESSAGE(sites.find("test_cuda_emulator.cpp:") != std::string::npos, sites);
     const std::string masks = launch_error(
         [&] { launch_kernel(mismatched_mask_kernel, dim3(1), dim3(32), 0, out.data()); });
@@ -374,6 +392,24 @@ TEST_CASE("cuda emulator: lanes at different shuffles, or passing different mask
         }
         for (int lane = 0; lane < 8; lane++)
             CHECK(o[32 + lane] == (lane ^ 4));
+    }
+    emu::set_schedule(emu::Schedule::forward);
+}
+
+// sm_70 and later: a lane waits until every lane its mask names reaches *a* __syncwarp (or the
+// same shuffle with the same mask), at whichever call site; an emulator that matches call sites
+// refuses this correct kernel.
+TEST_CASE("cuda emulator: the same warp operation at two call sites meets, as on sm_70+") {
+    gpu::Buffer<int> out(64);
+    for (auto order : {emu::Schedule::forward, emu::Schedule::reverse}) {
+        emu::set_schedule(order);
+        CUDA_CHECK(cudaMemset(out.data(), 0, 64 * sizeof(int)));
+        launch_kernel(two_site_warp_ops_kernel, dim3(1), dim3(32), 0, out.data());
+        const auto o = copy_back(out.data(), 64);
+        for (int lane = 0; lane < 32; lane++) {
+            const int n = lane ^ 1;
+            CHECK(o[32 + lane] == n * 10 + (n % 2 ? n : -n));
+        }
     }
     emu::set_schedule(emu::Schedule::forward);
 }

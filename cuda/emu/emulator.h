@@ -16,9 +16,10 @@
 //   __syncthreads()                       a real barrier over the block's threads
 //   __syncwarp, __shfl*_sync, votes       each lane arrives with its mask and its call site; a
 //                                          rendezvous completes when every live lane the mask
-//                                          names has arrived at the same call site with the same
-//                                          mask (lanes that exited count as absent, as on sm_70+);
-//                                          different sites or masks are an error
+//                                          names has arrived at the same operation with the same
+//                                          mask, at any call site (sm_70+; lanes that exited
+//                                          count as absent); other operations or masks, and one
+//                                          call site with masks naming each other, are an error
 //   atomicAdd Sub Max Min Exch CAS        std::atomic_ref (blocks may run on several workers),
 //                                          one read-modify-write each, as on a GPU
 //   SHARED_TILE(T, name, cursor, n)       a tile carved from the dynamic shared memory: here an
@@ -213,6 +214,13 @@ struct WarpOp {
 };
 inline bool same_site(const WarpOp& a, const WarpOp& b) {
     return a.line == b.line && a.column == b.column && std::strcmp(a.file, b.file) == 0;
+}
+// Lanes meet when they pass the same operation with the same mask, wherever they call it: on
+// sm_70 and later a lane waits until every lane its mask names reaches a corresponding
+// operation (the CUDA Programming Guide's __syncwarp and __shfl_sync; the PTX ISA's
+// bar.warp.sync and shfl.sync require one instruction only for sm_6x and below).
+inline bool same_operation(const WarpOp& a, const WarpOp& b) {
+    return a.kind == b.kind && a.mask == b.mask && std::strcmp(a.what, b.what) == 0;
 }
 inline std::string hex(unsigned v) {
     char buf[16];
@@ -896,9 +904,10 @@ inline const ThreadState& warp_rendezvous(const WarpOp& op) {
 }
 
 // Releases every group of waiting lanes that is complete: all the live lanes its mask names
-// wait at the same call site with the same mask. A group whose lanes all wait, but at
-// different sites or with different masks, is an error once nothing else can move. Returns
-// whether a group was released; sets fb.bs.error on an error.
+// wait at the same operation with the same mask (same_operation: at any call sites). A group
+// whose lanes all wait, but at different operations or with different masks, is an error once
+// nothing else can move; so is one call site passed with two masks that name each other's
+// lanes. Returns whether a group was released; sets fb.bs.error on an error.
 inline bool release_warps(FiberBlock& fb, bool& stuck_mismatch) {
     bool released = false;
     stuck_mismatch = false;
@@ -916,7 +925,7 @@ inline bool release_warps(FiberBlock& fb, bool& stuck_mismatch) {
                 bool same = true;
                 for (unsigned g = group; g && same; g &= g - 1) {
                     const WarpOp& other = lanes[__builtin_ctz(g)].ts.op;
-                    same = other.mask == op.mask && other.kind == op.kind && same_site(other, op);
+                    same = same_operation(other, op);
                 }
                 if (!same) continue;
                 // A lane at the same call site whose other mask names this group's lanes.
@@ -963,16 +972,15 @@ inline bool release_warps(FiberBlock& fb, bool& stuck_mismatch) {
             if ((group & w.waiting_mask) != group) continue;
             for (unsigned g = group; g; g &= g - 1) {
                 const WarpOp& other = lanes[__builtin_ctz(g)].ts.op;
-                if (other.mask == op.mask && other.kind == op.kind && same_site(other, op))
-                    continue;
+                if (same_operation(other, op)) continue;
                 stuck_mismatch = true;
                 if (fb.bs.error.empty())
                     fb.bs.error = "warp " + std::to_string(wi) + ": lane " +
                                   std::to_string(__builtin_ctz(pending)) + " waits at " +
                                   describe(op) + " and lane " + std::to_string(__builtin_ctz(g)) +
                                   " at " + describe(other) +
-                                  ": every live lane a mask names must reach the same warp "
-                                  "operation with the same mask (undefined on a GPU)";
+                                  ": every live lane a mask names must reach the same kind of "
+                                  "warp operation with the same mask (undefined on a GPU)";
                 break;
             }
         }
