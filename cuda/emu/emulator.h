@@ -247,6 +247,29 @@ struct Warp {
     int alive = 0;               // lanes not yet exited
     unsigned alive_mask = 0;
     unsigned waiting_mask = 0;  // fibers: lanes parked at a warp operation
+    // The race check's order among one warp's lanes, in the block's barrier epoch: the warp
+    // operations released so far (seq, 1 the first), the last one that named every live lane
+    // (it orders every lane after everything before it), and those since that named only some,
+    // with their lanes (partial).
+    uint32_t seq = 0, full_seq = 0;
+    std::vector<std::pair<uint32_t, unsigned>> partial;
+    void new_epoch() { seq = full_seq = 0, partial.clear(); }
+    void released(unsigned group) {
+        if (group == alive_mask) {
+            full_seq = ++seq, partial.clear();
+        } else {
+            partial.emplace_back(++seq, group);
+        }
+    }
+    // Whether lane b's access now is ordered after lane a's access when the warp had released
+    // `at` operations: a chain of operations after it leads from a to b.
+    bool ordered(int a, int b, uint32_t at) const {
+        if (full_seq > at) return true;
+        unsigned reach = 1u << a;
+        for (const auto& [s, group] : partial)
+            if (s > at && (group & reach)) reach |= group;
+        return reach >> b & 1;
+    }
 #ifdef EMU_THREADS
     uint64_t slots[2][32] = {};  // lane values, double-buffered by rendezvous parity
     std::unique_ptr<std::barrier<>> bar;
@@ -372,6 +395,7 @@ struct ShadowHot {
 struct ShadowCold {
     int32_t w_pc, r1_pc, r2_pc;
     uint32_t r2_tid;
+    uint32_t w_seq, r1_seq;  // the writer's and first reader's warp: operations released then
 };
 constexpr uint32_t EPOCH_LIMIT = 1u << 21;  // the epochs a runner counts before it starts over
 constexpr uint32_t OUTSIDE = 1u << 31;
@@ -815,6 +839,7 @@ inline thread_local FiberBlock* t_fb = nullptr;
 // The race check's view of the running fiber: its block's epoch << 32 | its tid, set by the
 // scheduler as it switches to it; 0 outside a kernel, or with the race check off.
 inline thread_local uint64_t t_race = 0;
+inline thread_local const Warp* t_warp = nullptr;  // the running fiber's warp (race check)
 
 inline void yield_to_scheduler() {
     FiberBlock& fb = *t_fb;
@@ -961,6 +986,7 @@ inline bool release_warps(FiberBlock& fb, bool& stuck_mismatch) {
                     ts.group = group;
                     lanes[__builtin_ctz(g)].state = Fiber::running;
                 }
+                w.released(group);
                 w.waiting_mask &= ~group;
                 progress = released = true;
             }
@@ -1007,6 +1033,8 @@ inline std::string warp_deadlock_message(FiberBlock& fb) {
 // shadow word never accessed); after EPOCH_LIMIT - 1 of them the shadows are cleared and the
 // count starts over, so that an old number cannot come back while a word still holds it.
 inline void new_epoch(FiberBlock& fb) {
+    for (Warp& w : fb.bs.warps)
+        w.new_epoch();
     if (++fb.epoch >= EPOCH_LIMIT) {
         fb.arena.clear_shadows();
         fb.epoch = 1;
@@ -1069,6 +1097,7 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
             t_current = &f.ts;
             fb.in_kernel = true;
             t_race = (g_checks & check_races) ? uint64_t(fb.epoch) << 32 | uint32_t(t) : 0;
+            t_warp = &fb.bs.warps[t / 32];
 #ifdef EMU_FAST_SWITCH
             emu_switch_stack(&fb.scheduler_sp, f.sp);
 #else
@@ -1194,17 +1223,23 @@ inline std::string block_name() { return "block " + dims(t_fb->bs.block_idx); }
                                                               const void* pc, const char* other_did,
                                                               int other, const void* other_pc) {
     const FiberBlock& fb = *t_fb;
+    const bool same_warp = other / 32 == fb.current / 32;
     fail_in_thread("shared-memory race on byte " + std::to_string(p - r.ptr) + " of " + r.name() +
                    " in " + block_name() + ": " + thread_name(fb.current) +
                    (write ? " writes it at " : " reads it at ") + code_at(pc) + ", and " +
                    thread_name(other) + " " + other_did + " it at " + code_at(other_pc) +
-                   ", with no __syncthreads between them (a __syncwarp or a warp shuffle orders "
-                   "only the lanes of one warp)");
+                   (same_warp ? ", with no __syncthreads, and no __syncwarp or warp operation "
+                                "whose mask names both lanes, between them"
+                              : ", with no __syncthreads between them (a __syncwarp or a warp "
+                                "shuffle orders only the lanes of one warp)"));
 }
 
 // The race check of shadow word w of the shared range (g_shadow_hot[w]): tid of warp tid >> 5
-// accesses it in epoch e. A read that repeats what the word already records (the common case)
-// stores nothing. MARKED: the word may carry OUTSIDE (the exact check's path), which stays.
+// accesses it in epoch e. Another warp's access in the epoch is a race; another lane of the same
+// warp's is one unless a chain of warp operations orders the two (Warp::ordered: two half-warp
+// __syncwarp do not order a lane of one half after a lane of the other). A read that repeats
+// what the word already records (the common case) stores nothing. MARKED: the word may carry
+// OUTSIDE (the exact check's path), which stays.
 [[noreturn, gnu::noinline, gnu::cold]] inline void race_at(size_t w, bool write, const void* pc,
                                                            const char* other_did, int other,
                                                            int32_t other_pc) {
@@ -1212,28 +1247,43 @@ inline std::string block_name() { return "block " + dims(t_fb->bs.block_idx); }
     const SharedRegion* r = g_shared_pages[size_t(p - g_shared_base) >> g_page_shift];
     race_error(*r, p, write, pc, other_did, other, code_from_offset(other_pc));
 }
+// Another thread `other` accessed the word in this epoch when its warp had released `at`
+// operations: a race unless it is a lane of this warp and ordered before tid's access.
+[[gnu::noinline]] inline void other_in_epoch(size_t w, bool write, const void* pc,
+                                             const char* other_did, uint32_t other, uint32_t tid,
+                                             uint32_t at, int32_t other_pc) {
+    if ((other >> 5) == (tid >> 5) && t_warp->ordered(int(other & 31), int(tid & 31), at)) return;
+    race_at(w, write, pc, other_did, int(other), other_pc);
+}
 template <bool WRITE, bool MARKED = false>
 [[gnu::always_inline]] inline void shadow_word(size_t w, uint32_t e, uint32_t tid,
                                                const void* pc) {
     ShadowHot& h = g_shadow_hot[w];
     const uint32_t warp = tid >> 5, wt = MARKED ? h.w & ~OUTSIDE : h.w, rt = h.r;
-    if (__builtin_expect((wt >> 10) == e && ((wt & 1023) >> 5) != warp, 0))
-        race_at(w, WRITE, pc, "wrote", int(wt & 1023), g_shadow_cold[w].w_pc);
+    if (__builtin_expect((wt >> 10) == e && (wt & 1023) != tid, 0))
+        other_in_epoch(w, WRITE, pc, "wrote", wt & 1023, tid, g_shadow_cold[w].w_seq,
+                       g_shadow_cold[w].w_pc);
     if (WRITE) {
-        if (__builtin_expect((rt >> 11) == e && ((rt & 1024) || ((rt & 1023) >> 5) != warp), 0)) {
-            const bool first_other = ((rt & 1023) >> 5) != warp;
-            race_at(w, true, pc, "read",
-                    first_other ? int(rt & 1023) : int(g_shadow_cold[w].r2_tid),
-                    first_other ? g_shadow_cold[w].r1_pc : g_shadow_cold[w].r2_pc);
+        if (__builtin_expect((rt >> 11) == e && ((rt & 1024) || (rt & 1023) != tid), 0)) {
+            if (rt & 1024) {  // a second reader, of another warp than the first
+                const bool first_other = ((rt & 1023) >> 5) != warp;
+                race_at(w, true, pc, "read",
+                        first_other ? int(rt & 1023) : int(g_shadow_cold[w].r2_tid),
+                        first_other ? g_shadow_cold[w].r1_pc : g_shadow_cold[w].r2_pc);
+            }
+            other_in_epoch(w, true, pc, "read", rt & 1023, tid, g_shadow_cold[w].r1_seq,
+                           g_shadow_cold[w].r1_pc);
         }
-        const uint32_t tag = e << 10 | tid;
-        if (wt != tag) {
+        const uint32_t tag = e << 10 | tid, seq = t_warp->seq;
+        if (wt != tag || g_shadow_cold[w].w_seq != seq) {
             h.w = tag | (MARKED ? h.w & OUTSIDE : 0);
             g_shadow_cold[w].w_pc = code_offset(pc);
+            g_shadow_cold[w].w_seq = seq;
         }
     } else if ((rt >> 11) != e) {
         h.r = e << 11 | tid;
         g_shadow_cold[w].r1_pc = code_offset(pc);
+        g_shadow_cold[w].r1_seq = t_warp->seq;
     } else if (!(rt & 1024) && ((rt & 1023) >> 5) != warp) {
         h.r = rt | 1024;
         g_shadow_cold[w].r2_tid = tid, g_shadow_cold[w].r2_pc = code_offset(pc);

@@ -218,6 +218,28 @@ __global__ void mirror_kernel(float* out, Between between) {
 constexpr int MIRROR_WRITE_LINE = MIRROR_KERNEL_LINE + 4;
 constexpr int MIRROR_READ_LINE = MIRROR_KERNEL_LINE + 11;
 
+// One warp: each lane writes its word, then reads the word of the lane 16 away. Between them
+// each half-warp passes a __syncwarp naming only itself (a race: nothing orders a lane after
+// the other half's write; on sm_70+ the halves run independently), or the whole warp's
+// (correct). chain: the halves' __syncwarp, then one naming lanes 15 and 16 only, and only those
+// two read: correct, through the chain (lane 31 -> its half -> lane 16 -> the pair -> lane 15).
+// chain_and_lane0: lane 0 reads lane 16's word too, which no chain orders.
+enum class Halves { own_half, whole_warp, chain, chain_and_lane0 };
+__global__ void half_warp_kernel(float* out, Halves halves) {
+    SHARED(float, tile, [32]);
+    const int lane = threadIdx.x;
+    tile[lane] = float(lane);
+    const bool chain = halves == Halves::chain || halves == Halves::chain_and_lane0;
+    if (halves == Halves::whole_warp) {
+        __syncwarp();
+    } else {
+        __syncwarp(lane < 16 ? 0x0000ffffu : 0xffff0000u);
+        if (chain && (lane == 15 || lane == 16)) __syncwarp(0x00018000u);
+    }
+    if (!chain || lane == 15 || lane == 16 || (lane == 0 && halves == Halves::chain_and_lane0))
+        out[lane] = tile[lane ^ 16];
+}
+
 // Atomics on one shared word from every warp, then a read after the barrier: no race.
 __global__ void shared_atomics_kernel(int* out) {
     SHARED(int, count, [1]);
@@ -326,6 +348,27 @@ TEST_CASE("emulator checks: a race between warps with a __syncwarp or a shuffle 
     std::vector<int> c(96);
     CUDA_CHECK(cudaMemcpy(c.data(), counts.data(), 96 * 4, cudaMemcpyDeviceToHost));
     CHECK(c == std::vector<int>(96, 96));
+}
+
+TEST_CASE("emulator checks: a race between the lanes of one warp, half-warp masks between") {
+    gpu::Buffer<float> out(32);
+    auto run = [&](Halves h) {
+        return launch_error(
+            [&] { launch_kernel(half_warp_kernel, dim3(1), dim3(32), 0, out.data(), h); });
+    };
+    const std::string e = run(Halves::own_half);
+    CHECK_MESSAGE(e.find("shared-memory race on byte ") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("whose mask names both lanes") != std::string::npos, e);
+    // A chain of warp operations orders lanes 15 and 16 after the other half's writes; lane 0
+    // it does not order after lane 16's.
+    CHECK(run(Halves::chain).empty());
+    const std::string lane0 = run(Halves::chain_and_lane0);
+    CHECK_MESSAGE(lane0.find("thread (0,0,0)") != std::string::npos, lane0);
+    CHECK_MESSAGE(lane0.find("thread (16,0,0)") != std::string::npos, lane0);
+    CHECK(run(Halves::whole_warp).empty());
+    // With the check off the planted race goes unseen: the fiber schedule hides it.
+    Without off(emu::check_races);
+    CHECK(run(Halves::own_half).empty());
 }
 
 TEST_CASE("emulator checks: a global read past a buffer's end or before its start") {
