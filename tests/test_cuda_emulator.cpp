@@ -46,6 +46,40 @@ __global__ void warp_ops_kernel(int* out) {
     atomicMax(&out[64 * 8 + 1], int(blockIdx.x * 100 + t));
 }
 
+// One __syncthreads line, reached from both arms of a branch through a helper: on a GPU each
+// arm's call is its own bar.sync (undefined behaviour when the arms diverge). Not inlined
+// (each arm's call returns to its own place), and inlined (each arm holds its own copy).
+__device__ __attribute__((noinline)) void barrier_helper(int* out, int v) {
+    out[threadIdx.x] = v;
+    __syncthreads();
+}
+__device__ __attribute__((always_inline)) inline void inlined_barrier_helper(int* out, int v) {
+    out[threadIdx.x] = v;
+    __syncthreads();
+}
+__global__ void helper_barrier_kernel(int* out, bool inlined) {
+    if (threadIdx.x % 2) {
+        if (inlined)
+            inlined_barrier_helper(out, 1);
+        else
+            barrier_helper(out, 1);
+        out[32 + threadIdx.x] = 1;
+    } else {
+        if (inlined)
+            inlined_barrier_helper(out, 2);
+        else
+            barrier_helper(out, 2);
+        out[32 + threadIdx.x] = 2;
+    }
+}
+// The same helper called once by every thread, in a loop: one barrier, the same call each time.
+__global__ void helper_barrier_loop_kernel(int* out) {
+    for (int k = 0; k < 3; k++) {
+        barrier_helper(out, k);
+        inlined_barrier_helper(out, k);
+    }
+}
+
 __global__ void divergent_barrier_kernel(int* out) {
     if (threadIdx.x < 16) {
         out[threadIdx.x] = 1;
@@ -285,6 +319,27 @@ TEST_CASE("cuda emulator: dynamic shared memory starts as NaN and is shared by t
         CHECK(std::isnan(o[t]));
         CHECK(o[32 + t] == float(31 - t));
     }
+}
+
+// A barrier is told apart by its call path, not its line. Inlined copies have one call
+// instruction each only where __syncthreads is a call of its own (the builds with the access
+// hooks, emu::instrumented()).
+TEST_CASE("cuda emulator: one __syncthreads line through a helper from two arms is caught") {
+    gpu::Buffer<int> out(64);
+    for (bool inlined : {false, true}) {
+        CAPTURE(inlined);
+        const bool seen = !inlined || emu::instrumented();
+        const std::string e = launch_error(
+            [&] { launch_kernel(helper_barrier_kernel, dim3(1), dim3(32), 0, out.data(), inlined); });
+        CHECK_MESSAGE((e.find("reached through different calls") != std::string::npos) == seen, e);
+        Without off(emu::check_barrier_paths);
+        CHECK(launch_error([&] {
+                  launch_kernel(helper_barrier_kernel, dim3(1), dim3(32), 0, out.data(), inlined);
+              }).empty());
+    }
+    CHECK(launch_error([&] {
+              launch_kernel(helper_barrier_loop_kernel, dim3(2), dim3(64), 0, out.data());
+          }).empty());
 }
 
 TEST_CASE("cuda emulator: misuse is reported, not hung") {

@@ -684,7 +684,8 @@ enum Check : unsigned {
     check_guard_pages = 16,  // any build: a fault in the global range (a cudaMalloc'd buffer's
                              // guard page), or a general-protection fault, named by the handler
     check_copies = 32,       // any build: a cudaMemcpy or cudaMemset past a buffer's bytes
-    all_checks = 63
+    check_barrier_paths = 64,  // fibers: one __syncthreads line reached through different calls
+    all_checks = 127
 };
 struct Config {
     Schedule schedule = Schedule::forward;
@@ -821,6 +822,8 @@ struct FiberBlock {
     int at_barrier = 0;
     const char* barrier_file = nullptr;  // where the first waiting thread called __syncthreads
     int barrier_line = 0;
+    const void* barrier_caller = nullptr;  // ... and its call path (syncthreads)
+    const void* barrier_site = nullptr;
     // The race check's barrier epoch: a new number at every block start and barrier release.
     uint32_t epoch = 0;
     bool in_kernel = false;  // a fiber runs (the access hooks ignore the scheduler's own work)
@@ -891,20 +894,36 @@ inline void start_fiber(FiberBlock& fb, Fiber& f) {
     for (;;) yield_to_scheduler();
 }
 
+// A barrier is its source line and its call path: `caller`, the return address of the function
+// whose code calls __syncthreads (a helper not inlined: where each arm called it), and, where
+// syncthreads is a call of its own (the builds with the access hooks), the call's return
+// address (a helper inlined into each arm: one call instruction per copy). A helper called from
+// both arms of a branch is two barriers on a GPU (two bar.sync), one line here.
+inline std::string code_at(const void* pc);
 #if EMU_RT_DECLARE_ONLY
-void syncthreads(const char* file, int line);
+void syncthreads(const char* file, int line, const void* caller);
 #else
-EMU_RT_INLINE void syncthreads(const char* file, int line) {
+EMU_RT_INLINE void syncthreads(const char* file, int line, const void* caller) {
     FiberBlock& fb = *t_fb;
+    const void* site = __builtin_return_address(0);
     if (fb.at_barrier == 0) {
         fb.barrier_file = file;
         fb.barrier_line = line;
+        fb.barrier_caller = caller, fb.barrier_site = site;
     } else if (line != fb.barrier_line ||
                (file != fb.barrier_file && std::strcmp(file, fb.barrier_file) != 0)) {
         fail_in_thread("threads of one block wait at different __syncthreads (" +
                        std::string(fb.barrier_file) + ":" + std::to_string(fb.barrier_line) +
                        " and " + file + ":" + std::to_string(line) +
                        "): a barrier in divergent code is undefined behaviour");
+    } else if ((caller != fb.barrier_caller || site != fb.barrier_site) &&
+               (g_checks & check_barrier_paths)) {
+        fail_in_thread("threads of one block wait at the __syncthreads of " + std::string(file) +
+                       ":" + std::to_string(line) + " reached through different calls (" +
+                       code_at(fb.barrier_caller != caller ? fb.barrier_caller : fb.barrier_site) +
+                       " and " + code_at(fb.barrier_caller != caller ? caller : site) +
+                       "): on a GPU they are two barriers, and a barrier in divergent code is "
+                       "undefined behaviour");
     }
     fb.fibers[fb.current].state = Fiber::at_barrier;
     fb.at_barrier++;
@@ -1522,7 +1541,7 @@ inline thread_local ThreadBlock* t_tb = nullptr;
     std::abort();  // a thread cannot leave a std::barrier half-way; stop loudly
 }
 
-inline void syncthreads(const char*, int) { t_tb->bar->arrive_and_wait(); }
+inline void syncthreads(const char*, int, const void*) { t_tb->bar->arrive_and_wait(); }
 
 // The whole warp meets (the kernels under ThreadSanitizer use full masks).
 inline const ThreadState& warp_rendezvous(const WarpOp& op) {
@@ -1609,7 +1628,7 @@ inline T shuffle(const char* what, unsigned mask, T v, int src, const SourceLoca
 // Every warp intrinsic takes its caller's position (a default argument): two calls on
 // different lines, or at different columns of one line, are different operations.
 #define EMU_CALL_SITE ::emu::SourceLocation emu_site = ::emu::SourceLocation::current()
-#define __syncthreads() ::emu::syncthreads(__FILE__, __LINE__)
+#define __syncthreads() ::emu::syncthreads(__FILE__, __LINE__, __builtin_return_address(0))
 inline void __syncwarp(unsigned mask = 0xffffffffu, EMU_CALL_SITE) {
     ::emu::warp_op(::emu::WarpKind::sync, "__syncwarp", mask, -1, 0, emu_site);
 }
