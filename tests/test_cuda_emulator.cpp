@@ -313,7 +313,10 @@ TEST_CASE("cuda emulator: warp shuffles, votes and atomics over 32 lanes") {
 
 TEST_CASE("cuda emulator: dynamic shared memory starts as NaN and is shared by the block") {
     gpu::Buffer<float> out(64);
-    launch_kernel(dynamic_shared_kernel, dim3(1), dim3(32), 32 * sizeof(float), out.data());
+    {
+        Without off(emu::check_init);  // (its read of what nobody wrote is the init check's error)
+        launch_kernel(dynamic_shared_kernel, dim3(1), dim3(32), 32 * sizeof(float), out.data());
+    }
     auto o = copy_back(out.data(), 64);
     for (int t = 0; t < 32; t++) {
         CHECK(std::isnan(o[t]));
@@ -411,12 +414,23 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
         // the schedule check flags the kernel (and its result is wrong too).
         CHECK(same == with_barrier);
         CHECK(close == with_barrier);
-        // The race check (where compiled in) fails the launch itself.
-        const std::string race = launch_error(
-            [&] { planted_tiled_matmul(dA.data(), dB.data(), dC.data(), M, N, K, with_barrier); });
+        // The race check (where compiled in) fails the launch itself. With every check on,
+        // the init check may name the same bug first: a thread reads a tile entry its
+        // neighbour has not written yet.
+        auto run = [&] {
+            return launch_error([&] {
+                planted_tiled_matmul(dA.data(), dB.data(), dC.data(), M, N, K, with_barrier);
+            });
+        };
+        std::string race;
+        {
+            Without off(emu::check_init);
+            race = run();
+        }
         CHECK_MESSAGE((race.find("shared-memory race on byte ") != std::string::npos) ==
                           (emu::instrumented() && !with_barrier),
                       race);
+        CHECK(run().empty() == (with_barrier || !emu::instrumented()));
     }
 }
 
@@ -473,7 +487,10 @@ TEST_CASE(
     "cuda emulator: shared arrays start as NaN in every block, not as the last one left them") {
     gpu::Buffer<float> out(3 * 32);
     emu::set_workers(1);  // one runner: the blocks run one after another on the same memory
-    launch_kernel(shared_carry_over_kernel, dim3(3), dim3(32), 0, out.data());
+    {
+        Without off(emu::check_init);  // (its read of what nobody wrote is the init check's error)
+        launch_kernel(shared_carry_over_kernel, dim3(3), dim3(32), 0, out.data());
+    }
     emu::set_workers(0);
     for (float v : copy_back(out.data(), 3 * 32))
         CHECK(std::isnan(v));
@@ -505,6 +522,7 @@ TEST_CASE("cuda emulator: shared memory out of bounds is caught and named") {
                               c.index, c.write, c.small);
             });
             gpu::Buffer<int> ok(5 * 64);
+            CUDA_CHECK(cudaMemset(ok.data(), 0, 5 * 64 * sizeof(int)));
             launch_kernel(block_reverse_kernel, dim3(5), dim3(64), 0,
                           static_cast<const int*>(ok.data()), ok.data());
             return e;
@@ -1062,6 +1080,7 @@ TEST_CASE("emulator checks: a misaligned float4 store or load is a named launch 
         if (emu::instrumented())  // (the line tables: -g1 with the access checks)
             CHECK_MESSAGE(r.text.find("test_cuda_emulator.cpp:") != std::string::npos, r.text);
         gpu::Buffer<float> p(128);
+        CUDA_CHECK(cudaMemset(p.data(), 0, 128 * sizeof(float)));  // (read: written first)
         CHECK(launch_error([&] {
                   launch_kernel(float4_copy_kernel, dim3(1), dim3(32), 0, p.data(), 4, store);
               }).empty());

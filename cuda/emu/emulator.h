@@ -396,6 +396,7 @@ struct ShadowCold {
     int32_t w_pc, r1_pc, r2_pc;
     uint32_t r2_tid;
     uint32_t w_seq, r1_seq;  // the writer's and first reader's warp: operations released then
+    uint32_t atomic_epoch;   // the last epoch an atomic wrote the word in (the init check)
 };
 constexpr uint32_t EPOCH_LIMIT = 1u << 21;  // the epochs a runner counts before it starts over
 constexpr uint32_t OUTSIDE = 1u << 31;
@@ -432,6 +433,16 @@ struct GlobalPage {
     uint32_t lo = 0, hi = 0;
 };
 inline GlobalPage* g_global_pages = nullptr;
+// The initialisation check's shadow of the global range: a byte per 4-byte word, nonzero once
+// something wrote the word (a kernel's store or atomic, cudaMemcpy, cudaMemset) since its
+// buffer was allocated or lent (gpu::allocate). A kernel's load of a word never written is
+// compute-sanitizer initcheck's report, whatever the 0xFF fill happens to read as.
+inline unsigned char* g_global_init = nullptr;
+inline void set_written(const void* p, size_t n, unsigned char value) {
+    const size_t off = uintptr_t(p) - uintptr_t(g_global_base);
+    if (!g_global_init || n == 0 || off >= g_global_size) return;
+    std::memset(g_global_init + (off >> 2), value, ((off + n - 1) >> 2) - (off >> 2) + 1);
+}
 struct GlobalAlloc {
     unsigned char* map = nullptr;  // [guard][data pages][guard]
     size_t map_bytes = 0;
@@ -470,11 +481,14 @@ inline Space& global_space() {
         if (pages) {
             void* t = mmap(nullptr, pages * sizeof(GlobalPage), PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (t == MAP_FAILED) {
+            void* w = mmap(nullptr, sp->size / 4, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (t == MAP_FAILED || w == MAP_FAILED) {
                 munmap(sp->base, sp->size);
                 sp->base = nullptr, sp->size = 0;
             } else {
                 g_global_pages = static_cast<GlobalPage*>(t);
+                g_global_init = static_cast<unsigned char*>(w);
             }
         }
         g_global_size = sp->size;
@@ -685,7 +699,8 @@ enum Check : unsigned {
                              // guard page), or a general-protection fault, named by the handler
     check_copies = 32,       // any build: a cudaMemcpy or cudaMemset past a buffer's bytes
     check_barrier_paths = 64,  // fibers: one __syncthreads line reached through different calls
-    all_checks = 127
+    check_init = 128,        // a load of global or shared memory that nothing wrote (initcheck)
+    all_checks = 255
 };
 struct Config {
     Schedule schedule = Schedule::forward;
@@ -826,6 +841,9 @@ struct FiberBlock {
     const void* barrier_site = nullptr;
     // The race check's barrier epoch: a new number at every block start and barrier release.
     uint32_t epoch = 0;
+    // The block's first epoch: a shared word whose last write is older was never written by this
+    // block (the init check); 0 once the epochs start over within the block (the check is off).
+    uint32_t first_epoch = 0;
     bool in_kernel = false;  // a fiber runs (the access hooks ignore the scheduler's own work)
     // Set by the SIGSEGV handler (which allocates nothing): a guard page was touched.
     // fault: 0 none, 1 a shared array's guard page (fault_region), 2 the global range (a
@@ -1057,6 +1075,7 @@ inline void new_epoch(FiberBlock& fb) {
     if (++fb.epoch >= EPOCH_LIMIT) {
         fb.arena.clear_shadows();
         fb.epoch = 1;
+        fb.first_epoch = 0;  // what this block wrote is forgotten with the shadows
     }
 }
 
@@ -1091,6 +1110,7 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
     int alive = nthreads;
     t_fb = &fb;
     new_epoch(fb);
+    fb.first_epoch = fb.epoch;
     for (int t = 0; t < nthreads; t++) {
         Fiber& f = fb.fibers[t];
         f.state = Fiber::running;
@@ -1115,7 +1135,9 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
             fb.current = t;
             t_current = &f.ts;
             fb.in_kernel = true;
-            t_race = (g_checks & check_races) ? uint64_t(fb.epoch) << 32 | uint32_t(t) : 0;
+            t_race = (g_checks & check_races) ? uint64_t(fb.epoch) << 32 |
+                                                    uint64_t(fb.first_epoch) << 10 | uint32_t(t)
+                                              : 0;
             t_warp = &fb.bs.warps[t / 32];
 #ifdef EMU_FAST_SWITCH
             emu_switch_stack(&fb.scheduler_sp, f.sp);
@@ -1274,8 +1296,20 @@ inline std::string block_name() { return "block " + dims(t_fb->bs.block_idx); }
     if ((other >> 5) == (tid >> 5) && t_warp->ordered(int(other & 31), int(tid & 31), at)) return;
     race_at(w, write, pc, other_did, int(other), other_pc);
 }
+// A read of shared word w, which this block never wrote (its last write is older than the
+// block's first epoch): the report, unless an atomic wrote it in this block or the check is off.
+[[gnu::noinline]] inline void shared_uninit(size_t w, uint32_t first, const void* pc) {
+    if (g_shadow_cold[w].atomic_epoch >= first || !(g_checks & check_init)) return;
+    const unsigned char* p = g_shared_base + 4 * w;
+    const SharedRegion* r = g_shared_pages[size_t(p - g_shared_base) >> g_page_shift];
+    fail_in_thread("uninitialised shared memory: " + thread_name(t_fb->current) + " of " +
+                   block_name() + " reads byte " + std::to_string(p - r->ptr) + " of " +
+                   r->name() + " at " + code_at(pc) +
+                   ", which no thread of this block wrote (shared memory starts undefined in "
+                   "every block; here it reads the 0xFF fill)");
+}
 template <bool WRITE, bool MARKED = false>
-[[gnu::always_inline]] inline void shadow_word(size_t w, uint32_t e, uint32_t tid,
+[[gnu::always_inline]] inline void shadow_word(size_t w, uint32_t e, uint32_t tid, uint32_t first,
                                                const void* pc) {
     ShadowHot& h = g_shadow_hot[w];
     const uint32_t warp = tid >> 5, wt = MARKED ? h.w & ~OUTSIDE : h.w, rt = h.r;
@@ -1299,13 +1333,16 @@ template <bool WRITE, bool MARKED = false>
             g_shadow_cold[w].w_pc = code_offset(pc);
             g_shadow_cold[w].w_seq = seq;
         }
-    } else if ((rt >> 11) != e) {
-        h.r = e << 11 | tid;
-        g_shadow_cold[w].r1_pc = code_offset(pc);
-        g_shadow_cold[w].r1_seq = t_warp->seq;
-    } else if (!(rt & 1024) && ((rt & 1023) >> 5) != warp) {
-        h.r = rt | 1024;
-        g_shadow_cold[w].r2_tid = tid, g_shadow_cold[w].r2_pc = code_offset(pc);
+    } else {
+        if (__builtin_expect((wt >> 10) < first, 0)) shared_uninit(w, first, pc);
+        if ((rt >> 11) != e) {
+            h.r = e << 11 | tid;
+            g_shadow_cold[w].r1_pc = code_offset(pc);
+            g_shadow_cold[w].r1_seq = t_warp->seq;
+        } else if (!(rt & 1024) && ((rt & 1023) >> 5) != warp) {
+            h.r = rt | 1024;
+            g_shadow_cold[w].r2_tid = tid, g_shadow_cold[w].r2_pc = code_offset(pc);
+        }
     }
 }
 
@@ -1346,10 +1383,10 @@ template <bool WRITE, bool ONE_WORD = false, bool MARKED = false>
 [[gnu::always_inline]] inline void race_check(size_t off, size_t n, const void* pc) {
     const uint64_t tag = t_race;
     if (!tag) return;
-    const uint32_t e = uint32_t(tag >> 32), tid = uint32_t(tag);
-    if (ONE_WORD) return shadow_word<WRITE, MARKED>(off >> 2, e, tid, pc);
+    const uint32_t e = uint32_t(tag >> 32), tid = uint32_t(tag) & 1023, first = uint32_t(tag) >> 10;
+    if (ONE_WORD) return shadow_word<WRITE, MARKED>(off >> 2, e, tid, first, pc);
     for (size_t w = off >> 2; w <= (off + n - 1) >> 2; w++)
-        shadow_word<WRITE, MARKED>(w, e, tid, pc);
+        shadow_word<WRITE, MARKED>(w, e, tid, first, pc);
 }
 // An access of n bytes at p, in the shared range, that touches a word marked OUTSIDE: in a
 // guard page, outside its array, or inside it but in a word it shares with the padding.
@@ -1394,11 +1431,12 @@ inline std::string global_where(const unsigned char* p) {
         const std::string buf = describe_buffer(a);
         if (p < a.ptr) return std::to_string(a.ptr - p) + " bytes before the start of " + buf;
         return "byte " + std::to_string(p - a.ptr) + " of " + buf +
-               (a.owner == GlobalAlloc::cached ? "" : ", past its end");
+               (a.owner == GlobalAlloc::cached || p < a.ptr + a.bytes ? "" : ", past its end");
     }
     return "no live cudaMalloc'd buffer (freed memory, or a guard page between buffers)";
 }
 
+inline void global_init_any(size_t off, size_t n, Did what, const void* pc);
 // An access in the global range that is not inside one page's live bytes: it may go on into
 // the next page of the same buffer; else it is out of bounds.
 [[gnu::noinline]] inline void global_slow(const unsigned char* p, size_t n, Did what,
@@ -1408,15 +1446,52 @@ inline std::string global_where(const unsigned char* p) {
     const size_t off = size_t(p - g_global_base), page = size_t(1) << g_page_shift;
     const GlobalPage& pg = g_global_pages[off >> g_page_shift];
     const size_t in = off & (page - 1);
-    if (in >= pg.lo && in + n <= pg.hi) return;
+    if (in >= pg.lo && in + n <= pg.hi) return global_init_any(off, n, what, pc);
     if (in >= pg.lo && pg.hi == page && in + n > page) {  // on into the next page
         const GlobalPage& next = g_global_pages[(off >> g_page_shift) + 1];
-        if (next.lo == 0 && in + n - page <= next.hi) return;
+        if (next.lo == 0 && in + n - page <= next.hi) return global_init_any(off, n, what, pc);
     }
     const unsigned char* bad = in < pg.lo || in >= pg.hi ? p : p + (pg.hi - in);
     fail_in_thread("global memory out of bounds: " + thread_name(fb->current) + " of " +
                    block_name() + verb(what) + std::to_string(n) + " bytes at " + code_at(pc) +
                    ": " + global_where(bad));
+}
+
+// A kernel's load (or atomic) of n bytes at p in a live buffer, some of whose words nothing
+// wrote since the buffer was allocated or lent.
+[[gnu::noinline, gnu::cold]] inline void global_uninit(const unsigned char* p, size_t n, Did what,
+                                                       const void* pc) {
+    const FiberBlock* fb = t_fb;
+    if (!fb || !fb->in_kernel || !(g_checks & check_init)) return;
+    const size_t off = size_t(p - g_global_base);
+    size_t w = off >> 2;
+    while (w < (off + n - 1) >> 2 && g_global_init[w]) w++;
+    const unsigned char* word = g_global_base + 4 * w;
+    fail_in_thread("uninitialised global memory: " + thread_name(fb->current) + " of " +
+                   block_name() + verb(what) + std::to_string(n) + " bytes at " + code_at(pc) +
+                   ": " + global_where(word < p ? p : word) +
+                   ", which no kernel, cudaMemcpy or cudaMemset wrote since the buffer was "
+                   "allocated (compute-sanitizer initcheck reports this read; here it reads the "
+                   "0xFF fill)");
+}
+// The initialisation check of an access of n bytes at offset g of the global range, inside a
+// live buffer: a store marks its words written, a load checks them.
+template <bool WRITE, bool LOAD = !WRITE>
+[[gnu::always_inline]] inline void global_init(size_t g, size_t n, Did what, const void* pc) {
+    unsigned char* const first = g_global_init + (g >> 2);
+    unsigned char* const last = g_global_init + ((g + n - 1) >> 2);
+    if (LOAD)
+        for (unsigned char* w = first; w <= last; w++)
+            if (__builtin_expect(!*w, 0))
+                return global_uninit(g_global_base + g, n, what, pc);
+    if (WRITE)
+        for (unsigned char* w = first; w <= last; w++) *w = 1;
+}
+
+inline void global_init_any(size_t off, size_t n, Did what, const void* pc) {
+    if (what == Did::read) return global_init<false>(off, n, what, pc);
+    if (what == Did::write || what == Did::atomic_write) return global_init<true>(off, n, what, pc);
+    global_init<true, true>(off, n, what, pc);
 }
 
 // The message of a misaligned access (the hooks, and float4's own check): a vector (float2,
@@ -1469,7 +1544,8 @@ template <size_t N, bool WRITE, bool SIZED>
     if (g < g_global_size) {
         const GlobalPage pg = g_global_pages[g >> g_page_shift];
         const size_t in = g & ((size_t(1) << g_page_shift) - 1);
-        if (__builtin_expect(in >= pg.lo && in + N <= pg.hi, 1)) return;
+        if (__builtin_expect(in >= pg.lo && in + N <= pg.hi, 1))
+            return global_init<WRITE>(g, N, did(WRITE), pc);
         return global_slow(static_cast<const unsigned char*>(addr), N, did(WRITE), pc);
     }
     if (p - uintptr_t(g_shared_base) < g_shared_size)
@@ -1499,6 +1575,16 @@ template <size_t N, bool WRITE, bool SIZED>
                 shared_out_of_bounds(*r, p, n, what, pc);
             return;  // (a guard page: the access faults, and the SIGSEGV handler names it)
         }
+    // The init check: a read-modify-write of a word this block never wrote is a report; the
+    // atomic then counts as a write.
+    const uint64_t tag = t_race;
+    if (!tag) return;
+    const uint32_t e = uint32_t(tag >> 32), first = uint32_t(tag) >> 10;
+    for (size_t w = off >> 2; w <= (off + n - 1) >> 2; w++) {
+        if (what != Did::atomic_write && (g_shadow_hot[w].w >> 10) < first)
+            shared_uninit(w, first, pc);
+        g_shadow_cold[w].atomic_epoch = e;
+    }
 }
 // An atomic of N bytes by the kernel code (the hooks' __tsan_atomic*, inlined into each): the
 // alignment (a GPU faults on an atomic at an address not a multiple of its size) and the bounds
@@ -1514,7 +1600,10 @@ template <size_t N>
     if (g < g_global_size) {
         const GlobalPage pg = g_global_pages[g >> g_page_shift];
         const size_t in = g & ((size_t(1) << g_page_shift) - 1);
-        if (__builtin_expect(in >= pg.lo && in + N <= pg.hi, 1)) return;
+        if (__builtin_expect(in >= pg.lo && in + N <= pg.hi, 1)) {
+            if (what == Did::atomic_write) return global_init<true, false>(g, N, what, pc);
+            return global_init<true, true>(g, N, what, pc);  // a read-modify-write
+        }
         return global_slow(reinterpret_cast<const unsigned char*>(p), N, what, pc);
     }
     if (p - uintptr_t(g_shared_base) < g_shared_size)
@@ -1854,7 +1943,10 @@ inline void set_owner(void* block, size_t bytes, GlobalAlloc::Owner owner) {
     a.owner = owner;
     set_live_pages(a);
 }
-inline void lend_block(void* block, size_t bytes) { set_owner(block, bytes, GlobalAlloc::lent); }
+inline void lend_block(void* block, size_t bytes) {
+    set_owner(block, bytes, GlobalAlloc::lent);
+    set_written(block, bytes, 0);  // what the block's last owner wrote is not this buffer's
+}
 inline void cache_block(void* block) { set_owner(block, 0, GlobalAlloc::cached); }
 
 // The check of a cudaMemcpy's or cudaMemset's range: "" when its n bytes from p lie inside one
@@ -1925,6 +2017,7 @@ inline cudaError_t cudaMalloc(void** p, size_t bytes) {
         global_allocs()[uintptr_t(ptr)] = a;
     }
     std::memset(ptr, 0xFF, bytes);  // NaN bytes: reading memory nobody wrote shows up
+    set_written(ptr, bytes, 0);     // and the initialisation check reports the read itself
     *p = ptr;
     return cudaSuccess;
 }
@@ -1961,11 +2054,13 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemc
     ::emu::check_range("cudaMemcpy", bytes, how, "source", src);
     ::emu::check_range("cudaMemcpy", bytes, how, "destination", dst);
     if (bytes) std::memmove(dst, src, bytes);
+    ::emu::set_written(dst, bytes, 1);
     return cudaSuccess;
 }
 inline cudaError_t cudaMemset(void* p, int value, size_t bytes) {
     ::emu::check_range("cudaMemset", bytes, "", "destination", p);
     std::memset(p, value, bytes);
+    ::emu::set_written(p, bytes, 1);
     return cudaSuccess;
 }
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }

@@ -240,6 +240,24 @@ __global__ void half_warp_kernel(float* out, Halves halves) {
         out[lane] = tile[lane ^ 16];
 }
 
+// Memory nobody wrote, read where its fill happens to look harmless: every thread atomicMax's
+// its value into *best (the 0xFF fill reads as -1, below every value), and thread 0 takes the
+// argmax of a shared array whose first `written` entries were written (comparisons with the NaN
+// fill are false, so the stale entries never win).
+__global__ void max_into_unwritten_kernel(int* best, const int* v) {
+    atomicMax(best, v[threadIdx.x]);
+}
+__global__ void stale_argmax_kernel(int* out, int written) {
+    SHARED(float, vals, [32]);
+    if (int(threadIdx.x) < written) vals[threadIdx.x] = float(threadIdx.x);
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    int best = 0;
+    for (int i = 1; i < 32; i++)
+        if (vals[i] > vals[best]) best = i;
+    out[0] = best;
+}
+
 // Atomics on one shared word from every warp, then a read after the barrier: no race.
 __global__ void shared_atomics_kernel(int* out) {
     SHARED(int, count, [1]);
@@ -350,6 +368,50 @@ TEST_CASE("emulator checks: a race between warps with a __syncwarp or a shuffle 
     CHECK(c == std::vector<int>(96, 96));
 }
 
+TEST_CASE("emulator checks: a read of memory nothing wrote, global or shared, is named") {
+    gpu::Buffer<int> best(1), v(32), out(1);
+    std::vector<int> host(32);
+    for (int i = 0; i < 32; i++) host[i] = i * 3;
+    CUDA_CHECK(cudaMemcpy(v.data(), host.data(), 32 * 4, cudaMemcpyHostToDevice));
+    auto max_into = [&] {
+        return launch_error(
+            [&] { launch_kernel(max_into_unwritten_kernel, dim3(1), dim3(32), 0, best.data(),
+                                static_cast<const int*>(v.data())); });
+    };
+    auto argmax = [&](int written) {
+        return launch_error(
+            [&] { launch_kernel(stale_argmax_kernel, dim3(2), dim3(32), 0, out.data(), written); });
+    };
+    const std::string g = max_into();
+    CHECK_MESSAGE(g.find("uninitialised global memory: thread (0,0,0) (warp 0) of block (0,0,0) "
+                         "atomically updates 4 bytes at") != std::string::npos,
+                  g);
+    CHECK_MESSAGE(g.find("byte 0 of a buffer of 4 bytes from gpu::allocate") != std::string::npos,
+                  g);
+    const std::string sh = argmax(16);
+    CHECK_MESSAGE(sh.find("uninitialised shared memory: thread (0,0,0) (warp 0) of block") !=
+                      std::string::npos,
+                  sh);
+    CHECK_MESSAGE(sh.find("reads byte 64 of shared array `vals`") != std::string::npos, sh);
+    // Written first, both are clean; with the check off the planted reads go unseen (and give
+    // the "right" answers: the fill never wins).
+    CHECK(argmax(32).empty());
+    CUDA_CHECK(cudaMemset(best.data(), 0, 4));
+    CHECK(max_into().empty());
+    Without off(emu::check_init);
+    gpu::Buffer<int> fresh(1);
+    CHECK(launch_error([&] {
+              launch_kernel(max_into_unwritten_kernel, dim3(1), dim3(32), 0, fresh.data(),
+                            static_cast<const int*>(v.data()));
+          }).empty());
+    CHECK(argmax(16).empty());
+    int b = 0;
+    CUDA_CHECK(cudaMemcpy(&b, fresh.data(), 4, cudaMemcpyDeviceToHost));
+    CHECK(b == 93);
+    CUDA_CHECK(cudaMemcpy(&b, out.data(), 4, cudaMemcpyDeviceToHost));
+    CHECK(b == 15);
+}
+
 TEST_CASE("emulator checks: a race between the lanes of one warp, half-warp masks between") {
     gpu::Buffer<float> out(32);
     auto run = [&](Halves h) {
@@ -411,6 +473,7 @@ TEST_CASE("emulator checks: a global read past a buffer's end or before its star
 TEST_CASE("emulator checks: an atomic past a buffer's end, or misaligned, is named") {
     int* p = nullptr;
     CUDA_CHECK(cudaMalloc(&p, 200));  // 50 ints: byte 200 is the first past the end
+    CUDA_CHECK(cudaMemset(p, 0, 200));  // (an atomic reads its int: written first)
     auto run = [&](long offset, Atomic op) {
         return launch_error(
             [&] { launch_kernel(atomic_kernel, dim3(1), dim3(32), 0, p, offset, op); });
@@ -474,6 +537,7 @@ TEST_CASE("emulator checks: a read past a gpu::Buffer inside its rounded block, 
     };
     {
         gpu::Buffer<float> in(100);  // 400 bytes, of a block of 512
+        CUDA_CHECK(cudaMemset(in.data(), 0, 400));  // (read: written first)
         const std::string e = read(in.data(), 100);
         CHECK_MESSAGE(e.find("global memory out of bounds: thread (0,0,0) (warp 0) of block "
                              "(0,0,0) reads 4 bytes at") != std::string::npos,
@@ -488,6 +552,7 @@ TEST_CASE("emulator checks: a read past a gpu::Buffer inside its rounded block, 
     const float* released = nullptr;
     {
         gpu::Buffer<float> in(128);
+        CUDA_CHECK(cudaMemset(in.data(), 0, 512));
         released = in.data();
         CHECK(read(released, 0).empty());
     }
@@ -497,6 +562,7 @@ TEST_CASE("emulator checks: a read past a gpu::Buffer inside its rounded block, 
                   e);
     // A cached block lent again, for fewer bytes: held to those.
     gpu::Buffer<float> again(50);
+    CUDA_CHECK(cudaMemset(again.data(), 0, 200));
     CHECK(read(again.data(), 49).empty());
     const std::string a = read(again.data(), 50);
     CHECK_MESSAGE(a.find("byte 200 of a buffer of 200 bytes from gpu::allocate (its cudaMalloc'd "
