@@ -4,12 +4,15 @@
 // benchmark that started it.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
+#include <poll.h>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,17 +27,22 @@ extern char** environ;
 
 namespace bench {
 
+// run_child's answer for a child that ran past its time limit (as timeout(1) says it).
+constexpr int TIMED_OUT = 124;
+
 // Runs argv (argv[0] looked up on PATH when it has no '/') with `env` added to this process's
 // environment, calls on_line for each line of its stdout (its stderr is ours); returns its exit
 // status, 128 + the signal's number when a signal ended it, 127 when it could not be started,
-// -1 when no child could be made. The child gets SIGKILL when this process ends (Linux: the
+// -1 when no child could be made, TIMED_OUT when it ran past timeout_s seconds (> 0; 0: no
+// limit): it is then killed (SIGKILL), so a peer that hangs costs the benchmark its limit and
+// no more. The child gets SIGKILL when this process ends (Linux: the
 // parent-death signal): a SIGTERM from a process manager reaches the benchmark alone, and its
 // peer would otherwise run on, re-parented to init, timing for nobody (a PyTorch peer then ends
 // in a BrokenPipeError, an OpenBLAS child keeps every core busy). SIGKILL, not SIGTERM: a peer
 // holds nothing to clean up, and a --peer program that handles SIGTERM still ends.
 inline int run_child(const std::vector<std::string>& argv,
                      const std::vector<std::pair<std::string, std::string>>& env,
-                     const std::function<void(const std::string&)>& on_line) {
+                     const std::function<void(const std::string&)>& on_line, double timeout_s = 0) {
     // Everything the child needs is built here: between fork and exec a child of a threaded
     // process may only make async-signal-safe calls (no malloc, no setenv, no printf).
     std::vector<char*> args;
@@ -100,20 +108,44 @@ inline int run_child(const std::vector<std::string>& argv,
     if (::read(failed[0], &exec_errno, sizeof exec_errno) == ssize_t(sizeof exec_errno))
         std::fprintf(stderr, "%s: cannot run it: %s\n", argv[0].c_str(), std::strerror(exec_errno));
     ::close(failed[0]);
-    std::FILE* out = ::fdopen(fd[0], "r");
+    // The child's stdout is read as it comes (poll, so the time limit holds while it says
+    // nothing); at the limit the child is killed and its output no longer read (a process it
+    // started may hold the pipe open).
+    const auto start = std::chrono::steady_clock::now();
+    bool timed_out = false;
     std::string line;
-    for (int c; out && (c = std::fgetc(out)) != EOF;) {
-        line += char(c);
-        if (c == '\n') on_line(line), line.clear();
+    char buf[4096];
+    for (;;) {
+        int wait_ms = -1;
+        if (timeout_s > 0) {
+            const double left =
+                timeout_s -
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            if (left <= 0) {
+                ::kill(pid, SIGKILL);
+                timed_out = true;
+                break;
+            }
+            wait_ms = int(std::min(left * 1000 + 1, 60000.0));
+        }
+        pollfd p{fd[0], POLLIN, 0};
+        const int ready = ::poll(&p, 1, wait_ms);
+        if (ready < 0 && errno != EINTR) break;
+        if (ready <= 0) continue;
+        const ssize_t got = ::read(fd[0], buf, sizeof buf);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        for (ssize_t i = 0; i < got; i++) {
+            line += buf[i];
+            if (buf[i] == '\n') on_line(line), line.clear();
+        }
     }
     if (!line.empty()) on_line(line);
-    if (out)
-        std::fclose(out);
-    else
-        ::close(fd[0]);
+    ::close(fd[0]);
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    if (timed_out) return TIMED_OUT;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
