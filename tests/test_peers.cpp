@@ -1,11 +1,22 @@
 // bench-gemm's peers (bench/peers.h, bench/peer_child.h, bench/blis.h, bench/child.h): a child
 // that hangs is killed at its time limit; the result checker passes every right product and
 // rejects a planted wrong one; the best peer and the ratio of each cell, and the table; which
-// BLIS arch is forced; and bench-gemm itself with a peer that hangs, crashes, computes a wrong
-// product or is not there. Nothing here times anything.
+// BLIS arch is forced. Nothing here times anything.
+#include "bench/blis.h"
 #include "bench/child.h"
+#include "bench/peer_child.h"
+#include "bench/peers.h"
+#include "common/kernels/gemm.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 #include "tests/util.h"
@@ -23,4 +34,212 @@ TEST_CASE("peers: a child past its time limit is killed, and said so") {
     CHECK(lines == std::vector<std::string>{"a\n", "b"});
     lines.clear();
     CHECK(bench::run_child({"sh", "-c", "kill -SEGV $$"}, {}, keep, 30) == 128 + SIGSEGV);
+}
+
+namespace {
+
+// A, B (n x n, uniform in [-1, 1]) and C = A @ op(B) by our sgemm.
+struct Product {
+    int n;
+    bool tb;
+    std::vector<float> A, B, C;
+    Product(int n_, bool tb_, unsigned seed = 7) : n(n_), tb(tb_), A(n * n), B(n * n), C(n * n) {
+        std::mt19937 rng(seed);
+        std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+        for (int i = 0; i < n * n; i++)
+            A[i] = U(rng), B[i] = U(rng);
+        sgemm(false, tb, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+    }
+    std::string check() const {
+        return bench::peer::check_product(tb, n, A.data(), B.data(), C.data());
+    }
+    float b(int k, int j) const { return tb ? B[j * n + k] : B[k * n + j]; }
+};
+
+bool has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("peers: the result checker passes right products, summed in any order") {
+    for (int n : {1, 2, 7, 64, 129, 300})
+        for (bool tb : {false, true}) {
+            CAPTURE(n);
+            CAPTURE(tb);
+            Product p(n, tb);
+            CHECK(p.check() == "");  // ours: blocked, fused multiply-adds
+            // The textbook loop in float, forwards and backwards, unfused: other roundings.
+            for (int order = 0; order < 2; order++) {
+                for (int i = 0; i < n; i++)
+                    for (int j = 0; j < n; j++) {
+                        float s = 0;
+                        for (int kk = 0; kk < n; kk++) {
+                            const int k = order ? n - 1 - kk : kk;
+                            const volatile float prod = p.A[i * n + k] * p.b(k, j);
+                            s += prod;
+                        }
+                        p.C[i * n + j] = s;
+                    }
+                CHECK(p.check() == "");
+            }
+        }
+}
+
+TEST_CASE("peers: the result checker rejects a planted wrong result") {
+    const int n = 96;
+    for (bool tb : {false, true}) {
+        CAPTURE(tb);
+        // One entry a thousandth off on an edge, where blocked code has its ragged tiles (the
+        // edges are checked entry by entry) ...
+        for (const auto& [i, j] : {std::pair{0, 0}, std::pair{n - 1, 50}, std::pair{37, n - 1}}) {
+            Product p(n, tb);
+            p.C[i * n + j] += 1e-3f * (1 + std::fabs(p.C[i * n + j]));
+            const std::string what = p.check();
+            CAPTURE(what);
+            CHECK(what.rfind("C[" + std::to_string(i) + "][" + std::to_string(j) + "] = ", 0) == 0);
+        }
+        // ... and one entry anywhere without its largest product (a k left out), or zeroed.
+        for (bool zeroed : {false, true}) {
+            Product p(n, tb);
+            float& entry = p.C[41 * n + 17];
+            float largest = 0;
+            for (int k = 0; k < n; k++)
+                if (std::fabs(p.A[41 * n + k] * p.b(k, 17)) > std::fabs(largest))
+                    largest = p.A[41 * n + k] * p.b(k, 17);
+            const float planted = zeroed ? 0.0f : entry - largest;
+            REQUIRE(std::fabs(planted - entry) > 0.2f);  // about one product's size
+            entry = planted;
+            CHECK(has(p.check(), "row 41 of C is off"));
+        }
+        // An entry left unwritten (NaN, as the child fills C before the call), or infinite.
+        Product p(n, tb);
+        p.C[5 * n + 9] = std::numeric_limits<float>::quiet_NaN();
+        CHECK(p.check() == "C[5][9] is nan, not a finite number");
+        p.C[5 * n + 9] = std::numeric_limits<float>::infinity();
+        CHECK(p.check() == "C[5][9] is inf, not a finite number");
+        // The other layout's product, a zero tile, and one computed in bfloat16 (8 bits of
+        // mantissa): each is beyond float rounding.
+        Product other(n, !tb);
+        CHECK(bench::peer::check_product(tb, n, other.A.data(), other.B.data(), other.C.data()) !=
+              "");
+        Product tile(n, tb);
+        for (int i = 32; i < 48; i++)
+            for (int j = 64; j < 80; j++)
+                tile.C[i * n + j] = 0;
+        CHECK(has(tile.check(), "row 32 of C is off"));
+        Product half(n, tb);
+        auto bf16 = [](float x) {
+            unsigned u;
+            std::memcpy(&u, &x, 4);
+            u &= 0xffff0000u;
+            std::memcpy(&x, &u, 4);
+            return x;
+        };
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                float s = 0;
+                for (int k = 0; k < n; k++)
+                    s += bf16(half.A[i * n + k]) * bf16(half.b(k, j));
+                half.C[i * n + j] = s;
+            }
+        CHECK(half.check() != "");
+    }
+}
+
+TEST_CASE("peers: each cell's best peer and ratio, from the runs' figures") {
+    bench::peers::Cell cell;
+    cell.ours = {100, 90, 110};
+    // oneDNN's child failed in the second run (0): BLIS is the best there.
+    cell.peers = {{"oneDNN", {120, 0, 100}}, {"BLIS", {110, 95, 130}}, {"Eigen", {0, 0, 0}}};
+    bench::peers::Summary s = bench::peers::summarize(cell);
+    CHECK(s.rounds == 3);
+    CHECK(s.best == "BLIS");  // fastest in 2 of the 3 runs
+    CHECK(s.wins == 2);
+    CHECK(s.ratio == doctest::Approx(110.0 / 130));  // the median of 100/120, 90/95, 110/130
+    // A tie in runs won goes to the higher median; a run without our figure has no ratio.
+    cell.ours = {100, 100, 0};
+    cell.peers = {{"oneDNN", {120, 80, 200}}, {"BLIS", {110, 95, 200}}};
+    s = bench::peers::summarize(cell);
+    CHECK(s.rounds == 2);
+    CHECK(s.best == "oneDNN");  // one run each; medians 120 and 110
+    CHECK(s.wins == 1);
+    CHECK(bench::peers::median_present({120, 80, 0}) == 100);  // of the runs that have one
+    CHECK(s.ratio == doctest::Approx(0.5 * (100.0 / 120 + 100.0 / 95)));
+    // No peer at all: no ratio, no name.
+    cell.peers = {{"oneDNN", {0, 0, 0}}};
+    s = bench::peers::summarize(cell);
+    CHECK(s.rounds == 0);
+    CHECK(s.best == "");
+}
+
+TEST_CASE("peers: the table of ours / the best peer") {
+    using bench::peers::Row;
+    std::vector<Row> rows(3);
+    rows[0] = Row{256,
+                  false,
+                  1,
+                  {{200, 210, 190}, {{"oneDNN", {250, 240, 260}}, {"OpenBLAS", {180, 170, 175}}}}};
+    rows[1] = Row{
+        256, true, 2, {{400, 380, 420}, {{"oneDNN", {300, 0, 310}}, {"OpenBLAS", {390, 400, 0}}}}};
+    rows[2] = Row{1024, true, 2, {{0, 0, 0}, {{"oneDNN", {300, 300, 300}}}}};  // ours failed
+    const std::string table =
+        bench::peers::format_table({"oneDNN", "BLIS", "OpenBLAS", "Eigen"}, rows);
+    // Row 2: the runs' ratios 400/390, 380/400 (oneDNN failed there) and 420/310; OpenBLAS
+    // fastest in two of them.
+    CHECK(table ==
+          "  size     op thr |    ours |  oneDNN |    BLIS | OpenBLAS |   Eigen |"
+          " ours / best peer\n"
+          "   256    A@B   1 |   200.0 |   250.0 |       - |    175.0 |       - |"
+          " 0.80x (oneDNN)\n"
+          "   256  A@B^T   2 |   400.0 |   305.0 |       - |    395.0 |       - |"
+          " 1.03x (OpenBLAS)\n"
+          "  1024  A@B^T   2 |       - |   300.0 |       - |        - |       - | -\n"
+          "geometric mean of ours / best peer: 0.91x; the best peer: oneDNN in 1 of 2"
+          " cells, OpenBLAS in 1\n");
+}
+
+TEST_CASE("peers: a peer that is not installed is one line with the package that brings it") {
+    std::vector<std::string> lines;
+    for (const bench::peers::Family& f : bench::peers::families())
+        lines.push_back(bench::peers::skipped_line(f));
+    CHECK(lines == std::vector<std::string>{
+                       "  oneDNN: skipped, libdnnl.so.2 (oneDNN 2.x) not found (apt-get install "
+                       "libdnnl2; make bench installs it)",
+                       "  BLIS: skipped, libblis.so.4 not found (apt-get install libblis4-openmp; "
+                       "make bench installs it)",
+                       "  OpenBLAS: skipped, libopenblas.so.0 not found (apt-get install "
+                       "libopenblas0-pthread; make bench installs it)",
+                       "  Eigen: skipped, Eigen's headers (bench/peers/eigen_gemm.cpp's program) "
+                       "not found (apt-get install libeigen3-dev, then make bench builds it)"});
+}
+
+TEST_CASE("peers: BLIS runs again with the CPU's best arch where its own pick is below it") {
+    // BLIS 0.9.0's archs, in the order of their numbers (BLIS_ARCH_TYPE's values).
+    const std::vector<std::string> v090 = {
+        "skx",     "knl",       "knc",       "haswell",     "sandybridge", "penryn",    "zen3",
+        "zen2",    "zen",       "excavator", "steamroller", "piledriver",  "bulldozer", "armsve",
+        "a64fx",   "firestorm", "thunderx2", "cortexa57",   "cortexa53",   "cortexa15", "cortexa9",
+        "power10", "power9",    "power7",    "bgq",         "generic"};
+    const auto intel512 = blis::best_for(true, true, false);
+    const auto amd512 = blis::best_for(true, true, true);
+    const auto intel2 = blis::best_for(false, true, false);
+    const auto amd2 = blis::best_for(false, true, true);
+    // The Xeon: haswell picked ("number of FMA units unknown"); Zen 4 under 0.9.0,
+    // which knows no Zen 4: generic picked, skx forced.
+    CHECK(blis::force_arch("haswell", intel512, v090) == "skx");
+    CHECK(blis::force_arch("generic", amd512, v090) == "skx");
+    CHECK(blis::force_arch("zen3", amd512, v090) == "skx");
+    CHECK(blis::force_arch("skx", intel512, v090) == "");
+    // A BLIS that has AMD's AVX-512 arch forces that one there.
+    std::vector<std::string> v1 = v090;
+    v1.insert(v1.begin() + 6, "zen4");
+    CHECK(blis::force_arch("zen3", amd512, v1) == "zen4");
+    CHECK(blis::force_arch("zen4", amd512, v1) == "");
+    // AVX2: any AVX2 arch is as wide as the best; an older one is not.
+    CHECK(blis::force_arch("haswell", amd2, v090) == "");
+    CHECK(blis::force_arch("sandybridge", amd2, v090) == "zen3");
+    CHECK(blis::force_arch("penryn", intel2, v090) == "haswell");
+    CHECK(blis::force_arch("generic", blis::best_for(false, false, false), v090) == "");
+    CHECK(blis::force_arch("generic", intel512, {"haswell", "generic"}) == "");  // none of it
 }
