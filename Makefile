@@ -167,12 +167,33 @@ widget: $(BUILD)/bin/1-self-attention ## section 1's widget in the terminal (WID
 export PEER_PYTHON ?= /usr/bin/python3
 PEER_ARGS   := --device cpu --seq-lens 256,512,1024 --warmup 1 --repeat 3
 bench: $(BENCHES:%=$(BUILD)/bin/%) ## speed benchmarks, side by side with the peers (not tests)
+	@$(MAKE) --no-print-directory deps NEEDS='$(PEER_NEEDS)' || \
+	  echo "bench: the peers that are not installed are skipped (bench-gemm names them)"
+	@$(MAKE) --no-print-directory bench-peers
 	@for b in $(BENCHES); do $(BUILD)/bin/$$b || exit 1; done
 	@if $(PEER_PYTHON) -c 'import torch' 2>/dev/null; then \
 	  $(PEER_PYTHON) chapters/6-cost/peer_torch.py $(PEER_ARGS) \
 	    --openblas-best "$$($(BUILD)/bin/bench-gemm --openblas-best)"; \
 	else echo "bench: PyTorch peer skipped: $(PEER_PYTHON) cannot import torch" \
 	  "(Debian: apt-get install python3-torch)"; fi
+
+# bench-gemm's peers (bench/gemm.cpp): oneDNN, BLIS, OpenBLAS and Eigen, Debian packages that
+# `make bench` installs where it may, as `make` installs its own; never needed by make, make
+# build or make test: bench-gemm loads the libraries at run time and names one that is missing.
+# Eigen is headers alone: its peer is a program of its own (bench/peers/eigen_gemm.cpp), built
+# by a sub-make once they are there, with the project's flags. GCC 12 warns of an uninitialised
+# register inside its own AVX-512 intrinsics as Eigen 3.4 uses them (a false positive there).
+EIGEN_INC ?= /usr/include/eigen3
+PEER_LIBDIR = /usr/lib/$(shell $(CXX) -print-multiarch 2>/dev/null)
+PEER_NEEDS = $(PEER_LIBDIR)/libdnnl.so.2:libdnnl2 $(PEER_LIBDIR)/libblis.so.4:libblis4-openmp \
+              $(PEER_LIBDIR)/libopenblas.so.0:libopenblas0-pthread \
+              $(EIGEN_INC)/Eigen/Core:libeigen3-dev
+.PHONY: bench-peers
+bench-peers: $(if $(wildcard $(EIGEN_INC)/Eigen/Core),$(BUILD)/bin/peer-eigen-gemm)
+$(BUILD)/bin/peer-eigen-gemm: bench/peers/eigen_gemm.cpp bench/peer_child.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) -isystem $(EIGEN_INC) -Wno-uninitialized \
+	  -Wno-maybe-uninitialized $< -o $@ $(LDFLAGS)
 
 # ---- dependencies: Debian packages, installed on demand where we may ----------------------
 NEEDS := $(DOCTEST_INC)/doctest.h:doctest-dev $(STB_INC)/stb_image_write.h:libstb-dev \

@@ -1,31 +1,38 @@
-// bench-gemm: our sgemm's GFLOP/s at square sizes 256..2048, side by side with OpenBLAS when
-// libopenblas is installed (loaded at run time with dlopen, so the build never needs it).
-// Both run in the same process, alternating, so a busy machine slows both alike; the ratio is
-// the number to read. The yardstick is named: the OpenBLAS core that ran (bench/openblas.h),
-// and where that core is below what this CPU supports, OpenBLAS runs again in a child process
-// with OPENBLAS_CORETYPE set to the best one, and the ratio is taken against the faster. Beside
-// them, each round measures the CPU's multiply-add peak on the same threads (bench/peak.h), and
-// each library's rate is shown as a share of it.
+// bench-gemm: our sgemm's GFLOP/s at square sizes 256..2048, A @ B and A @ B^T, on 1 and 2
+// threads, beside the strongest CPU libraries: oneDNN's matmul, BLIS, OpenBLAS and Eigen, each
+// where it is installed (`make bench` installs them; a missing one is named and skipped).
 //
-//   bench-gemm                     the table
+// Every library, ours included, runs alone in a child process of its own (bench/peer_libs.h,
+// bench/peers/eigen_gemm.cpp), one size at a time, the libraries in alternating order: a
+// library's threads spin for a while after its last call, and in one process they would take
+// the next library's cycles. Each child checks its library's product against double-precision
+// arithmetic (bench/peer_child.h); a wrong product is reported and fails the run. A child that
+// crashes or hangs (past --timeout) is reported in one line, and its library left out from
+// there on. The peers are named with the kernel they ran: OpenBLAS and BLIS pick theirs from
+// the CPU's model number and may pick one below the CPU (bench/openblas.h, bench/blis.h); there
+// each runs a second time with the best kernel forced, and the faster of the two counts.
+//
+// Two tables: OpenBLAS alone beside ours on the most threads (the yardstick the README's
+// numbers name, bench/readme-numbers.sh), with the CPU's multiply-add peak (bench/peak.h); then
+// ours / the best peer in every cell, naming it (bench/peers.h).
+//
+//   bench-gemm                     the tables
 //   bench-gemm --openblas-best     prints this CPU's best OpenBLAS cores (for the torch peers)
+#include "bench/blis.h"
 #include "bench/child.h"
 #include "bench/median.h"
 #include "bench/openblas.h"
 #include "bench/peak.h"
-#include "common/kernels/gemm.h"
+#include "bench/peer_libs.h"
+#include "bench/peers.h"
 #include "common/kernels/parallel.h"
-#include "common/memory.h"
 #include "common/program/cli.h"
 #include "common/program/terminal.h"
 
 #include <algorithm>
-#include <array>
-#include <chrono>
 #include <cstdio>
-#include <functional>
+#include <cstring>
 #include <map>
-#include <random>
 #include <string>
 #include <unistd.h>
 #include <utility>
@@ -33,79 +40,146 @@
 
 namespace {
 
-double seconds_now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+// One way to run a library in a child process: as it is, or with its kernel forced.
+struct Variant {
+    std::string family;  // the column: "ours", "OpenBLAS", "BLIS", ...
+    std::string forced;  // "" or the environment variable that forces its kernel, as NAME=VALUE
+    std::vector<std::string> argv;
+    std::vector<std::pair<std::string, std::string>> env;
+    std::string name;                  // what it said it is ("OpenBLAS 0.3.21 ...")
+    std::vector<std::string> kernels;  // the kernels it ran, each once
+    std::string failure;               // its first failure, in words; it is not run again
+    bool wrong = false;                // the failure was a wrong product
+};
+
+// What one child process said: GFLOP/s per (n, A@B^T?), its name and kernels, the archs a BLIS
+// child listed, its "missing" and "wrong" lines, and its exit status.
+struct ChildSaid {
+    std::map<std::pair<int, int>, double> gflops;
+    std::string name, missing, wrong;
+    std::vector<std::string> kernels, archs;
+    int status = 0;
+};
+
+ChildSaid run_variant(const Variant& v, const std::vector<std::string>& args, int threads,
+                      double timeout_s) {
+    std::vector<std::string> argv = v.argv;
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--threads", std::to_string(threads)});
+    auto env = v.env;
+    for (const char* var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS"})
+        env.push_back({var, std::to_string(threads)});
+    ChildSaid said;
+    said.status = bench::run_child(
+        argv, env,
+        [&](const std::string& raw) {
+            std::string line = raw;
+            if (!line.empty() && line.back() == '\n') line.pop_back();
+            const size_t space = line.find(' ');
+            const std::string word = line.substr(0, space);
+            const std::string rest = space == std::string::npos ? "" : line.substr(space + 1);
+            int n = 0, tb = 0;
+            double g = 0;
+            if (word == "gflops" && std::sscanf(rest.c_str(), "%d %d %lf", &n, &tb, &g) == 3)
+                said.gflops[{n, tb}] = g;
+            else if (word == "name")
+                said.name = rest;
+            else if (word == "kernel" && !rest.empty() &&
+                     std::find(said.kernels.begin(), said.kernels.end(), rest) ==
+                         said.kernels.end())
+                said.kernels.push_back(rest);
+            else if (word == "arch")
+                said.archs.push_back(rest);
+            else if (word == "missing")
+                said.missing = rest;
+            else if (word == "wrong")
+                said.wrong = rest;
+        },
+        timeout_s);
+    return said;
 }
 
-// Each timing is a block of calls lasting ~50 ms: a single small call (0.3 ms at 256) is at the
-// mercy of one interruption and of the other library's threads still spinning from its last call.
-template <class F> double block_seconds(F&& f, int calls) {
-    const double t0 = seconds_now();
-    for (int c = 0; c < calls; c++) f();
-    return (seconds_now() - t0) / calls;
+// A failed child's status in words.
+std::string failure_words(const ChildSaid& said, double timeout_s) {
+    if (said.status == bench::TIMED_OUT)
+        return "did not finish within " + std::to_string((int)timeout_s) +
+               " s (--timeout) and was killed";
+    if (said.status == bench::peer::WRONG_EXIT && !said.wrong.empty()) {
+        int n = 0, tb = 0, used = 0;
+        std::sscanf(said.wrong.c_str(), "%d %d %n", &n, &tb, &used);
+        return "computed a WRONG product at n = " + std::to_string(n) +
+               (tb ? ", A@B^T: " : ", A@B: ") + said.wrong.substr(used);
+    }
+    if (said.status > 128)
+        return "crashed (signal " + std::to_string(said.status - 128) + ", " +
+               strsignal(said.status - 128) + ")";
+    if (said.status == 127) return "could not be started";
+    return "failed (exit status " + std::to_string(said.status) + ")";
 }
 
-// OpenBLAS alone in a child process (with OPENBLAS_CORETYPE=core, unless core is empty):
-// GFLOP/s per (size, A@B^T?), read from the child's "gflops N TB G" lines. Empty where the child
-// failed. Each library runs where the other's threads are not: after a call, both spin for a
-// while before they sleep (our OpenMP threads a few ms, OpenBLAS's 0.1 s), and in one process,
-// their calls in turn on the same cores, each takes the other's cycles: the ratio would then
-// say more about which library ran last than about either.
-std::map<std::pair<int, int>, double> openblas_in_child(const std::string& core,
-                                                     const std::vector<int>& sizes, int repeat,
-                                                     std::string& child_core) {
-    std::map<std::pair<int, int>, double> out;
+std::string self_path() {
     char self[4096];
     const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return out;
+    if (len <= 0) return "";
     self[len] = 0;
-    std::string list;
-    for (size_t i = 0; i < sizes.size(); i++)
-        list += (i ? "," : "") + std::to_string(sizes[i]);
-    std::vector<std::pair<std::string, std::string>> env;
-    if (!core.empty()) env.push_back({"OPENBLAS_CORETYPE", core});
-    const int rc =
-        bench::run_child({self, "--openblas-only", "--runs", "1", "--repeat",
-                          std::to_string(repeat), "--sizes", list},
-                         env, [&](const std::string& line) {
-                             int n = 0, tb = 0;
-                             double g = 0;
-                             char name[128];
-                             if (std::sscanf(line.c_str(), "gflops %d %d %lf", &n, &tb, &g) == 3)
-                                 out[{n, tb}] = g;
-                             else if (std::sscanf(line.c_str(), "core %127s", name) == 1)
-                                 child_core = name;
-                         });
-    if (rc != 0) out.clear();
-    return out;
+    return self;
+}
+
+std::vector<std::string> split_words(const std::string& list) {
+    std::vector<std::string> words;
+    size_t start = 0;
+    for (size_t comma; (comma = list.find(',', start)) != std::string::npos; start = comma + 1)
+        words.push_back(list.substr(start, comma - start));
+    words.push_back(list.substr(start));
+    return words;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::vector<int> sizes = {256, 512, 1024, 2048};
+    std::vector<int> sizes = {256, 512, 1024, 2048}, threads = {1, 2};
     int repeat = 5, runs = 3;
-    bool openblas_only = false, print_best = false;
-    cli::Parser cli("bench-gemm", "sgemm GFLOP/s, ours beside OpenBLAS (best of --repeat runs)");
+    double timeout_s = 300;
+    std::string peer_list = "onednn,blis,openblas,eigen", eigen_program, peer;
+    bool print_best = false, describe = false;
+    cli::Parser cli("bench-gemm", "sgemm GFLOP/s, ours beside oneDNN, BLIS, OpenBLAS and Eigen");
     cli.option("--sizes", sizes, "square sizes M = N = K");
+    cli.option("--threads", threads, "thread counts, each library timed on each");
     cli.option("--repeat", repeat,
                "timed blocks of calls per size and library (the best is reported)")
         .range(1, 1'000'000);
     cli.option("--runs", runs,
                "times the whole table is measured; each cell shows the median of the runs")
         .range(1, 1000);
+    cli.option("--peers", peer_list,
+               "the peers to compare with, a comma-separated list of "
+               "onednn, blis, openblas and eigen",
+               "LIST");
+    cli.path("--eigen", eigen_program,
+             "the Eigen peer's program (default: peer-eigen-gemm beside bench-gemm)", "PROGRAM");
+    cli.option("--timeout", timeout_s,
+               "seconds a child process may take (one library, one size) before it is killed", "S");
     cli.flag("--openblas-best", print_best,
              "print this CPU's best OpenBLAS cores, the one to set first, and exit");
-    cli.flag("--openblas-only", openblas_only,
-             "time OpenBLAS alone, one 'gflops N TRANSB G' line each (the rerun's child)");
+    cli.option("--peer", peer,
+               "run as a child process: time one library (ours, openblas, blis "
+               "or onednn) and print its lines",
+               "NAME");
+    cli.flag("--describe", describe, "with --peer: print the library's name and kernel only");
     cli.parse(argc, argv);
     for (int s : sizes) {  // n * n floats per matrix, n^3 multiply-adds: n is kept to 2^16
         if (s < 1 || s > 65536) cli.fail("--sizes must be between 1 and 65536");
-        // A, B and C of the largest size, here and (one after the other) in OpenBLAS's child:
-        // refused up front, not three times over as each process runs out of memory.
+        // A, B and C of the largest size, in one child process at a time: refused up front.
         cli.require_memory(3.0 * 4 * s * s, "--sizes " + std::to_string(s));
     }
+    for (int t : threads)
+        if (t < 1 || t > 4096) cli.fail("--threads must be between 1 and 4096");
+    if (!(timeout_s > 0)) cli.fail("--timeout must be a positive number of seconds");
+    std::vector<std::string> keys = split_words(peer_list);
+    for (const std::string& k : keys)
+        if (std::none_of(bench::peers::families().begin(), bench::peers::families().end(),
+                         [&](const bench::peers::Family& f) { return f.key == k; }))
+            cli.fail("--peers: '" + k + "' is not one of onednn, blis, openblas, eigen");
 
     const openblas::Best best = openblas::best_for_this_cpu();
     if (print_best) {
@@ -114,174 +188,247 @@ int main(int argc, char** argv) {
         std::printf("\n");
         return 0;
     }
-
-    const openblas::Library blas = openblas::load();
-    // Give OpenBLAS the same number of threads as our OpenMP.
-    if (blas.set_num_threads) blas.set_num_threads(omp_get_max_threads());
-    if (openblas_only && !blas.sgemm) cli.fail("--openblas-only: libopenblas.so.0 not found");
-    const std::string rerun = blas.sgemm ? openblas::rerun_core(blas.core, best) : "";
-    std::string rerun_reported;
-    bool rerun_failed = false, alone_failed = false;
-
-    if (openblas_only) {
-        std::printf("core %s\n", blas.core.c_str());
-    } else {
-        std::printf("sgemm, row-major, %d thread(s); each cell the median of %d runs, a run the "
-                    "best of %d%s\n", omp_get_max_threads(), runs, repeat,
-                    blas.sgemm ? "; OpenBLAS alone in a child process beside ours, size by size, "
-                                     "in alternating order" : "");
-        if (blas.sgemm)
-            std::printf("yardstick: %s; core %s (this CPU's best: %s)\n", blas.config.c_str(),
-                        blas.core.c_str(), openblas::list(best.cores).c_str());
+    if (!peer.empty()) {
+        if (peer != "ours" && peer != "openblas" && peer != "blis" && peer != "onednn")
+            cli.fail("--peer takes ours, openblas, blis or onednn");
+        return bench::peer::library_main(peer, sizes, repeat, threads[0], describe);
     }
 
-    // The table is measured `runs` times over (rounds over every cell, so a drift of the machine
-    // touches every cell alike) and each cell shows its median: GFLOP/s, and the median of the
-    // rounds' ratios. Within a round each size is measured on its own, OpenBLAS alone in a child
-    // process (see openblas_in_child for why not in turn in one process) right beside ours, and
-    // the order alternates from one size to the next and, for each size, from one round to the
-    // next: OpenBLAS's cores, then ours; ours, then OpenBLAS's best core, then its own. A
-    // machine's speed drifts within seconds (and may fall after a stretch of AVX-512 work): in
-    // one fixed order, the library measured last would meet a different machine.
-    struct Cell {
-        double ours = 0, theirs = 0, rerun = 0;  // GFLOP/s; rerun 0 where there was none
-        double peak = 0;                         // the round's multiply-add peak, GFLOP/s
-    };
-    std::vector<double> peaks;                               // one per round
-    std::map<std::pair<int, int>, std::vector<Cell>> cells;  // (n, A@B^T?) -> one per round
-    term::ProgressLine progress;  // on a terminal only
-    std::mt19937 rng(0);
-    std::uniform_real_distribution<float> U(-1.0f, 1.0f);
-    // Our GFLOP/s for A @ B and A @ B^T (the Q K^T shape attention uses) at size n; with
-    // openblas_only, OpenBLAS's, printed as "gflops" lines for the parent.
-    auto measure = [&](int n) {
-        std::array<double, 2> gflops{};
-        mem::Buffer<float> A((size_t)n * n), B((size_t)n * n), C((size_t)n * n);  // (n, n)
-        for (size_t i = 0; i < A.size(); i++) A[i] = U(rng), B[i] = U(rng);
-        const double flops = 2.0 * n * n * n;
-        for (int variant = 0; variant < 2; variant++) {
-            const bool tb = variant == 1;
-            std::function<void()> call = [&] {
-                sgemm(false, tb, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
-            };
-            if (openblas_only)
-                call = [&] {
-                    blas.sgemm(openblas::CblasRowMajor, openblas::CblasNoTrans,
-                               tb ? openblas::CblasTrans : openblas::CblasNoTrans, n, n, n, 1.0f,
-                               A.data(), n, B.data(), n, 0.0f, C.data(), n);
-                };
-            const int calls = std::max(1, (int)(0.05 / block_seconds(call, 1)));  // + warm-up
-            double best = 1e30;
-            for (int r = 0; r < repeat; r++) best = std::min(best, block_seconds(call, calls));
-            gflops[variant] = flops / best * 1e-9;
-            if (openblas_only) {
-                std::printf("gflops %d %d %.3f\n", n, variant, gflops[variant]);
-                std::fflush(stdout);
+    const std::string self = self_path();
+    if (self.empty()) cli.fail("cannot read /proc/self/exe to start the child processes");
+    if (eigen_program.empty())
+        eigen_program = self.substr(0, self.rfind('/') + 1) + "peer-eigen-gemm";
+
+    // The variants: ours, then each peer as it picks its kernel, and forced where that is below
+    // the CPU. Each peer first describes itself in a child of its own (a library that crashes as
+    // it loads is reported like one that crashes as it runs).
+    std::vector<Variant> variants = {{"ours", "", {self, "--peer", "ours"}, {}, "", {}, "", false}};
+    std::vector<std::string> labels, notes;
+    std::string blas_config, blas_core, rerun;  // the yardstick's OpenBLAS, for its table
+    for (const bench::peers::Family& f : bench::peers::families()) {
+        if (std::find(keys.begin(), keys.end(), f.key) == keys.end()) continue;
+        labels.push_back(f.label);
+        Variant v{f.label, "", {self, "--peer", f.key}, {}, "", {}, "", false};
+        if (f.key == "eigen") {
+            v.argv = {eigen_program};
+            if (::access(eigen_program.c_str(), X_OK) != 0) {
+                notes.push_back(bench::peers::skipped_line(f));
+                continue;
             }
         }
-        return gflops;
-    };
-    if (openblas_only) {
-        for (int n : sizes) measure(n);
-        return 0;
+        const ChildSaid said = run_variant(v, {"--describe", "--sizes", "1"}, 1, 60);
+        if (said.status == bench::peer::MISSING_EXIT) {
+            notes.push_back(bench::peers::skipped_line(f));
+            continue;
+        }
+        if (said.status != 0) {
+            notes.push_back("  " + f.label + ": its child process " + failure_words(said, 60) +
+                            " as it described itself; skipped");
+            continue;
+        }
+        variants.push_back(v);
+        const std::string picked = said.kernels.empty() ? "" : said.kernels[0];
+        if (f.key == "openblas") {
+            blas_config = said.name;
+            blas_core = picked;
+            rerun = openblas::rerun_core(picked, best);
+            if (!rerun.empty()) {
+                v.forced = "OPENBLAS_CORETYPE=" + rerun;
+                v.env = {{"OPENBLAS_CORETYPE", rerun}};
+                variants.push_back(v);
+            }
+        } else if (f.key == "blis") {
+            const std::string arch =
+                blis::force_arch(picked, blis::best_for_this_cpu(), said.archs);
+            const auto at = std::find(said.archs.begin(), said.archs.end(), arch);
+            if (!arch.empty()) {
+                const std::string id = std::to_string(at - said.archs.begin());
+                v.forced = "BLIS_ARCH_TYPE=" + id;
+                v.env = {{"BLIS_ARCH_TYPE", id}};
+                variants.push_back(v);
+            }
+        }
     }
+
+    // The measurement: the whole table `runs` times over (a drift of the machine touches every
+    // cell alike); within a run, each thread count and size in turn, every variant's child
+    // right after the other's, in an order that reverses from one size to the next and, for
+    // each cell, from one run to the next: in one fixed order, the library measured last would
+    // meet a different machine (its speed drifts within seconds, and may fall after a stretch
+    // of AVX-512 work).
+    // gflops[variant][(threads, n, A@B^T?)]: one figure per run, 0 where there is none.
+    std::vector<std::map<std::tuple<int, int, int>, std::vector<double>>> gflops(variants.size());
+    std::map<int, std::vector<double>> peaks;  // per thread count, one per run
+    term::ProgressLine progress;               // on a terminal only
     for (int round = 0; round < runs; round++) {
         progress.show("bench-gemm: run " + std::to_string(round + 1) + " of " +
                       std::to_string(runs));
-        peaks.push_back(bench::peak_gflops(omp_get_max_threads()));
-        for (size_t s = 0; s < sizes.size(); s++) {
-            const int n = sizes[s];
-            // (a count of the (round, size) pairs would keep each size's order in every round
-            // wherever the number of sizes is even)
-            const bool ours_first = (round + s) % 2 == 1;
-            std::map<std::pair<int, int>, double> theirs, reruns;
-            std::array<double, 2> ours{};
-            auto run_theirs = [&] {
-                if (!blas.sgemm) return;
-                std::string core;
-                theirs = openblas_in_child("", {n}, repeat, core);
-                if (theirs.empty()) alone_failed = true;
-            };
-            auto run_rerun = [&] {
-                if (rerun == "") return;
-                reruns = openblas_in_child(rerun, {n}, repeat, rerun_reported);
-                if (reruns.empty()) rerun_failed = true;
-            };
-            if (ours_first) {
-                ours = measure(n), run_rerun(), run_theirs();
-            } else {
-                run_theirs(), run_rerun(), ours = measure(n);
-            }
-            for (int variant = 0; variant < 2; variant++) {
-                Cell c;
-                c.ours = ours[variant];
-                c.peak = peaks.back();
-                if (theirs.count({n, variant})) c.theirs = theirs[{n, variant}];
-                if (reruns.count({n, variant})) c.rerun = reruns[{n, variant}];
-                cells[{n, variant}].push_back(c);
+        for (size_t ti = 0; ti < threads.size(); ti++) {
+            const int t = threads[ti];
+            peaks[t].push_back(bench::peak_gflops(t));
+            for (size_t si = 0; si < sizes.size(); si++) {
+                const int n = sizes[si];
+                std::vector<size_t> order(variants.size());
+                for (size_t i = 0; i < order.size(); i++)
+                    order[i] = i;
+                if ((round + ti + si) % 2) std::reverse(order.begin(), order.end());
+                for (size_t i : order) {
+                    Variant& v = variants[i];
+                    for (int tb = 0; tb < 2; tb++)
+                        gflops[i][{t, n, tb}].push_back(0);
+                    if (!v.failure.empty()) continue;
+                    const ChildSaid said = run_variant(
+                        v, {"--sizes", std::to_string(n), "--repeat", std::to_string(repeat)}, t,
+                        timeout_s);
+                    for (const std::string& k : said.kernels)
+                        if (std::find(v.kernels.begin(), v.kernels.end(), k) == v.kernels.end())
+                            v.kernels.push_back(k);
+                    if (!said.name.empty()) v.name = said.name;
+                    if (said.status != 0) {
+                        v.failure = "its child process " + failure_words(said, timeout_s) +
+                                    " (n = " + std::to_string(n) + ", " + std::to_string(t) +
+                                    " thread(s)); left out from there on";
+                        v.wrong = said.status == bench::peer::WRONG_EXIT;
+                        continue;
+                    }
+                    for (int tb = 0; tb < 2; tb++)
+                        if (said.gflops.count({n, tb}))
+                            gflops[i][{t, n, tb}].back() = said.gflops.at({n, tb});
+                }
             }
         }
     }
     progress.clear();
 
-    if (alone_failed)
-        std::printf("  OpenBLAS's child process failed in a run: its cells there have no "
-                    "OpenBLAS figure and no ratio\n");
-    if (rerun != "" && rerun_failed)
-        std::printf("  the rerun with OPENBLAS_CORETYPE=%s failed in a run: the ratio is against "
-                    "%s alone there\n", rerun.c_str(), blas.core.c_str());
-    else if (rerun != "")
-        std::printf("  %s is below this CPU: OpenBLAS ran again in a child process with "
-                    "OPENBLAS_CORETYPE=%s (it reported %s); the ratio is against the "
-                    "faster\n", blas.core.c_str(), rerun.c_str(), rerun_reported.c_str());
-    const bool rerun_column = rerun != "" && !rerun_failed;
+    // The yardstick table: ours beside OpenBLAS (as it picks its core, and forced) on the most
+    // threads, with the share of the CPU's multiply-add peak.
+    const int most = *std::max_element(threads.begin(), threads.end());
+    auto figures = [&](const std::string& family, const std::string& forced, int t, int n,
+                       int tb) -> std::vector<double> {
+        for (size_t i = 0; i < variants.size(); i++)
+            if (variants[i].family == family && (variants[i].forced == "") == (forced == ""))
+                return gflops[i][{t, n, tb}];
+        return std::vector<double>(runs, 0.0);
+    };
+    const bool blas = !blas_core.empty();
+    std::printf(
+        "sgemm, row-major, %d thread(s); each cell the median of %d runs, a run the "
+        "best of %d%s\n",
+        most, runs, repeat,
+        blas ? "; OpenBLAS alone in a child process beside ours, size by size, in "
+               "alternating order"
+             : "");
+    if (blas)
+        std::printf("yardstick: %s; core %s (this CPU's best: %s)\n", blas_config.c_str(),
+                    blas_core.c_str(), openblas::list(best.cores).c_str());
+    const Variant* blas_rerun = nullptr;
+    for (const Variant& v : variants)
+        if (v.family == "OpenBLAS" && !v.forced.empty()) blas_rerun = &v;
+    if (blas_rerun && !blas_rerun->failure.empty())
+        std::printf(
+            "  the rerun with OPENBLAS_CORETYPE=%s failed in a run: the ratio is against "
+            "%s alone there\n",
+            rerun.c_str(), blas_core.c_str());
+    else if (blas_rerun)
+        std::printf(
+            "  %s is below this CPU: OpenBLAS ran again in a child process with "
+            "OPENBLAS_CORETYPE=%s (it reported %s); the ratio is against the "
+            "faster\n",
+            blas_core.c_str(), rerun.c_str(),
+            blas_rerun->kernels.empty() ? "nothing" : blas_rerun->kernels[0].c_str());
+    const bool rerun_column = blas_rerun && blas_rerun->failure.empty();
     std::printf(
         "multiply-add peak, %d thread(s): %.1f GFLOP/s (bench/peak.h: %d chains of %d-float "
         "%s a thread on registers alone, the most any sgemm here can reach; the median "
         "of the %d runs); %% of peak: ours%s\n",
-        omp_get_max_threads(), bench::median(peaks), bench::PeakSimd::CHAINS, bench::PeakSimd::W,
+        most, bench::median(peaks[most]), bench::PeakSimd::CHAINS, bench::PeakSimd::W,
         bench::PeakSimd::FUSED ? "FMAs" : "multiplies and adds", runs,
-        blas.sgemm ? " / OpenBLAS's faster core" : "");
+        blas ? " / OpenBLAS's faster core" : "");
     if (rerun_column)
         std::printf("%6s %6s | %12s | %18s | %18s | %9s | %6s\n", "size", "op", "ours GFLOP/s",
-                    ("OpenBLAS " + blas.core).c_str(), ("OpenBLAS " + rerun).c_str(), "% of peak",
+                    ("OpenBLAS " + blas_core).c_str(), ("OpenBLAS " + rerun).c_str(), "% of peak",
                     "ratio");
-    else if (blas.sgemm)
+    else if (blas)
         std::printf("%6s %6s | %12s | %18s | %9s | %6s\n", "size", "op", "ours GFLOP/s",
-                    ("OpenBLAS " + blas.core).c_str(), "% of peak", "ratio");
+                    ("OpenBLAS " + blas_core).c_str(), "% of peak", "ratio");
     else
         std::printf(
             "%6s %6s | %12s | %9s   (libopenblas.so.0 not found: apt-get install "
-            "libopenblas-dev for the comparison)\n",
+            "libopenblas0-pthread for the comparison)\n",
             "size", "op", "ours GFLOP/s", "% of peak");
     for (int n : sizes)
-        for (int variant = 0; variant < 2; variant++) {
-            const std::vector<Cell>& rounds = cells[{n, variant}];
-            std::vector<double> ours, theirs, reruns, ratios, ours_pct, theirs_pct;
-            for (const Cell& c : rounds) {
-                ours.push_back(c.ours), theirs.push_back(c.theirs), reruns.push_back(c.rerun);
-                ours_pct.push_back(100 * c.ours / c.peak);
-                if (std::max(c.theirs, c.rerun) > 0) {
-                    ratios.push_back(c.ours / std::max(c.theirs, c.rerun));
-                    theirs_pct.push_back(100 * std::max(c.theirs, c.rerun) / c.peak);
-                }
+        for (int tb = 0; tb < 2; tb++) {
+            const std::vector<double> ours = figures("ours", "", most, n, tb),
+                                      theirs = figures("OpenBLAS", "", most, n, tb),
+                                      reruns = figures("OpenBLAS", "forced", most, n, tb);
+            std::vector<double> ratios, ours_pct, theirs_pct;
+            for (int r = 0; r < runs; r++) {
+                const double peak = peaks[most][r], faster = std::max(theirs[r], reruns[r]);
+                if (ours[r] > 0) ours_pct.push_back(100 * ours[r] / peak);
+                if (faster > 0) theirs_pct.push_back(100 * faster / peak);
+                if (ours[r] > 0 && faster > 0) ratios.push_back(ours[r] / faster);
             }
-            const char* op = variant ? "A@B^T" : "A@B";
+            const char* op = tb ? "A@B^T" : "A@B";
             char pct[32];
             if (theirs_pct.empty())
                 std::snprintf(pct, sizeof pct, "%.0f%%", bench::median(ours_pct));
             else
                 std::snprintf(pct, sizeof pct, "%.0f / %.0f", bench::median(ours_pct),
                               bench::median(theirs_pct));
-            if (!blas.sgemm)
-                std::printf("%6d %6s | %12.1f | %9s\n", n, op, bench::median(ours), pct);
+            const double o = bench::peers::median_present(ours);
+            if (!blas)
+                std::printf("%6d %6s | %12.1f | %9s\n", n, op, o, pct);
             else if (rerun_column)
-                std::printf("%6d %6s | %12.1f | %18.1f | %18.1f | %9s | %5.2fx\n", n, op,
-                            bench::median(ours), bench::median(theirs), bench::median(reruns), pct,
-                            bench::median(ratios));
+                std::printf("%6d %6s | %12.1f | %18.1f | %18.1f | %9s | %5.2fx\n", n, op, o,
+                            bench::peers::median_present(theirs),
+                            bench::peers::median_present(reruns), pct, bench::median(ratios));
             else
-                std::printf("%6d %6s | %12.1f | %18.1f | %9s | %5.2fx\n", n, op,
-                            bench::median(ours), bench::median(theirs), pct, bench::median(ratios));
+                std::printf("%6d %6s | %12.1f | %18.1f | %9s | %5.2fx\n", n, op, o,
+                            bench::peers::median_present(theirs), pct, bench::median(ratios));
         }
-    return 0;
+
+    // The peers' table: each family's figure in a run is the faster of its variants there.
+    std::printf(
+        "\nours / the best peer, each library alone in a child process, its product "
+        "checked; GFLOP/s, each the median of %d runs:\n",
+        runs);
+    for (const Variant& v : variants) {
+        std::string kernels;
+        for (const std::string& k : v.kernels)
+            kernels += (kernels.empty() ? "" : ", ") + k;
+        std::printf("  %s: %s%s%s%s%s\n", v.family.c_str(), v.name.c_str(),
+                    kernels.empty() ? "" : ", kernel ", kernels.c_str(),
+                    v.forced.empty() ? "" : ", forced with ", v.forced.c_str());
+    }
+    for (const std::string& note : notes)
+        std::printf("%s\n", note.c_str());
+    for (const Variant& v : variants)
+        if (!v.failure.empty())
+            std::printf("  %s%s%s: %s\n", v.family.c_str(), v.forced.empty() ? "" : " with ",
+                        v.forced.c_str(), v.failure.c_str());
+    std::vector<bench::peers::Row> rows;
+    for (int t : threads)
+        for (int n : sizes)
+            for (int tb = 0; tb < 2; tb++) {
+                bench::peers::Row row{n, tb == 1, t, {}};
+                row.cell.ours = figures("ours", "", t, n, tb);
+                for (size_t i = 1; i < variants.size(); i++) {
+                    std::vector<double>& f = row.cell.peers[variants[i].family];
+                    f.resize(runs, 0.0);
+                    for (int r = 0; r < runs; r++)
+                        f[r] = std::max(f[r], gflops[i][{t, n, tb}][r]);
+                }
+                rows.push_back(row);
+            }
+    std::fputs(bench::peers::format_table(labels, rows).c_str(), stdout);
+
+    // A wrong product, ours or a peer's, fails the run (after the tables, which leave it out).
+    bool wrong = false;
+    for (const Variant& v : variants)
+        if (v.wrong || (v.family == "ours" && !v.failure.empty())) {
+            std::fprintf(stderr, "bench-gemm: error: %s%s%s: %s\n", v.family.c_str(),
+                         v.forced.empty() ? "" : " with ", v.forced.c_str(), v.failure.c_str());
+            wrong = true;
+        }
+    return wrong ? 1 : 0;
 }

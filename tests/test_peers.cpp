@@ -1,7 +1,8 @@
 // bench-gemm's peers (bench/peers.h, bench/peer_child.h, bench/blis.h, bench/child.h): a child
 // that hangs is killed at its time limit; the result checker passes every right product and
 // rejects a planted wrong one; the best peer and the ratio of each cell, and the table; which
-// BLIS arch is forced. Nothing here times anything.
+// BLIS arch is forced; and bench-gemm itself with a peer that hangs, crashes, computes a wrong
+// product or is not there. Nothing here times anything.
 #include "bench/blis.h"
 #include "bench/child.h"
 #include "bench/peer_child.h"
@@ -242,4 +243,71 @@ TEST_CASE("peers: BLIS runs again with the CPU's best arch where its own pick is
     CHECK(blis::force_arch("penryn", intel2, v090) == "haswell");
     CHECK(blis::force_arch("generic", blis::best_for(false, false, false), v090) == "");
     CHECK(blis::force_arch("generic", intel512, {"haswell", "generic"}) == "");  // none of it
+}
+
+TEST_CASE("bench-gemm: a peer that hangs, crashes, is wrong or is missing is one line") {
+    // The Eigen peer is a program bench-gemm runs (--eigen): here a script that describes
+    // itself, then misbehaves as told. bench-gemm goes on without it, its cells "-"; a wrong
+    // product fails the run after the tables.
+    if (*PROJECT_RUNNER) {  // every library's child is bench-gemm again, started by itself
+        MESSAGE("skipped: under " PROJECT_RUNNER " bench-gemm cannot start itself (no binfmt)");
+        return;
+    }
+    const std::string dir = "/tmp/transformer-test-peers-" + std::to_string(::getpid());
+    REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()) == 0);
+    const std::string args = " --sizes 8 --threads 1 --runs 1 --repeat 1 --timeout 3";
+    auto peer = [&](const std::string& name, const std::string& body) {
+        const std::string path = dir + "/" + name;
+        std::ofstream(path) << "#!/bin/sh\n"
+                               "case \"$*\" in *--describe*) echo 'name Fake Eigen'; echo "
+                               "'kernel fake'; exit 0;; esac\n"
+                            << body << "\n";
+        REQUIRE(::chmod(path.c_str(), 0755) == 0);
+        return "--peers eigen --eigen " + path + args;
+    };
+    const std::string row = "     8    A@B   1 |";
+    auto r = testutil::run("bench-gemm", peer("hangs", "exec sleep 30"), "", 120);
+    CHECK(r.exit_code == 0);
+    CHECK(has(r.out,
+              "\n  Eigen: its child process did not finish within 3 s (--timeout) and was "
+              "killed (n = 8, 1 thread(s)); left out from there on\n"));
+    CHECK(has(r.out, row));
+    CHECK(has(r.out.substr(r.out.find(row)), "|       - | -\n"));  // no Eigen figure, no ratio
+    r = testutil::run("bench-gemm", peer("crashes", "kill -SEGV $$"), "", 120);
+    CHECK(r.exit_code == 0);
+    CHECK(has(r.out,
+              "\n  Eigen: its child process crashed (signal 11, Segmentation fault) (n = "
+              "8, 1 thread(s)); left out from there on\n"));
+    const std::string wrong = "C[0][0] = 1 where the double-precision dot product is 2";
+    r = testutil::run(
+        "bench-gemm",
+        peer("wrong", "echo 'name Fake Eigen'; echo 'wrong 8 0 " + wrong + "'; exit 3"), "", 120);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err ==
+          "bench-gemm: error: Eigen: its child process computed a WRONG product at n = "
+          "8, A@B: " +
+              wrong + " (n = 8, 1 thread(s)); left out from there on\n");
+    // A peer that works: its figures, and ours over them.
+    r = testutil::run("bench-gemm",
+                      peer("works",
+                           "echo 'name Fake Eigen'; echo 'kernel fake';"
+                           "echo 'gflops 8 0 0.001'; echo 'gflops 8 1 0.001'"),
+                      "", 120);
+    CHECK(r.exit_code == 0);
+    CHECK(has(r.out, "\n  Eigen: Fake Eigen, kernel fake\n"));
+    CHECK(has(r.out, "|     0.0 | "));  // (0.001 GFLOP/s)
+    CHECK(has(r.out, "x (Eigen)\n"));
+    CHECK(has(r.out, "the best peer: Eigen in 2 of 2 cells\n"));
+    // Not built: skipped, with the package that brings it.
+    r = testutil::run("bench-gemm", "--peers eigen --eigen " + dir + "/none" + args, "", 120);
+    CHECK(r.exit_code == 0);
+    CHECK(has(r.out,
+              "\n  Eigen: skipped, Eigen's headers (bench/peers/eigen_gemm.cpp's program) "
+              "not found (apt-get install libeigen3-dev, then make bench builds it)\n"));
+    r = testutil::run("bench-gemm", "--peers eigen,mkl");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "bench-gemm: error: --peers: 'mkl' is not one of onednn, blis, openblas, "
+          "eigen\n");
+    std::system(("rm -rf '" + dir + "'").c_str());
 }
