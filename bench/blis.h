@@ -6,8 +6,10 @@
 // out low: 0.9.0 on a Xeon with two 512-bit FMA units picks haswell (AVX2), "number of FMA
 // units unknown", and 0.9.0 has no arch for AMD's AVX-512 CPUs (Zen 4) at all. So bench-gemm
 // names the arch BLIS picked beside the best this CPU supports, and where the pick is below it,
-// runs BLIS once more with BLIS_ARCH_TYPE set to the best arch's number (in a child process:
-// BLIS reads the variable once, at its first call), and compares against the faster of the two.
+// runs BLIS with BLIS_ARCH_TYPE set to the best arch's number instead (in a child process: BLIS
+// reads the variable once, at its first call). Unlike OpenBLAS's, the pick is not timed too:
+// below the CPU it is a kernel a vector width narrower or BLIS's portable C (0.9.0 on Zen 4),
+// never the faster, and at n = 2048 the portable one alone takes longer than all the others.
 #pragma once
 #include <dlfcn.h>
 

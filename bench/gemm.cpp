@@ -10,7 +10,8 @@
 // crashes or hangs (past --timeout) is reported in one line, and its library left out from
 // there on. The peers are named with the kernel they ran: OpenBLAS and BLIS pick theirs from
 // the CPU's model number and may pick one below the CPU (bench/openblas.h, bench/blis.h); there
-// each runs a second time with the best kernel forced, and the faster of the two counts.
+// OpenBLAS runs a second time with the best kernel forced, and the faster of the two counts, and
+// BLIS runs with the best kernel forced.
 //
 // Two tables: OpenBLAS alone beside ours on the most threads (the yardstick the README's
 // numbers name, bench/readme-numbers.sh), with the CPU's multiply-add peak (bench/peak.h); then
@@ -200,8 +201,9 @@ int main(int argc, char** argv) {
         eigen_program = self.substr(0, self.rfind('/') + 1) + "peer-eigen-gemm";
 
     // The variants: ours, then each peer as it picks its kernel, and forced where that is below
-    // the CPU. Each peer first describes itself in a child of its own (a library that crashes as
-    // it loads is reported like one that crashes as it runs).
+    // the CPU (OpenBLAS both ways, BLIS forced alone). Each peer first describes itself in a
+    // child of its own (a library that crashes as it loads is reported like one that crashes as
+    // it runs).
     std::vector<Variant> variants = {{"ours", "", {self, "--peer", "ours"}, {}, "", {}, "", false}};
     std::vector<std::string> labels, notes;
     std::string blas_config, blas_core, rerun;  // the yardstick's OpenBLAS, for its table
@@ -243,9 +245,8 @@ int main(int argc, char** argv) {
             const auto at = std::find(said.archs.begin(), said.archs.end(), arch);
             if (!arch.empty()) {
                 const std::string id = std::to_string(at - said.archs.begin());
-                v.forced = "BLIS_ARCH_TYPE=" + id;
-                v.env = {{"BLIS_ARCH_TYPE", id}};
-                variants.push_back(v);
+                variants.back().forced = "BLIS_ARCH_TYPE=" + id + " (it picked " + picked + ")";
+                variants.back().env = {{"BLIS_ARCH_TYPE", id}};
             }
         }
     }

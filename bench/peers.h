@@ -43,7 +43,7 @@ inline std::string skipped_line(const Family& f) {
 
 // One cell's figures: GFLOP/s in each round, 0 where a round has none (the child failed, or the
 // library is skipped). peers: by family label; a family that ran two ways (its own kernel pick
-// and a forced one) gives the faster of the two in each round.
+// and a forced one: OpenBLAS) gives the faster of the two in each round.
 struct Cell {
     std::vector<double> ours;
     std::map<std::string, std::vector<double>> peers;
