@@ -109,6 +109,13 @@ lines=$(README_NUMBERS_INPUT=$input awk '
         gemm = gemm (gemm == "" ? "" : ", ") $1 "³ " $2 " " $4 " GFLOP/s"
         gemm = gemm (NF >= 8 ? " (" ratio_x "x)" : "")
     }
+    # The table of the peers of bench-gemm ends with "geometric mean of ours / best peer: 0.91x;
+    # the best peer: oneDNN in 13 of 16 cells, BLIS in 3"
+    /^geometric mean of ours \/ best peer: / {
+        peers = $0; sub(/^geometric mean of ours \/ best peer: /, "", peers)
+        if (peers !~ /^[0-9]+(\.[0-9]+)?x; the best peer: [^ ]+ in [0-9]+ of [0-9]+ cells/)
+            bad("the geometric mean line of the peers is \"" $0 "\", not \"geometric mean of ours" \
+                " / best peer: Rx; the best peer: NAME in N of M cells...\"") }
     # bench-translate: "chapter 7 training step: ours X ms, PyTorch Y ms (R.RRx)"
     /^chapter 7 training step: / { step = $0; sub(/^chapter 7 training step: /, "", step)
         if (step !~ /^ours [0-9]+(\.[0-9]+)? ms/)
@@ -164,6 +171,10 @@ lines=$(README_NUMBERS_INPUT=$input awk '
         if (gemm != "" && peak != "")
             printf " The cores'\'' multiply-add peak (bench/peak.h, registers alone): %s" \
                    " GFLOP/s.", peak
+        if (peers != "")
+            printf " sgemm, ours / the fastest of oneDNN, BLIS, OpenBLAS and Eigen where" \
+                   " installed (bench-gemm'\''s second table: each size, layout and thread" \
+                   " count), geometric mean %s.", peers
         if (step != "") printf " Chapter 7'\''s training step, one thread: %s.", step
         # Only the load before the run tells of other jobs: the load after counts the benchmark
         # own threads (2 on 2 cores).

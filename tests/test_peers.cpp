@@ -9,6 +9,7 @@
 #include "bench/peers.h"
 #include "common/kernels/gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -309,5 +310,45 @@ TEST_CASE("bench-gemm: a peer that hangs, crashes, is wrong or is missing is one
     CHECK(r.err ==
           "bench-gemm: error: --peers: 'mkl' is not one of onednn, blis, openblas, "
           "eigen\n");
+    std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST_CASE("bench-gemm: readme-numbers.sh gives the peers' geometric mean, or refuses a bad one") {
+    // The kept run (bench/last-run.txt) predates the peers' table: with its last line added, the
+    // README's lines end their sgemm part with it; a line that is not the table's is refused.
+    const std::string root = PROJECT_ROOT;
+    const std::string dir = "/tmp/transformer-test-peers-readme-" + std::to_string(::getpid());
+    REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()) == 0);
+    const std::string run = testutil::read_file_abs(root + "/bench/last-run.txt");
+    const size_t at = run.find("batch = ");
+    REQUIRE(at != std::string::npos);
+    auto lines = [&](const std::string& peers_line) {
+        std::ofstream(dir + "/run.txt") << run.substr(0, at) << peers_line << "\n"
+                                        << run.substr(at);
+        const int status = std::system(("bash '" + root + "/bench/readme-numbers.sh' '" + dir +
+                                        "/run.txt' >'" + dir + "/out' 2>'" + dir + "/err'")
+                                           .c_str());
+        std::string out = testutil::read_file_abs(dir + "/out");
+        for (size_t k; (k = out.find("\n  ")) != std::string::npos;)
+            out.replace(k, 3, " ");
+        return std::pair{WEXITSTATUS(status), out + testutil::read_file_abs(dir + "/err")};
+    };
+    auto [status, text] = lines(
+        "geometric mean of ours / best peer: 0.91x; the best peer: oneDNN in 13 of 16 cells, "
+        "BLIS in 3");
+    CHECK(status == 0);
+    CHECK(has(text,
+              " GFLOP/s. sgemm, ours / the fastest of oneDNN, BLIS, OpenBLAS and Eigen "
+              "where installed (bench-gemm's second table: each size, layout and thread "
+              "count), geometric mean 0.91x; the best peer: oneDNN in 13 of 16 cells, BLIS "
+              "in 3."));
+    std::tie(status, text) = lines("geometric mean of ours / best peer: nanx");
+    CHECK(status == 1);
+    const std::string line = std::to_string(std::count(run.begin(), run.begin() + at, '\n') + 1);
+    CHECK(text == "readme-numbers.sh: " + dir + "/run.txt: line " + line +
+                      ": the geometric mean line of the peers is \"geometric mean of ours / "
+                      "best peer: nanx\", not \"geometric mean of ours / best peer: Rx; the "
+                      "best peer: NAME in N of M cells...\"; run the benchmarks again (the "
+                      "script without FILE runs make bench)\n");
     std::system(("rm -rf '" + dir + "'").c_str());
 }
