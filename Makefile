@@ -167,8 +167,8 @@ widget: $(BUILD)/bin/1-self-attention ## section 1's widget in the terminal (WID
 export PEER_PYTHON ?= /usr/bin/python3
 PEER_ARGS   := --device cpu --seq-lens 256,512,1024 --warmup 1 --repeat 3
 bench: $(BENCHES:%=$(BUILD)/bin/%) ## speed benchmarks, side by side with the peers (not tests)
-	@$(MAKE) --no-print-directory deps NEEDS='$(PEER_NEEDS)' || \
-	  echo "bench: the peers that are not installed are skipped (bench-gemm names them)"
+	@for need in $(PEER_NEEDS); do $(MAKE) --no-print-directory deps NEEDS="$$need" || \
+	  echo "bench: $${need##*:} is not installed: bench-gemm skips its peer"; done
 	@$(MAKE) --no-print-directory bench-peers
 	@for b in $(BENCHES); do $(BUILD)/bin/$$b || exit 1; done
 	@if $(PEER_PYTHON) -c 'import torch' 2>/dev/null; then \
@@ -178,8 +178,9 @@ bench: $(BENCHES:%=$(BUILD)/bin/%) ## speed benchmarks, side by side with the pe
 	  "(Debian: apt-get install python3-torch)"; fi
 
 # bench-gemm's peers (bench/gemm.cpp): oneDNN, BLIS, OpenBLAS and Eigen, Debian packages that
-# `make bench` installs where it may, as `make` installs its own; never needed by make, make
-# build or make test: bench-gemm loads the libraries at run time and names one that is missing.
+# `make bench` installs where it may, as `make` installs its own, one at a time (a package this
+# Debian lacks leaves the others to be installed); never needed by make, make build or make
+# test: bench-gemm loads the libraries at run time and names one that is missing.
 # Eigen is headers alone: its peer is a program of its own (bench/peers/eigen_gemm.cpp), built
 # by a sub-make once they are there, with the project's flags. GCC 12 warns of an uninitialised
 # register inside its own AVX-512 intrinsics as Eigen 3.4 uses them (a false positive there).
