@@ -25,6 +25,7 @@
 #include "bench/openblas.h"
 #include "bench/peak.h"
 #include "bench/peer_libs.h"
+#include "bench/peer_run.h"
 #include "bench/peers.h"
 #include "common/kernels/parallel.h"
 #include "common/program/cli.h"
@@ -38,104 +39,6 @@
 #include <unistd.h>
 #include <utility>
 #include <vector>
-
-namespace {
-
-// One way to run a library in a child process: as it is, or with its kernel forced.
-struct Variant {
-    std::string family;  // the column: "ours", "OpenBLAS", "BLIS", ...
-    std::string forced;  // "" or the environment variable that forces its kernel, as NAME=VALUE
-    std::vector<std::string> argv;
-    std::vector<std::pair<std::string, std::string>> env;
-    std::string name;                  // what it said it is ("OpenBLAS 0.3.21 ...")
-    std::vector<std::string> kernels;  // the kernels it ran, each once
-    std::string failure;               // its first failure, in words; it is not run again
-    bool wrong = false;                // the failure was a wrong product
-};
-
-// What one child process said: GFLOP/s per (n, A@B^T?), its name and kernels, the archs a BLIS
-// child listed, its "missing" and "wrong" lines, and its exit status.
-struct ChildSaid {
-    std::map<std::pair<int, int>, double> gflops;
-    std::string name, missing, wrong;
-    std::vector<std::string> kernels, archs;
-    int status = 0;
-};
-
-ChildSaid run_variant(const Variant& v, const std::vector<std::string>& args, int threads,
-                      double timeout_s) {
-    std::vector<std::string> argv = v.argv;
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.insert(argv.end(), {"--threads", std::to_string(threads)});
-    auto env = v.env;
-    for (const char* var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS"})
-        env.push_back({var, std::to_string(threads)});
-    ChildSaid said;
-    said.status = bench::run_child(
-        argv, env,
-        [&](const std::string& raw) {
-            std::string line = raw;
-            if (!line.empty() && line.back() == '\n') line.pop_back();
-            const size_t space = line.find(' ');
-            const std::string word = line.substr(0, space);
-            const std::string rest = space == std::string::npos ? "" : line.substr(space + 1);
-            int n = 0, tb = 0;
-            double g = 0;
-            if (word == "gflops" && std::sscanf(rest.c_str(), "%d %d %lf", &n, &tb, &g) == 3)
-                said.gflops[{n, tb}] = g;
-            else if (word == "name")
-                said.name = rest;
-            else if (word == "kernel" && !rest.empty() &&
-                     std::find(said.kernels.begin(), said.kernels.end(), rest) ==
-                         said.kernels.end())
-                said.kernels.push_back(rest);
-            else if (word == "arch")
-                said.archs.push_back(rest);
-            else if (word == "missing")
-                said.missing = rest;
-            else if (word == "wrong")
-                said.wrong = rest;
-        },
-        timeout_s);
-    return said;
-}
-
-// A failed child's status in words.
-std::string failure_words(const ChildSaid& said, double timeout_s) {
-    if (said.status == bench::TIMED_OUT)
-        return "did not finish within " + std::to_string((int)timeout_s) +
-               " s (--timeout) and was killed";
-    if (said.status == bench::peer::WRONG_EXIT && !said.wrong.empty()) {
-        int n = 0, tb = 0, used = 0;
-        std::sscanf(said.wrong.c_str(), "%d %d %n", &n, &tb, &used);
-        return "computed a WRONG product at n = " + std::to_string(n) +
-               (tb ? ", A@B^T: " : ", A@B: ") + said.wrong.substr(used);
-    }
-    if (said.status > 128)
-        return "crashed (signal " + std::to_string(said.status - 128) + ", " +
-               strsignal(said.status - 128) + ")";
-    if (said.status == 127) return "could not be started";
-    return "failed (exit status " + std::to_string(said.status) + ")";
-}
-
-std::string self_path() {
-    char self[4096];
-    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return "";
-    self[len] = 0;
-    return self;
-}
-
-std::vector<std::string> split_words(const std::string& list) {
-    std::vector<std::string> words;
-    size_t start = 0;
-    for (size_t comma; (comma = list.find(',', start)) != std::string::npos; start = comma + 1)
-        words.push_back(list.substr(start, comma - start));
-    words.push_back(list.substr(start));
-    return words;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     std::vector<int> sizes = {256, 512, 1024, 2048}, threads = {1, 2};
@@ -176,7 +79,7 @@ int main(int argc, char** argv) {
     for (int t : threads)
         if (t < 1 || t > 4096) cli.fail("--threads must be between 1 and 4096");
     if (!(timeout_s > 0)) cli.fail("--timeout must be a positive number of seconds");
-    std::vector<std::string> keys = split_words(peer_list);
+    std::vector<std::string> keys = bench::split_words(peer_list);
     for (const std::string& k : keys)
         if (std::none_of(bench::peers::families().begin(), bench::peers::families().end(),
                          [&](const bench::peers::Family& f) { return f.key == k; }))
@@ -195,7 +98,7 @@ int main(int argc, char** argv) {
         return bench::peer::library_main(peer, sizes, repeat, threads[0], describe);
     }
 
-    const std::string self = self_path();
+    const std::string self = bench::self_path();
     if (self.empty()) cli.fail("cannot read /proc/self/exe to start the child processes");
     if (eigen_program.empty())
         eigen_program = self.substr(0, self.rfind('/') + 1) + "peer-eigen-gemm";
@@ -204,13 +107,14 @@ int main(int argc, char** argv) {
     // the CPU (OpenBLAS both ways, BLIS forced alone). Each peer first describes itself in a
     // child of its own (a library that crashes as it loads is reported like one that crashes as
     // it runs).
-    std::vector<Variant> variants = {{"ours", "", {self, "--peer", "ours"}, {}, "", {}, "", false}};
+    std::vector<bench::Variant> variants = {
+        {"ours", "", {self, "--peer", "ours"}, {}, "", {}, "", false}};
     std::vector<std::string> labels, notes;
     std::string blas_config, blas_core, rerun;  // the yardstick's OpenBLAS, for its table
     for (const bench::peers::Family& f : bench::peers::families()) {
         if (std::find(keys.begin(), keys.end(), f.key) == keys.end()) continue;
         labels.push_back(f.label);
-        Variant v{f.label, "", {self, "--peer", f.key}, {}, "", {}, "", false};
+        bench::Variant v{f.label, "", {self, "--peer", f.key}, {}, "", {}, "", false};
         if (f.key == "eigen") {
             v.argv = {eigen_program};
             if (::access(eigen_program.c_str(), X_OK) != 0) {
@@ -218,14 +122,14 @@ int main(int argc, char** argv) {
                 continue;
             }
         }
-        const ChildSaid said = run_variant(v, {"--describe", "--sizes", "1"}, 1, 60);
+        const bench::ChildSaid said = bench::run_variant(v, {"--describe", "--sizes", "1"}, 1, 60);
         if (said.status == bench::peer::MISSING_EXIT) {
             notes.push_back(bench::peers::skipped_line(f));
             continue;
         }
         if (said.status != 0) {
-            notes.push_back("  " + f.label + ": its child process " + failure_words(said, 60) +
-                            " as it described itself; skipped");
+            notes.push_back("  " + f.label + ": its child process " +
+                            bench::failure_words(said, 60) + " as it described itself; skipped");
             continue;
         }
         variants.push_back(v);
@@ -274,11 +178,11 @@ int main(int argc, char** argv) {
                     order[i] = i;
                 if ((round + ti + si) % 2) std::reverse(order.begin(), order.end());
                 for (size_t i : order) {
-                    Variant& v = variants[i];
+                    bench::Variant& v = variants[i];
                     for (int tb = 0; tb < 2; tb++)
                         gflops[i][{t, n, tb}].push_back(0);
                     if (!v.failure.empty()) continue;
-                    const ChildSaid said = run_variant(
+                    const bench::ChildSaid said = bench::run_variant(
                         v, {"--sizes", std::to_string(n), "--repeat", std::to_string(repeat)}, t,
                         timeout_s);
                     for (const std::string& k : said.kernels)
@@ -286,7 +190,7 @@ int main(int argc, char** argv) {
                             v.kernels.push_back(k);
                     if (!said.name.empty()) v.name = said.name;
                     if (said.status != 0) {
-                        v.failure = "its child process " + failure_words(said, timeout_s) +
+                        v.failure = "its child process " + bench::failure_words(said, timeout_s) +
                                     " (n = " + std::to_string(n) + ", " + std::to_string(t) +
                                     " thread(s)); left out from there on";
                         v.wrong = said.status == bench::peer::WRONG_EXIT;
@@ -322,8 +226,8 @@ int main(int argc, char** argv) {
     if (blas)
         std::printf("yardstick: %s; core %s (this CPU's best: %s)\n", blas_config.c_str(),
                     blas_core.c_str(), openblas::list(best.cores).c_str());
-    const Variant* blas_rerun = nullptr;
-    for (const Variant& v : variants)
+    const bench::Variant* blas_rerun = nullptr;
+    for (const bench::Variant& v : variants)
         if (v.family == "OpenBLAS" && !v.forced.empty()) blas_rerun = &v;
     if (blas_rerun && !blas_rerun->failure.empty())
         std::printf(
@@ -393,7 +297,7 @@ int main(int argc, char** argv) {
         "\nours / the best peer, each library alone in a child process, its product "
         "checked; GFLOP/s, each the median of %d runs:\n",
         runs);
-    for (const Variant& v : variants) {
+    for (const bench::Variant& v : variants) {
         std::string kernels;
         for (const std::string& k : v.kernels)
             kernels += (kernels.empty() ? "" : ", ") + k;
@@ -403,7 +307,7 @@ int main(int argc, char** argv) {
     }
     for (const std::string& note : notes)
         std::printf("%s\n", note.c_str());
-    for (const Variant& v : variants)
+    for (const bench::Variant& v : variants)
         if (!v.failure.empty())
             std::printf("  %s%s%s: %s\n", v.family.c_str(), v.forced.empty() ? "" : " with ",
                         v.forced.c_str(), v.failure.c_str());
@@ -425,7 +329,7 @@ int main(int argc, char** argv) {
 
     // A wrong product, ours or a peer's, fails the run (after the tables, which leave it out).
     bool wrong = false;
-    for (const Variant& v : variants)
+    for (const bench::Variant& v : variants)
         if (v.wrong || (v.family == "ours" && !v.failure.empty())) {
             std::fprintf(stderr, "bench-gemm: error: %s%s%s: %s\n", v.family.c_str(),
                          v.forced.empty() ? "" : " with ", v.forced.c_str(), v.failure.c_str());
