@@ -1,8 +1,9 @@
-// bench-gemm's peers (bench/peers.h, bench/peer_child.h, bench/blis.h, bench/child.h): a child
-// that hangs is killed at its time limit; the result checker passes every right product and
-// rejects a planted wrong one; the best peer and the ratio of each cell, and the table; which
-// BLIS arch is forced; and bench-gemm itself with a peer that hangs, crashes, computes a wrong
-// product or is not there. Nothing here times anything.
+// bench-gemm's peers (bench/peers.h, bench/peer_child.h, bench/peer_run.h, bench/blis.h,
+// bench/child.h): a child that hangs is killed at its time limit; the result checker passes every
+// right product and rejects a planted wrong one; the best peer and the ratio of each cell, and
+// the table; which BLIS arch is forced; bench-gemm itself with a peer that hangs, crashes,
+// computes a wrong product or is not there; the README's lines with the peers' geometric mean.
+// Nothing here times anything.
 #include "bench/blis.h"
 #include "bench/child.h"
 #include "bench/peer_child.h"
@@ -216,7 +217,7 @@ TEST_CASE("peers: a peer that is not installed is one line with the package that
                        "not found (apt-get install libeigen3-dev, then make bench builds it)"});
 }
 
-TEST_CASE("peers: BLIS runs again with the CPU's best arch where its own pick is below it") {
+TEST_CASE("peers: BLIS is forced to the CPU's best arch where its own pick is below it") {
     // BLIS 0.9.0's archs, in the order of their numbers (BLIS_ARCH_TYPE's values).
     const std::vector<std::string> v090 = {
         "skx",     "knl",       "knc",       "haswell",     "sandybridge", "penryn",    "zen3",
@@ -256,7 +257,7 @@ TEST_CASE("bench-gemm: a peer that hangs, crashes, is wrong or is missing is one
     }
     const std::string dir = "/tmp/transformer-test-peers-" + std::to_string(::getpid());
     REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()) == 0);
-    const std::string args = " --sizes 8 --threads 1 --runs 1 --repeat 1 --timeout 3";
+    const std::string args = " --sizes 8 --threads 1 --runs 1 --repeat 1 --timeout 2";
     auto peer = [&](const std::string& name, const std::string& body) {
         const std::string path = dir + "/" + name;
         std::ofstream(path) << "#!/bin/sh\n"
@@ -270,7 +271,7 @@ TEST_CASE("bench-gemm: a peer that hangs, crashes, is wrong or is missing is one
     auto r = testutil::run("bench-gemm", peer("hangs", "exec sleep 30"), "", 120);
     CHECK(r.exit_code == 0);
     CHECK(has(r.out,
-              "\n  Eigen: its child process did not finish within 3 s (--timeout) and was "
+              "\n  Eigen: its child process did not finish within 2 s (--timeout) and was "
               "killed (n = 8, 1 thread(s)); left out from there on\n"));
     CHECK(has(r.out, row));
     CHECK(has(r.out.substr(r.out.find(row)), "|       - | -\n"));  // no Eigen figure, no ratio
