@@ -20,7 +20,7 @@ namespace bench {
 // One way to run a library in a child process: as it is, or with its kernel forced.
 struct Variant {
     std::string family;  // the column: "ours", "OpenBLAS", "BLIS", ...
-    std::string forced;  // "" or the environment variable that forces its kernel, as NAME=VALUE
+    std::string forced;  // "" or how its kernel is forced: "OPENBLAS_CORETYPE=SkylakeX"
     std::vector<std::string> argv;
     std::vector<std::pair<std::string, std::string>> env;
     std::string name;                  // what it said it is ("OpenBLAS 0.3.21 ...")
