@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -446,8 +447,12 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
         CAPTURE(k.variant);
         CHECK(std::string(k.label) != "");
         REQUIRE(claims.count(k.claim));
-        check_run_key(claim_spec(k.claim), k.baseline);
+        if (k.weight != 0)
+            check_run_key(claim_spec(k.claim), k.baseline);
+        else
+            CHECK(std::string(k.baseline).empty());  // the variant alone
         check_run_key(claim_spec(k.claim), k.variant);
+        CHECK(k.floor >= 0);
     }
     // The figure's columns are named by each comparison's own label, whatever the order.
     std::vector<Comparison> reversed;
@@ -531,7 +536,7 @@ TEST_CASE("ablations: the three splits are disjoint, and the test set is chapter
     CHECK(seed_list(100, 3) == std::vector<int>{100, 101, 102});
 }
 
-TEST_CASE("ablations: the verdict rule on synthetic differences") {
+TEST_CASE("ablations: the t interval, clipped, and floored by the items' binomial spread") {
     CHECK(t_975(1) == 12.706);
     CHECK(t_975(4) == 2.776);
     CHECK(t_975(30) == 2.042);
@@ -542,40 +547,222 @@ TEST_CASE("ablations: the verdict rule on synthetic differences") {
     CHECK(ci.mean == doctest::Approx(2));
     CHECK(ci.high - ci.mean == doctest::Approx(4.303 / std::sqrt(3.0)));
     CHECK(ci.mean - ci.low == doctest::Approx(4.303 / std::sqrt(3.0)));
-    const Rule below{Side::below, -20}, above{Side::above, -1}, within{Side::within, 2};
-    // Wholly on the claim's side / wholly on the other / straddling ([-34.9, -5.1] for the
-    // third, [-3.0, 1.2] for the sixth, [-0.9, 3.1] for the last).
-    CHECK(judge(t_interval({-31, -29, -33, -30, -32}), below) == Verdict::reproduced);
-    CHECK(judge(t_interval({-3, -1, 0, -2, -4}), below) == Verdict::not_reproduced);
-    CHECK(judge(t_interval({-35, -5, -20, -28, -12}), below) == Verdict::undecided);
-    CHECK(judge(t_interval({0.2, -0.3, 0.1, 0.0, -0.1}), above) == Verdict::reproduced);
-    CHECK(judge(t_interval({-5, -6, -4, -5.5, -4.5}), above) == Verdict::not_reproduced);
-    CHECK(judge(t_interval({0.5, -3, -1, 1, -2}), above) == Verdict::undecided);
-    CHECK(judge(t_interval({0.3, -0.4, 0.1, 0.2, -0.1}), within) == Verdict::reproduced);
-    CHECK(judge(t_interval({-5, -4, -6, -5, -4.5}), within) == Verdict::not_reproduced);
-    CHECK(judge(t_interval({5, 4, 6, 5, 4.5}), within) == Verdict::not_reproduced);
-    CHECK(judge(t_interval({-1, 2, 3, 0, 1.5}), within) == Verdict::undecided);
-    // A mean well past the threshold, two seeds: the interval ([-59.3, 4.3]) straddles.
-    CHECK(judge(t_interval({-25, -30}), below) == Verdict::undecided);
-    // K = 1: no interval, undecided whatever the value.
-    for (const Rule& r : {below, above, within}) {
-        CHECK(judge(t_interval({-100}), r) == Verdict::undecided);
-        CHECK(judge(t_interval({0}), r) == Verdict::undecided);
-    }
     CHECK(std::isinf(t_interval({5}).low));
-    // Equal seeds: a zero-width interval, decided.
-    CHECK(judge(t_interval({0, 0, 0}), below) == Verdict::not_reproduced);
-    CHECK(rule_text(below) == "<-20");
-    CHECK(rule_text(above) == ">-1");
-    CHECK(rule_text(within) == "±2");
-    // A comparison: paired by seed, diff = variant - baseline.
+    // Equal values: the floor is the spread.
+    const Interval floored = t_interval({4, 4, 4}, 2.0);
+    CHECK(floored.high - floored.mean == doctest::Approx(4.303 * 2 / std::sqrt(3.0)));
+    const Interval c = clipped({5, -3, 12, 4}, 0, 10);
+    CHECK((c.low == 0 && c.high == 10 && c.mean == 5));
+    // Agresti-Coull: 0 of 1000 items is not a certain 0.
+    CHECK(binomial_sd(0, 1000) == doctest::Approx(100 * std::sqrt(2.0 / 1004 * 1002 / 1004 /
+                                                                  1000)));
+    CHECK(binomial_sd(50, 1000) == doctest::Approx(100 * std::sqrt(502.0 / 1004 * 502 / 1004 /
+                                                                   1000)));
+    CHECK(rule_text({Side::below, -20}) == "<-20");
+    CHECK(rule_text({Side::above, -1}) == ">-1");
+    CHECK(rule_text({Side::within, 2}) == "±2");
+}
+
+namespace {
+
+// The sign-flip p by enumerating every pattern, as its definition reads.
+double sign_flip_by_hand(const std::vector<double>& x, double center) {
+    const size_t n = x.size();
+    double observed = 0;
+    for (double v : x)
+        observed += v - center;
+    size_t reach = 0;
+    for (uint64_t mask = 0; mask < (uint64_t(1) << n); mask++) {
+        double s = 0;
+        for (size_t i = 0; i < n; i++)
+            s += (mask >> i & 1 ? -1 : 1) * (x[i] - center);
+        reach += std::fabs(s) >= std::fabs(observed) - 1e-9;
+    }
+    return double(reach) / double(uint64_t(1) << n);
+}
+
+}  // namespace
+
+TEST_CASE("ablations: the exact tests against hand counts and scipy's values") {
+    // Sign flips: five differences all one way, 2 of 32 patterns reach the observed |sum|.
+    CHECK(sign_flip_p({3, 1, 4, 1, 5}, 0) == 2.0 / 32);
+    CHECK(sign_flip_p({-31, -29, -33, -30, -32}, -20) == 2.0 / 32);
+    CHECK(sign_flip_p({-31, -29, -33, -30, -32, -28, -35, -40}, -20) == 2.0 / 256);
+    CHECK(sign_flip_p({0, 0, 0}, 0) == 1.0);       // nothing to flip
+    CHECK(sign_flip_p({-20, -20}, -20) == 1.0);    // every value at the center
+    CHECK(sign_flip_p({}, 0) == 1.0);
+    CHECK(sign_flip_p({1, -1}, 0) == 1.0);
+    // {2, -1, 3}: sums 4 (observed), 6, 2, 0 and their negatives: |sum| >= 4 in 4 of 8.
+    CHECK(sign_flip_p({2, -1, 3}, 0) == 4.0 / 8);
+    torch_rng::Generator g(47);
+    for (size_t n : {1, 2, 5, 9, 14, 19}) {  // odd and even halves; ties of equal magnitudes
+        std::vector<double> x;
+        for (size_t i = 0; i < n; i++)
+            x.push_back(double(int(g.random64() % 21)) - 8);
+        CAPTURE(n);
+        CHECK(sign_flip_p(x, 1.5) == doctest::Approx(sign_flip_by_hand(x, 1.5)));
+        CHECK(sign_flip_p(x, 0) == doctest::Approx(sign_flip_by_hand(x, 0)));
+    }
+    CHECK(sign_flip_p(std::vector<double>(30, 1.0), 0) == doctest::Approx(2.0 / (1 << 30)));
+    // scipy.stats.binomtest(k, n, 0.5).pvalue and .proportion_ci(0.95, 'exact') (scipy 1.10.1).
+    CHECK(binomial_p(0, 5) == doctest::Approx(0.0625));
+    CHECK(binomial_p(5, 5) == doctest::Approx(0.0625));
+    CHECK(binomial_p(3, 5) == doctest::Approx(1.0));
+    CHECK(binomial_p(1, 10) == doctest::Approx(0.021484375));
+    CHECK(binomial_p(7, 20) == doctest::Approx(0.26317596435546875));
+    auto ci = binomial_interval(0, 5);
+    CHECK((ci.first == 0 && ci.second == doctest::Approx(0.5218237501049814)));
+    ci = binomial_interval(3, 5);
+    CHECK(ci.first == doctest::Approx(0.14663279963467254));
+    CHECK(ci.second == doctest::Approx(0.9472550494736843));
+    ci = binomial_interval(1, 10);
+    CHECK(ci.first == doctest::Approx(0.0025285785444625728));
+    CHECK(ci.second == doctest::Approx(0.44501611702819543));
+    CHECK(binomial_interval(5, 5).second == 1.0);
+    // scipy.stats.fisher_exact([[a, n1 - a], [b, n2 - b]]), two-sided (scipy 1.10.1).
+    CHECK(fisher_p(4, 4, 0, 4) == doctest::Approx(0.028571428571428567));
+    CHECK(fisher_p(5, 5, 0, 5) == doctest::Approx(0.007936507936507938));
+    CHECK(fisher_p(3, 5, 1, 5) == doctest::Approx(0.5238095238095238));
+    CHECK(fisher_p(7, 10, 2, 10) == doctest::Approx(0.06977851869492736));
+    CHECK(fisher_p(0, 5, 0, 5) == doctest::Approx(1.0));
+    CHECK(fisher_p(10, 12, 3, 12) == doctest::Approx(0.012278137799742322));
+    // Newcombe (1998), method 10, his example 56/70 against 48/80: 0.0524 to 0.3339.
+    const auto nc = newcombe_interval(48, 80, 56, 70);
+    CHECK(nc.first == doctest::Approx(0.0524).epsilon(0.001));
+    CHECK(nc.second == doctest::Approx(0.3339).epsilon(0.001));
+    CHECK(newcombe_interval(5, 5, 0, 5).first >= -1.0);
+    // Holm by hand: sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1: 0.02, 0.03, 0.06, 0.04,
+    // made non-decreasing: 0.02, 0.03, 0.06, 0.06.
+    std::vector<double> adj = holm({0.01, 0.04, 0.03, 0.005});
+    const std::vector<double> expect = {0.03, 0.06, 0.06, 0.02};
+    for (size_t i = 0; i < adj.size(); i++)
+        CHECK(adj[i] == doctest::Approx(expect[i]));
+    // A family of 6 of which 4 ran: times 6, 5, 4, 3: 0.03, 0.05, 0.12, 0.12 (then capped at 1).
+    adj = holm({0.01, 0.04, 0.03, 0.005}, 6);
+    const std::vector<double> expect6 = {0.05, 0.12, 0.12, 0.03};
+    for (size_t i = 0; i < adj.size(); i++)
+        CHECK(adj[i] == doctest::Approx(expect6[i]));
+    CHECK(holm({0.5, 0.9}) == std::vector<double>{1.0, 1.0});
+}
+
+TEST_CASE("ablations: verdicts on synthetic records: floors, spread, range and the family") {
+    const Rule below{Side::below, -20}, above{Side::above, -1};
+    // A planted diverged baseline (seed 2 scored 0, as a diverged run does): left out and
+    // counted, not a difference of 0 - 0.
+    const ComparisonSpec graded{"x", "§0", "exact_pp", "a:exact", "b:exact", below, "x",
+                                Family::exploratory, Test::graded, 20};
+    Comparison c = compare(graded, {90, 92, 0, 91, 89, 93, 90, 88},
+                           {60, 61, 0, 62, 59, 60, 58, 61});
+    CHECK(c.valid == std::vector<bool>{true, true, false, true, true, true, true, true});
+    CHECK(c.valid_count == 7);
+    CHECK(c.ci.n == 7);
+    CHECK(c.ci.mean == doctest::Approx((-30 - 31 - 29 - 30 - 33 - 32 - 27) / 7.0));
+    CHECK(c.p == doctest::Approx(2.0 / 128));
+    CHECK(c.verdict == Verdict::reproduced);
+    // A claim of "no drop" (above -1) whose baseline diverged on most seeds: 0 - 0 is no
+    // support; too few valid seeds leave it undecided whatever the test.
+    for (Test t : {Test::graded, Test::count, Test::fisher}) {
+        CAPTURE(int(t));
+        const ComparisonSpec no_drop{"x", "§0", "exact_pp", "a:exact", "b:exact", above, "x",
+                                     Family::primary, t, 20};
+        std::vector<Comparison> family = {
+            compare(no_drop, {0, 0, 0, 0, 98, 97}, {0, 0, 0, 0, 98, 97})};
+        judge_family(family, 1);
+        CHECK(family[0].valid_count == 2);
+        CHECK(family[0].too_few);
+        CHECK(family[0].verdict == Verdict::undecided);
+        CHECK(std::isnan(family[0].p_adj));
+        const auto rows = summary_tsv(family);
+        CHECK(rows.find("\tundecided\t2\t") != std::string::npos);
+    }
+    // Equal seeds: never a zero-width interval, never p = 0; five of them cannot decide.
+    c = compare(graded, {50, 50, 50, 50, 50}, {20, 20, 20, 20, 20});
+    CHECK(c.ci.high - c.ci.low > 0.5);
+    CHECK(c.p == 2.0 / 32);
+    CHECK(c.verdict == Verdict::undecided);
+    c = compare(graded, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0});  // no baseline learned
+    CHECK(c.verdict == Verdict::undecided);
+    CHECK(c.valid_count == 0);
+    const ComparisonSpec zero{"x", "§0", "exact_pp", "a:exact", "b:exact", below, "x"};
+    c = compare(zero, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0});  // no floor: 0 - 0 everywhere
+    CHECK(c.ci.high > c.ci.low);
+    CHECK(c.p == 2.0 / 32);  // five zeros, all above -20
+    CHECK(c.verdict == Verdict::undecided);
+    // The interval stays in the range the mean can take: variant in 0..100, so the mean
+    // difference in [-mean(baseline), 100 - mean(baseline)].
+    c = compare(graded, {99, 99.5, 98, 99.8, 97}, {99, 2, 98, 99.8, 97});
+    const double mb = (99 + 99.5 + 98 + 99.8 + 97) / 5;
+    CHECK(t_interval(c.diff).high > 100 - mb);  // the unclipped one leaves it
+    CHECK(c.ci.high <= 100 - mb);
+    CHECK(c.ci.low >= -mb);
+    c = compare(graded, {30, 25, 40, 35, 33}, {0, 0, 0, 0, 30});
+    CHECK(t_interval(c.diff).low < -(30 + 25 + 40 + 35 + 33) / 5.0);
+    CHECK(c.ci.low >= -(30 + 25 + 40 + 35 + 33) / 5.0);
+    // Seed counts: the share's interval is Clopper-Pearson's, in 0..100.
+    const ComparisonSpec count{"x", "§0", "seeds_pct", "a:exact", "b:exact", above, "x",
+                               Family::exploratory, Test::count, 20};
+    c = compare(count, {97, 99, 99, 96, 99}, {95, 2, 99, 96, 99});
+    CHECK(c.successes_variant == 3);
+    CHECK(c.ci.mean == doctest::Approx(60));
+    CHECK(c.ci.low == doctest::Approx(14.663279963467254));
+    CHECK(c.p == doctest::Approx(1.0));
+    // Half the baseline, seed by seed: 0.1 - 65.4 / 2 < 0 and so on.
+    ComparisonSpec half = count;
+    half.rule = {Side::below, 0};
+    half.weight = 0.5;
+    c = compare(half, {65.4, 53.6, 43.9, 53.2, 63.1}, {0.1, 0, 0, 30, 0});
+    CHECK(c.diff[0] == doctest::Approx(0.1 - 32.7));
+    CHECK(c.successes_variant == 4);  // 30 > 53.2 / 2
+    CHECK(summary_tsv({c}).find("\t0.5*a:exact\t") != std::string::npos);
+    // The variant alone against an absolute level.
+    ComparisonSpec alone = count;
+    alone.baseline = "";
+    alone.weight = 0;
+    alone.rule = {Side::above, 50};
+    c = compare(alone, {}, {3.7, 14.5, 8.8, 5.4, 7.7});
+    CHECK(c.valid_count == 5);
+    CHECK(c.successes_variant == 0);
+    CHECK(c.verdict == Verdict::undecided);  // p = 2/32
+    CHECK(summary_tsv({c}).find("\t-\tb:exact\t0.00\t0.00\t52.18\t5\t>50\tundecided\t5\t") !=
+          std::string::npos);
+    // Fisher: the seeds reaching 50, baseline's against the variant's; the failed baseline
+    // seed is left out of both arms.
+    const ComparisonSpec fisher{"x", "§0", "seeds_pp", "a:exact", "b:exact", {Side::below, 0},
+                                "x", Family::primary, Test::fisher, 20};
+    // An identity: printed, never judged.
+    const ComparisonSpec identity{"x", "§0", "first_digit_pp", "a:exact", "b:exact", below,
+                                  "x", Family::identity};
+    std::vector<Comparison> family = {
+        compare(fisher, {96.6, 95.7, 97.3, 94.2, 0}, {0, 0, 0, 0, 0}),
+        compare(fisher, {52, 71, 93, 61, 96}, {0, 0, 0, 0, 0}),
+        compare(identity, {100, 100, 100}, {12, 11, 12})};
+    CHECK(family[0].valid_count == 4);
+    CHECK(family[0].p == doctest::Approx(0.028571428571428567));
+    CHECK(family[1].p == doctest::Approx(0.007936507936507938));
+    CHECK(family[0].verdict == Verdict::reproduced);  // alone, each is below 5%
+    CHECK(family[1].verdict == Verdict::reproduced);
+    CHECK(family[2].verdict == Verdict::by_construction);
+    // Holm over a family of 3 (one not run): 0.0079 * 3 = 0.024, then 0.0286 * 2 = 0.057.
+    judge_family(family, 3);
+    CHECK(family[1].p_adj == doctest::Approx(3 * 0.007936507936507938));
+    CHECK(family[0].p_adj == doctest::Approx(2 * 0.028571428571428567));
+    CHECK(family[1].verdict == Verdict::reproduced);
+    CHECK(family[0].verdict == Verdict::undecided);
+    CHECK(family[2].verdict == Verdict::by_construction);
+    CHECK(std::isnan(family[2].p));
+    CHECK(family[0].ci.low >= -100);
+    // A comparison's TSV line, every field.
     const ComparisonSpec spec{"x", "§0", "exact_pp", "a:exact", "b:exact", below, "x"};
-    const Comparison c = compare(spec, {90, 80, 85}, {60, 55, 62});
+    c = compare(spec, {90, 80, 85}, {60, 55, 62});
     CHECK(c.diff == std::vector<double>{-30, -25, -23});
-    CHECK(c.verdict == Verdict::undecided);  // [-34.96, -17.04] straddles -20
+    CHECK(c.verdict == Verdict::undecided);  // three seeds: p = 2/8
     CHECK(summary_tsv({c}) == std::string(SUMMARY_HEADER) +
                                   "\nx\t§0\texact_pp\ta:exact\tb:exact\t-26.00\t-34.96\t-17.04\t3\t"
-                                  "<-20\tundecided\n");
+                                  "<-20\tundecided\t3\tsign-flip\texploratory\t0.2500\t-\n");
+    CHECK(summary_tsv({family[2]}).find("\tholds_by_construction\t3\tidentity\tidentity\t-\t-\n") !=
+          std::string::npos);
+    CHECK(seeds_path("figures/8-ablations.tsv") == "figures/8-ablations-seeds.tsv");
+    CHECK(seeds_path("a.b/summary") == "a.b/summary-seeds.tsv");
 }
 
 namespace {
@@ -594,18 +781,30 @@ std::vector<std::vector<std::string>> tsv_rows(const std::string& text) {
     return rows;
 }
 
-// A TSV row's verdict from its interval and threshold, by the rule of stats.h.
-std::string verdict_of(const std::vector<std::string>& f) {
+// A TSV row's verdict as its p decides it: p_adj for a primary comparison, p for an
+// exploratory one; rejected at 5%, the direction from diff (a seed count's: its share).
+void check_verdict(const std::vector<std::string>& f) {
+    CAPTURE(f[0] + " " + f[4]);
+    const std::string &verdict = f[10], &family = f[13];
+    if (family == "identity") {
+        CHECK(verdict == "holds_by_construction");
+        return;
+    }
+    const std::string& p = family == "primary" ? f[15] : f[14];
+    if (p == "-" || std::stod(p) >= 0.05) {
+        CHECK(verdict == "undecided");
+        return;
+    }
+    CHECK(std::stoi(f[11]) >= MIN_VALID_SEEDS);
+    const double d = std::stod(f[5]);
     const std::string& th = f[9];
     const std::string pm = "±";
-    Rule r{Side::below, 0};
-    if (th.rfind("<", 0) == 0) r = {Side::below, std::stod(th.substr(1))};
-    if (th.rfind(">", 0) == 0) r = {Side::above, std::stod(th.substr(1))};
-    if (th.rfind(pm, 0) == 0) r = {Side::within, std::stod(th.substr(pm.size()))};
-    Interval ci;
-    ci.n = std::stoi(f[8]), ci.mean = std::stod(f[5]), ci.low = std::stod(f[6]);
-    ci.high = std::stod(f[7]);
-    return verdict_id(judge(ci, r));
+    bool claim_side = false;
+    if (f[12] == "binomial") claim_side = d > 50;
+    else if (th.rfind("<", 0) == 0) claim_side = d < std::stod(th.substr(1));
+    else if (th.rfind(">", 0) == 0) claim_side = d > std::stod(th.substr(1));
+    else if (th.rfind(pm, 0) == 0) claim_side = std::fabs(d) < std::stod(th.substr(pm.size()));
+    CHECK(verdict == (claim_side ? "reproduced" : "not_reproduced"));
 }
 
 }  // namespace
@@ -639,20 +838,39 @@ TEST_CASE("ablations: --summary is the same file twice and whatever the runs at 
     CHECK(one.out.find("2절") == std::string::npos);  // only what --only asked for
     CHECK(one.out.find("7장의 모델(d_model = 64") == std::string::npos);  // nor base, heads-1
     const auto rows = tsv_rows(a);
-    // The header, the neighbour task's comparison, 3 positions and 2 warm-up comparisons.
-    REQUIRE(rows.size() == 7);
+    // The header, the neighbour task's comparison, 3 positions and 3 warm-up comparisons.
+    REQUIRE(rows.size() == 8);
     CHECK(rows[1][3] == "nb-4:digit_accuracy");
     CHECK(rows[0] == std::vector<std::string>{"claim", "section", "metric", "baseline", "variant",
                                               "diff", "ci_low", "ci_high", "seeds", "threshold",
-                                              "verdict"});
+                                              "verdict", "valid", "test", "family", "p",
+                                              "p_adj"});
     for (size_t i = 1; i < rows.size(); i++) {
         CAPTURE(i);
-        REQUIRE(rows[i].size() == 11);
+        REQUIRE(rows[i].size() == 16);
         CHECK(rows[i][8] == "2");
-        CHECK(std::stod(rows[i][6]) <= std::stod(rows[i][5]));
-        CHECK(std::stod(rows[i][5]) <= std::stod(rows[i][7]));
-        CHECK(rows[i][10] == verdict_of(rows[i]));
+        CHECK(std::stoi(rows[i][11]) <= 2);
+        if (rows[i][11] != "0") {
+            CHECK(std::stod(rows[i][6]) <= std::stod(rows[i][5]));
+            CHECK(std::stod(rows[i][5]) <= std::stod(rows[i][7]));
+        }
+        CHECK(rows[i][10] == "undecided");  // two seeds are too few for any verdict
+        check_verdict(rows[i]);
     }
+    // Every seed's values beside the summary, the same whatever the runs at once.
+    const std::string seeds1 = testutil::read_file_abs(dir + "-1-seeds.tsv"),
+                      seeds2 = testutil::read_file_abs(dir + "-2-seeds.tsv");
+    std::remove((dir + "-1-seeds.tsv").c_str());
+    std::remove((dir + "-2-seeds.tsv").c_str());
+    CHECK(seeds1 == seeds2);
+    const auto seed_rows = tsv_rows(seeds1);
+    REQUIRE(seed_rows.size() > 1);
+    CHECK(seed_rows[0] == std::vector<std::string>{"claim", "run", "metric", "seed", "value"});
+    std::vector<std::string> warm_post_seeds;
+    for (const auto& row : seed_rows)
+        if (row[0] == "warmup" && row[1] == "warm-post" && row[2] == "exact")
+            warm_post_seeds.push_back(row[3]);
+    CHECK(warm_post_seeds == std::vector<std::string>{"0", "1"});
 }
 
 TEST_CASE("ablations: bad options are refused before any training") {
@@ -705,19 +923,42 @@ TEST_CASE("ablations: the README's Claims table is what bench/claims-table.sh ma
     const std::string tsv = testutil::read_file("figures/8-ablations.tsv");
     const auto rows = tsv_rows(tsv);
     REQUIRE(rows.size() == COMPARISONS.size() + 1);
-    CHECK(rows[0].size() == 11);
+    CHECK(rows[0].size() == 16);
     for (size_t i = 1; i < rows.size(); i++) {
         CAPTURE(i);
-        REQUIRE(rows[i].size() == 11);
-        CHECK(rows[i][0] == COMPARISONS[i - 1].claim);
-        CHECK(rows[i][3] == COMPARISONS[i - 1].baseline);
-        CHECK(rows[i][4] == COMPARISONS[i - 1].variant);
-        CHECK(rows[i][9] == rule_text(COMPARISONS[i - 1].rule));
+        const ComparisonSpec& spec = COMPARISONS[i - 1];
+        REQUIRE(rows[i].size() == 16);
+        CHECK(rows[i][0] == spec.claim);
+        CHECK(rows[i][3] == (spec.weight == 0   ? std::string("-")
+                             : spec.weight == 1 ? std::string(spec.baseline)
+                                                : "0.5*" + std::string(spec.baseline)));
+        CHECK(rows[i][4] == spec.variant);
+        CHECK(rows[i][9] == rule_text(spec.rule));
+        CHECK(rows[i][12] == test_id(spec));
+        CHECK(rows[i][13] == family_id(spec.family));
         CHECK(std::stoi(rows[i][8]) >= 3);
+        CHECK(std::stoi(rows[i][11]) <= std::stoi(rows[i][8]));
         CHECK(std::stod(rows[i][6]) <= std::stod(rows[i][5]));
         CHECK(std::stod(rows[i][5]) <= std::stod(rows[i][7]));
-        CHECK(rows[i][10] == verdict_of(rows[i]));
+        check_verdict(rows[i]);
     }
+    // The summary is what the committed per-seed values give: every comparison recomputed
+    // from figures/8-ablations-seeds.tsv, Holm's family included, is the same TSV.
+    std::map<std::string, std::vector<double>> seeds;  // "claim run:key" -> values in seed order
+    const auto seed_rows = tsv_rows(testutil::read_file("figures/8-ablations-seeds.tsv"));
+    for (size_t i = 1; i < seed_rows.size(); i++)
+        seeds[seed_rows[i][0] + " " + seed_rows[i][1] + ":" + seed_rows[i][2]].push_back(
+            std::stod(seed_rows[i][4]));
+    std::vector<Comparison> again;
+    for (const ComparisonSpec& spec : COMPARISONS) {
+        const std::string claim = spec.claim;
+        const std::vector<double> v = seeds.at(claim + " " + spec.variant);
+        again.push_back(compare(spec, spec.weight == 0 ? std::vector<double>{}
+                                                       : seeds.at(claim + " " + spec.baseline),
+                                v));
+    }
+    judge_family(again);
+    CHECK(summary_tsv(again) == tsv);
     const std::string root = PROJECT_ROOT,
                       out = "/tmp/transformer-test-claims-table-" + std::to_string(::getpid());
     const std::string cmd =
@@ -731,15 +972,15 @@ TEST_CASE("ablations: the README's Claims table is what bench/claims-table.sh ma
     REQUIRE(end != std::string::npos);
     const size_t first = readme.find('\n', begin) + 1;
     CHECK(readme.substr(first, end - first) == table);
-    // Every row of the TSV is in the table: its mean ± half-width, its seeds and its verdict.
+    // Every row of the TSV is in the table: its family, test, estimate and interval, its valid
+    // seeds, its p's and its verdict.
     for (size_t i = 1; i < rows.size(); i++) {
-        char pm[96];
-        std::snprintf(pm, sizeof pm, "| %s | %s | %.2f ± %.2f [%s, %s] | %s | %s | %s |",
-                      rows[i][3].c_str(), rows[i][4].c_str(), std::stod(rows[i][5]),
-                      (std::stod(rows[i][7]) - std::stod(rows[i][6])) / 2, rows[i][6].c_str(),
-                      rows[i][7].c_str(), rows[i][8].c_str(), rows[i][9].c_str(),
-                      rows[i][10].c_str());
-        CHECK_MESSAGE(table.find(pm) != std::string::npos, pm);
+        const auto& f = rows[i];
+        const std::string row = "| " + f[13] + " | " + f[12] + " | " + f[2] + " | " + f[3] +
+                                " | " + f[4] + " | " + f[5] + " [" + f[6] + ", " + f[7] +
+                                "] | " + f[11] + " / " + f[8] + " | " + f[9] + " | " + f[14] +
+                                " | " + f[15] + " | " + f[10] + " |";
+        CHECK_MESSAGE(table.find(row) != std::string::npos, row);
     }
 }
 
@@ -1019,6 +1260,7 @@ TEST_CASE("ablations: only the full default run writes the committed summary and
     REQUIRE_MESSAGE(part.exit_code == 0, part.err);
     CHECK(std::filesystem::is_empty(dir + "/figures"));
     CHECK(std::filesystem::exists(dir + "/partial/8-ablations.tsv"));
+    CHECK(std::filesystem::exists(dir + "/partial/8-ablations-seeds.tsv"));
     CHECK(part.out.find("부분 실행: 요약과 그림은 " + dir + "/partial에 씁니다") !=
           std::string::npos);
     // Each setting that makes a run partial, refused from figures/ before any training: the

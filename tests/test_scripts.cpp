@@ -183,7 +183,8 @@ TEST_CASE("claims-table.sh and readme-numbers.sh: a field's backslashes reach th
     auto r = sh(s.dir, "bash bench/claims-table.sh s.tsv --update");
     CHECK(r.exit_code == 0);
     std::string now = s.read("README.md");
-    CHECK(has(now, "| §2 | a\\tb\\nc | exact_pp | base:exact | unscaled-16:exact |"));
+    CHECK(has(now, "| §2 | a\\tb\\nc | exploratory | sign-flip | exact_pp | base:exact | "
+                   "unscaled-16:exact |"));
     CHECK(lines_in(now) == lines_in(readme));
     s.write("run.txt",
             replaced(s.read("bench/last-run.txt"), "# cpu: AMD EPYC", "# cpu: AMD\\tEPYC\\n9"));
@@ -365,14 +366,19 @@ TEST_CASE("claims-table.sh: a field that is not what 8-ablations writes is refus
         {with_field(tsv, 3, 9, "2.5"), "3: field 9 (seeds) is \"2.5\", not a count"},
         {with_field(tsv, 3, 10, "<abc"), "3: field 10 (threshold) is \"<abc\", not <, > or ±"},
         {with_field(tsv, 3, 11, "maybe"), "3: field 11 (verdict) is \"maybe\", not reproduced"},
-        {with_field(tsv, 3, 6, "9.99"), "3: diff 9.99 is outside its interval [-2.95, 1.71]"},
+        {with_field(tsv, 3, 6, "9.99"), "3: diff 9.99 is outside its interval [-2.95, 1.58]"},
         {with_field(tsv, 3, 4, "a|b"), "3: field 4 (baseline) is \"a|b\": a | would split"},
         {with_field(tsv, 3, 1, ""), "3: field 1 (claim) is empty"},
-        {with_field(tsv, 3, 11, "", true), "3: 10 fields, not 11 (separated by tabs)"},
+        {with_field(tsv, 3, 11, "", true), "3: 15 fields, not 16 (separated by tabs)"},
+        {with_field(tsv, 3, 12, "6"), "3: field 12 (valid) is \"6\", not a count of seeds"},
+        {with_field(tsv, 3, 13, "t-test"), "3: field 13 (test) is \"t-test\", not sign-flip"},
+        {with_field(tsv, 3, 14, "main"), "3: field 14 (family) is \"main\", not primary"},
+        {with_field(tsv, 3, 15, "1.5"), "3: field 15 (p) is \"1.5\", not a probability"},
+        {with_field(tsv, 3, 16, "0.5x"), "3: field 16 (p_adj) is \"0.5x\", not a probability"},
         {with_field(tsv, 1, 11, "verdict\r"), "1: not the header of an 8-ablations summary"},
         {tsv.substr(0, tsv.find('\n') + 1), "1: the header alone: no comparison under it"},
     };
-    REQUIRE(has(tsv, "\t-0.62\t-2.95\t1.71\t"));  // line 3, the interval the cases name
+    REQUIRE(has(tsv, "\t-0.62\t-2.95\t1.58\t"));  // line 3, the interval the cases name
     for (const Case& c : cases) {
         CAPTURE(c.says);
         s.write("s.tsv", c.text);
@@ -391,16 +397,16 @@ TEST_CASE("claims-table.sh: a field that is not what 8-ablations writes is refus
                        " is empty, not an 8-ablations "
                        "summary\n");
     // What 8-ablations writes for one seed (no interval) and for none (no mean) is a row.
-    std::string few = with_field(with_field(tsv, 3, 6, "1.00"), 3, 9, "1");
+    std::string few = with_field(with_field(with_field(tsv, 3, 6, "1.00"), 3, 9, "1"), 3, 12, "1");
     few = with_field(with_field(with_field(few, 3, 7, "-inf"), 3, 8, "inf"), 3, 11, "undecided");
-    std::string none = with_field(with_field(few, 4, 6, "-nan"), 4, 9, "0");
+    std::string none = with_field(with_field(with_field(few, 4, 6, "-nan"), 4, 9, "0"), 4, 12, "0");
     none = with_field(with_field(with_field(none, 4, 7, "-inf"), 4, 8, "inf"), 4, 11, "undecided");
     s.write("s.tsv", none);
     r = sh(s.dir, "bash bench/claims-table.sh s.tsv");
     CHECK(r.exit_code == 0);
     CHECK(r.err == "");
-    CHECK(has(r.out, "| 1.00 ± inf [-inf, inf] | 1 | <-20 | undecided |"));
-    CHECK(has(r.out, "| nan ± inf [-inf, inf] | 0 |"));
+    CHECK(has(r.out, "| 1.00 [-inf, inf] | 1 / 1 | <-20 | 0.0625 | - | undecided |"));
+    CHECK(has(r.out, "| nan [-inf, inf] | 0 / 0 |"));
 }
 
 namespace {

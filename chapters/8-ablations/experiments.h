@@ -6,8 +6,8 @@
 // (--seeds K, default 5; --seed S shifts them: S, S+1, ...). A seed sets both the weights
 // (torch.manual_seed(seed)) and the training order (its generator seeded seed + 1), and a
 // variant and its baseline share a seed, so each seed gives one paired difference. main.cpp
-// prints each claim's table and its comparisons' verdicts (stats.h: the mean paired difference
-// and its 95% Student's t interval against the threshold below) and draws its figure. `scale`
+// prints each claim's table and its comparisons' tests and verdicts (COMPARISONS below, stats.h)
+// and draws its figure. `scale`
 // multiplies every run's steps (and warm-up), so the tests can run the same code in seconds;
 // 1 is the default budget.
 #pragma once
@@ -27,8 +27,9 @@ namespace ablations {
 
 // The table, table.cpp: RUNS (each run's job, model, budget and record keys, a line on what it
 // is beside each), CLAIMS (the runs each claim reads) and COMPARISONS (what is judged, below).
-// Every design, budget and threshold was committed before the first scored run of its
-// experiment.
+// Every design, budget and threshold of the runs was committed before the first scored run of
+// its experiment; the comparisons' floors, tests and families follow one rule each (see
+// COMPARISONS), the same for every comparison.
 //
 // The budget is a fixed number of steps of chapter 7's batch of 64 under the paper's schedule,
 // so that one seed of all the runs takes minutes on two cores: chapter 7's 2000 steps for its
@@ -139,31 +140,72 @@ const ClaimSpec& claim_spec(const std::string& name);  // throws naming a miss
 
 // ---- the comparisons, fixed before the runs --------------------------------------------------
 
-// One paired comparison: per seed, variant - baseline of `metric` (percentage points), judged
-// by `rule` (stats.h). The values are read from the runs' records (summary.h: values_of). Its
+// What a comparison is in the family of tests (stats.h: holm): one primary comparison per
+// claim of the article, Holm-Bonferroni over all of them at 5% family-wise; every other one
+// exploratory, tested alone at 5%; an identity, a number the model's structure fixes, printed
+// and never tested.
+enum class Family { primary, exploratory, identity };
+// The test that fits the outcome, declared with the comparison:
+//   graded    the mean paired difference, its t interval (its spread floored by the items'
+//             binomial spread, clipped to the range the mean can take) and the exact sign-flip
+//             p against the threshold (for within: against the band's nearer edge, or both)
+//   count     the seeds whose difference is on the claim's side of the threshold, k of n, and
+//             the exact binomial p against 1/2: for outcomes that succeed or fail per seed
+//   fisher    the seeds whose value reaches `level`, baseline's against variant's, and
+//             Fisher's exact p; diff is the variant's share minus the baseline's (points)
+enum class Test { graded, count, fisher };
+
+// One paired comparison: per seed, variant - weight * baseline of `metric` (percentage
+// points), judged by `rule` (stats.h). The values are read from the runs' records
+// (summary.h: values_of). A seed whose baseline is below `floor` (its competence floor,
+// declared with the comparison) did not learn: it is reported, counted and left out. Its
 // figure is its claim's, 8-<claim>.png, where it is a column of the comparisons' panel, named
 // `label`.
 struct ComparisonSpec {
     const char* claim;     // a ClaimSpec's name
     const char* section;   // "§2"
-    const char* metric;    // "exact_pp": exact match on the test set, in percentage points
-    const char* baseline;  // run:key, the key one of the run's keys
+    const char* metric;    // "exact_pp": exact match on the test set, in percentage points;
+                           // "seeds_pct": the seeds on the claim's side, % (count);
+                           // "seeds_pp": the shares of seeds reaching the level (fisher)
+    const char* baseline;  // run:key, the key one of the run's keys; "" for none (weight 0)
     const char* variant;
     Rule rule;
     const char* label;  // the comparison's column in the figure
+    Family family = Family::exploratory;
+    Test test = Test::graded;
+    double floor = 0;    // the baseline's competence floor, per seed
+    double weight = 1;   // 0.5: the variant against half the baseline; 0: the variant alone
+    double level = 50;   // fisher: a seed succeeds when its value reaches this
+    int items = 1000;    // the test items each value is a percentage of (the binomial floor)
 };
-// Thresholds: those of the single-seed rules (the 20-point gap of §2, the 2 points of §3 and
-// §4, the 1 point of pruning, the 20 and 10 points of warm-up, the 5 and 50 points of the first
-// step); the second experiments take their claim's threshold.
-//   scaling      unscaled - scaled at d_k = 256 and at d_k = 16: below -20
-//   heads        1 head - 4 heads: below -2; the neighbour task: below -2
-//   pruning      the third of the heads least important on validation removed - intact:
-//                above -1
-//   positions    learned - sinusoidal in range: within ±2; five digits: below -20; the
-//                8-9-syllable sources: below -20
-//   warmup       Post-LN without - with warm-up: below -20; Pre-LN without - with: above -10
-//   first-step   self-attention's output averaged - intact (first digit right): above -5;
-//                cross-attention's averaged - intact: below -50
+const char* family_id(Family f);                // primary, exploratory, identity
+std::string test_id(const ComparisonSpec& c);  // sign-flip, binomial, fisher>=50, identity
+// The fewest seeds whose baseline learned that a comparison is tested on; fewer: undecided.
+constexpr int MIN_VALID_SEEDS = 3;
+// Floors: chance + 20 points of the baseline's metric (exact match: chance is 0; the neighbour
+// task's digits: 10%, the share of the most frequent class), none where the baseline's value
+// is itself what the claim is about (the long inputs). Thresholds: those of the
+// single-seed rules (the 20-point gap of §2, the 2 points of §3 and §4, the 1 point of
+// pruning, the 10 points of Pre-LN's warm-up); the absolute criteria of the single-seed rules
+// (§2: unscaled at most half of scaled; §4: the sinusoid at least 50% on longer inputs); 50%
+// exact match as the success level of the outcomes that succeed or fail per seed.
+//   scaling      unscaled - scaled at d_k = 256: below -20 (primary); at d_k = 16: below -20;
+//                unscaled - half of scaled at d_k = 256, seed by seed: below 0 (count)
+//   heads        1 head - 4 heads: below -2 (primary); the neighbour task: below -2
+//   pruning      the third of the heads least important on validation removed - intact, seed
+//                by seed: above -1 (count, primary)
+//   positions    learned - sinusoidal in range: within ±2 (primary); the sinusoid on the
+//                8-9-syllable sources, seed by seed: above 50 (count, primary); learned against
+//                sinusoidal there: seeds reaching 50%, fewer (fisher)
+//   warmup       Post-LN without - with warm-up: seeds reaching 50%, fewer (fisher, primary);
+//                Pre-LN without - with: above -10; Post-LN - Pre-LN, both without: seeds
+//                reaching 50%, fewer (fisher)
+//   first-step   self-attention's output averaged - intact, cross-attention's averaged -
+//                intact (first digit right): identities. At the first step every decoder
+//                input is <시작>, so self-attention's output is the same for every sentence
+//                (averaging it changes nothing), and averaging cross-attention's gives every
+//                sentence the same input (its accuracy is the share of the first digit the
+//                model then writes)
 extern const std::vector<ComparisonSpec> COMPARISONS;
 
 // ---- pieces the jobs use, exposed for the tests ----------------------------------------------

@@ -2,7 +2,7 @@
 // every seed's value a small point and, beside them, the mean with its 95% Student's t interval
 // (a bar with caps); the right panel has one column per comparison, the paired differences
 // (variant - baseline, per seed) the same way, the threshold the verdict is judged against as a
-// dashed mark (said under the panel) and each verdict above its column.
+// dashed mark (said under the panel) and each verdict above its column, with its test.
 #include "chapters/8-ablations/figures.h"
 
 #include <algorithm>
@@ -20,24 +20,29 @@ namespace ablations {
 
 namespace {
 
-// Every seed's value at x (spread a little so that equal values stay visible), then the mean
-// and its interval just right of them.
+// Every seed's value at x (spread a little so that equal values stay visible; a seed left out
+// as a gray triangle), then, just right of them, the mean and its interval when there is one.
 void seed_column(plot::Axes& ax, double x, const std::vector<double>& v, plot::Color c,
-                 const std::string& label) {
-    std::vector<double> xs, ys;
+                 const std::string& label, const Interval* ci,
+                 const std::vector<bool>& valid = {}) {
+    std::vector<double> xs, ys, xo, yo;
     for (size_t i = 0; i < v.size(); i++) {
-        xs.push_back(x - 0.12 + (v.size() > 1 ? 0.16 * double(i) / double(v.size() - 1) : 0.08));
-        ys.push_back(v[i]);
+        const double xi =
+            x - 0.12 + (v.size() > 1 ? 0.16 * double(i) / double(v.size() - 1) : 0.08);
+        const bool in = valid.empty() || valid[i];
+        (in ? xs : xo).push_back(xi);
+        (in ? ys : yo).push_back(v[i]);
     }
     ax.plot(xs, ys, {.fmt = "o", .color = c, .ms = 4, .alpha = 0.55});
-    const Interval ci = t_interval(v);
+    if (!xo.empty()) ax.plot(xo, yo, {.fmt = "^", .color = plot::gray, .ms = 6});
+    if (!ci) return;
     const double xm = x + 0.16;
-    if (ci.n >= 2) {
-        ax.plot({xm, xm}, {ci.low, ci.high}, {.fmt = "-", .color = c, .lw = 2});
-        for (double y : {ci.low, ci.high})
+    if (ci->n >= 2) {
+        ax.plot({xm, xm}, {ci->low, ci->high}, {.fmt = "-", .color = c, .lw = 2});
+        for (double y : {ci->low, ci->high})
             ax.plot({xm - 0.05, xm + 0.05}, {y, y}, {.fmt = "-", .color = c, .lw = 2});
     }
-    ax.plot({xm}, {ci.mean}, {.fmt = "s", .color = c, .ms = 7, .label = label});
+    ax.plot({xm}, {ci->mean}, {.fmt = "s", .color = c, .ms = 7, .label = label});
 }
 
 // The left panel: one column per setting of `claim` (CLAIMS), named in the legend (its mean's
@@ -45,9 +50,11 @@ void seed_column(plot::Axes& ax, double x, const std::vector<double>& v, plot::C
 void settings_panel(plot::Axes& ax, const Records& r, const std::string& claim,
                     const std::string& ylabel, const std::string& title) {
     const std::vector<Setting>& settings = claim_spec(claim).settings;
-    for (size_t i = 0; i < settings.size(); i++)
-        seed_column(ax, double(i), values_of(r, settings[i].run_key), plot::tab10[i % 10],
-                    settings[i].label);
+    for (size_t i = 0; i < settings.size(); i++) {
+        const std::vector<double> v = values_of(r, settings[i].run_key);
+        const Interval ci = clipped(t_interval(v), 0, 100);  // a percentage's range
+        seed_column(ax, double(i), v, plot::tab10[i % 10], settings[i].label, &ci);
+    }
     ax.set_xticks({}, {});
     ax.set_xlim(-0.5, double(settings.size()) - 0.5);
     ax.set_ylim(-2, 105);
@@ -57,12 +64,30 @@ void settings_panel(plot::Axes& ax, const Records& r, const std::string& claim,
     ax.grid(0.3);
 }
 
+// A comparison's verdict above its column, line by line: the verdict, its test's counts and
+// p (the adjusted one for a primary comparison), its family.
+std::vector<std::string> verdict_lines(const Comparison& c) {
+    const ComparisonSpec& s = *c.spec;
+    if (s.family == Family::identity) return {"구성상 성립", "(판정 아님)"};
+    const double p = s.family == Family::primary ? c.p_adj : c.p;
+    const std::string n = std::to_string(c.valid_count);
+    std::string test = s.test == Test::graded  ? "부호 뒤집기"
+                       : s.test == Test::count ? "씨앗 " + std::to_string(c.successes_variant) +
+                                                     "/" + n
+                                               : std::to_string(c.successes_baseline) + "/" + n +
+                                                     " 대 " +
+                                                     std::to_string(c.successes_variant) + "/" + n;
+    if (!std::isnan(p))
+        test += std::string(s.family == Family::primary ? ", 보정 p " : ", p ") + fixed(p, 3);
+    return {verdict_korean(c.verdict), test, s.family == Family::primary ? "(주 비교)" : "(탐색)"};
+}
+
 // The right panel: one column per comparison of `claim`, its threshold dashed.
 void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all,
                        const std::string& claim) {
     std::vector<double> xt;
     const std::vector<std::string> xl = comparison_labels(all, claim);  // by name, not position
-    std::vector<std::string> verdicts;
+    std::vector<std::vector<std::string>> verdicts;
     double lo = 0, hi = 0;
     size_t k = 0;
     for (const Comparison& c : all) {
@@ -75,25 +100,30 @@ void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all,
             ax.plot({x - 0.35, x + 0.35}, {t, t}, {.fmt = "--", .color = plot::gray, .lw = 1.2});
             lo = std::min(lo, t), hi = std::max(hi, t);
         }
-        seed_column(ax, x, c.diff, plot::tab10[(k + 3) % 10], "");
+        // graded: the mean and its interval; the seed counts' estimates are shares of seeds,
+        // said in the verdict's line instead
+        const bool graded = c.spec->test == Test::graded || c.spec->family == Family::identity;
+        seed_column(ax, x, c.diff, plot::tab10[(k + 3) % 10], "", graded ? &c.ci : nullptr,
+                    c.valid);
         for (double d : c.diff)
             lo = std::min(lo, d), hi = std::max(hi, d);
-        if (c.ci.n >= 2) lo = std::min(lo, c.ci.low), hi = std::max(hi, c.ci.high);
+        if (graded && c.ci.n >= 2) lo = std::min(lo, c.ci.low), hi = std::max(hi, c.ci.high);
         xt.push_back(x);
-        verdicts.push_back(verdict_korean(c.verdict));
+        verdicts.push_back(verdict_lines(c));
         k++;
     }
     ax.axhline(0, {.fmt = "-", .color = plot::black, .lw = 0.8});
     const double margin = std::max(1.0, 0.1 * (hi - lo));
-    ax.set_ylim(lo - margin, hi + 2.5 * margin);
+    ax.set_ylim(lo - margin, hi + 5 * margin);
     for (size_t i = 0; i < verdicts.size(); i++)  // each comparison's verdict above it
-        ax.text(double(i), hi + 1.5 * margin, verdicts[i],
-                {.ha = plot::center, .va = plot::center, .size = 8});
+        for (size_t j = 0; j < verdicts[i].size(); j++)
+            ax.text(double(i), hi + (4.0 - 1.1 * double(j)) * margin, verdicts[i][j],
+                    {.ha = plot::center, .va = plot::center, .size = 7});
     ax.set_xticks(xt, xl);
     ax.set_xlim(-0.5, double(k) - 0.5);
     ax.set_ylabel("차이: 변형 - 기준 (%p, 씨앗별)");
     // Said below the panel, not in a legend: a legend inside the panel can cover a verdict.
-    ax.set_xlabel("회색 점선: 판정 기준, 위의 글: 판정");
+    ax.set_xlabel("회색 점선: 판정 기준, 회색 삼각형: 기준 모델이 최소 성능 미달이라 제외된 씨앗");
     ax.set_title("씨앗마다 짝지은 차이와 판정 기준");
     ax.grid(0.3);
 }

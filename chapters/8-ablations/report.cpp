@@ -28,11 +28,23 @@ double tail_loss(const std::vector<double>& loss, size_t k) {
 constexpr size_t TAIL = 50;
 size_t tail_steps(int steps) { return std::min(TAIL, size_t(std::max(steps, 1))); }
 
-// Over the seeds: "mean ± half-width" of a measure (the 95% t interval; one seed: the value).
-std::string spread(const std::vector<double>& v, int digits) {
+// Over the seeds: "mean ± half-width" of a measure (the 95% t interval; one seed: the value);
+// "mean [low, high]" where the interval reaches past the range the measure can take, [lo, hi],
+// and is clipped to it.
+std::string spread(const std::vector<double>& v, int digits, double lo = -INFINITY,
+                   double hi = INFINITY) {
     const Interval ci = t_interval(v);
     if (ci.n < 2) return fixed(ci.mean, digits);
+    if (ci.low < lo || ci.high > hi) {
+        const Interval c = clipped(ci, lo, hi);
+        return fixed(c.mean, digits) + " [" + fixed(c.low, digits) + ", " + fixed(c.high, digits) +
+               "]";
+    }
     return fixed(ci.mean, digits) + " ± " + fixed(ci.half_width(), digits);
+}
+// The same for a percentage.
+std::string spread_pct(const std::vector<double>& v, int digits) {
+    return spread(v, digits, 0, 100);
 }
 std::vector<double> tail_losses(const std::vector<const Record*>& runs, int steps) {
     std::vector<double> out;
@@ -43,26 +55,85 @@ std::vector<double> tail_losses(const std::vector<const Record*>& runs, int step
 
 }  // namespace
 
+namespace {
+
+// The smallest p the comparison's test can give with n valid seeds: what more seeds buy.
+double smallest_p(const Comparison& c) {
+    const int n = c.valid_count;
+    if (c.spec->test == Test::fisher) return fisher_p(n, n, 0, n);
+    return 2.0 / std::pow(2.0, n);  // every sign (or every seed) the same way
+}
+
+std::string p_text(double p) { return fixed(p, 4); }
+
+}  // namespace
+
 void report_comparisons(const std::vector<Comparison>& all, const std::string& claim) {
     for (const Comparison& c : all) {
         if (c.spec->claim != claim) continue;
+        const ComparisonSpec& s = *c.spec;
         const Interval& ci = c.ci;
         std::string diffs;
-        for (double d : c.diff)
-            diffs += (diffs.empty() ? "" : " ") + fixed(d, 1);
-        std::printf("  비교 %s − %s (%s): 씨앗별 %s\n", c.spec->variant, c.spec->baseline,
-                    c.spec->metric, diffs.c_str());
-        const std::string interval =
-            ci.n < 2 ? "구간 없음 (씨앗 1개)"
-                     : "95% 구간 [" + fixed(ci.low, 2) + ", " + fixed(ci.high, 2) + "]";
-        const std::string rule = rule_text(c.spec->rule);
-        std::printf("    평균 %s점, %s, 기준 %s → 판정: %s%s\n", fixed(ci.mean, 2).c_str(),
-                    interval.c_str(), rule.c_str(), verdict_korean(c.verdict),
-                    c.verdict == Verdict::undecided
-                        ? (ci.n < 2 ? " (씨앗이 하나뿐이라 구간이 없음)"
-                                    : " (구간이 기준 " + rule + "에 걸침)")
-                              .c_str()
-                        : "");
+        int excluded = 0;
+        for (size_t i = 0; i < c.diff.size(); i++) {
+            diffs += (diffs.empty() ? "" : " ") + fixed(c.diff[i], 1);
+            if (!c.valid[i]) diffs += "(기준 미달)", excluded++;
+        }
+        const char* family = s.family == Family::primary       ? "주 비교"
+                             : s.family == Family::exploratory ? "탐색 비교"
+                                                               : "항등식";
+        const std::string what = s.weight == 0     ? std::string(s.variant)
+                                 : s.weight == 1 ? std::string(s.variant) + " − " + s.baseline
+                                                 : std::string(s.variant) + " − " +
+                                                       fixed(s.weight, 1) + " × " + s.baseline;
+        std::printf("  비교 %s (%s, %s): 씨앗별 %s\n", what.c_str(), s.metric, family,
+                    diffs.c_str());
+        if (s.weight != 0 && s.floor > 0)
+            std::printf("    기준의 최소 성능 %s점: 씨앗 %zu개 중 %d개가 미달, 제외 (유효 %d개)\n",
+                        fixed(s.floor, 0).c_str(), c.diff.size(), excluded, c.valid_count);
+        const std::string rule = rule_text(s.rule);
+        if (s.family == Family::identity) {
+            std::printf("    평균 %s점 → %s: 모델의 구조가 정하는 값이라 검정하지 않음\n",
+                        fixed(ci.mean, 2).c_str(), verdict_korean(c.verdict));
+            continue;
+        }
+        std::string test;
+        switch (s.test) {
+            case Test::graded:
+                test = "평균 " + fixed(ci.mean, 2) + "점, 95% 구간 [" + fixed(ci.low, 2) + ", " +
+                       fixed(ci.high, 2) + "] (가능한 범위 안), 기준 " + rule +
+                       ", 부호 뒤집기 정확 검정";
+                break;
+            case Test::count:
+                test = "기준 " + rule + " 쪽 씨앗 " + std::to_string(c.successes_variant) + "/" +
+                       std::to_string(c.valid_count) + " (95% 구간 [" + fixed(ci.low, 1) +
+                       ", " + fixed(ci.high, 1) + "]%), 이항 정확 검정 (1/2에 대해)";
+                break;
+            case Test::fisher:
+                test = fixed(s.level, 0) + "% 이상 도달 씨앗: 기준 " +
+                       std::to_string(c.successes_baseline) + "/" +
+                       std::to_string(c.valid_count) + ", 변형 " +
+                       std::to_string(c.successes_variant) + "/" +
+                       std::to_string(c.valid_count) + ", Fisher 정확 검정";
+                break;
+        }
+        std::string p = std::isnan(c.p) ? " p 없음" : " p = " + p_text(c.p);
+        if (s.family == Family::primary && !std::isnan(c.p_adj))
+            p += ", Holm 보정 p = " + p_text(c.p_adj);
+        std::string why;
+        if (c.verdict == Verdict::undecided) {
+            if (c.too_few)
+                why = excluded > 0 ? " (기준 모델이 학습하지 못함: 유효 씨앗 " +
+                                         std::to_string(c.valid_count) + "개, 최소 " +
+                                         std::to_string(MIN_VALID_SEEDS) + "개)"
+                                   : " (씨앗이 너무 적음: 최소 " +
+                                         std::to_string(MIN_VALID_SEEDS) + "개)";
+            else
+                why = " (p ≥ 0.05; 유효 씨앗 " + std::to_string(c.valid_count) +
+                      "개로 이 검정이 낼 수 있는 가장 작은 p는 " + p_text(smallest_p(c)) + ")";
+        }
+        std::printf("    %s%s → 판정: %s%s\n", test.c_str(), p.c_str(),
+                    verdict_korean(c.verdict), why.c_str());
     }
 }
 
@@ -89,9 +160,10 @@ void report_scaling(const Records& r, const std::vector<Comparison>& cmp, double
                     Row{16, "나누지 않음", "unscaled-16", s16}})
         std::printf("  %3d | %s | %14s | %18s | %s\n", row.d_k,
                     term::pad_right(row.how, 10).c_str(),
-                    spread(values_of(r, std::string(row.run) + ":init_attention_peak"), 3).c_str(),
-                    spread(tail_losses(r.at(row.run), row.steps), 4).c_str(),
-                    spread(values_of(r, std::string(row.run) + ":exact"), 1).c_str());
+                    spread(values_of(r, std::string(row.run) + ":init_attention_peak"), 3, 0, 1)
+                        .c_str(),
+                    spread(tail_losses(r.at(row.run), row.steps), 4, 0).c_str(),
+                    spread_pct(values_of(r, std::string(row.run) + ":exact"), 1).c_str());
     report_comparisons(cmp, "scaling");
 }
 
@@ -103,11 +175,11 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
                     steps);
         std::printf("  헤드 | d_k | 마지막 %zu스텝 손실 | 정확히 일치 (%%)\n", tail_steps(steps));
         std::printf("     4 |  16 | %18s | %s\n",
-                    spread(tail_losses(r.at("base"), steps), 4).c_str(),
-                    spread(values_of(r, "base:exact"), 1).c_str());
+                    spread(tail_losses(r.at("base"), steps), 4, 0).c_str(),
+                    spread_pct(values_of(r, "base:exact"), 1).c_str());
         std::printf("     1 |  64 | %18s | %s\n",
-                    spread(tail_losses(r.at("heads-1"), steps), 4).c_str(),
-                    spread(values_of(r, "heads-1:exact"), 1).c_str());
+                    spread(tail_losses(r.at("heads-1"), steps), 4, 0).c_str(),
+                    spread_pct(values_of(r, "heads-1:exact"), 1).c_str());
     }
     if (r.count("nb-4") && r.count("nb-1")) {
         const int steps = steps_of("nb-4", scale);
@@ -123,10 +195,10 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
         for (const std::string run : {"nb-4", "nb-1"})
             std::printf("     %s | %3s | %18s | %18s | %s, %s\n", run.c_str() + 3,
                         run[3] == '4' ? "16" : "64",
-                        spread(tail_losses(r.at(run), steps), 4).c_str(),
-                        spread(values_of(r, run + ":digit_accuracy"), 1).c_str(),
-                        spread(values_of(r, run + ":max_head_left_weight"), 2).c_str(),
-                        spread(values_of(r, run + ":max_head_right_weight"), 2).c_str());
+                        spread(tail_losses(r.at(run), steps), 4, 0).c_str(),
+                        spread_pct(values_of(r, run + ":digit_accuracy"), 1).c_str(),
+                        spread(values_of(r, run + ":max_head_left_weight"), 2, 0, 1).c_str(),
+                        spread(values_of(r, run + ":max_head_right_weight"), 2, 0, 1).c_str());
         // The validation curve, averaged over the seeds, at a few steps (nothing is chosen on it).
         const std::vector<double>& at = r.at("nb-4")[0]->get("validation_steps");
         const size_t stride = std::max<size_t>(1, at.size() / 5);  // 5 points, the last one last
@@ -186,11 +258,15 @@ void report_positions(const Records& r, const std::vector<Comparison>& cmp, doub
         int(learned0.value("train_max_digits")), steps, int(learned0.value("train_max_digits")),
         int(learned0.value("train_max_digits")) + 1);
     std::printf("  위치         | 범위 안 (%%)  | 더 긴 수 (%%)\n");
-    std::printf("  사인 (논문)  | %12s | %s\n", spread(values_of(r, "pos-sin:exact"), 1).c_str(),
-                spread(values_of(r, "pos-sin:exact_five_digit"), 1).c_str());
+    std::printf("  사인 (논문)  | %12s | %s\n",
+                spread_pct(values_of(r, "pos-sin:exact"), 1).c_str(),
+                spread_pct(values_of(r, "pos-sin:exact_five_digit"), 1).c_str());
     std::printf("  학습된 표    | %12s | %s\n",
-                spread(values_of(r, "pos-learned:exact"), 1).c_str(),
-                spread(values_of(r, "pos-learned:exact_five_digit"), 1).c_str());
+                spread_pct(values_of(r, "pos-learned:exact"), 1).c_str(),
+                spread_pct(values_of(r, "pos-learned:exact_five_digit"), 1).c_str());
+    std::printf(
+        "  (더 긴 수의 점수는 위치 부호화와 무관하게 0에 묶임: 5자리 수에는 모두 '만'이 있고, "
+        "학습 수에는 없어 그 임베딩이 학습되지 않음; 그래서 판정하지 않음)\n");
     // What a learned table does at positions it never had: rows no training sentence reached
     // got no gradient and are still their random start; past the table there is no vector.
     auto moved = [](const std::vector<double>& change) {
@@ -214,11 +290,12 @@ void report_positions(const Records& r, const std::vector<Comparison>& cmp, doub
         "평가는 학습에 없던 %d음절 이상의 수 1000개 (출력 자리는 모두 학습됨)\n",
         int(p2.value("train_max_syllables")), steps2, int(p2.value("train_max_syllables")) + 1);
     std::printf("  위치         | 범위 안 (%%)  | 더 긴 입력 (%%)\n");
-    std::printf("  사인 (논문)  | %12s | %s\n", spread(values_of(r, "pos2-sin:exact"), 1).c_str(),
-                spread(values_of(r, "pos2-sin:exact_long_source"), 1).c_str());
+    std::printf("  사인 (논문)  | %12s | %s\n",
+                spread_pct(values_of(r, "pos2-sin:exact"), 1).c_str(),
+                spread_pct(values_of(r, "pos2-sin:exact_long_source"), 1).c_str());
     std::printf("  학습된 표    | %12s | %s\n",
-                spread(values_of(r, "pos2-learned:exact"), 1).c_str(),
-                spread(values_of(r, "pos2-learned:exact_long_source"), 1).c_str());
+                spread_pct(values_of(r, "pos2-learned:exact"), 1).c_str(),
+                spread_pct(values_of(r, "pos2-learned:exact_long_source"), 1).c_str());
     report_comparisons(cmp, "positions");
 }
 
@@ -250,8 +327,8 @@ void report_warmup(const Records& r, const std::vector<Comparison>& cmp, double 
         std::printf("  %s | %s   | %.2e | %11s | %18s | %s\n", row.ln, row.warm,
                     runs[0]->value("peak_lr"),
                     (std::to_string(diverged) + "/" + std::to_string(runs.size())).c_str(),
-                    finite_tails.empty() ? "-" : spread(finite_tails, 4).c_str(),
-                    spread(values_of(r, std::string(row.run) + ":exact"), 1).c_str());
+                    finite_tails.empty() ? "-" : spread(finite_tails, 4, 0).c_str(),
+                    spread_pct(values_of(r, std::string(row.run) + ":exact"), 1).c_str());
     }
     report_comparisons(cmp, "warmup");
 }
@@ -278,8 +355,8 @@ void report_first_step(const Records& r, const std::vector<Comparison>& cmp, dou
         for (const Record* b : base)
             tv.push_back(b->get("first_step_total_variation")[size_t(i)]);
         std::printf("  %s | %16s | %s\n", term::pad_right(names[i], 41).c_str(),
-                    spread(values_of(r, std::string("base:") + keys[i]), 1).c_str(),
-                    spread(tv, 4).c_str());
+                    spread_pct(values_of(r, std::string("base:") + keys[i]), 1).c_str(),
+                    spread(tv, 4, 0, 1).c_str());
     }
     std::printf("셀프 어텐션 가중치가 정확히 1: %s\n",
                 w_min == 1.0 && w_max == 1.0 ? "예 (모든 씨앗)" : "아니오");

@@ -1,6 +1,7 @@
 // Chapter 8's printed report: for each claim (CLAIMS, experiments.h) its table over the seeds,
-// drawn from the runs' records, then each of its comparisons: the paired differences, the mean,
-// the 95% interval and the verdict.
+// drawn from the runs' records, then each of its comparisons: the paired differences (a seed
+// whose baseline missed its floor marked), the test's estimate, interval and p, and the verdict
+// with why it is undecided where it is.
 #pragma once
 #include <string>
 #include <vector>
@@ -14,7 +15,7 @@ namespace ablations {
 using Report = void (*)(const Records& r, const std::vector<Comparison>& cmp, double scale);
 Report report_of(const std::string& claim);
 
-// The comparisons of one claim, as its report ends: the per-seed differences, the interval and
+// The comparisons of one claim, as its report ends: the per-seed differences, the test and
 // the verdict (also the whole report of a claim that --runs left incomplete).
 void report_comparisons(const std::vector<Comparison>& all, const std::string& claim);
 

@@ -1,9 +1,12 @@
 // Chapter 8's statistics (see stats.h).
 #include "chapters/8-ablations/stats.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 namespace ablations {
@@ -19,7 +22,7 @@ double t_975(int df) {
     return table[df - 1];
 }
 
-Interval t_interval(const std::vector<double>& x) {
+Interval t_interval(const std::vector<double>& x, double min_sd) {
     Interval ci;
     ci.n = int(x.size());
     if (x.empty()) return {NAN, -INFINITY, INFINITY, 0};
@@ -35,11 +38,159 @@ Interval t_interval(const std::vector<double>& x) {
     double ss = 0;
     for (double v : x)
         ss += (v - ci.mean) * (v - ci.mean);
-    const double s = std::sqrt(ss / double(x.size() - 1));  // the sample standard deviation
+    // the sample standard deviation, never below the floor the caller knows of
+    const double s = std::max(std::sqrt(ss / double(x.size() - 1)), min_sd);
     const double half = t_975(ci.n - 1) * s / std::sqrt(double(x.size()));
     ci.low = ci.mean - half;
     ci.high = ci.mean + half;
     return ci;
+}
+
+Interval clipped(Interval ci, double lo, double hi) {
+    ci.low = std::clamp(ci.low, lo, hi);
+    ci.high = std::clamp(ci.high, lo, hi);
+    return ci;
+}
+
+double binomial_sd(double percent, int items) {
+    const double x = percent / 100.0 * items, p = (x + 2) / (items + 4.0);
+    return 100.0 * std::sqrt(p * (1 - p) / items);
+}
+
+double sign_flip_p(const std::vector<double>& x, double center) {
+    const size_t n = x.size();
+    if (n > 40) throw std::invalid_argument("sign_flip_p: more than 40 values");
+    std::vector<double> y;
+    double total = 0, size = 0;
+    for (double v : x) {
+        y.push_back(v - center);
+        total += v - center;
+        size += std::fabs(v - center);
+    }
+    // Sums that differ by float rounding alone count as equal.
+    const double eps = 1e-9 * (1 + size), t = std::fabs(total);
+    if (t - eps <= 0) return 1.0;  // every pattern's |sum| reaches 0
+    auto sums = [&](size_t from, size_t to) {  // every signed sum of y[from..to)
+        std::vector<double> s = {0.0};
+        for (size_t i = from; i < to; i++) {
+            const size_t k = s.size();
+            for (size_t j = 0; j < k; j++) {
+                s.push_back(s[j] - y[i]);
+                s[j] += y[i];
+            }
+        }
+        return s;
+    };
+    const std::vector<double> a = sums(0, n / 2);
+    std::vector<double> b = sums(n / 2, n);
+    std::sort(b.begin(), b.end());
+    // The patterns whose |a + b| < t: b strictly inside (-t - a, t - a).
+    double inside = 0;
+    for (double s : a) {
+        const auto from = std::upper_bound(b.begin(), b.end(), -t - s + eps);
+        const auto to = std::lower_bound(b.begin(), b.end(), t - s - eps);
+        if (to > from) inside += double(to - from);
+    }
+    return 1.0 - inside / (double(a.size()) * double(b.size()));
+}
+
+namespace {
+
+double log_choose(int n, int k) {
+    return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0);
+}
+
+// The summed probability of the outcomes no more likely than the observed one (a relative
+// tolerance keeps ties that float rounding would split).
+double as_or_less_likely(const std::vector<double>& log_p, size_t observed) {
+    const double bound = log_p[observed] + 1e-7;
+    double p = 0;
+    for (double lp : log_p)
+        if (lp <= bound) p += std::exp(lp);
+    return std::min(1.0, p);
+}
+
+// P(X <= k) for X ~ Binomial(n, q).
+double binomial_cdf(int k, int n, double q) {
+    if (q <= 0) return 1.0;
+    if (q >= 1) return k >= n ? 1.0 : 0.0;
+    double p = 0;
+    for (int j = 0; j <= k; j++)
+        p += std::exp(log_choose(n, j) + j * std::log(q) + (n - j) * std::log1p(-q));
+    return std::min(1.0, p);
+}
+
+// The q in [0, 1] where the decreasing f(q) crosses `target`, by bisection.
+template <class F>
+double crossing(F f, double target) {
+    double lo = 0, hi = 1;
+    for (int i = 0; i < 200; i++) {
+        const double mid = (lo + hi) / 2;
+        (f(mid) > target ? lo : hi) = mid;
+    }
+    return (lo + hi) / 2;
+}
+
+std::pair<double, double> wilson(int k, int n) {
+    const double z = 1.959963984540054, p = double(k) / n, z2n = z * z / n;
+    const double centre = (p + z2n / 2) / (1 + z2n);
+    const double half = z * std::sqrt(p * (1 - p) / n + z2n / (4.0 * n)) / (1 + z2n);
+    return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
+}  // namespace
+
+double binomial_p(int k, int n) {
+    if (n <= 0) return 1.0;
+    if (k < 0 || k > n) throw std::invalid_argument("binomial_p: k outside 0..n");
+    std::vector<double> log_p;
+    for (int j = 0; j <= n; j++)
+        log_p.push_back(log_choose(n, j) - n * std::log(2.0));
+    return as_or_less_likely(log_p, size_t(k));
+}
+
+std::pair<double, double> binomial_interval(int k, int n) {
+    if (n <= 0) return {0.0, 1.0};
+    // low: P(X >= k | q) = 0.025, a rising function of q; high: P(X <= k | q) = 0.025.
+    const double low =
+        k == 0 ? 0.0 : crossing([&](double q) { return binomial_cdf(k - 1, n, q); }, 0.975);
+    const double high =
+        k == n ? 1.0 : crossing([&](double q) { return binomial_cdf(k, n, q); }, 0.025);
+    return {low, high};
+}
+
+double fisher_p(int a, int n1, int b, int n2) {
+    if (a < 0 || b < 0 || a > n1 || b > n2) throw std::invalid_argument("fisher_p: bad table");
+    const int n = n1 + n2, k = a + b;  // the margins: n1 and n2 seeds, k successes in all
+    const int from = std::max(0, k - n2), to = std::min(k, n1);
+    std::vector<double> log_p;
+    for (int x = from; x <= to; x++)
+        log_p.push_back(log_choose(k, x) + log_choose(n - k, n1 - x) - log_choose(n, n1));
+    return as_or_less_likely(log_p, size_t(a - from));
+}
+
+std::pair<double, double> newcombe_interval(int a, int n1, int b, int n2) {
+    if (n1 <= 0 || n2 <= 0) return {-1.0, 1.0};
+    const double p1 = double(a) / n1, p2 = double(b) / n2, d = p2 - p1;
+    const auto [l1, u1] = wilson(a, n1);
+    const auto [l2, u2] = wilson(b, n2);
+    const double low = d - std::sqrt((p2 - l2) * (p2 - l2) + (u1 - p1) * (u1 - p1));
+    const double high = d + std::sqrt((u2 - p2) * (u2 - p2) + (p1 - l1) * (p1 - l1));
+    return {std::max(-1.0, low), std::min(1.0, high)};
+}
+
+std::vector<double> holm(const std::vector<double>& p, size_t m) {
+    m = std::max(m, p.size());
+    std::vector<size_t> order(p.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](size_t i, size_t j) { return p[i] < p[j]; });
+    std::vector<double> adjusted(p.size());
+    double running = 0;
+    for (size_t r = 0; r < order.size(); r++) {
+        running = std::max(running, std::min(1.0, double(m - r) * p[order[r]]));
+        adjusted[order[r]] = running;
+    }
+    return adjusted;
 }
 
 std::string rule_text(const Rule& r) {
@@ -51,27 +202,6 @@ std::string rule_text(const Rule& r) {
     return b;
 }
 
-Verdict judge(const Interval& ci, const Rule& r) {
-    if (!(ci.n >= 2) || !std::isfinite(ci.low) || !std::isfinite(ci.high))
-        return Verdict::undecided;
-    const double t = r.threshold;
-    switch (r.side) {
-        case Side::below:
-            return ci.high < t ? Verdict::reproduced
-                   : ci.low > t ? Verdict::not_reproduced
-                                : Verdict::undecided;
-        case Side::above:
-            return ci.low > t ? Verdict::reproduced
-                   : ci.high < t ? Verdict::not_reproduced
-                                 : Verdict::undecided;
-        case Side::within:
-            return ci.low > -t && ci.high < t        ? Verdict::reproduced
-                   : ci.high < -t || ci.low > t ? Verdict::not_reproduced
-                                                : Verdict::undecided;
-    }
-    return Verdict::undecided;
-}
-
 const char* verdict_id(Verdict v) {
     switch (v) {
         case Verdict::reproduced:
@@ -80,6 +210,8 @@ const char* verdict_id(Verdict v) {
             return "not_reproduced";
         case Verdict::undecided:
             return "undecided";
+        case Verdict::by_construction:
+            return "holds_by_construction";
     }
     return "?";
 }
@@ -92,6 +224,8 @@ const char* verdict_korean(Verdict v) {
             return "이 규모에서는 재현되지 않음";
         case Verdict::undecided:
             return "판단 보류";
+        case Verdict::by_construction:
+            return "구성상 성립 (판정 아님)";
     }
     return "?";
 }

@@ -1,10 +1,12 @@
 // Chapter 8's statistics: a trained result is a distribution over seeds, and a verdict comes
-// from the mean paired difference and its 95% interval, never from one run.
+// from an exact test over the seeds, never from one run.
 //
-//   Interval ci = t_interval({-31.2, -28.0, -35.5});  // per seed: variant - baseline
-//   Verdict v = judge(ci, Rule{Side::below, -20});     // reproduced: wholly below -20
+//   double p = sign_flip_p({-31.2, -28.0, -35.5}, -20);  // differences against a threshold
+//   double f = fisher_p(4, 4, 0, 4);                      // 4 of 4 seeds against 0 of 4
+//   std::vector<double> adj = holm({0.01, 0.04, 0.03});   // family-wise adjusted
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ablations {
@@ -13,14 +15,45 @@ namespace ablations {
 double t_975(int df);
 
 // The mean of `x` and its 95% Student's t interval, mean ± t_{0.975, n-1} · s / sqrt(n) (s: the
-// sample standard deviation). With fewer than two values there is no interval: low = -inf,
-// high = +inf (every verdict is then undecided).
+// sample standard deviation, or `min_sd` where that is larger). With fewer than two values
+// there is no interval: low = -inf, high = +inf.
 struct Interval {
     double mean = 0, low = 0, high = 0;
     int n = 0;
     double half_width() const { return (high - low) / 2; }
 };
-Interval t_interval(const std::vector<double>& x);
+Interval t_interval(const std::vector<double>& x, double min_sd = 0);
+// The interval with its ends moved inside [lo, hi] (the range the quantity can take).
+Interval clipped(Interval ci, double lo, double hi);
+
+// The standard deviation, in percentage points, of a percentage measured on `items` items
+// whose true share is near `percent`: the binomial sqrt(p (1 - p) / items), with p taken as
+// (x + 2) / (items + 4) (Agresti-Coull) so that 0% and 100% still have a spread. A floor under
+// the seeds' spread: equal seeds do not make a difference certain.
+double binomial_sd(double percent, int items);
+
+// The exact paired sign-flip (permutation) test of "the differences are symmetric about
+// `center`": over all 2^n sign patterns s, the share with |sum s_i (x_i - center)| at least
+// the observed |sum (x_i - center)|; two-sided. n <= 40 (split in two halves, counted by
+// sorting). Five values all above the center: 2/32. No values: 1.
+double sign_flip_p(const std::vector<double>& x, double center);
+
+// The exact two-sided binomial test of `k` successes in `n` trials against a probability of
+// 1/2: the summed probability of every count no more likely than k. 0 of 5: 2/32.
+double binomial_p(int k, int n);
+// The exact (Clopper-Pearson) 95% interval of a success probability, k of n: {low, high}.
+std::pair<double, double> binomial_interval(int k, int n);
+
+// Fisher's exact test, two-sided: a of n1 against b of n2 successes, the summed hypergeometric
+// probability of every table with the same margins no more likely than the observed one.
+double fisher_p(int a, int n1, int b, int n2);
+// Newcombe's 95% interval (from two Wilson intervals) of b/n2 - a/n1: {low, high} in [-1, 1].
+std::pair<double, double> newcombe_interval(int a, int n1, int b, int n2);
+
+// Holm-Bonferroni adjusted p values, in the order of `p`: sorted ascending, the i-th (from 0)
+// is multiplied by m - i, made non-decreasing, capped at 1. `m` is the family's size (at least
+// p.size()); the members not in `p` count as p = 1, which is what a missing test can show.
+std::vector<double> holm(const std::vector<double>& p, size_t m = 0);
 
 // Where a claim puts the difference: below the threshold, above it, or within ±threshold.
 enum class Side { below, above, within };
@@ -30,12 +63,15 @@ struct Rule {
 };
 std::string rule_text(const Rule& r);  // "<-20", ">-1", "±2": the TSV's threshold column
 
-// reproduced: the interval lies wholly on the claim's side of the threshold; not reproduced:
-// wholly on the other side; undecided: it straddles (or touches) the threshold. For within:
-// reproduced if the interval lies inside (-t, t), not reproduced if it lies wholly outside it.
-enum class Verdict { reproduced, not_reproduced, undecided };
-Verdict judge(const Interval& ci, const Rule& rule);
-const char* verdict_id(Verdict v);      // reproduced, not_reproduced, undecided (the TSV)
-const char* verdict_korean(Verdict v);  // 재현됨, 이 규모에서는 재현되지 않음, 판단 보류
+// reproduced: the test rejects at 5% (after Holm's adjustment where the comparison is a
+// primary one) with the estimate on the claim's side; not reproduced: it rejects with the
+// estimate on the other side; undecided: it does not reject, or too few seeds are valid.
+// by_construction: an identity the model's structure makes true, printed, never tested.
+enum class Verdict { reproduced, not_reproduced, undecided, by_construction };
+constexpr double ALPHA = 0.05;
+const char* verdict_id(Verdict v);      // reproduced, not_reproduced, undecided,
+                                        // holds_by_construction (the TSV)
+const char* verdict_korean(Verdict v);  // 재현됨, 이 규모에서는 재현되지 않음, 판단 보류,
+                                        // 구성상 성립 (판정 아님)
 
 }  // namespace ablations

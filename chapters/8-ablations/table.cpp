@@ -1,5 +1,6 @@
 // Chapter 8's table (see experiments.h): every run, every claim and every comparison, each
 // declared once; the jobs, the report, the figures and the --summary TSV are made from it.
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -191,8 +192,6 @@ const std::vector<ClaimSpec> CLAIMS = {
      {"pos-sin", "pos-learned", "pos2-sin", "pos2-learned"},
      {{"사인 4자리 이하", "pos-sin:exact"},  // 1..9999: positions_job's max_digits = 4
       {"학습된 표 4자리 이하", "pos-learned:exact"},
-      {"사인 5자리", "pos-sin:exact_five_digit"},
-      {"학습된 표 5자리", "pos-learned:exact_five_digit"},
       {"사인 긴 입력", "pos2-sin:exact_long_source"},
       {"학습된 표 긴 입력", "pos2-learned:exact_long_source"}}},
     {"warmup",
@@ -210,32 +209,79 @@ const std::vector<ClaimSpec> CLAIMS = {
 };
 
 const std::vector<ComparisonSpec> COMPARISONS = {
-    {"scaling", "§2", "exact_pp", "scaled-256:exact", "unscaled-256:exact", {Side::below, -20},
-     "d_k = 256"},
-    {"scaling", "§2", "exact_pp", "base:exact", "unscaled-16:exact", {Side::below, -20},
-     "d_k = 16"},
-    {"heads", "§3", "exact_pp", "base:exact", "heads-1:exact", {Side::below, -2},
-     "숫자 읽기: 1개 - 4개"},
-    {"heads", "§3", "digit_pp", "nb-4:digit_accuracy", "nb-1:digit_accuracy", {Side::below, -2},
-     "이웃 차이: 1개 - 4개"},
-    {"pruning", "§3", "exact_pp", "base:exact", "base:exact_pruned_third", {Side::above, -1},
-     "3분의 1 제거 - 그대로"},
-    {"positions", "§4", "exact_pp", "pos-sin:exact", "pos-learned:exact", {Side::within, 2},
-     "범위 안"},
-    {"positions", "§4", "exact_five_pp", "pos-sin:exact_five_digit", "pos-learned:exact_five_digit",
-     {Side::below, -20}, "5자리"},
-    {"positions", "§4", "exact_long_pp", "pos2-sin:exact_long_source",
-     "pos2-learned:exact_long_source",
-     {Side::below, -20}, "긴 입력"},
-    {"warmup", "§5", "exact_pp", "warm-post:exact", "nowarm-post:exact", {Side::below, -20},
-     "Post-LN: 없음 - 있음"},
-    {"warmup", "§5", "exact_pp", "warm-pre:exact", "nowarm-pre:exact", {Side::above, -10},
-     "Pre-LN: 없음 - 있음"},
-    {"first-step", "§5", "first_digit_pp", "base:first_digit_intact", "base:first_digit_self_mean",
-     {Side::above, -5}, "셀프 -> 평균"},
-    {"first-step", "§5", "first_digit_pp", "base:first_digit_intact", "base:first_digit_cross_mean",
-     {Side::below, -50}, "교차 -> 평균"},
+    {.claim = "scaling", .section = "§2", .metric = "exact_pp", .baseline = "scaled-256:exact",
+     .variant = "unscaled-256:exact", .rule = {Side::below, -20}, .label = "d_k = 256",
+     .family = Family::primary, .floor = 20},
+    {.claim = "scaling", .section = "§2", .metric = "exact_pp", .baseline = "base:exact",
+     .variant = "unscaled-16:exact", .rule = {Side::below, -20}, .label = "d_k = 16",
+     .floor = 20},
+    {.claim = "scaling", .section = "§2", .metric = "seeds_pct", .baseline = "scaled-256:exact",
+     .variant = "unscaled-256:exact", .rule = {Side::below, 0}, .label = "256: 절반 이하",
+     .test = Test::count, .floor = 20, .weight = 0.5},
+    {.claim = "heads", .section = "§3", .metric = "exact_pp", .baseline = "base:exact",
+     .variant = "heads-1:exact", .rule = {Side::below, -2}, .label = "숫자 읽기: 1개 - 4개",
+     .family = Family::primary, .floor = 20},
+    {.claim = "heads", .section = "§3", .metric = "digit_pp", .baseline = "nb-4:digit_accuracy",
+     .variant = "nb-1:digit_accuracy", .rule = {Side::below, -2}, .label = "이웃 차이: 1개 - 4개",
+     .floor = 30},
+    {.claim = "pruning", .section = "§3", .metric = "seeds_pct", .baseline = "base:exact",
+     .variant = "base:exact_pruned_third", .rule = {Side::above, -1},
+     .label = "3분의 1 제거 - 그대로", .family = Family::primary, .test = Test::count,
+     .floor = 20},
+    {.claim = "positions", .section = "§4", .metric = "exact_pp", .baseline = "pos-sin:exact",
+     .variant = "pos-learned:exact", .rule = {Side::within, 2}, .label = "범위 안",
+     .family = Family::primary, .floor = 20},
+    {.claim = "positions", .section = "§4", .metric = "seeds_pct", .baseline = "",
+     .variant = "pos2-sin:exact_long_source", .rule = {Side::above, 50},
+     .label = "사인 긴 입력 ≥ 50", .family = Family::primary, .test = Test::count,
+     .weight = 0},
+    {.claim = "positions", .section = "§4", .metric = "seeds_pp",
+     .baseline = "pos2-sin:exact_long_source", .variant = "pos2-learned:exact_long_source",
+     .rule = {Side::below, 0}, .label = "긴 입력", .test = Test::fisher},
+    {.claim = "warmup", .section = "§5", .metric = "seeds_pp", .baseline = "warm-post:exact",
+     .variant = "nowarm-post:exact", .rule = {Side::below, 0}, .label = "Post-LN: 없음 - 있음",
+     .family = Family::primary, .test = Test::fisher, .floor = 20},
+    {.claim = "warmup", .section = "§5", .metric = "exact_pp", .baseline = "warm-pre:exact",
+     .variant = "nowarm-pre:exact", .rule = {Side::above, -10}, .label = "Pre-LN: 없음 - 있음",
+     .floor = 20},
+    {.claim = "warmup", .section = "§5", .metric = "seeds_pp", .baseline = "nowarm-pre:exact",
+     .variant = "nowarm-post:exact", .rule = {Side::below, 0}, .label = "없음: Post - Pre",
+     .test = Test::fisher, .floor = 20},
+    {.claim = "first-step", .section = "§5", .metric = "first_digit_pp",
+     .baseline = "base:first_digit_intact", .variant = "base:first_digit_self_mean",
+     .rule = {Side::above, -5}, .label = "셀프 -> 평균", .family = Family::identity},
+    {.claim = "first-step", .section = "§5", .metric = "first_digit_pp",
+     .baseline = "base:first_digit_intact", .variant = "base:first_digit_cross_mean",
+     .rule = {Side::below, -50}, .label = "교차 -> 평균", .family = Family::identity},
 };
+
+const char* family_id(Family f) {
+    switch (f) {
+        case Family::primary:
+            return "primary";
+        case Family::exploratory:
+            return "exploratory";
+        case Family::identity:
+            return "identity";
+    }
+    return "?";
+}
+
+std::string test_id(const ComparisonSpec& c) {
+    if (c.family == Family::identity) return "identity";
+    switch (c.test) {
+        case Test::graded:
+            return "sign-flip";
+        case Test::count:
+            return "binomial";
+        case Test::fisher: {
+            char b[32];
+            std::snprintf(b, sizeof b, "fisher>=%g", c.level);
+            return b;
+        }
+    }
+    return "?";
+}
 
 const ClaimSpec& claim_spec(const std::string& name) {
     for (const ClaimSpec& c : CLAIMS)
