@@ -917,6 +917,36 @@ TEST_CASE("ablations: bad options are refused before any training") {
     }
 }
 
+namespace {
+
+// Every comparison recomputed from a committed per-seed file (seeds_tsv), Holm's family
+// included, and the values it read ("claim run:key" -> every seed's, in seed order).
+struct FromSeeds {
+    std::map<std::string, std::vector<double>> values;
+    std::vector<Comparison> comparisons;
+};
+FromSeeds from_seeds(const std::string& file) {
+    FromSeeds out;
+    const auto rows = tsv_rows(testutil::read_file(file));
+    REQUIRE(rows.size() > 1);
+    CHECK(rows[0] == std::vector<std::string>{"claim", "run", "metric", "seed", "value"});
+    for (size_t i = 1; i < rows.size(); i++)
+        out.values[rows[i][0] + " " + rows[i][1] + ":" + rows[i][2]].push_back(
+            std::stod(rows[i][4]));
+    for (const ComparisonSpec& spec : COMPARISONS) {
+        const std::string claim = spec.claim;
+        const std::vector<double> v = out.values.at(claim + " " + spec.variant);
+        out.comparisons.push_back(
+            compare(spec, spec.weight == 0 ? std::vector<double>{}
+                                           : out.values.at(claim + " " + spec.baseline),
+                    v));
+    }
+    judge_family(out.comparisons);
+    return out;
+}
+
+}  // namespace
+
 TEST_CASE("ablations: the README's Claims table is what bench/claims-table.sh makes of the TSV") {
     // figures/8-ablations.tsv is what `make ablations` wrote; its rows follow the rule, and the
     // README's table between the claims markers is the script's output for it.
@@ -944,21 +974,7 @@ TEST_CASE("ablations: the README's Claims table is what bench/claims-table.sh ma
     }
     // The summary is what the committed per-seed values give: every comparison recomputed
     // from figures/8-ablations-seeds.tsv, Holm's family included, is the same TSV.
-    std::map<std::string, std::vector<double>> seeds;  // "claim run:key" -> values in seed order
-    const auto seed_rows = tsv_rows(testutil::read_file("figures/8-ablations-seeds.tsv"));
-    for (size_t i = 1; i < seed_rows.size(); i++)
-        seeds[seed_rows[i][0] + " " + seed_rows[i][1] + ":" + seed_rows[i][2]].push_back(
-            std::stod(seed_rows[i][4]));
-    std::vector<Comparison> again;
-    for (const ComparisonSpec& spec : COMPARISONS) {
-        const std::string claim = spec.claim;
-        const std::vector<double> v = seeds.at(claim + " " + spec.variant);
-        again.push_back(compare(spec, spec.weight == 0 ? std::vector<double>{}
-                                                       : seeds.at(claim + " " + spec.baseline),
-                                v));
-    }
-    judge_family(again);
-    CHECK(summary_tsv(again) == tsv);
+    CHECK(summary_tsv(from_seeds("figures/8-ablations-seeds.tsv").comparisons) == tsv);
     const std::string root = PROJECT_ROOT,
                       out = "/tmp/transformer-test-claims-table-" + std::to_string(::getpid());
     const std::string cmd =
