@@ -34,6 +34,7 @@
 #include "chapters/8-ablations/runner.h"
 #include "chapters/8-ablations/stats.h"
 #include "chapters/8-ablations/summary.h"
+#include "common/program/format.h"
 #include "common/random.h"
 #include "tests/cross_attention.h"
 #include "tests/util.h"
@@ -998,6 +999,46 @@ TEST_CASE("ablations: the README's Claims table is what bench/claims-table.sh ma
                                 " | " + f[15] + " | " + f[10] + " |";
         CHECK_MESSAGE(table.find(row) != std::string::npos, row);
     }
+}
+
+TEST_CASE("ablations: the second block of seeds: its files agree, and the README says them") {
+    // Seeds 100-104 (`make ablations ABLATIONS_ARGS="--seed 100"`, whose summary and per-seed
+    // file build/ablations-partial/ holds, committed as figures/8-ablations-100.tsv and
+    // figures/8-ablations-seeds-100.tsv): the summary is what its per-seed file gives, and the
+    // README's sentence on the two blocks is made from the two per-seed files.
+    const FromSeeds first = from_seeds("figures/8-ablations-seeds.tsv"),
+                    second = from_seeds("figures/8-ablations-seeds-100.tsv");
+    CHECK(summary_tsv(second.comparisons) == testutil::read_file("figures/8-ablations-100.tsv"));
+    std::set<std::string> seeds;
+    const auto rows = tsv_rows(testutil::read_file("figures/8-ablations-seeds-100.tsv"));
+    for (size_t i = 1; i < rows.size(); i++)
+        seeds.insert(rows[i][3]);
+    CHECK(seeds == std::set<std::string>{"100", "101", "102", "103", "104"});
+    std::string verdicts;
+    for (size_t i = 0; i < COMPARISONS.size(); i++) {
+        if (COMPARISONS[i].family != Family::primary) continue;
+        const Verdict a = first.comparisons[i].verdict, b = second.comparisons[i].verdict;
+        CAPTURE(COMPARISONS[i].variant);
+        // No primary verdict is reproduced in one block and not reproduced in the other.
+        CHECK_FALSE(((a == Verdict::reproduced && b == Verdict::not_reproduced) ||
+                     (a == Verdict::not_reproduced && b == Verdict::reproduced)));
+        verdicts += (verdicts.empty() ? "" : "; ") + std::string(COMPARISONS[i].variant) + " " +
+                    verdict_id(a) + " / " + verdict_id(b);
+    }
+    auto mean = [](const FromSeeds& block, const std::string& key) {
+        const std::vector<double>& v = block.values.at(key);
+        return fixed(std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()), 2);
+    };
+    const std::string sin = "positions pos2-sin:exact_long_source",
+                      learned = "positions pos2-learned:exact_long_source";
+    const std::string sentence =
+        "Primary verdicts, seeds 0-4 / 100-104: " + verdicts +
+        ". On the 8-9-syllable sources exact match averages " + mean(first, sin) + "% / " +
+        mean(second, sin) + "% with sinusoids and " + mean(first, learned) + "% / " +
+        mean(second, learned) + "% with a learned table.";
+    std::string readme = testutil::read_file("README.md");
+    std::replace(readme.begin(), readme.end(), '\n', ' ');
+    CHECK_MESSAGE(readme.find(sentence) != std::string::npos, sentence);
 }
 
 namespace {
