@@ -186,7 +186,8 @@ emu_switch_stack:
 #define SHARED_TILE(T, name, cursor, count)                                                \
     static ::emu::SharedSite emu_shared_site_##name{#name, __FILE__, __LINE__, true};      \
     T* name = reinterpret_cast<T*>(::emu::shared_tile(emu_shared_site_##name,              \
-        reinterpret_cast<const unsigned char*>(cursor), sizeof(T) * size_t(count)));        \
+        reinterpret_cast<const unsigned char*>(cursor), sizeof(T) * size_t(count),         \
+        alignof(T)));                                                                        \
     cursor += (count)
 // clang-format on
 #define CHECK_LAUNCH_BOUNDS(...) ::emu::check_launch_bounds(__VA_ARGS__)
@@ -546,9 +547,11 @@ struct SharedRegion {
         hot = nullptr, cold = nullptr;
         marked = false;
     }
-    // Room for `n` bytes, the array's end at the data's end (rounded to 16 bytes).
-    void place(size_t n) {
-        const size_t page = page_bytes(), rounded = (n + 15) / 16 * 16;
+    // Room for `n` bytes, the array's end at the data's end (rounded to 16 bytes), its start
+    // `misalign` bytes past a 16-byte boundary (a tile: as far as its offset in the dynamic
+    // shared memory is on a GPU, so that a vector access misaligned there is misaligned here).
+    void place(size_t n, size_t misalign = 0) {
+        const size_t page = page_bytes(), rounded = (misalign + n + 15) / 16 * 16;
         const size_t need = (rounded + page - 1) / page * page;
         if (!map || need != data_bytes) {
             unmap();
@@ -595,7 +598,7 @@ struct SharedRegion {
             guard_table[guard].hi = reinterpret_cast<uintptr_t>(map) + map_bytes;
             guard_table[guard].lo = reinterpret_cast<uintptr_t>(map);
         }
-        unsigned char* const at = data + data_bytes - rounded;
+        unsigned char* const at = data + data_bytes - rounded + misalign;
         if (at != ptr || n != bytes || !marked) {
             bytes = n;
             ptr = at;
@@ -739,9 +742,9 @@ inline std::string thread_name(int tid);
 // A SHARED declaration: the block's copy of the array, placed and filled by the first thread
 // of the block that reaches it.
 #if EMU_RT_DECLARE_ONLY
-void* shared_at(SharedSite& site, size_t bytes);
+void* shared_at(SharedSite& site, size_t bytes, size_t misalign = 0);
 #else
-EMU_RT_INLINE void* shared_at(SharedSite& site, size_t bytes) {
+EMU_RT_INLINE void* shared_at(SharedSite& site, size_t bytes, size_t misalign = 0) {
     int slot = site.slot.load(std::memory_order_acquire);
     if (slot < 0) {
         static std::mutex m;
@@ -771,7 +774,7 @@ EMU_RT_INLINE void* shared_at(SharedSite& site, size_t bytes) {
                            std::to_string(a.limit) +
                            " bytes a block may have (48 KB unless "
                            "the kernel opted in with cudaFuncSetAttribute, 227 KB on sm_90)");
-        r->place(bytes);
+        r->place(bytes, misalign);
         r->fill();
         r->gen = a.gen;
         a.touched.push_back(r.get());
@@ -781,20 +784,29 @@ EMU_RT_INLINE void* shared_at(SharedSite& site, size_t bytes) {
 #endif
 
 // SHARED_TILE: the tile must lie inside the launch's dynamic shared memory (the cursor walks
-// through it as on a GPU); the kernel gets an array of its own, as SHARED would give it.
+// through it as on a GPU), at an offset its type's alignment divides; the kernel gets an array
+// of its own, as SHARED would give it, as far past a 16-byte boundary as the offset is (the
+// dynamic shared memory starts 16-byte aligned on a GPU), so that a float4 access to a tile
+// carved at an odd float is misaligned here too.
 #if EMU_RT_DECLARE_ONLY
-void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t bytes);
+void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t bytes, size_t align);
 #else
-EMU_RT_INLINE void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t bytes) {
+EMU_RT_INLINE void* shared_tile(SharedSite& site, const unsigned char* cursor, size_t bytes,
+                                size_t align) {
     const SharedRegion& dyn = cur().block->arena->dynamic;
     const long off = long(cursor - dyn.ptr);
+    if (off >= 0 && size_t(off) % align != 0)
+        fail_in_thread(std::string("shared tile `") + site.name + "` (" + site.file + ":" +
+                       std::to_string(site.line) + ") starts at byte " + std::to_string(off) +
+                       " of the dynamic shared memory, not a multiple of its type's alignment (" +
+                       std::to_string(align) + " bytes): a GPU faults on its accesses");
     if (off < 0 || size_t(off) + bytes > dyn.bytes)
         fail_in_thread(std::string("shared tile `") + site.name + "` (" + site.file + ":" +
                        std::to_string(site.line) + "): " + std::to_string(bytes) +
                        " bytes from byte " + std::to_string(off) + " of the dynamic shared " +
                        "memory, which has " + std::to_string(dyn.bytes) +
                        ": the launch gives fewer bytes than the tiles carved from them");
-    return shared_at(site, bytes);
+    return shared_at(site, bytes, size_t(off) % 16);
 }
 #endif
 

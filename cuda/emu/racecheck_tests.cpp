@@ -298,6 +298,28 @@ __global__ void carved_kernel(float* out, int index, bool by_hand) {
     if (threadIdx.x == 0) out[0] = a[index];
 }
 
+// Tiles carved at `skip` floats into the dynamic shared memory: a float tile that thread 0
+// reads as float4 (its byte 0 is 4 * skip bytes past the 16-byte aligned start, as on a GPU),
+// or, with as_float4, a float4 tile carved there.
+__global__ void carved_vector_kernel(float* out, int skip, bool as_float4) {
+    DYNAMIC_SHARED(float, smem);
+    float* cursor = smem + skip;
+    if (as_float4) {
+        float4* cursor4 = reinterpret_cast<float4*>(cursor);
+        SHARED_TILE(float4, t4, cursor4, 2);
+        if (threadIdx.x == 0) t4[0] = float4{1, 2, 3, 4}, out[0] = t4[0].x;
+        return;
+    }
+    SHARED_TILE(float, t, cursor, 8);
+    if (threadIdx.x < 8) t[threadIdx.x] = float(threadIdx.x);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float4 v;
+        v = *reinterpret_cast<const float4*>(t);  // one 16-byte load on a GPU
+        out[0] = v.x + v.y + v.z + v.w;
+    }
+}
+
 // Thread 0 applies one atomic to the int (or float) `offset` bytes from p: every atomic the
 // emulator provides, each on its own line (counted from ATOMIC_KERNEL_LINE).
 enum class Atomic { add, add_float, sub, max, min, exch, cas };
@@ -617,6 +639,35 @@ TEST_CASE("emulator checks: an overrun from one carved shared tile into the next
     });
     CHECK_MESSAGE(small.find("shared tile `tb`") != std::string::npos, small);
     CHECK_MESSAGE(small.find("fewer bytes than the tiles") != std::string::npos, small);
+}
+
+// On a GPU a tile is at its offset into the dynamic shared memory: a float4 access to a float
+// tile carved 4 bytes past a 16-byte boundary faults, and so does any access to a float4 tile
+// carved there. The emulator gives each tile an array of its own, placed as the offset is.
+TEST_CASE("emulator checks: a carved tile misaligned for its accesses, or its type") {
+    gpu::Buffer<float> out(1);
+    auto run = [&](int skip, bool as_float4) {
+        return launch_error([&] {
+            launch_kernel(carved_vector_kernel, dim3(1), dim3(32), 32 * sizeof(float),
+                          out.data(), skip, as_float4);
+        });
+    };
+    const std::string v = run(1, false);
+    CHECK_MESSAGE(v.find("misaligned 16-byte load from") != std::string::npos, v);
+    CHECK_MESSAGE(v.find("(4 bytes past a 16-byte boundary)") != std::string::npos, v);
+    CHECK(run(4, false).empty());
+    float sum = 0;
+    CUDA_CHECK(cudaMemcpy(&sum, out.data(), 4, cudaMemcpyDeviceToHost));
+    CHECK(sum == 6.0f);  // 0 + 1 + 2 + 3
+    const std::string t = run(3, true);
+    CHECK_MESSAGE(t.find("shared tile `t4`") != std::string::npos, t);
+    CHECK_MESSAGE(t.find("starts at byte 12 of the dynamic shared memory, not a multiple of its "
+                         "type's alignment (16 bytes)") != std::string::npos,
+                  t);
+    CHECK(run(4, true).empty());
+    // With the alignment check off the float tile's float4 read goes unseen.
+    Without off(emu::check_alignment);
+    CHECK(run(1, false).empty());
 }
 
 // ---- __launch_bounds__, checked at every launch without a hand-written call ---------------
