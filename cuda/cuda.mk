@@ -118,16 +118,27 @@ $(EMU_FLAGS_STAMP): emu-flags-check
 	@printf '%s\n' '$(strip $(EMU_INSTRUMENT))' | cmp -s - $@ || \
 	  printf '%s\n' '$(strip $(EMU_INSTRUMENT))' > $@
 
-# Each source goes through cuda/emu/launch_bounds.pl, which makes every kernel declared
-# __launch_bounds__(N) check its block against N at each launch (no hand-written call).
+# Each source is preprocessed first, with __launch_bounds__(args) a marker
+# (-DEMU_LAUNCH_BOUNDS_PASS, cuda/emu/emulator.h); cuda/emu/launch_bounds.pl turns every marker
+# into a check of the block against args in the body of the function it declares, so that every
+# kernel declared with launch bounds, however spelled (a macro, a parameterised one), checks them
+# at each launch, with no hand-written call. The preprocessed unit (.lb.ii) is what g++ compiles
+# (and ccache caches); its line markers keep every diagnostic and line table on the source.
 EMU_LB := perl cuda/emu/launch_bounds.pl
+define emu_lb_compile
+	$(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -DEMU_LAUNCH_BOUNDS_PASS -MT $@ -MF $(@:.o=.d) \
+	    -E -x c++ $< -o $(@:.o=.ii)
+	$(EMU_LB) $(@:.o=.ii) > $(@:.o=.lb.ii)
+	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(EMU_INSTRUMENT) -c $(@:.o=.lb.ii) -o $@
+	@rm -f $(@:.o=.ii) $(@:.o=.lb.ii)
+endef
 $(BUILD)/emu/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
-	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
+	$(emu_lb_compile)
 $(BUILD)/emu/cuda/emu/racecheck_tests.o: cuda/emu/racecheck_tests.cpp cuda/emu/launch_bounds.pl \
                                          $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
-	$(EMU_LB) $< | $(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -MT $@ -MF $(@:.o=.d) -x c++ -c - -o $@
+	$(emu_lb_compile)
 # The emulator's sgemm is the largest unit (every tile shape, instrumented) and the last to end
 # of what `make` builds beside chapter 7: -O1 compiles it in about three quarters of -O2's time,
 # for slightly slower sgemm cases in the suite. The emulator's results are compared with

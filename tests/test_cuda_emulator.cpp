@@ -578,10 +578,11 @@ TEST_CASE("cuda emulator: __launch_bounds__ and the shared-memory limits are enf
 }
 
 // The launch bounds are checked at every launch without a hand-written call: the emulator build
-// passes each source through cuda/emu/launch_bounds.pl, which inserts CHECK_LAUNCH_BOUNDS(args)
-// as the first statement of every function declared __launch_bounds__(args), whatever the
-// spelling (emu-racecheck launches planted kernels of each). Here: it finds every declaration
-// in cuda/, and none in a comment.
+// preprocesses each source with __launch_bounds__(args) a marker and passes it through
+// cuda/emu/launch_bounds.pl, which inserts the check as the first statement of every function
+// declared with it, whatever the spelling (emu-racecheck launches planted kernels of each, macros
+// among them). Here, the same two steps: it finds every declaration in cuda/, and none in a
+// comment.
 TEST_CASE("cuda emulator: every kernel with __launch_bounds__ gets its check from the build") {
     int kernels = 0;
     for (const auto& entry :
@@ -595,17 +596,20 @@ TEST_CASE("cuda emulator: every kernel with __launch_bounds__ gets its check fro
             for (size_t at = 0; (at = line.find("__launch_bounds__(", at)) < comment; at++)
                 declared++;
         }
-        const std::string cmd = "perl " + std::string(PROJECT_ROOT) +
-                                "/cuda/emu/launch_bounds.pl " + entry.path().string();
+        const std::string root = PROJECT_ROOT;
+        const std::string cmd = "c++ -std=c++20 -DEMU_LAUNCH_BOUNDS_PASS -I'" + root +
+                                "' -E -x c++ '" + entry.path().string() + "' | perl '" + root +
+                                "/cuda/emu/launch_bounds.pl'";
         FILE* pipe = popen(cmd.c_str(), "r");
         REQUIRE(pipe);
         char buf[4096];
         for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) text.append(buf, n);
         CHECK(pclose(pipe) == 0);
         int inserted = 0;
-        for (size_t at = 0; (at = text.find("{ CHECK_LAUNCH_BOUNDS(", at)) != std::string::npos;
-             at++)
+        for (size_t at = 0;
+             (at = text.find("{ ::emu::check_launch_bounds(", at)) != std::string::npos; at++)
             inserted++;
+        CHECK(text.find("__emu_launch_bounds__") == std::string::npos);
         CHECK_MESSAGE(inserted == declared, entry.path().string());
         kernels += inserted;
     }

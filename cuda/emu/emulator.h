@@ -34,10 +34,12 @@
 //   launch rules                          block and grid limits; at most 48 KB of static shared
 //                                          memory, and static + dynamic at most 48 KB, or 227 KB
 //                                          (sm_90) after cudaFuncSetAttribute; a kernel declared
-//                                          __launch_bounds__(N) checks its block against N in its
-//                                          first statement, CHECK_LAUNCH_BOUNDS(N), which the build
-//                                          inserts (cuda/emu/launch_bounds.pl): a launch a GPU
-//                                          would refuse throws here too
+//                                          __launch_bounds__(N), however spelled (through macros
+//                                          too), checks its block against N in its first
+//                                          statement, which the build inserts into the
+//                                          preprocessed source (cuda/emu/launch_bounds.pl; a
+//                                          source compiled directly calls CHECK_LAUNCH_BOUNDS
+//                                          itself): a launch a GPU would refuse throws here too
 //   the device                            sm_90, 132 SMs (an H200's), so that the host code's
 //                                          grid decisions (split-K) run as on that GPU
 //
@@ -168,7 +170,14 @@ emu_switch_stack:
 #define __device__
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
+// The build's preprocessor pass (cuda/cuda.mk, -DEMU_LAUNCH_BOUNDS_PASS) turns each one, however
+// spelled or reached through macros, into a marker that cuda/emu/launch_bounds.pl replaces with
+// the check in the function's body; a source compiled directly gets no check from it.
+#ifdef EMU_LAUNCH_BOUNDS_PASS
+#define __launch_bounds__(...) __emu_launch_bounds__(__VA_ARGS__)
+#else
 #define __launch_bounds__(...)
+#endif
 // Shared arrays go through SHARED (bounds-checked, NaN at every block start): a plain
 // __shared__ stops the build here with this name in the message.
 #define __shared__ use_SHARED_for_shared_memory_see_cuda_launch_h

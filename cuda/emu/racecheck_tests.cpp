@@ -688,3 +688,39 @@ TEST_CASE("emulator checks: a block over __launch_bounds__, without a hand-writt
         CHECK(launch_error([&] { launch_kernel(k, dim3(1), dim3(64), 0, out.data()); }).empty());
     }
 }
+
+// Launch bounds reached through macros (one that expands to __launch_bounds__, on two kernels;
+// a parameterised one), declared on a prototype whose definition repeats none, and the text
+// "__launch_bounds__(64) {" in host code's string literals, which must stay as written: the
+// build preprocesses each source before cuda/emu/launch_bounds.pl reads it.
+#define EMU_TEST_BOUNDS __launch_bounds__(64)
+#define EMU_TEST_LB(n) __launch_bounds__(n)
+__global__ void EMU_TEST_BOUNDS bounds_macro_a(int* out) { out[threadIdx.x] = 4; }
+__global__ void EMU_TEST_BOUNDS bounds_macro_b(int* out) { out[threadIdx.x] = 5; }
+__global__ void EMU_TEST_LB(2 * 32) bounds_macro_param(int* out) { out[threadIdx.x] = 6; }
+__global__ void __launch_bounds__(64) bounds_prototype(int* out);
+__global__ void bounds_prototype(int* out) { out[threadIdx.x] = 7; }
+const char* bounds_text() { return "__launch_bounds__(64) { not code"; }
+int bounds_host_code(const char* name) {
+    if (std::string(name) == "__launch_bounds__(64)") { return 1; }
+    return 0;
+}
+
+TEST_CASE("emulator checks: __launch_bounds__ through macros, and never in a string literal") {
+    gpu::Buffer<int> out(128);
+    for (void (*k)(int*) : {bounds_macro_a, bounds_macro_b, bounds_macro_param, bounds_prototype}) {
+        const std::string e =
+            launch_error([&] { launch_kernel(k, dim3(1), dim3(128), 0, out.data()); });
+        CHECK_MESSAGE(e.find("128 threads per block, over the kernel's __launch_bounds__(64)") !=
+                          std::string::npos,
+                      e);
+        CHECK(launch_error([&] { launch_kernel(k, dim3(1), dim3(64), 0, out.data()); }).empty());
+    }
+    // (Its length: an insertion into the literal would change this line's literal as well.)
+    CHECK(std::string(bounds_text()).size() == 32);
+    // Host code after such a literal runs as written (a check there would fault: no block).
+    const ChildResult r =
+        in_child([] { return std::to_string(bounds_host_code("__launch_bounds__(64)")); });
+    CHECK(r.exited);
+    CHECK_MESSAGE(r.text == "1", r.text);
+}
