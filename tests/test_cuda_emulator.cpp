@@ -868,7 +868,12 @@ TEST_CASE("cuda emulator: gpu-bench --quick runs every section and every cross-c
           "max |dV diff|",
           "attention n=200 sampled rows vs double (64 query and 64 key rows of head 1): max |O",
           "attention n=200 causal sampled rows vs double",
-          "max |L diff|"})
+          "max |L diff|",
+          "sgemm 136^3 NN vs cuBLAS: warp-tiled (default) max |diff| = ",
+          " register-tiled max |diff| = ",
+          " shared-tiled max |diff| = ",
+          "LSTM forward h vs a double reference: fused max |h diff| = ",
+          "LSTM gates alone h vs a double reference: fused max |h diff| = "})
         CHECK_MESSAGE(r.out.find(line) != std::string::npos, line);
     // Both sequence lengths time version 1 and compare its O, dQ, dK and dV with version 2's.
     const std::regex v1(R"(max \|dV diff\| = [0-9.e+-]+ \(against version 2\))");
@@ -940,6 +945,30 @@ TEST_CASE("cuda emulator: gpu-bench --quick fails on a planted mismatch and a pl
     r = testutil::run("gpu-bench-emu", "--plant-nan --plant-mismatch", "", 60);
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("exclude each other") != std::string::npos);
+    // Every timed result has its reference check: the sgemm versions timed first against
+    // cuBLAS, the LSTM's h (the whole forward, and the gates alone) against a double reference
+    // on the host. Each planted by name, in one run: each fails, named.
+    const char* const timed[] = {"sgemm 136^3 warp-tiled (default) NN vs cuBLAS",
+                                 "sgemm 136^3 register-tiled NN vs cuBLAS",
+                                 "sgemm 136^3 shared-tiled NN vs cuBLAS",
+                                 "LSTM forward h, fused gates vs double",
+                                 "LSTM forward h, unfused gates vs double",
+                                 "LSTM gates alone h, fused vs double",
+                                 "LSTM gates alone h, unfused vs double"};
+    std::string args = "--quick";
+    for (const char* name : timed)
+        args += std::string(" --plant-mismatch='") + name + "'";
+    r = testutil::run("gpu-bench-emu", args);
+    CHECK(r.exit_code == 1);
+    for (const char* name : timed)
+        CHECK_MESSAGE(r.out.find(std::string("\nMISMATCH ") + name + ": worst at index") !=
+                          std::string::npos,
+                      std::string(name));
+    CHECK_MESSAGE(r.err.find("gpu-bench: FAILED: 7 cross-check(s) failed") != std::string::npos,
+                  r.err);
+    r = testutil::run("gpu-bench-emu", "--quick --plant-nan='no such check'");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "gpu-bench: error: no check's name begins with 'no such check' (planted)\n");
 }
 
 // GPU_CHECK_DIR puts every output of gpu-check under its folder, the build folder too. A dry

@@ -19,7 +19,8 @@
 // Every cross-check that fails (a difference over its tolerance, or a NaN or inf in either
 // result) prints a line starting "MISMATCH" naming the check, its worst index and both values,
 // and gpu-bench then exits 1 after the targets: a wrong result is never a passing run.
-// --plant-mismatch (adds 1 to one element of the first checked output) and --plant-nan (writes
+// --plant-mismatch (adds 1 to one element of the first checked output; =CHECK, repeatable: of
+// the first check whose name starts with CHECK) and --plant-nan (writes
 // a NaN there) are for the tests: with either, gpu-bench must fail, naming that check.
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
@@ -122,6 +123,7 @@ void target(const std::string& what, double value, double at_least) {
 // line, "MISMATCH <check>: ...", with the worst index and both values, and gpu-bench exits 1.
 enum class Plant { none, mismatch, nan };
 Plant g_plant = Plant::none;  // --plant-mismatch / --plant-nan: into the first check's result
+std::vector<std::string> g_plant_in;  // or into the first check each of these names begins
 int g_failed_checks = 0;
 std::string g_first_failure;
 
@@ -138,10 +140,19 @@ void fail_check(const std::string& line) {
 Checked check_host(const std::string& what, std::vector<float> x, const std::vector<float>& y,
                    double tol) {
     const size_t n = x.size();
-    if (g_plant != Plant::none && n > 0) {  // before the check, as a wrong kernel would
+    auto planted_here = [&] {
+        if (g_plant_in.empty()) return true;
+        for (size_t k = 0; k < g_plant_in.size(); k++)
+            if (what.rfind(g_plant_in[k], 0) == 0) {
+                g_plant_in.erase(g_plant_in.begin() + long(k));
+                return true;
+            }
+        return false;
+    };
+    if (g_plant != Plant::none && n > 0 && planted_here()) {  // as a wrong kernel would
         const size_t at = n / 3;
         x[at] = g_plant == Plant::nan ? std::nanf("") : x[at] + 1.0f;
-        g_plant = Plant::none;
+        if (g_plant_in.empty()) g_plant = Plant::none;
     }
     Checked c;
     size_t worst_at = 0, bad_at = n;
@@ -310,6 +321,49 @@ void sampled_reference_check(int n, bool causal) {
     std::printf("\n");
 }
 
+// A device buffer's first `count` floats from `off` on, on the host.
+std::vector<float> to_host(const gpu::Buffer<float>& b, size_t off, size_t count) {
+    std::vector<float> x(count);
+    CUDA_CHECK(cudaMemcpy(x.data(), b.data() + off, count * 4, cudaMemcpyDeviceToHost));
+    return x;
+}
+
+// The LSTM's h (n steps of (B, d), from step 1), in double on the host (all cores), as
+// cuda/lstm.cu defines it: h_0 = c_0 = 0; each step's pre-activations (B, 4d) the bias plus
+// pre(t, row, j) (x_t W_ih^T + h_{t-1} W_hh^T for the whole forward, given for the gates alone),
+// in the order i, f, g, o; c = f c + i g, h = o tanh(c). An independent reference: nothing of
+// the GPU's result enters it.
+template <class Pre>
+std::vector<float> lstm_h_reference(int n, int B, int d, const std::vector<float>& b, Pre pre) {
+    const size_t step = size_t(B) * d;
+    std::vector<double> h((size_t(n) + 1) * step, 0.0), c(step, 0.0), G(4 * step);
+    const int workers = std::max(1, std::min(64, int(std::thread::hardware_concurrency())));
+    for (int t = 1; t <= n; t++) {
+        const double* h_prev = h.data() + size_t(t - 1) * step;
+        auto rows = [&](int w) {
+            for (size_t r = size_t(w); r < 4 * step; r += size_t(workers))
+                G[r] = b[r % (4 * size_t(d))] + pre(t, int(r / (4 * size_t(d))),
+                                                    int(r % (4 * size_t(d))), h_prev);
+        };
+        std::vector<std::thread> pool;
+        for (int w = 0; w < workers; w++)
+            pool.emplace_back(rows, w);
+        for (auto& th : pool)
+            th.join();
+        for (int row = 0; row < B; row++)
+            for (int k = 0; k < d; k++) {
+                const double* g = G.data() + size_t(row) * 4 * d;
+                auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+                const double i = sigmoid(g[k]), f = sigmoid(g[d + k]), gg = std::tanh(g[2 * d + k]),
+                             o = sigmoid(g[3 * d + k]);
+                double& cc = c[size_t(row) * d + k];
+                cc = f * cc + i * gg;
+                h[size_t(t) * step + size_t(row) * d + k] = o * std::tanh(cc);
+            }
+    }
+    return std::vector<float>(h.begin() + long(step), h.end());
+}
+
 }  // namespace
 
 // --quick: every section at small sizes, for the emulator build the tests run (it checks this
@@ -325,13 +379,29 @@ int main(int argc, char** argv) try {
                 "on the GPU: sgemm, fused attention, LSTM gates; every result cross-checked (exit "
                 "1 on a mismatch)\n  --quick           every section at small sizes\n"
                 "  --plant-mismatch  add 1 to one element of the first checked result (a test: "
-                "gpu-bench must fail)\n  --plant-nan       write a NaN there instead\n");
+                "gpu-bench must fail)\n  --plant-nan       write a NaN there instead\n"
+                "  --plant-mismatch=CHECK, --plant-nan=CHECK  the same in the first check whose "
+                "name begins with CHECK (repeatable)\n");
             return 0;
         }
         if (!std::strcmp(a, "--quick")) {
             quick = true;
-        } else if (!std::strcmp(a, "--plant-mismatch") || !std::strcmp(a, "--plant-nan")) {
-            const Plant p = !std::strcmp(a, "--plant-nan") ? Plant::nan : Plant::mismatch;
+        } else if ((!std::strncmp(a, "--plant-mismatch", 16) && (!a[16] || a[16] == '=')) ||
+                   (!std::strncmp(a, "--plant-nan", 11) && (!a[11] || a[11] == '='))) {
+            const Plant p = !std::strncmp(a, "--plant-nan", 11) ? Plant::nan : Plant::mismatch;
+            if (const char* eq = std::strchr(a, '=')) {
+                if (!eq[1] || (g_plant != Plant::none && g_plant_in.empty())) {
+                    std::fprintf(stderr, "gpu-bench: error: %.*s=CHECK needs a check's name, "
+                                 "and cannot be mixed with the plain form\n",
+                                 int(eq - a), a);
+                    return 2;
+                }
+                g_plant_in.push_back(eq + 1);
+            } else if (!g_plant_in.empty()) {
+                std::fprintf(stderr, "gpu-bench: error: %s cannot be mixed with its =CHECK form\n",
+                             a);
+                return 2;
+            }
             if (g_plant != Plant::none && g_plant != p) {
                 std::fprintf(stderr,
                              "gpu-bench: error: --plant-mismatch and --plant-nan "
@@ -386,14 +456,24 @@ int main(int argc, char** argv) try {
                 "cublasSgemm");
         };
         auto ours_run = [&](bool ta, bool tb, SgemmVersion v,
-                            SgemmTile tile = SgemmTile::automatic) {
-            sgemm_cuda(ta, tb, N, N, N, 1.0f, A.data(), N, B.data(), N, 0.0f, C.data(), N, 1, 0, 0,
-                       0, v, tile);
+                            SgemmTile tile = SgemmTile::automatic, float* out = nullptr) {
+            sgemm_cuda(ta, tb, N, N, N, 1.0f, A.data(), N, B.data(), N, 0.0f,
+                       out ? out : C.data(), N, 1, 0, 0, 0, v, tile);
         };
         const double tflop = 2.0 * N * N * N / 1e12;
-        float warp = time_ms([&] { ours_run(false, false, SgemmVersion::warp_tiled); });
-        float reg = time_ms([&] { ours_run(false, false, SgemmVersion::register_tiled); });
-        float tiled = time_ms([&] { ours_run(false, false, SgemmVersion::tiled); });
+        // Each timed version's result is kept and checked against cuBLAS's after the table of
+        // tile shapes (whose first check is the one the --plant options spoil).
+        gpu::Buffer<float> C_warp(size_t(N) * N), C_reg(size_t(N) * N), C_tiled(size_t(N) * N);
+        float warp = time_ms([&] {
+            ours_run(false, false, SgemmVersion::warp_tiled, SgemmTile::automatic, C_warp.data());
+        });
+        float reg = time_ms([&] {
+            ours_run(false, false, SgemmVersion::register_tiled, SgemmTile::automatic,
+                     C_reg.data());
+        });
+        float tiled = time_ms([&] {
+            ours_run(false, false, SgemmVersion::tiled, SgemmTile::automatic, C_tiled.data());
+        });
         float cublas = time_ms([&] { cublas_run(false, false, C_ref.data()); });
         std::printf(
             "sgemm %d^3: warp-tiled %.2f ms (%.0f GFLOP/s), register-tiled %.2f ms "
@@ -448,6 +528,24 @@ int main(int argc, char** argv) try {
         }
         target(std::string("sgemm NN, the fastest tile shape (") + best_name + ") / cuBLAS speed",
                best, 0.85);
+        // The versions timed first, each against cuBLAS's NN result (checked before the line is
+        // printed, so that a MISMATCH line starts a line of its own).
+        {
+            const std::pair<const char*, const float*> timed[] = {
+                {"warp-tiled (default)", C_warp.data()},
+                {"register-tiled", C_reg.data()},
+                {"shared-tiled", C_tiled.data()}};
+            Checked c[3];
+            for (int k = 0; k < 3; k++)
+                c[k] = check("sgemm " + std::to_string(N) + "^3 " + timed[k].first +
+                                 " NN vs cuBLAS",
+                             timed[k].second, C_ref.data(), size_t(N) * N, 1e-4);
+            std::printf("sgemm %d^3 NN vs cuBLAS:", N);
+            for (int k = 0; k < 3; k++)
+                std::printf(" %s max |diff| = %.2g (max |C| = %.3g)%s", timed[k].first,
+                            c[k].worst, c[k].scale, c[k].ok ? "" : " (MISMATCH)");
+            std::printf("\n");
+        }
         // The small grids: fewer tiles than SMs. The weight gradients of chapter 6's attention
         // layer (B = 8, n = 16384, d = 512: C^T = dY^T X, K = B n) by split-K (the default)
         // and in one pass (an explicit tile), and the LSTM's backward step dG_t W_hh (B = 8,
@@ -724,6 +822,31 @@ int main(int argc, char** argv) try {
                   h_fused.data() + size_t(B) * d, size_t(n) * B * d, 1e-5);
         std::printf("LSTM fused vs unfused gates: max |h diff| = %.2g (max |h| = %.3g)%s\n",
                     ch.worst, ch.scale, ch.ok ? "" : " (MISMATCH)");
+        {  // Both against the host's double reference.
+            const size_t step_bd = size_t(B) * d;
+            const auto xh = to_host(x, 0, x.size()), wih = to_host(Wi, 0, Wi.size()),
+                       whh = to_host(Wh, 0, Wh.size()), bh = to_host(b, 0, b.size());
+            const std::vector<float> ref = lstm_h_reference(
+                n, B, d, bh, [&](int t, int row, int j, const double* h_prev) {
+                    const float* xr = xh.data() + (size_t(t - 1) * B + row) * d;
+                    const float* wi = wih.data() + size_t(j) * d;
+                    const float* wh = whh.data() + size_t(j) * d;
+                    const double* hr = h_prev + size_t(row) * d;
+                    double s = 0;
+                    for (int k = 0; k < d; k++)
+                        s += double(xr[k]) * wi[k] + hr[k] * wh[k];
+                    return s;
+                });
+            const Checked cf = check_host("LSTM forward h, fused gates vs double",
+                                          to_host(h_fused, step_bd, size_t(n) * step_bd), ref,
+                                          1e-4),
+                          cu = check_host("LSTM forward h, unfused gates vs double",
+                                          to_host(hb, step_bd, size_t(n) * step_bd), ref, 1e-4);
+            std::printf("LSTM forward h vs a double reference: fused max |h diff| = %.2g%s, "
+                        "unfused %.2g%s\n",
+                        cf.worst, cf.ok ? "" : " (MISMATCH)", cu.worst,
+                        cu.ok ? "" : " (MISMATCH)");
+        }
         std::printf(
             "LSTM forward n=%d B=%d d=%d, GEMMs included: fused gates %.2f ms, "
             "unfused %.2f ms (%.2fx)\n",
@@ -750,6 +873,21 @@ int main(int argc, char** argv) try {
         const float gates_unfused = time_ms([&] { gates_only(false); });
         const Checked cg_ = check("LSTM gates alone h, unfused vs fused", hg.data() + step,
                                   h_gates_fused.data() + step, n * step, 1e-5);
+        {  // Both against the host's double reference, from the same pre-activations G.
+            const auto gh = to_host(G, 0, G.size()), bh = to_host(b, 0, b.size());
+            const std::vector<float> ref = lstm_h_reference(
+                n, B, d, bh, [&](int t, int row, int j, const double*) {
+                    return double(gh[size_t(t - 1) * 4 * step + size_t(row) * 4 * d + j]);
+                });
+            const Checked cf = check_host("LSTM gates alone h, fused vs double",
+                                          to_host(h_gates_fused, step, n * step), ref, 1e-4),
+                          cu = check_host("LSTM gates alone h, unfused vs double",
+                                          to_host(hg, step, n * step), ref, 1e-4);
+            std::printf("LSTM gates alone h vs a double reference: fused max |h diff| = %.2g%s, "
+                        "unfused %.2g%s\n",
+                        cf.worst, cf.ok ? "" : " (MISMATCH)", cu.worst,
+                        cu.ok ? "" : " (MISMATCH)");
+        }
         std::printf(
             "LSTM gates alone, n=%d steps: fused %.3f ms (%.2f us a step), unfused %.3f "
             "ms (%.2f us a step, 9 kernels): fused %.2fx faster (target >= 5x); max |h "
@@ -761,6 +899,11 @@ int main(int argc, char** argv) try {
     std::printf("\n");
     for (const std::string& line : g_targets)
         std::printf("%s\n", line.c_str());
+    if (!g_plant_in.empty()) {
+        std::fprintf(stderr, "gpu-bench: error: no check's name begins with '%s' (planted)\n",
+                     g_plant_in.front().c_str());
+        return 2;
+    }
     if (g_failed_checks > 0) {
         std::printf("gpu-bench: FAILED: %d cross-check(s) failed; the first: %s\n", g_failed_checks,
                     g_first_failure.c_str());
