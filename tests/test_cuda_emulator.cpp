@@ -834,6 +834,65 @@ TEST_CASE("cuda emulator: gpu-check's verdict is PASSED only when every check ra
     CHECK(passed.second == "verdict: PASSED: every check ran and passed\n");
 }
 
+// gpu-check's verdict on gpu-bench's output: a target NOT MET fails the run as a mismatch does,
+// and so does an output with no target line (gpu-bench did not reach its end).
+TEST_CASE("cuda emulator: gpu-check fails a gpu-bench run with a target NOT MET") {
+    const std::string met = "target sgemm 4096^3 warp-tiled (default tile) / cuBLAS speed: "
+                            "0.91, at least 0.85: met\n";
+    const std::string not_met = "target LSTM gates alone, unfused / fused time: 3.10, at least "
+                                "5: NOT MET\n";
+    auto ok = gpu_check_on("--check-bench", "sgemm 4096^3: ...\n\n" + met);
+    CHECK(ok.first == 0);
+    CHECK(ok.second == "ok: 1 target(s) met, every result matches its reference\n");
+    auto slow = gpu_check_on("--check-bench", met + not_met);
+    CHECK(slow.first == 1);
+    CHECK(slow.second == "FAILED: 1 of 2 target(s) NOT MET: LSTM gates alone, unfused / fused "
+                         "time: 3.10, at least 5\n");
+    auto wrong = gpu_check_on(
+        "--check-bench",
+        "MISMATCH sgemm 4096^3 shared-tiled NN vs cuBLAS: worst at index 7\n" + met);
+    CHECK(wrong.first == 1);
+    CHECK_MESSAGE(wrong.second.find("FAILED: 1 result(s) differ") != std::string::npos,
+                  wrong.second);
+    auto cut = gpu_check_on("--check-bench", "sgemm 4096^3: warp-tiled 1.00 ms\n");
+    CHECK(cut.first == 1);
+    CHECK_MESSAGE(cut.second.find("no target line") != std::string::npos, cut.second);
+}
+
+// gpu-check's time plan: the steps' own limits add up to within its budget (the run is one
+// command on a lent machine), and a plan that does not fit is refused before anything runs: a
+// copy of the script with one step's limit raised.
+TEST_CASE("cuda emulator: gpu-check's step limits add up to within its budget") {
+    auto plan = gpu_check("--plan");
+    CHECK(plan.first == 0);
+    CHECK_MESSAGE(plan.second.find("within the 480 s budget") != std::string::npos, plan.second);
+    int total = 0, steps = 0;
+    const std::regex line(R"(plan: [a-z0-9-]+: ([0-9]+) s)");
+    for (auto it = std::sregex_iterator(plan.second.begin(), plan.second.end(), line);
+         it != std::sregex_iterator(); ++it)
+        total += std::stoi((*it)[1]), steps++;
+    CHECK(steps == 10);
+    CHECK(total <= 480);
+    const std::string copy = "/tmp/transformer-test-plan-" + std::to_string(getpid()) + ".sh";
+    const std::string sed = "sed 's/^    \"build 180\"/    \"build 400\"/' '" +
+                            std::string(PROJECT_ROOT) + "/cuda/bench/gpu-check.sh' > '" + copy +
+                            "'";
+    REQUIRE(std::system(sed.c_str()) == 0);
+    const std::string planted = "bash '" + copy + "' --plan >/dev/null 2>&1";
+    CHECK(WEXITSTATUS(std::system(planted.c_str())) == 1);
+    const std::string run = "cd /tmp && GPU_CHECK_DIR=/dev/null/none bash '" + copy + "' 2>&1";
+    std::string out;
+    if (FILE* p = popen(run.c_str(), "r")) {
+        char buf[512];
+        while (fgets(buf, sizeof buf, p))
+            out += buf;
+        CHECK(WEXITSTATUS(pclose(p)) == 2);
+    }
+    CHECK(out == "gpu-check.sh: FAILED: the steps' limits add up to 690 s, + 10 s between them: "
+                 "over the 480 s budget; shorten a step in PLAN (cuda/bench/gpu-check.sh)\n");
+    std::remove(copy.c_str());
+}
+
 // gpu-bench (what gpu-check measures the speed targets with) at small sizes on the emulator,
 // with cuda/emu/cublas_emulated.h for cuBLAS: every section runs, and its own cross-checks (each
 // sgemm tile shape and transpose against cuBLAS, fused against naive attention, FlashAttention
@@ -995,9 +1054,14 @@ TEST_CASE("cuda emulator: gpu-check with GPU_CHECK_DIR writes everything there, 
     tool("make", "echo \"$@\" >>'" + (fake / "make.args").string() +
                      "'\nfor t in \"$@\"; do case $t in -*|*=*) ;; *) " + stub +
                      ";; esac; done\n");
+    // The stand-in gpu-bench prints fake/gpu-bench.out: every target met but one.
     tool("nvcc", "echo \"$@\" >>'" + (fake / "nvcc.args").string() +
                      "'\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && t=$2 && " + stub +
-                     "; shift; done\n");
+                     "; shift; done\ncase $t in *gpu-bench) echo \"cat '" +
+                     (fake / "gpu-bench.out").string() + "'\" >>\"$t\";; esac\n");
+    std::ofstream(fake / "gpu-bench.out")
+        << "target sgemm NN, the fastest tile shape / cuBLAS speed: 0.90, at least 0.85: met\n"
+           "target LSTM gates alone, unfused / fused time: 3.10, at least 5: NOT MET\n";
     auto run_check = [&](const std::string& dir_setting) {
         const std::string cmd = "cd '" + work.string() + "' && env PATH='" +
                                 (fake / "bin").string() + ":/usr/bin:/bin' NVCC='" +
@@ -1022,6 +1086,20 @@ TEST_CASE("cuda emulator: gpu-check with GPU_CHECK_DIR writes everything there, 
     CHECK_MESSAGE(
         summary.find("; not run: memcheck, initcheck, synccheck, racecheck;") != std::string::npos,
         summary);
+    // A target NOT MET fails the run, named, though gpu-bench exited 0.
+    CHECK_MESSAGE(summary.find("gpu-bench: exit 0 ") != std::string::npos, summary);
+    CHECK_MESSAGE(summary.find("gpu-check: gpu-bench: FAILED: 1 of 2 target(s) NOT MET: LSTM "
+                               "gates alone") != std::string::npos,
+                  summary);
+    CHECK_MESSAGE(summary.find(", speed targets") != std::string::npos, summary);
+    // Each step ran under its share of the plan, and the shares add up to within the budget.
+    int limits = 0, steps = 0;
+    const std::regex limit(R"(: exit [0-9]+ after [0-9]+ s \(limit ([0-9]+) s\))");
+    for (auto it = std::sregex_iterator(summary.begin(), summary.end(), limit);
+         it != std::sregex_iterator(); ++it)
+        limits += std::stoi((*it)[1]), steps++;
+    CHECK(steps >= 5);
+    CHECK_MESSAGE(limits <= 60, summary);
     CHECK(fs::exists(work / "out" / "build" / "bin" / "gpu-bench"));
     std::string outside;
     for (const fs::directory_entry& e : fs::directory_iterator(work))

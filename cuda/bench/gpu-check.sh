@@ -9,8 +9,10 @@
 #   2. the CUDA test cases on the device, with CUDA_TESTS_NEED_DEVICE=1: no device visible is a
 #      failure with the runtime's reason, not a run of skipped cases; at least one case must
 #      pass and none fail or be skipped                   -> cuda-tests.txt
-#   3. speed targets: sgemm vs cuBLAS, fused vs naive attention, fused vs unfused LSTM gates
-#                                                        -> gpu-bench.txt
+#   3. speed targets: sgemm vs cuBLAS, fused vs naive attention, fused vs unfused LSTM gates;
+#      every timed result checked against an independent reference (cuBLAS, a double
+#      reference on the host). The step passes when gpu-bench exits 0 (no MISMATCH), printed
+#      its target lines, and none of them reads NOT MET    -> gpu-bench.txt
 #   4. the device cases again under compute-sanitizer, once per tool: memcheck (out-of-bounds
 #      and misaligned accesses), initcheck (reads of device memory never written), synccheck
 #      (barriers and warp operations), and racecheck (shared-memory hazards) on the cases of the
@@ -27,8 +29,13 @@
 #      (cells that do not fit are skipped)
 #   6. the PyTorch peer: PYTHON=/path/to/python, else the first of /usr/bin/python3 and
 #      python3 whose torch sees CUDA                     -> torch-peer.txt
-# Each step has its own time limit, and none runs past GPU_CHECK_SECONDS (480: 8 minutes) from
-# the start: a step that would is cut to the time left, and one with under 15 s left is skipped.
+# The time plan (PLAN below): each step's own limit, at the default budget of 480 s (8 minutes,
+# inside a lent machine's 10-minute command with its start), adding up to 470 s, 10 s left for
+# the work between steps (the spill check, nvidia-smi, the verdicts). GPU_CHECK_SECONDS=S scales
+# every limit by S/480, so that they always fit S; the script refuses to start when the plan's
+# limits add up to more than its budget. A step that reaches its limit is cut and fails the run
+# (the plan was too tight there, not the check passed), and none runs past the budget from the
+# start: a step that would is cut to the time left, and one with under 15 s left is skipped.
 # At most 8 files of results are written (nvidia-smi.txt and summary.txt too), besides the
 # build. The verdict, the last line of summary.txt, names every check that failed and every
 # one that did not run: PASSED (exit status 0) only when every check ran and passed; FAILED
@@ -51,8 +58,27 @@
 #   gpu-check.sh --check-tests FILE             a doctest report (what step 2 applies)
 #   gpu-check.sh --check-sanitizer TOOL FILE    TOOL's run in FILE (step 4)
 #   gpu-check.sh --check-spills REPORT...       ptxas -v reports (step 1)
+#   gpu-check.sh --check-bench FILE             gpu-bench's output (step 3)
+#   gpu-check.sh --plan                          the time plan, and whether it fits its budget
 #   gpu-check.sh --verdict FAILED NOT_RUN       the final verdict; each a comma-separated list
 set -u
+
+# The time plan: "step seconds", in the order the steps run, at PLAN_BUDGET seconds in all.
+PLAN_BUDGET=480
+PLAN_RESERVE=10  # the work between steps
+PLAN=(
+    "build 180"            # nvcc (every cuda/*.cu, twice: the objects and ptxas's reports) and
+                           # the CPU side of cuda-tests and 6-cost-cuda, on all cores
+    "cuda-tests 30"
+    "gpu-bench-build 30"   # one nvcc compile, linked with the kernels above and cuBLAS
+    "gpu-bench 60"
+    "memcheck 20"
+    "initcheck 20"
+    "synccheck 20"
+    "racecheck 30"         # the slowest tool, on the cases of the kernels with shared memory
+    "chapter6-cuda 50"
+    "torch-peer 30"
+)
 
 # Spills that are named and explained: "ERE on the demangled kernel name -- why". Any other
 # spill fails the run.
@@ -222,6 +248,66 @@ check_spills() {
     return 0
 }
 
+# gpu-bench's output in $1: at least one target line, none NOT MET, no MISMATCH line, and its
+# own closing verdict absent (it prints "gpu-bench: FAILED" on a failed cross-check).
+check_bench() {
+    local targets not_met mismatches
+    if [ ! -r "$1" ]; then
+        echo "FAILED: no gpu-bench output $1"
+        return 1
+    fi
+    targets=$(grep -a -c '^target ' "$1")
+    not_met=$(grep -a '^target .*: NOT MET$' "$1")
+    # (a MISMATCH line may start inside a line gpu-bench had begun)
+    mismatches=$(grep -a -o -E 'MISMATCH [^:]+: (worst|not finite) at index' "$1" | wc -l)
+    if [ "$targets" -eq 0 ]; then
+        echo "FAILED: no target line in $1 (gpu-bench did not reach its end)"
+        return 1
+    fi
+    if [ "$mismatches" -gt 0 ] || grep -a -q '^gpu-bench: FAILED' "$1"; then
+        echo "FAILED: $mismatches result(s) differ from their reference (MISMATCH lines)"
+        return 1
+    fi
+    if [ -n "$not_met" ]; then
+        echo "FAILED: $(grep -c . <<<"$not_met") of $targets target(s) NOT MET:" \
+             "$(sed -E 's/^target //; s/: NOT MET$//' <<<"$not_met" | paste -sd ';' |
+                sed 's/;/; /g')"
+        return 1
+    fi
+    echo "ok: $targets target(s) met, every result matches its reference"
+    return 0
+}
+
+# The plan's limit for step $1 at this run's budget (DEADLINE): its share of PLAN_BUDGET.
+plan_limit() {
+    local entry
+    for entry in "${PLAN[@]}"; do
+        if [ "${entry%% *}" = "$1" ]; then
+            echo $(( ${entry##* } * DEADLINE / PLAN_BUDGET ))
+            return 0
+        fi
+    done
+    echo "gpu-check.sh: no step $1 in PLAN" >&2
+    return 1
+}
+# The plan against its budget: each step, the sum; FAILED when the limits and the reserve add
+# up to more than PLAN_BUDGET.
+check_plan() {
+    local entry total=0
+    for entry in "${PLAN[@]}"; do
+        echo "plan: ${entry%% *}: ${entry##* } s"
+        total=$((total + ${entry##* }))
+    done
+    if [ $((total + PLAN_RESERVE)) -gt "$PLAN_BUDGET" ]; then
+        echo "FAILED: the steps' limits add up to $total s, + $PLAN_RESERVE s between them:" \
+             "over the $PLAN_BUDGET s budget; shorten a step in PLAN (cuda/bench/gpu-check.sh)"
+        return 1
+    fi
+    echo "ok: the steps' limits add up to $total s, + $PLAN_RESERVE s between them, within" \
+         "the $PLAN_BUDGET s budget"
+    return 0
+}
+
 # The verdict on the whole run: FAILED_STEPS (checks that failed, were cut or skipped) and
 # NOT_RUN_STEPS (checks that did not run). PASSED only when both are empty.
 FAILED_STEPS=()
@@ -266,6 +352,16 @@ case "${1:-}" in
         check_spills "$@"
         exit $?
         ;;
+    --check-bench)
+        [ $# -eq 2 ] || { echo "usage: gpu-check.sh --check-bench GPU_BENCH_OUTPUT" >&2; exit 2; }
+        check_bench "$2"
+        exit $?
+        ;;
+    --plan)
+        [ $# -eq 1 ] || { echo "usage: gpu-check.sh --plan" >&2; exit 2; }
+        check_plan
+        exit $?
+        ;;
     --verdict)
         [ $# -eq 3 ] || { echo "usage: gpu-check.sh --verdict FAILED,... NOT_RUN,..." >&2; exit 2; }
         IFS=, read -r -a FAILED_STEPS <<<"$2"
@@ -279,6 +375,15 @@ case "${1:-}" in
         ;;
 esac
 
+DEADLINE=${GPU_CHECK_SECONDS:-$PLAN_BUDGET}
+if ! [[ $DEADLINE =~ ^[0-9]+$ ]] || [ "$DEADLINE" -lt 1 ]; then
+    echo "gpu-check.sh: GPU_CHECK_SECONDS=$DEADLINE: give a whole number of seconds" >&2
+    exit 2
+fi
+if ! plan=$(check_plan); then
+    echo "gpu-check.sh: $(tail -1 <<<"$plan")" >&2
+    exit 2
+fi
 OUT=${GPU_CHECK_DIR:-gpu-check/$(date +%Y%m%d-%H%M%S)}
 BUILD=${1:-${GPU_CHECK_DIR:+$GPU_CHECK_DIR/build}}
 BUILD=${BUILD:-build}
@@ -293,10 +398,10 @@ if [ -d .gpu-deps ]; then
 fi
 export NVIDIA_TF32_OVERRIDE=0
 SEQ_LENS=128,256,512,1024,2048,4096,8192,16384
-DEADLINE=${GPU_CHECK_SECONDS:-480}
 log() { echo "gpu-check: $*" | tee -a "$OUT/summary.txt"; }
-step() {  # step NAME SECONDS FILE command...   (appends to FILE)
-    local name=$1 limit=$2 file=$3; shift 3
+step() {  # step NAME FILE command...   (appends to FILE; NAME's limit from PLAN)
+    local name=$1 file=$2 limit; shift 2
+    limit=$(plan_limit "$name") || exit 2
     local left=$((DEADLINE - SECONDS))
     if [ "$left" -lt 15 ]; then
         log "$name: skipped, ${left} s left of GPU_CHECK_SECONDS=$DEADLINE"
@@ -304,6 +409,7 @@ step() {  # step NAME SECONDS FILE command...   (appends to FILE)
         return 124
     fi
     [ "$limit" -le "$left" ] || limit=$left
+    [ "$limit" -ge 1 ] || limit=1  # (timeout 0 would be no limit at all)
     local t0=$SECONDS
     timeout -k 5 "$limit" "$@" >>"$OUT/$file" 2>&1
     local rc=$?
@@ -325,7 +431,7 @@ CUDA_HOME=$(dirname "$(dirname "$NVCC")")
 # build): make cuda-ptxas-report's files.
 PTXAS_REPORTS=()
 for src in cuda/*.cu cuda/bench/*.cu; do PTXAS_REPORTS+=("$BUILD/cuda/ptxas/${src%.cu}.txt"); done
-if ! step build 240 build.log make BUILD="$BUILD" NVCC="$NVCC" "${MAKE_VARS[@]}" -j"$(nproc)" \
+if ! step build build.log make BUILD="$BUILD" NVCC="$NVCC" "${MAKE_VARS[@]}" -j"$(nproc)" \
         "$BUILD/bin/cuda-tests" "$BUILD/bin/6-cost-cuda" "${PTXAS_REPORTS[@]}"; then
     tail -20 "$OUT/build.log"
     log "$(final_verdict); $SECONDS s in all; results in $OUT"
@@ -341,7 +447,7 @@ done
 spills=$(check_spills "${PTXAS_REPORTS[@]}") || fail "spill check"
 while IFS= read -r line; do log "spills: $line"; done <<<"$spills"
 DEVICE_CASES=(env CUDA_TESTS_NEED_DEVICE=1 "$BUILD/bin/cuda-tests" -tc='cuda device:*')
-step cuda-tests 120 cuda-tests.txt "${DEVICE_CASES[@]}"
+step cuda-tests cuda-tests.txt "${DEVICE_CASES[@]}"
 grep -a -A8 'cuda device: a CUDA device is visible' "$OUT/cuda-tests.txt" |
     grep -a -m1 -o 'cudaGetDeviceCount: .*\|device 0: .*' | sed 's/^/gpu-check: /' |
     tee -a "$OUT/summary.txt"
@@ -351,16 +457,20 @@ log "cuda-tests: $verdict"
 # the build above compiled; only cuda/bench/gpu_bench.cu itself is compiled here.
 # cuBLAS is found through an rpath, whatever the loader's own search path holds.
 KOBJ=$BUILD/cuda/cuda
-if step gpu-bench-build 90 build.log "$NVCC" -std=c++20 -O3 -I. -arch="${ARCH:-sm_90}" \
+if step gpu-bench-build build.log "$NVCC" -std=c++20 -O3 -I. -arch="${ARCH:-sm_90}" \
         cuda/bench/gpu_bench.cu "$KOBJ/sgemm.o" "$KOBJ/softmax.o" "$KOBJ/reduce.o" \
         "$KOBJ/attention_naive.o" "$KOBJ/attention_flash.o" "$KOBJ/lstm.o" \
         "$KOBJ/device_memory.o" -L"$CUDA_HOME/lib64" -Xlinker -rpath,"$CUDA_HOME/lib64" -lcublas \
         -o "$BUILD/bin/gpu-bench"; then
-    step gpu-bench 150 gpu-bench.txt "$BUILD/bin/gpu-bench"
+    step gpu-bench gpu-bench.txt "$BUILD/bin/gpu-bench"
     cat "$OUT/gpu-bench.txt"
     grep -a -E '^(target |MISMATCH |gpu-bench: FAILED)' "$OUT/gpu-bench.txt" >>"$OUT/summary.txt"
+    verdict=$(check_bench "$OUT/gpu-bench.txt") || fail "speed targets"
+    log "gpu-bench: $verdict"
 else
     tail -5 "$OUT/build.log"
+    log "gpu-bench: FAILED: not built (build.log); the speed targets were not measured"
+    fail "speed targets"
 fi
 # The device cases once under each compute-sanitizer tool; its own exit code (3) on a finding.
 SANITIZER=$(command -v compute-sanitizer ||
@@ -374,7 +484,7 @@ if [ -n "$SANITIZER" ]; then
         echo "==== compute-sanitizer --tool $tool" >>"$OUT/cuda-tests.txt"
         cases=("${DEVICE_CASES[@]}")
         [ "$tool" = racecheck ] && cases=("${SHARED_CASES[@]}")
-        step "$tool" 75 cuda-tests.txt "$SANITIZER" --tool "$tool" --error-exitcode 3 \
+        step "$tool" cuda-tests.txt "$SANITIZER" --tool "$tool" --error-exitcode 3 \
             "${cases[@]}"
         verdict=$(check_sanitizer "$tool" "$OUT/cuda-tests.txt") || fail "$tool"
         log "$verdict"
@@ -389,7 +499,7 @@ else
     fail compute-sanitizer
 fi
 # Chapter 6 itself, the table and figure 3, once: device time is short.
-step chapter6-cuda 240 chapter6-cuda.txt "$BUILD/bin/6-cost-cuda" --device cuda \
+step chapter6-cuda chapter6-cuda.txt "$BUILD/bin/6-cost-cuda" --device cuda \
     --seq-lens "$SEQ_LENS" --figure-dir "$OUT"
 cat "$OUT/chapter6-cuda.txt"
 PEER=
@@ -402,7 +512,7 @@ for py in "${CANDIDATES[@]}"; do
     fi
 done
 if [ -n "$PEER" ]; then
-    step torch-peer 150 torch-peer.txt env PYTHONUNBUFFERED=1 "$PEER" \
+    step torch-peer torch-peer.txt env PYTHONUNBUFFERED=1 "$PEER" \
         chapters/6-cost/peer_torch.py --device cuda --seq-lens "$SEQ_LENS"
     cat "$OUT/torch-peer.txt"
 elif [ -n "${PYTHON:-}" ]; then
