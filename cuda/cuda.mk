@@ -41,9 +41,15 @@ ifneq ($(CUDA_ENABLED),)
 build: $(BUILD)/bin/cuda-tests
 test: cuda-test
 
+# ptxas's report of each object (-Xptxas -v) goes beside it (.ptxas), for the emulator's
+# register table (below); the rest of nvcc's messages go to the terminal. An object without
+# its report (built before reports were kept) is compiled again.
 $(BUILD)/cuda/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -Xptxas -v -MMD -MP -c $< -o $@ 2>$(@:.o=.ptxas) || \
+	  { cat $(@:.o=.ptxas) >&2; rm -f $@; exit 1; }
+	@grep -v -e '^ptxas info' -e '^    [0-9]* bytes stack frame' $(@:.o=.ptxas) >&2 || true
+$(foreach o,$(KERNEL_OBJ),$(if $(wildcard $(o:.o=.ptxas)),,$(eval $(o): ptxas-every-time)))
 # No sgemm kernel may spill registers to local memory (ptxas's figures: cuda/sgemm.cu); where
 # warnings are errors, a spill fails the build.
 $(BUILD)/cuda/cuda/sgemm.o: NVCCFLAGS += -Xptxas -warn-spills $(if $(NVCC_WERROR),-Xptxas -Werror)
@@ -59,6 +65,16 @@ $(BUILD)/cuda/ptxas/%.txt: %.cu ptxas-every-time
 	@mkdir -p $(dir $@)
 	@$(NVCC) $(NVCCFLAGS) -Xptxas -v -c $< -o $(@:.txt=.o) >$@ 2>&1 || { cat $@; exit 1; }
 cuda-ptxas-report: $(PTXAS_REPORTS) ## ptxas's report (registers, spills) of every kernel source
+
+# The emulator's register table (cuda/emu/registers.h): ptxas's register count of every kernel
+# in cuda/*.cu, from the reports the objects above leave, so ptxas runs no more than it does
+# for them. Linked into every emulator program (EMU_REG_OBJ); without nvcc, none is.
+EMU_REG_OBJ := $(BUILD)/emu/kernel_registers.o
+$(BUILD)/emu/kernel_registers.cpp: $(KERNEL_OBJ) cuda/emu/kernel_registers.pl
+	@mkdir -p $(dir $@)
+	perl cuda/emu/kernel_registers.pl $(KERNEL_OBJ:.o=.ptxas) > $@.tmp && mv $@.tmp $@
+$(EMU_REG_OBJ): $(BUILD)/emu/kernel_registers.cpp cuda/emu/registers.h | deps
+	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 # The test source compiled by g++ against the real runtime; the kernels come from nvcc.
 $(BUILD)/cuda/obj/tests/%.o: tests/%.cpp | deps
@@ -152,7 +168,7 @@ $(BUILD)/emu/cuda/emu/racecheck.o: cuda/emu/racecheck.cpp | deps
 $(BUILD)/obj/tests/test_cuda_emulator.o: CXXFLAGS += $(EMU_INSTRUMENT)
 $(BUILD)/obj/tests/test_cuda_emulator.o: $(EMU_FLAGS_STAMP)
 
-$(BUILD)/bin/tests: $(EMU_KERNEL_OBJ) $(EMU_CHECK_TESTS) $(EMU_HOOK_OBJ)
+$(BUILD)/bin/tests: $(EMU_KERNEL_OBJ) $(EMU_CHECK_TESTS) $(EMU_HOOK_OBJ) $(EMU_REG_OBJ)
 
 -include $(EMU_KERNEL_OBJ:.o=.d) $(EMU_HOOK_OBJ:.o=.d) $(EMU_CHECK_TESTS:.o=.d)
 

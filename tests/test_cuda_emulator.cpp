@@ -5,6 +5,7 @@
 #include "chapters/6-cost/reference.h"
 #include "common/kernels/gemm.h"
 #include "cuda/emu/planted_race.cuh"
+#include "cuda/kernels.h"
 #include "cuda/launch.h"
 #include "tests/child.h"
 #include "tests/util.h"
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -1285,4 +1287,79 @@ TEST_CASE("emulator checks: a cudaMemcpy or cudaMemset past a buffer is named") 
     CHECK_THROWS(cudaMemset(p, 0, 401));
     CHECK(cudaGetLastError() == cudaErrorInvalidValue);
     CUDA_CHECK(cudaFree(p));
+}
+
+// A block over the registers a block may have: a GPU refuses the launch
+// (cudaErrorLaunchOutOfResources). The count is ptxas's, which the build records for every kernel
+// in cuda/ where nvcc is (cuda/emu/registers.h); this kernel, which nvcc never compiles, is
+// given one. One of the planted bugs `make emu-racecheck` runs.
+__global__ void register_heavy_kernel(int* out) { out[threadIdx.x] = 1; }
+
+TEST_CASE("emulator checks: a block over the kernel's register budget is refused") {
+    gpu::Buffer<int> out(1024);
+    auto launch = [&](int threads) {
+        return launch_error([&] {
+            launch_kernel(register_heavy_kernel, dim3(1), dim3(threads), 0, out.data());
+        });
+    };
+    emu::set_kernel_registers(register_heavy_kernel, 103);
+    // 32 warps x 3328 (103 x 32 = 3296, rounded up to 256s) = 106496 > 65536.
+    CHECK_THROWS(launch_kernel(register_heavy_kernel, dim3(1), dim3(1024), 0, out.data()));
+    CHECK(cudaGetLastError() == cudaErrorLaunchOutOfResources);
+    const std::string e = launch(1024);
+    CHECK_MESSAGE(e.find("kernel `register_heavy_kernel(int*)` uses 103 registers per thread") !=
+                      std::string::npos,
+                  e);
+    CHECK_MESSAGE(e.find("a block of 1024 threads needs 106496 (32 warps x 3328") !=
+                      std::string::npos,
+                  e);
+    CHECK_MESSAGE(e.find("over the 65536 a block may have") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("cudaErrorLaunchOutOfResources") != std::string::npos, e);
+    CHECK(launch(512).empty());  // 16 x 3328 = 53248
+    // The allocation's rounding: 65 x 1000 = 65000 fits, but 32 warps x 2304 = 73728 do not.
+    emu::set_kernel_registers(register_heavy_kernel, 65);
+    CHECK_MESSAGE(launch(1000).find("needs 73728") != std::string::npos, launch(1000));
+    emu::set_kernel_registers(register_heavy_kernel, 64);
+    CHECK(launch(1024).empty());  // exactly 65536
+    // Without the check the planted launch goes through.
+    emu::set_kernel_registers(register_heavy_kernel, 103);
+    {
+        Without w(emu::check_registers);
+        CHECK(launch(1024).empty());
+    }
+    emu::set_kernel_registers(register_heavy_kernel, 0);
+    CHECK(launch(1024).empty());  // no count: nothing to check
+}
+
+// Where nvcc built the register table, it names every kernel in cuda/ as this program does
+// (nvcc's names for anonymous namespaces read as g++'s, templates, static kernels), and a launch
+// finds its kernel's count. Without nvcc there is no table, and nothing to match.
+TEST_CASE("emulator checks: every kernel in cuda/ has its ptxas register count where nvcc is") {
+    if (!emu::register_table_linked()) {
+        MESSAGE("no register table (no nvcc): the register check has no counts");
+        return;
+    }
+    CHECK(emu_kernel_register_count >= 40);
+    std::set<std::string> here;
+    for (const emu::FunctionSymbol& f : emu::program_functions())
+        here.insert(emu::kernel_key(f.name.c_str()));
+    for (int k = 0; k < emu_kernel_register_count; k++) {
+        const emu::KernelRegisters& e = emu_kernel_register_table[k];
+        CHECK_MESSAGE(here.count(emu::kernel_key(e.name)), e.name);
+        CHECK(e.registers > 0);
+    }
+    // A launch finds its kernel's count: the kernels of one sgemm and softmax launch here.
+    const int n = 64;
+    std::vector<float> h(size_t(n) * n, 0.5f);
+    gpu::Buffer<float> A(h.size()), B(h.size()), C(h.size());
+    CUDA_CHECK(cudaMemcpy(A.data(), h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(B.data(), h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+    for (SgemmVersion v : {SgemmVersion::naive, SgemmVersion::tiled, SgemmVersion::register_tiled,
+                           SgemmVersion::warp_tiled})
+        sgemm_cuda(false, false, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n, 1, 0,
+                   0, 0, v, SgemmTile::automatic);
+    softmax_forward_cuda(A.data(), C.data(), n, n, true);
+    int counted = 0;
+    for (const void* k : emu::launched_kernels()) counted += emu::kernel_registers(k) > 0;
+    CHECK(counted >= 5);
 }

@@ -39,7 +39,8 @@
 //                                          statement, which the build inserts into the
 //                                          preprocessed source (cuda/emu/launch_bounds.pl; a
 //                                          source compiled directly calls CHECK_LAUNCH_BOUNDS
-//                                          itself): a launch a GPU would refuse throws here too
+//                                          itself); a block over the kernel's registers (below):
+//                                          a launch a GPU would refuse throws here too
 //   the device                            sm_90, 132 SMs (an H200's), so that the host code's
 //                                          grid decisions (split-K) run as on that GPU
 //
@@ -53,6 +54,13 @@
 //                    buffer's live bytes: it fails (cudaErrorInvalidValue) and throws one line
 //                    naming the call, the source or destination, the buffer and how many bytes
 //                    past its end
+//   with nvcc        the register budget (cuda/emu/registers.h): ptxas's register count of each
+//                    cuda/*.cu kernel, recorded by the build, and a launch refused
+//                    (cudaErrorLaunchOutOfResources) whose block needs more than 65,536
+//                    registers (allocated per warp in units of 256), naming the kernel. Without
+//                    nvcc, and in the sanitizer builds (which leave nvcc out), there are no
+//                    counts and no check; nor for kernels nvcc never compiles (the tests' own:
+//                    emu::set_kernel_registers gives one a count)
 //   GCC emulator     every load, store and atomic of kernel code calls a hook (the kernels are
 //   builds           compiled with -fsanitize=thread's instrumentation and linked with
 //                    cuda/emu/racecheck.cpp: cuda/cuda.mk's EMU_RACECHECK, on unless clang or a
@@ -712,7 +720,9 @@ enum Check : unsigned {
     check_copies = 32,       // any build: a cudaMemcpy or cudaMemset past a buffer's bytes
     check_barrier_paths = 64,  // fibers: one __syncthreads line reached through different calls
     check_init = 128,        // a load of global or shared memory that nothing wrote (initcheck)
-    all_checks = 255
+    check_registers = 256,   // any build with a register table (nvcc's): a block over the
+                             // registers a block may have (cuda/emu/registers.h)
+    all_checks = 511
 };
 struct Config {
     Schedule schedule = Schedule::forward;
@@ -1890,6 +1900,7 @@ enum cudaError_t {
     cudaSuccess = 0,
     cudaErrorInvalidValue = 1,
     cudaErrorMemoryAllocation = 2,
+    cudaErrorLaunchOutOfResources = 701,
     cudaErrorLaunchFailure = 719
 };
 enum cudaMemcpyKind {
@@ -1929,6 +1940,7 @@ inline const char* cudaGetErrorString(cudaError_t e) {
         case cudaSuccess: return "no error";
         case cudaErrorInvalidValue: return "invalid argument";
         case cudaErrorMemoryAllocation: return "out of memory";
+        case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
         default: return "unspecified launch failure";
     }
 }
@@ -2241,6 +2253,10 @@ inline std::string resolve_code_addresses(std::string msg) {
     return msg;
 }
 
+}  // namespace emu
+#include "cuda/emu/registers.h"
+namespace emu {
+
 // Runs body() once per CUDA thread of every block; throws std::runtime_error on an error,
 // or when the launch breaks a rule the device enforces (kernel: for its shared-memory opt-in).
 // The kernels launched so far (each template instance once): emu-racecheck's count.
@@ -2282,6 +2298,11 @@ EMU_RT_INLINE void run_grid(dim3 grid, dim3 block, size_t shmem, const std::func
         refuse(std::to_string(shmem) + " bytes of dynamic shared memory, over the kernel's " +
                std::to_string(dynamic_limit) +
                " (above 48 KB a kernel opts in with cudaFuncSetAttribute)");
+    if (config().checks & check_registers)
+        if (const std::string why = register_budget_error(kernel, nthreads); !why.empty()) {
+            last_error() = cudaErrorLaunchOutOfResources;
+            throw std::runtime_error(why);
+        }
     // Static + dynamic: 48 KB in all without the opt-in, 227 KB with it (checked as the block
     // declares its arrays).
     const size_t total_limit = opted_in ? MAX_DYNAMIC_SHARED : DEFAULT_DYNAMIC_SHARED;
