@@ -241,6 +241,15 @@ __attribute__((no_sanitize("alignment"))) __global__ void float4_copy_kernel(flo
         *aligned = *moved;
 }
 
+// A float4 copied from p + offset floats (`const float4 v = *q`: one 16-byte load on a GPU).
+__attribute__((no_sanitize("alignment"))) __global__ void float4_construct_kernel(const float* p,
+                                                                                  float* out,
+                                                                                  int offset) {
+    if (threadIdx.x != 0) return;
+    const float4 v = *reinterpret_cast<const float4*>(p + offset);
+    out[0] = v.x + v.y + v.z + v.w;
+}
+
 // With one of the emulator's checks turned off for the scope.
 struct Without {
     unsigned saved;
@@ -334,8 +343,9 @@ TEST_CASE("cuda emulator: one __syncthreads line through a helper from two arms 
     for (bool inlined : {false, true}) {
         CAPTURE(inlined);
         const bool seen = !inlined || emu::instrumented();
-        const std::string e = launch_error(
-            [&] { launch_kernel(helper_barrier_kernel, dim3(1), dim3(32), 0, out.data(), inlined); });
+        const std::string e = launch_error([&] {
+            launch_kernel(helper_barrier_kernel, dim3(1), dim3(32), 0, out.data(), inlined);
+        });
         CHECK_MESSAGE((e.find("reached through different calls") != std::string::npos) == seen, e);
         Without off(emu::check_barrier_paths);
         CHECK(launch_error([&] {
@@ -1206,6 +1216,31 @@ TEST_CASE("emulator checks: a misaligned float4 store or load is a named launch 
             true);
         CHECK_MESSAGE(off.text.find("misaligned") == std::string::npos, off.text);
     }
+}
+
+// `const float4 v = *q` through a misaligned q is a copy, not an assignment: float4's copy
+// checks its source in every build (with the access checks or without: clang, make sanitize).
+TEST_CASE("emulator checks: a float4 copied from a misaligned address is a named launch error") {
+    auto run = [](int offset) {
+        gpu::Buffer<float> p(128), out(1);
+        CUDA_CHECK(cudaMemset(p.data(), 0, 128 * sizeof(float)));
+        return launch_error([&] {
+            launch_kernel(float4_construct_kernel, dim3(1), dim3(32), 0,
+                          static_cast<const float*>(p.data()), out.data(), offset);
+        });
+    };
+    ChildResult r = in_child([&] { return run(1); }, true);
+    REQUIRE_MESSAGE(r.exited, "the child died: the access was not caught");
+    CHECK_MESSAGE(r.text.find("misaligned 16-byte load from") != std::string::npos, r.text);
+    CHECK_MESSAGE(r.text.find("(4 bytes past a 16-byte boundary)") != std::string::npos, r.text);
+    CHECK(run(4).empty());
+    ChildResult off = in_child(
+        [&] {
+            Without w(emu::check_alignment);
+            return run(1);
+        },
+        true);
+    CHECK_MESSAGE(off.text.find("misaligned") == std::string::npos, off.text);
 }
 
 // A cudaMemcpy or cudaMemset whose range leaves a buffer's live bytes fails in every build

@@ -49,11 +49,16 @@
 //   every build      the launch rules (above); shared memory out of bounds: a guard page's
 //                    fault, or a write into an array's padding found when the block ends, named
 //                    by array; a cudaMalloc'd buffer's guard page (past a page of it), named by
-//                    the SIGSEGV handler (fibers); a misaligned float4 (its assignment checks
-//                    both addresses, fibers); a cudaMemcpy or cudaMemset whose range leaves a
-//                    buffer's live bytes: it fails (cudaErrorInvalidValue) and throws one line
-//                    naming the call, the source or destination, the buffer and how many bytes
-//                    past its end
+//                    the SIGSEGV handler (fibers); a misaligned float4 assigned or copied (its
+//                    assignment checks both addresses, its copy the source; fibers); a tile
+//                    carved at an offset its type's alignment does not divide; a cudaMemcpy or
+//                    cudaMemset whose range leaves a buffer's live bytes: it fails
+//                    (cudaErrorInvalidValue) and throws one line naming the call, the source or
+//                    destination, the buffer and how many bytes past its end; warp operations
+//                    met by kind and mask (lanes at another kind of operation, or one call site
+//                    with masks naming each other's lanes, are errors); a __syncthreads line
+//                    reached through different calls of a helper not inlined (the caller's
+//                    return address)
 //   with nvcc        the register budget (cuda/emu/registers.h): ptxas's register count of each
 //                    cuda/*.cu kernel, recorded by the build, and a launch refused
 //                    (cudaErrorLaunchOutOfResources) whose block needs more than 65,536
@@ -65,14 +70,28 @@
 //   builds           compiled with -fsanitize=thread's instrumentation and linked with
 //                    cuda/emu/racecheck.cpp: cuda/cuda.mk's EMU_RACECHECK, on unless clang or a
 //                    sanitizer build), and emu::access (atomics: emu::atomic_access) checks it:
-//                    a shared-memory race between warps in one barrier epoch (shadow state per
-//                    word, whatever the schedule; __syncwarp and warp operations order only one
-//                    warp's lanes; atomics exempt); an access outside a shared array or tile, or
-//                    outside a buffer's live bytes (exactly the bytes asked of cudaMalloc or of
-//                    gpu::allocate, not its rounded block; none of a block in gpu::allocate's
-//                    cache); a misaligned float2, float4 or atomic; naming threads and lines
+//                    a shared-memory race in one barrier epoch between warps, or between lanes
+//                    of one warp that no chain of warp operations orders (two half-warp
+//                    __syncwarp do not; shadow state per word, whatever the schedule; atomics
+//                    exempt); a read of memory nothing wrote (initcheck's class): a global word
+//                    no kernel, cudaMemcpy or cudaMemset wrote since its buffer was allocated or
+//                    lent, a shared word no thread of the block wrote; an access outside a
+//                    shared array or tile, or outside a buffer's live bytes (exactly the bytes
+//                    asked of cudaMalloc or of gpu::allocate, not its rounded block; none of a
+//                    block in gpu::allocate's cache); a misaligned float2, float4 or atomic,
+//                    tiles placed as their offsets are; a __syncthreads line reached through
+//                    different inlined copies of a helper (syncthreads is a call of its own
+//                    there); naming threads and lines
 //   EMU_THREADS      (make emu-tsan) ThreadSanitizer's own data-race reports; faults unnamed
-//
+// What no build checks, left to compute-sanitizer on a GPU (make gpu-check): a race on global
+// memory (a plain += from two blocks, or global scratch shared between warps with only
+// __syncwarp); a float4's members read one by one through a misaligned pointer (here 4-byte
+// loads, on a GPU one 16-byte load); an access through a pointer into no device memory (a
+// host pointer, or a local array indexed past its end) that lands in mapped host memory; the
+// intra-warp race check's second and later readers of a word (one reader per word is kept);
+// a barrier reached through different calls nested two helpers deep (only the innermost call
+// and the caller's return address are compared); without the hooks (clang, make sanitize),
+// everything the GCC emulator builds add above.
 // Two ways to run a block's threads:
 //   fibers (default)   one fiber per CUDA thread, all on one OS thread; a barrier is
 //                      a yield to the block's scheduler. Fast, deterministic. emu::set_schedule
@@ -1850,7 +1869,11 @@ struct alignas(8) float2 {
     float x, y;
 };
 // float4's assignment (a kernel's vector store, or a load into a variable) checks both
-// addresses in every build: misaligned, a named launch error, as a GPU faults.
+// addresses, and its copy (`const float4 v = *p`) its source, in every build: misaligned, a
+// named launch error, as a GPU faults. Its members read one by one through a misaligned
+// pointer (p->x) are plain 4-byte loads here, where nvcc emits one 16-byte load: unseen in
+// every build (the alignment of the float4 * itself is not checked).
+
 namespace emu {
 [[gnu::noinline, gnu::cold]] inline void misaligned_vector(const void* dst, const void* src) {
 #ifndef EMU_THREADS
@@ -1867,7 +1890,13 @@ struct alignas(16) float4 {
     float x, y, z, w;
     float4() = default;
     constexpr float4(float x_, float y_, float z_, float w_) : x(x_), y(y_), z(z_), w(w_) {}
-    float4(const float4&) = default;
+    // A copy (`const float4 v = *p`: one 16-byte load on a GPU) checks its source too.
+    float4(const float4& o) {
+        uintptr_t bits = uintptr_t(&o);
+        asm("" : "+r"(bits));
+        if (__builtin_expect((bits & 15) != 0, 0)) ::emu::misaligned_vector(nullptr, &o);
+        x = o.x, y = o.y, z = o.z, w = o.w;
+    }
     float4& operator=(const float4& o) {
         uintptr_t bits = uintptr_t(this) | uintptr_t(&o);
         asm("" : "+r"(bits));  // clang takes a float4's address as 16-aligned and drops the test
