@@ -108,8 +108,9 @@ std::vector<std::pair<std::string, double>> run_settings(const RunSpec& r, doubl
                                                          int seed);
 
 // "" when `rec` is a record `r`'s job at `scale` and `seed` could have returned: exactly its
-// keys and run_settings' (with their values), every list as long as its Length says, every value in its Range. Else what
-// is wrong, naming the key ("validation_accuracy_curve has 0 values, not 21").
+// keys and run_settings' (with their values), every list as long as its Length says, every
+// value in its Range. Else what is wrong, naming the key ("validation_accuracy_curve has 0
+// values, not 21").
 std::string record_problem(const RunSpec& r, double scale, int seed, const Record& rec);
 const RunSpec& run_spec(const std::string& name);  // throws naming a miss
 int steps_of(const std::string& run, double scale);   // scaled_steps(steps, scale)

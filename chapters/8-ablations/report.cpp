@@ -368,7 +368,8 @@ void report_first_step(const Records& r, const std::vector<Comparison>& cmp, dou
 Report report_of(const std::string& claim) {
     static const std::map<std::string, Report> reports = {
         {"scaling", report_scaling},     {"heads", report_heads},   {"pruning", report_pruning},
-        {"positions", report_positions}, {"warmup", report_warmup}, {"first-step", report_first_step},
+        {"positions", report_positions}, {"warmup", report_warmup},
+        {"first-step", report_first_step},
     };
     const auto it = reports.find(claim);
     if (it == reports.end()) throw std::invalid_argument("no report for the claim " + claim);
