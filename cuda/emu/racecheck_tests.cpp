@@ -677,16 +677,19 @@ __global__ void __launch_bounds__(64) bounds_after_void(int* out) { out[threadId
 __global__ __launch_bounds__(64) void bounds_before_void(int* out) { out[threadIdx.x] = 2; }
 __launch_bounds__(64, 2) __global__ void bounds_first(int* out) { out[threadIdx.x] = 3; }
 
+// A kernel declared __launch_bounds__(64): 128 threads are refused, naming the bounds; 64 run.
+static void check_bounds_64(void (*k)(int*), int* out) {
+    const std::string e = launch_error([&] { launch_kernel(k, dim3(1), dim3(128), 0, out); });
+    CHECK_MESSAGE(e.find("128 threads per block, over the kernel's __launch_bounds__(64)") !=
+                      std::string::npos,
+                  e);
+    CHECK(launch_error([&] { launch_kernel(k, dim3(1), dim3(64), 0, out); }).empty());
+}
+
 TEST_CASE("emulator checks: a block over __launch_bounds__, without a hand-written check") {
     gpu::Buffer<int> out(128);
-    for (void (*k)(int*) : {bounds_after_void, bounds_before_void, bounds_first}) {
-        const std::string e =
-            launch_error([&] { launch_kernel(k, dim3(1), dim3(128), 0, out.data()); });
-        CHECK_MESSAGE(e.find("128 threads per block, over the kernel's __launch_bounds__(64)") !=
-                          std::string::npos,
-                      e);
-        CHECK(launch_error([&] { launch_kernel(k, dim3(1), dim3(64), 0, out.data()); }).empty());
-    }
+    for (void (*k)(int*) : {bounds_after_void, bounds_before_void, bounds_first})
+        check_bounds_64(k, out.data());
 }
 
 // Launch bounds reached through macros (one that expands to __launch_bounds__, on two kernels;
@@ -708,14 +711,8 @@ int bounds_host_code(const char* name) {
 
 TEST_CASE("emulator checks: __launch_bounds__ through macros, and never in a string literal") {
     gpu::Buffer<int> out(128);
-    for (void (*k)(int*) : {bounds_macro_a, bounds_macro_b, bounds_macro_param, bounds_prototype}) {
-        const std::string e =
-            launch_error([&] { launch_kernel(k, dim3(1), dim3(128), 0, out.data()); });
-        CHECK_MESSAGE(e.find("128 threads per block, over the kernel's __launch_bounds__(64)") !=
-                          std::string::npos,
-                      e);
-        CHECK(launch_error([&] { launch_kernel(k, dim3(1), dim3(64), 0, out.data()); }).empty());
-    }
+    for (void (*k)(int*) : {bounds_macro_a, bounds_macro_b, bounds_macro_param, bounds_prototype})
+        check_bounds_64(k, out.data());
     // (Its length: an insertion into the literal would change this line's literal as well.)
     CHECK(std::string(bounds_text()).size() == 32);
     // Host code after such a literal runs as written (a check there would fault: no block).
