@@ -35,7 +35,7 @@ __global__ void block_reverse_kernel(const int* in, int* out) {
 
 __global__ void warp_ops_kernel(int* out) {
     int lane = threadIdx.x % 32, t = threadIdx.x;
-    int* o = out + t * 8;
+    int* o = out + (blockIdx.x * 64 + t) * 8;  // each block its own rows (blocks do not race)
     o[0] = __shfl_sync(0xffffffffu, lane * 10, 3);          // everyone reads lane 3
     o[1] = __shfl_down_sync(0xffffffffu, lane, 5);          // lane + 5, or its own past 31
     o[2] = __shfl_up_sync(0xffffffffu, lane, 2);            // lane - 2, or its own below 2
@@ -44,8 +44,8 @@ __global__ void warp_ops_kernel(int* out) {
     o[5] = __any_sync(0xffffffffu, lane == 31);
     o[6] = __all_sync(0xffffffffu, lane < 31);
     o[7] = __shfl_xor_sync(0xffffffffu, lane, 4, 8);  // within groups of 8
-    atomicAdd(&out[64 * 8], 1);
-    atomicMax(&out[64 * 8 + 1], int(blockIdx.x * 100 + t));
+    atomicAdd(&out[gridDim.x * 64 * 8], 1);
+    atomicMax(&out[gridDim.x * 64 * 8 + 1], int(blockIdx.x * 100 + t));
 }
 
 // One __syncthreads line, reached from both arms of a branch through a helper: on a GPU each
@@ -306,11 +306,12 @@ TEST_CASE("cuda emulator: __syncthreads is a barrier, shared memory is per block
 }
 
 TEST_CASE("cuda emulator: warp shuffles, votes and atomics over 32 lanes") {
-    gpu::Buffer<int> out(64 * 8 + 2);
-    CUDA_CHECK(cudaMemset(out.data(), 0, (64 * 8 + 2) * sizeof(int)));
+    const int n = 3 * 64 * 8;
+    gpu::Buffer<int> out(n + 2);
+    CUDA_CHECK(cudaMemset(out.data(), 0, (n + 2) * sizeof(int)));
     launch_kernel(warp_ops_kernel, dim3(3), dim3(64), 0, out.data());
-    auto o = copy_back(out.data(), 64 * 8 + 2);
-    for (int t = 0; t < 64; t++) {
+    auto o = copy_back(out.data(), n + 2);
+    for (int t = 0; t < 3 * 64; t++) {
         int lane = t % 32;
         const int* r = &o[t * 8];
         CHECK(r[0] == 30);
@@ -322,8 +323,8 @@ TEST_CASE("cuda emulator: warp shuffles, votes and atomics over 32 lanes") {
         CHECK(r[6] == 0);
         CHECK(r[7] == (lane ^ 4));
     }
-    CHECK(o[64 * 8] == 3 * 64);
-    CHECK(o[64 * 8 + 1] == 2 * 100 + 63);
+    CHECK(o[n] == 3 * 64);
+    CHECK(o[n + 1] == 2 * 100 + 63);
 }
 
 TEST_CASE("cuda emulator: dynamic shared memory starts as NaN and is shared by the block") {
@@ -359,7 +360,7 @@ TEST_CASE("cuda emulator: one __syncthreads line through a helper from two arms 
               }).empty());
     }
     CHECK(launch_error([&] {
-              launch_kernel(helper_barrier_loop_kernel, dim3(2), dim3(64), 0, out.data());
+              launch_kernel(helper_barrier_loop_kernel, dim3(1), dim3(64), 0, out.data());
           }).empty());
 }
 

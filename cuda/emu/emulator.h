@@ -81,17 +81,25 @@
 //                    block in gpu::allocate's cache); a misaligned float2, float4 or atomic,
 //                    tiles placed as their offsets are; a __syncthreads line reached through
 //                    different inlined copies of a helper (syncthreads is a call of its own
-//                    there); naming threads and lines
+//                    there); a global-memory race: a plain access to a word that a plain access
+//                    of another block of the same launch, or of another warp of the block in the
+//                    same barrier epoch, wrote (or, for a write, read) before it (shadow state
+//                    per word: the last write, the last read and whether other blocks or warps
+//                    read it; atomics exempt; the lanes of one warp not compared); naming
+//                    threads and lines
 //   EMU_THREADS      (make emu-tsan) ThreadSanitizer's own data-race reports; faults unnamed
 // What no build checks, left to compute-sanitizer on a GPU (make gpu-check): a race on global
-// memory (a plain += from two blocks, or global scratch shared between warps with only
-// __syncwarp); a float4's members read one by one through a misaligned pointer (here 4-byte
-// loads, on a GPU one 16-byte load); an access through a pointer into no device memory (a
-// host pointer, or a local array indexed past its end) that lands in mapped host memory; the
-// intra-warp race check's second and later readers of a word (one reader per word is kept);
-// a barrier reached through different calls nested two helpers deep (only the innermost call
-// and the caller's return address are compared); without the hooks (clang, make sanitize),
-// everything the GCC emulator builds add above.
+// memory between the lanes of one warp, or through atomics mixed with plain accesses (neither
+// does compute-sanitizer's racecheck, which sees shared memory only); a float4's members read
+// one by one through a misaligned pointer (here 4-byte loads, on a GPU one 16-byte load); an
+// access through a pointer into no device memory (a host pointer, or a local array indexed past
+// its end) that lands in mapped host memory; the intra-warp race check's second and later
+// readers of a word (one reader per word is kept); a barrier reached through different calls
+// nested two helpers deep (only the innermost call and the caller's return address are
+// compared); without the hooks (clang, make sanitize), everything the GCC emulator builds add
+// above. And one false report: where the compiler copies one __syncthreads call into both paths
+// of a branch before it (GCC's jump threading may, after `if (warp == 0) x = ...;`), the two
+// copies look like two calls of one line; the report names that line twice.
 // Two ways to run a block's threads:
 //   fibers (default)   one fiber per CUDA thread, all on one OS thread; a barrier is
 //                      a yield to the block's scheduler. Fast, deterministic. emu::set_schedule
@@ -480,6 +488,18 @@ inline void set_written(const void* p, size_t n, unsigned char value) {
     if (!g_global_init || n == 0 || off >= g_global_size) return;
     std::memset(g_global_init + (off >> 2), value, ((off + n - 1) >> 2) - (off >> 2) + 1);
 }
+// The global race check's shadow of the global range: per 4-byte word, the tag of the last
+// plain write to it and that of the last plain read (global_tag below), 16 bytes a word.
+struct GlobalRaceWord {
+    uint64_t w, r;
+};
+inline GlobalRaceWord* g_global_race = nullptr;
+// Forgets the race check's records of the bytes [p, p + n) of the global range (whole pages).
+inline void forget_races(const void* p, size_t n) {
+    const size_t off = uintptr_t(p) - uintptr_t(g_global_base);
+    if (g_global_race && off < g_global_size)
+        madvise(reinterpret_cast<unsigned char*>(g_global_race) + 4 * off, 4 * n, MADV_DONTNEED);
+}
 struct GlobalAlloc {
     unsigned char* map = nullptr;  // [guard][data pages][guard]
     size_t map_bytes = 0;
@@ -520,12 +540,16 @@ inline Space& global_space() {
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
             void* w = mmap(nullptr, sp->size / 4, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            void* r = mmap(nullptr, sp->size * 4, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
             if (t == MAP_FAILED || w == MAP_FAILED) {
                 munmap(sp->base, sp->size);
                 sp->base = nullptr, sp->size = 0;
             } else {
                 g_global_pages = static_cast<GlobalPage*>(t);
                 g_global_init = static_cast<unsigned char*>(w);
+                // (without this shadow the global race check is off: global_tag stays 0)
+                if (r != MAP_FAILED) g_global_race = static_cast<GlobalRaceWord*>(r);
             }
         }
         g_global_size = sp->size;
@@ -741,7 +765,9 @@ enum Check : unsigned {
     check_init = 128,        // a load of global or shared memory that nothing wrote (initcheck)
     check_registers = 256,   // any build with a register table (nvcc's): a block over the
                              // registers a block may have (cuda/emu/registers.h)
-    all_checks = 511
+    check_global_races = 512,  // global memory: another block's plain access in the same
+                               // launch, or another warp's in the same barrier epoch
+    all_checks = 1023
 };
 struct Config {
     Schedule schedule = Schedule::forward;
@@ -894,6 +920,10 @@ struct FiberBlock {
     // The block's first epoch: a shared word whose last write is older was never written by this
     // block (the init check); 0 once the epochs start over within the block (the check is off).
     uint32_t first_epoch = 0;
+    // The global race check: the launch's number and the block's index (global_tag), and the
+    // barriers the block has passed.
+    uint64_t global_block = 0;
+    uint32_t barriers = 0;
     bool in_kernel = false;  // a fiber runs (the access hooks ignore the scheduler's own work)
     // Set by the SIGSEGV handler (which allocates nothing): a guard page was touched.
     // fault: 0 none, 1 a shared array's guard page (fault_region), 2 the global range (a
@@ -911,6 +941,32 @@ inline thread_local FiberBlock* t_fb = nullptr;
 // scheduler as it switches to it; 0 outside a kernel, or with the race check off.
 inline thread_local uint64_t t_race = 0;
 inline thread_local const Warp* t_warp = nullptr;  // the running fiber's warp (race check)
+// The global race check's tag of the running fiber's accesses, 0 outside a kernel or with the
+// check off. From the top bit down: the launch's number (20 bits; 0 is no launch), the block's
+// index in its grid (22 bits), the warp (5) and how many barriers the block has passed (15; the
+// largest value is "too many to count", whose order within the block is not compared); the low
+// 2 bits are the read record's flags. Two accesses of one launch are unordered when their blocks
+// differ, or their warps differ in one barrier epoch; the lanes of one warp are not compared.
+namespace global_tag {
+constexpr int launch_shift = 44, block_shift = 22, warp_shift = 17, epoch_shift = 2;
+constexpr uint64_t launch_limit = uint64_t(1) << 20, block_mask = (uint64_t(1) << 22) - 1;
+constexpr uint64_t epoch_uncounted = 0x7fff;
+constexpr uint64_t many_blocks = 1, many_warps = 2;  // read record: readers in other blocks,
+                                                     // in other warps of its epoch
+inline uint64_t launch(uint64_t t) { return t >> launch_shift; }
+inline uint64_t block(uint64_t t) { return t >> block_shift & block_mask; }
+inline int warp(uint64_t t) { return int(t >> warp_shift & 31); }
+inline uint64_t epoch(uint64_t t) { return t >> epoch_shift & epoch_uncounted; }
+// Of one launch: the same block, and one barrier epoch that is counted.
+inline bool same_epoch(uint64_t a, uint64_t b) {
+    return block(a) == block(b) && epoch(a) == epoch(b) && epoch(a) != epoch_uncounted;
+}
+inline bool unordered(uint64_t a, uint64_t b) {
+    return block(a) != block(b) || (same_epoch(a, b) && warp(a) != warp(b));
+}
+}  // namespace global_tag
+inline thread_local uint64_t t_global = 0;
+inline std::atomic<uint64_t> g_launches{0};  // launches begun (global_tag's launch numbers)
 
 inline void yield_to_scheduler() {
     FiberBlock& fb = *t_fb;
@@ -1161,6 +1217,7 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
     t_fb = &fb;
     new_epoch(fb);
     fb.first_epoch = fb.epoch;
+    fb.barriers = 0;
     for (int t = 0; t < nthreads; t++) {
         Fiber& f = fb.fibers[t];
         f.state = Fiber::running;
@@ -1189,12 +1246,19 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
                                                     uint64_t(fb.first_epoch) << 10 | uint32_t(t)
                                               : 0;
             t_warp = &fb.bs.warps[t / 32];
+            t_global = fb.global_block
+                           ? fb.global_block | uint64_t(t / 32) << global_tag::warp_shift |
+                                 uint64_t(std::min<uint32_t>(fb.barriers,
+                                                             global_tag::epoch_uncounted))
+                                     << global_tag::epoch_shift
+                           : 0;
 #ifdef EMU_FAST_SWITCH
             emu_switch_stack(&fb.scheduler_sp, f.sp);
 #else
             swapcontext(&fb.scheduler, &f.ctx);
 #endif
             t_race = 0;
+            t_global = 0;
             fb.in_kernel = false;
             ran = true;
             if (fb.fault) fault_message(fb);
@@ -1215,6 +1279,7 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
                 if (fb.fibers[t].state == Fiber::at_barrier) fb.fibers[t].state = Fiber::running;
             fb.at_barrier = 0;
             new_epoch(fb);  // what was before the barrier is ordered before what follows
+            fb.barriers++;
             released = true;
         }
         if (!ran && !released && alive > 0) {
@@ -1524,9 +1589,78 @@ inline void global_init_any(size_t off, size_t n, Did what, const void* pc);
                    "allocated (compute-sanitizer initcheck reports this read; here it reads the "
                    "0xFF fill)");
 }
+// A plain access of word w of the global range that another access of this launch, which no
+// barrier orders before it, wrote or read (other: its tag; wrote: a write, else a read).
+[[noreturn, gnu::noinline, gnu::cold]] inline void global_race_error(size_t w, bool write,
+                                                                     const void* pc,
+                                                                     uint64_t other, bool wrote) {
+    using namespace global_tag;
+    const FiberBlock* fb = t_fb;
+    const dim3 g = fb->bs.grid_dim;
+    const uint64_t b = block(other), mine = block(t_global);
+    const std::string other_block =
+        "block (" + std::to_string(b % g.x) + "," + std::to_string(b / g.x % g.y) + "," +
+        std::to_string(b / (uint64_t(g.x) * g.y)) + ")";
+    std::string who;
+    if (!wrote && b == mine && (other & many_blocks))
+        who = "another block";  // the reader kept is of this block; others read it too
+    else if (!wrote && b == mine && (other & many_warps) && warp(other) == warp(t_global))
+        who = "another warp of this block";
+    else
+        who = "warp " + std::to_string(warp(other)) + " of " +
+              (b == mine ? std::string("this block") : other_block);
+    fail_in_thread("global-memory race on " + global_where(g_global_base + 4 * w) + ": " +
+                   thread_name(fb->current) + " of " + block_name() +
+                   (write ? " writes it" : " reads it") + " at " + code_at(pc) + ", and " + who +
+                   (wrote ? " wrote" : " read") + " it earlier in this launch, which nothing " +
+                   "orders before this access (the blocks of one launch run in any order, and " +
+                   "two warps of a block only meet at __syncthreads: an atomic, a barrier or a " +
+                   "second launch orders them)");
+}
+// The global race check of a plain access to word w by the running fiber (tag me): against the
+// word's last write, and a write against its reads (the last one kept, and the flags that say
+// other blocks, or other warps of its epoch, read it too).
+template <bool WRITE>
+[[gnu::always_inline]] inline void global_race_word(size_t w, uint64_t me, const void* pc) {
+    using namespace global_tag;
+    GlobalRaceWord& s = g_global_race[w];
+    const uint64_t wt = __atomic_load_n(&s.w, __ATOMIC_RELAXED);
+    const uint64_t rt = __atomic_load_n(&s.r, __ATOMIC_RELAXED);
+    const bool w_now = launch(wt) == launch(me), r_now = launch(rt) == launch(me);
+    if (w_now && unordered(wt, me)) global_race_error(w, WRITE, pc, wt, true);
+    if (WRITE) {
+        if (r_now && ((rt & many_blocks) || unordered(rt, me) ||
+                      ((rt & many_warps) && same_epoch(rt, me))))
+            global_race_error(w, WRITE, pc, rt, false);
+        if (wt != me) __atomic_store_n(&s.w, me, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t nr = rt;
+    if (!r_now)
+        nr = me;
+    else if (block(rt) != block(me))
+        nr = rt | many_blocks;
+    else if (epoch(rt) != epoch(me))
+        nr = me | (rt & many_blocks);  // a later epoch of the block: the earlier reads are ordered
+    else if (warp(rt) != warp(me))
+        nr = rt | many_warps;
+    if (nr != rt) __atomic_store_n(&s.r, nr, __ATOMIC_RELAXED);
+}
+template <bool WRITE>
+[[gnu::noinline]] inline void global_race_n(size_t g, size_t n, uint64_t me, const void* pc) {
+    for (size_t w = g >> 2; w <= (g + n - 1) >> 2; w++) global_race_word<WRITE>(w, me, pc);
+}
+// Inlined where the access lies in one word (most of them); else a call.
+template <bool WRITE>
+[[gnu::always_inline]] inline void global_race(size_t g, size_t n, uint64_t me, const void* pc) {
+    if (__builtin_expect((g & 3) + n <= 4, 1)) return global_race_word<WRITE>(g >> 2, me, pc);
+    global_race_n<WRITE>(g, n, me, pc);
+}
+
 // The initialisation check of an access of n bytes at offset g of the global range, inside a
-// live buffer: a store marks its words written, a load checks them.
-template <bool WRITE, bool LOAD = !WRITE>
+// live buffer: a store marks its words written, a load checks them. RACE: a plain access,
+// which the global race check sees too (atomics do not race with each other).
+template <bool WRITE, bool LOAD = !WRITE, bool RACE = true>
 [[gnu::always_inline]] inline void global_init(size_t g, size_t n, Did what, const void* pc) {
     unsigned char* const first = g_global_init + (g >> 2);
     unsigned char* const last = g_global_init + ((g + n - 1) >> 2);
@@ -1536,12 +1670,15 @@ template <bool WRITE, bool LOAD = !WRITE>
                 return global_uninit(g_global_base + g, n, what, pc);
     if (WRITE)
         for (unsigned char* w = first; w <= last; w++) *w = 1;
+    if (RACE)
+        if (const uint64_t me = t_global) return global_race<WRITE>(g, n, me, pc);
 }
 
 inline void global_init_any(size_t off, size_t n, Did what, const void* pc) {
     if (what == Did::read) return global_init<false>(off, n, what, pc);
-    if (what == Did::write || what == Did::atomic_write) return global_init<true>(off, n, what, pc);
-    global_init<true, true>(off, n, what, pc);
+    if (what == Did::write) return global_init<true>(off, n, what, pc);
+    if (what == Did::atomic_write) return global_init<true, false, false>(off, n, what, pc);
+    global_init<true, true, false>(off, n, what, pc);
 }
 
 // The message of a misaligned access (the hooks, and float4's own check): a vector (float2,
@@ -1651,8 +1788,8 @@ template <size_t N>
         const GlobalPage pg = g_global_pages[g >> g_page_shift];
         const size_t in = g & ((size_t(1) << g_page_shift) - 1);
         if (__builtin_expect(in >= pg.lo && in + N <= pg.hi, 1)) {
-            if (what == Did::atomic_write) return global_init<true, false>(g, N, what, pc);
-            return global_init<true, true>(g, N, what, pc);  // a read-modify-write
+            if (what == Did::atomic_write) return global_init<true, false, false>(g, N, what, pc);
+            return global_init<true, true, false>(g, N, what, pc);  // a read-modify-write
         }
         return global_slow(reinterpret_cast<const unsigned char*>(p), N, what, pc);
     }
@@ -2104,6 +2241,7 @@ inline cudaError_t cudaFree(void* p) {
     }
     const size_t page = page_bytes(), first = size_t(a.map + page - g_global_base) >> g_page_shift;
     for (size_t k = 0; k < (a.map_bytes - 2 * page) / page; k++) g_global_pages[first + k] = {};
+    forget_races(a.map, a.map_bytes);
     global_space().give(a.map, a.map_bytes);
     return cudaSuccess;
 }
@@ -2361,6 +2499,14 @@ EMU_RT_INLINE void run_grid(dim3 grid, dim3 block, size_t shmem, const std::func
         std::lock_guard<std::mutex> lock(pool_mutex);
         while (int(pool.size()) < workers) pool.push_back(std::make_unique<FiberBlock>());
     }
+    // This launch's number for the global race check (global_tag), 0 with the check off; when
+    // the numbers run out they start over, and the records of the launches before are forgotten.
+    uint64_t launch_no = 0;
+    if ((g_checks & check_global_races) && g_global_race) {
+        const uint64_t n = g_launches.fetch_add(1);
+        launch_no = n % (global_tag::launch_limit - 1) + 1;
+        if (launch_no == 1 && n > 0) forget_races(g_global_base, g_global_size);
+    }
     auto worker = [&](int w) {
         FiberBlock& fb = *pool[w];
         fb.body = &body;
@@ -2386,7 +2532,12 @@ EMU_RT_INLINE void run_grid(dim3 grid, dim3 block, size_t shmem, const std::func
         // on global memory (one reads what another writes) gives a different result.
         const bool reverse_blocks = config().schedule == Schedule::reverse;
         for (long b; (b = next.fetch_add(1)) < nblocks;) {
-            fb.bs.block_idx = block_index(reverse_blocks ? nblocks - 1 - b : b);
+            const long block_no = reverse_blocks ? nblocks - 1 - b : b;
+            fb.bs.block_idx = block_index(block_no);
+            fb.global_block = launch_no ? launch_no << global_tag::launch_shift |
+                                              (uint64_t(block_no) & global_tag::block_mask)
+                                                  << global_tag::block_shift
+                                        : 0;
             fb.arena.begin_block(shmem, total_limit);
             run_block_fibers(fb, nthreads);
             if (fb.bs.error.empty()) fb.bs.error = fb.arena.end_block();

@@ -243,7 +243,7 @@ __global__ void half_warp_kernel(float* out, Halves halves) {
 // Memory nobody wrote, read where its fill happens to look harmless: every thread atomicMax's
 // its value into *best (the 0xFF fill reads as -1, below every value), and thread 0 takes the
 // argmax of a shared array whose first `written` entries were written (comparisons with the NaN
-// fill are false, so the stale entries never win).
+// fill are false, so the stale entries never win) into out[blockIdx.x].
 __global__ void max_into_unwritten_kernel(int* best, const int* v) {
     atomicMax(best, v[threadIdx.x]);
 }
@@ -255,17 +255,50 @@ __global__ void stale_argmax_kernel(int* out, int written) {
     int best = 0;
     for (int i = 1; i < 32; i++)
         if (vals[i] > vals[best]) best = i;
-    out[0] = best;
+    out[blockIdx.x] = best;
 }
 
-// Atomics on one shared word from every warp, then a read after the barrier: no race.
+// Atomics on one shared word from every warp, then a read after the barrier: no race. Each
+// block writes its own part of out.
 __global__ void shared_atomics_kernel(int* out) {
     SHARED(int, count, [1]);
     if (threadIdx.x == 0) count[0] = 0;
     __syncthreads();
     atomicAdd(&count[0], 1);
     __syncthreads();
-    out[threadIdx.x] = count[0];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = count[0];
+}
+
+// Thread 0 of every block adds the block's value into out[0]: with a plain += (atomicAdd
+// forgotten: on a GPU the blocks' read-add-write sequences interleave and updates are lost), or
+// with atomicAdd.
+constexpr int BLOCK_SUM_KERNEL_LINE = __LINE__;
+__global__ void block_sum_kernel(float* out, const float* v, bool atomic) {
+    if (threadIdx.x != 0) return;
+    if (atomic)
+        atomicAdd(out, v[blockIdx.x]);
+    else
+        out[0] += v[blockIdx.x];  // (BLOCK_SUM_KERNEL_LINE + 6)
+}
+// An in-place shift across blocks: block b's thread 0 copies x[b + 1] into x[b], which block b + 1
+// overwrites (a race: on a GPU block b + 1 may run first). A correct shift writes a second buffer.
+constexpr int SHIFT_KERNEL_LINE = __LINE__;
+__global__ void shift_kernel(float* x, int n) {
+    if (threadIdx.x == 0 && int(blockIdx.x) + 1 < n) x[blockIdx.x] = x[blockIdx.x + 1];
+}
+
+// Global scratch shared by two warps: each thread writes its word, then reads the other warp's
+// mirror word, with a __syncwarp between (a race: it orders one warp's lanes only) or a
+// __syncthreads (correct). (No branch before the barrier: GCC may copy a call after an `if` into
+// both of its paths, and two copies of one __syncthreads call look like two barriers here.)
+constexpr int WARP_SCRATCH_KERNEL_LINE = __LINE__;
+__global__ void warp_scratch_kernel(float* scratch, float* out, bool barrier) {
+    scratch[threadIdx.x] = float(threadIdx.x);
+    if (barrier)
+        __syncthreads();
+    else
+        __syncwarp();
+    out[threadIdx.x] = scratch[63 - threadIdx.x];  // (WARP_SCRATCH_KERNEL_LINE + 7)
 }
 
 // Thread 0 reads in[index] into out[0].
@@ -381,17 +414,100 @@ TEST_CASE("emulator checks: a race between warps with a __syncwarp or a shuffle 
     CHECK(launch_error([&] {
               launch_kernel(mirror_kernel, dim3(1), dim3(64), 0, out.data(), Between::syncthreads);
           }).empty());
-    gpu::Buffer<int> counts(96);
+    gpu::Buffer<int> counts(2 * 96);
     CHECK(launch_error([&] {
               launch_kernel(shared_atomics_kernel, dim3(2), dim3(96), 0, counts.data());
           }).empty());
-    std::vector<int> c(96);
-    CUDA_CHECK(cudaMemcpy(c.data(), counts.data(), 96 * 4, cudaMemcpyDeviceToHost));
-    CHECK(c == std::vector<int>(96, 96));
+    std::vector<int> c(2 * 96);
+    CUDA_CHECK(cudaMemcpy(c.data(), counts.data(), 2 * 96 * 4, cudaMemcpyDeviceToHost));
+    CHECK(c == std::vector<int>(2 * 96, 96));
+}
+
+TEST_CASE("emulator checks: a global race between blocks, or between warps with __syncwarp") {
+    // Four blocks add 1, 2, 3, 4 into one float: the fibers run the blocks one after another, so
+    // the plain += gives the right 10 under both schedules; only the race check sees it. (One
+    // worker: blocks in order, so the report names the first two.)
+    const int workers = emu::config().workers;
+    emu::set_workers(1);
+    std::vector<float> host = {1, 2, 3, 4};
+    gpu::Buffer<float> v(4), sum(1);
+    CUDA_CHECK(cudaMemcpy(v.data(), host.data(), 16, cudaMemcpyHostToDevice));
+    auto add = [&](bool atomic) {
+        CUDA_CHECK(cudaMemset(sum.data(), 0, 4));
+        return launch_error([&] {
+            launch_kernel(block_sum_kernel, dim3(4), dim3(32), 0, sum.data(),
+                          static_cast<const float*>(v.data()), atomic);
+        });
+    };
+    auto total = [&] {
+        float t = 0;
+        CUDA_CHECK(cudaMemcpy(&t, sum.data(), 4, cudaMemcpyDeviceToHost));
+        return t;
+    };
+    const std::string e = add(false);
+    CHECK_MESSAGE(e.find("global-memory race on byte 0 of a buffer of 4 bytes") !=
+                      std::string::npos,
+                  e);
+    CHECK_MESSAGE(e.find("thread (0,0,0) (warp 0) of block (1,0,0) reads it at " +
+                         at_line(BLOCK_SUM_KERNEL_LINE + 6)) != std::string::npos,
+                  e);
+    CHECK_MESSAGE(e.find("warp 0 of block (0,0,0) wrote it earlier in this launch") !=
+                      std::string::npos,
+                  e);
+    CHECK(add(true).empty());
+    CHECK(total() == 10.0f);
+    {
+        Without off(emu::check_global_races);
+        CHECK(add(false).empty());
+        CHECK(total() == 10.0f);
+        CHECK(emu::same_under_both_schedules([&] { add(false); },
+                                             [&] { return std::vector<float>{total()}; }));
+    }
+    // A write after another block's read: block 0 read x[1], block 1 writes it.
+    gpu::Buffer<float> x(4);
+    CUDA_CHECK(cudaMemcpy(x.data(), host.data(), 16, cudaMemcpyHostToDevice));
+    auto shift = [&] {
+        return launch_error(
+            [&] { launch_kernel(shift_kernel, dim3(4), dim3(32), 0, x.data(), 4); });
+    };
+    const std::string w = shift();
+    CHECK_MESSAGE(w.find("on byte 4 of a buffer of 16 bytes") != std::string::npos, w);
+    CHECK_MESSAGE(w.find("thread (0,0,0) (warp 0) of block (1,0,0) writes it at " +
+                         at_line(SHIFT_KERNEL_LINE + 2)) != std::string::npos,
+                  w);
+    CHECK_MESSAGE(w.find("warp 0 of block (0,0,0) read it earlier") != std::string::npos, w);
+    {
+        Without off(emu::check_global_races);
+        CHECK(shift().empty());
+    }
+    // Scratch between warps, with only a __syncwarp: the fibers run every thread to its warp's
+    // __syncwarp before any goes on, so the reads come after all the writes; warp 0's first.
+    gpu::Buffer<float> scratch(64), out(64);
+    CUDA_CHECK(cudaMemset(scratch.data(), 0, 256));
+    auto swap = [&](bool barrier) {
+        return launch_error([&] {
+            launch_kernel(warp_scratch_kernel, dim3(1), dim3(64), 0, scratch.data(), out.data(),
+                          barrier);
+        });
+    };
+    const std::string s = swap(false);
+    CHECK_MESSAGE(s.find("global-memory race on byte ") != std::string::npos, s);
+    CHECK_MESSAGE(s.find("byte 252 of a buffer of 256 bytes") != std::string::npos, s);
+    CHECK_MESSAGE(s.find("thread (0,0,0) (warp 0) of block (0,0,0) reads it at " +
+                         at_line(WARP_SCRATCH_KERNEL_LINE + 7)) != std::string::npos,
+                  s);
+    CHECK_MESSAGE(s.find("warp 1 of this block wrote it earlier") != std::string::npos, s);
+    CHECK(swap(true).empty());
+    Without off(emu::check_global_races);
+    CHECK(swap(false).empty());
+    std::vector<float> o(64);
+    CUDA_CHECK(cudaMemcpy(o.data(), out.data(), 256, cudaMemcpyDeviceToHost));
+    CHECK(o[0] == 63.0f);
+    emu::set_workers(workers);
 }
 
 TEST_CASE("emulator checks: a read of memory nothing wrote, global or shared, is named") {
-    gpu::Buffer<int> best(1), v(32), out(1);
+    gpu::Buffer<int> best(1), v(32), out(2);
     std::vector<int> host(32);
     for (int i = 0; i < 32; i++) host[i] = i * 3;
     CUDA_CHECK(cudaMemcpy(v.data(), host.data(), 32 * 4, cudaMemcpyHostToDevice));
