@@ -97,9 +97,9 @@
 // readers of a word (one reader per word is kept); a barrier reached through different calls
 // nested two helpers deep (only the innermost call and the caller's return address are
 // compared); without the hooks (clang, make sanitize), everything the GCC emulator builds add
-// above. And one false report: where the compiler copies one __syncthreads call into both paths
-// of a branch before it (GCC's jump threading may, after `if (warp == 0) x = ...;`), the two
-// copies look like two calls of one line; the report names that line twice.
+// above. Where the line tables do not resolve (under qemu-user), two copies the compiler made
+// of one __syncthreads call (GCC's jump threading, after `if (warp == 0) x = ...;`) cannot be
+// told from two calls, and are reported as two barriers.
 // Two ways to run a block's threads:
 //   fibers (default)   one fiber per CUDA thread, all on one OS thread; a barrier is
 //                      a yield to the block's scheduler. Fast, deterministic. emu::set_schedule
@@ -915,6 +915,13 @@ struct FiberBlock {
     int barrier_line = 0;
     const void* barrier_caller = nullptr;  // ... and its call path (syncthreads)
     const void* barrier_site = nullptr;
+    // One __syncthreads line met through two code addresses (a, b): two barriers, unless both
+    // are copies of one source call (run_grid decides when the launch ends: same_source_call).
+    struct BarrierDoubt {
+        const void *a, *b;
+        std::string report;
+    };
+    std::vector<BarrierDoubt> barrier_doubts;
     // The race check's barrier epoch: a new number at every block start and barrier release.
     uint32_t epoch = 0;
     // The block's first epoch: a shared word whose last write is older was never written by this
@@ -1022,7 +1029,9 @@ inline void start_fiber(FiberBlock& fb, Fiber& f) {
 // whose code calls __syncthreads (a helper not inlined: where each arm called it), and, where
 // syncthreads is a call of its own (the builds with the access hooks), the call's return
 // address (a helper inlined into each arm: one call instruction per copy). A helper called from
-// both arms of a branch is two barriers on a GPU (two bar.sync), one line here.
+// both arms of a branch is two barriers on a GPU (two bar.sync), one line here. Two addresses
+// are two barriers unless their chains of inlined frames match (same_source_call, when the
+// launch ends): a compiler may copy one call into both paths of a branch before it.
 inline std::string code_at(const void* pc);
 #if EMU_RT_DECLARE_ONLY
 void syncthreads(const char* file, int line, const void* caller);
@@ -1042,12 +1051,19 @@ EMU_RT_INLINE void syncthreads(const char* file, int line, const void* caller) {
                        "): a barrier in divergent code is undefined behaviour");
     } else if ((caller != fb.barrier_caller || site != fb.barrier_site) &&
                (g_checks & check_barrier_paths)) {
-        fail_in_thread("threads of one block wait at the __syncthreads of " + std::string(file) +
-                       ":" + std::to_string(line) + " reached through different calls (" +
-                       code_at(fb.barrier_caller != caller ? fb.barrier_caller : fb.barrier_site) +
-                       " and " + code_at(fb.barrier_caller != caller ? caller : site) +
-                       "): on a GPU they are two barriers, and a barrier in divergent code is "
-                       "undefined behaviour");
+        // Told apart when the launch ends (the line tables are read then, once per pair).
+        const void* a = fb.barrier_caller != caller ? fb.barrier_caller : fb.barrier_site;
+        const void* b = fb.barrier_caller != caller ? caller : site;
+        bool known = false;
+        for (const FiberBlock::BarrierDoubt& d : fb.barrier_doubts) known |= d.a == a && d.b == b;
+        if (!known)
+            fb.barrier_doubts.push_back(
+                {a, b,
+                 "threads of one block wait at the __syncthreads of " + std::string(file) + ":" +
+                     std::to_string(line) + " reached through different calls (" + code_at(a) +
+                     " and " + code_at(b) +
+                     "): on a GPU they are two barriers, and a barrier in divergent code is "
+                     "undefined behaviour"});
     }
     fb.fibers[fb.current].state = Fiber::at_barrier;
     fb.at_barrier++;
@@ -2350,6 +2366,53 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b)
 // ---- the launch -------------------------------------------------------------------------------
 namespace emu {
 
+// addr2line's lines for the code address pc (func: -f -C, the function's name and place, in
+// pairs; else the places), innermost inlined frame first, each cut at its first space (a
+// discriminator) or newline; none where the address or its line tables cannot be read.
+inline std::vector<std::string> addr2line_lines(uintptr_t pc, bool func) {
+    struct Found {
+        uintptr_t pc, rel = 0;
+        std::string file;
+    } found{pc, 0, ""};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) {
+            Found& f = *static_cast<Found*>(data);
+            for (int k = 0; k < info->dlpi_phnum; k++) {
+                const ElfW(Phdr)& ph = info->dlpi_phdr[k];
+                const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+                if (ph.p_type != PT_LOAD || f.pc < lo || f.pc >= lo + ph.p_memsz) continue;
+                f.rel = f.pc - info->dlpi_addr;
+                f.file = info->dlpi_name ? info->dlpi_name : "";
+                if (f.file.empty()) {
+                    char self[4096];
+                    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+                    f.file = len > 0 ? std::string(self, size_t(len)) : "";
+                }
+                return 1;
+            }
+            return 0;
+        },
+        &found);
+    std::vector<std::string> lines;
+    if (found.file.empty() || found.file.find('\'') != std::string::npos) return lines;
+    char cmd[4400];
+    std::snprintf(cmd, sizeof cmd, "addr2line %s -e '%s' 0x%lx 2>/dev/null",
+                  func ? "-f -C -i" : "-i", found.file.c_str(),
+                  (unsigned long)(found.rel - (func ? 0 : 1)));
+    if (FILE* pipe = popen(cmd, "r")) {
+        char line[1024] = "";
+        while (std::fgets(line, sizeof line, pipe)) {
+            std::string l(line);
+            const size_t cut = l.find_first_of(func ? "\n" : " \n");
+            if (cut != std::string::npos) l.resize(cut);
+            if (l.empty() || l.find("??") != std::string::npos) break;
+            lines.push_back(l);
+        }
+        pclose(pipe);
+    }
+    return lines;
+}
+
 // "{code 0x...}" in a message -> "file:line" from the program's line tables (addr2line; the
 // objects with kernels are compiled with -g1), or "code address 0x..." where that fails.
 // "{func 0x...}": the function that starts there, by name (addr2line -f), or its address.
@@ -2360,64 +2423,45 @@ inline std::string resolve_code_addresses(std::string msg) {
         const bool func = msg.compare(at, 6, "{func ") == 0;
         const std::string hexpc = msg.substr(at + 6, end - at - 6);
         const uintptr_t pc = uintptr_t(std::strtoull(hexpc.c_str(), nullptr, 16));
-        struct Found {
-            uintptr_t pc, rel = 0;
-            std::string file;
-        } found{pc, 0, ""};
-        dl_iterate_phdr(
-            [](dl_phdr_info* info, size_t, void* data) {
-                Found& f = *static_cast<Found*>(data);
-                for (int k = 0; k < info->dlpi_phnum; k++) {
-                    const ElfW(Phdr)& ph = info->dlpi_phdr[k];
-                    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
-                    if (ph.p_type != PT_LOAD || f.pc < lo || f.pc >= lo + ph.p_memsz) continue;
-                    f.rel = f.pc - info->dlpi_addr;
-                    f.file = info->dlpi_name ? info->dlpi_name : "";
-                    if (f.file.empty()) {
-                        char self[4096];
-                        const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-                        f.file = len > 0 ? std::string(self, size_t(len)) : "";
-                    }
-                    return 1;
-                }
-                return 0;
-            },
-            &found);
         std::string where = (func ? "at " : "code address ") + hexpc;
-        if (!found.file.empty() && found.file.find('\'') == std::string::npos) {
-            // A code address: the innermost frame outside the emulator and the standard library
-            // (float4's own check and atomicAdd are inlined into the kernel). A function: its
-            // name.
-            char cmd[4400];
-            std::snprintf(cmd, sizeof cmd, "addr2line %s -e '%s' 0x%lx 2>/dev/null",
-                          func ? "-f -C -i" : "-i", found.file.c_str(),
-                          (unsigned long)(found.rel - (func ? 0 : 1)));
-            if (FILE* pipe = popen(cmd, "r")) {
-                char line[1024] = "";
-                for (int k = 0; std::fgets(line, sizeof line, pipe); k++) {
-                    std::string l(line);
-                    const size_t cut = l.find_first_of(func ? "\n" : " \n");
-                    if (cut != std::string::npos) l.resize(cut);
-                    if (l.empty() || l.find("??") != std::string::npos) break;
-                    if (func) {  // (name, place) pairs, innermost first: the outermost name
-                        if (k % 2 == 0) where = l;
-                        continue;
-                    }
-                    const size_t root = l.find("/cuda/"), tests = l.find("/tests/");
-                    if (root != std::string::npos) l = l.substr(root + 1);
-                    else if (tests != std::string::npos) l = l.substr(tests + 1);
-                    where = l;
-                    // (atomicAdd's frames: the emulator's, then libstdc++'s std::atomic_ref)
-                    if (l.find("cuda/emu/emulator.h") == std::string::npos &&
-                        l.find("/c++/") == std::string::npos)
-                        break;
-                }
-                pclose(pipe);
+        // A code address: the innermost frame outside the emulator and the standard library
+        // (float4's own check and atomicAdd are inlined into the kernel). A function: its name.
+        const std::vector<std::string> lines = addr2line_lines(pc, func);
+        for (size_t k = 0; k < lines.size(); k++) {
+            std::string l = lines[k];
+            if (func) {  // (name, place) pairs, innermost first: the outermost name
+                if (k % 2 == 0) where = l;
+                continue;
             }
+            const size_t root = l.find("/cuda/"), tests = l.find("/tests/");
+            if (root != std::string::npos) l = l.substr(root + 1);
+            else if (tests != std::string::npos) l = l.substr(tests + 1);
+            where = l;
+            // (atomicAdd's frames: the emulator's, then libstdc++'s std::atomic_ref)
+            if (l.find("cuda/emu/emulator.h") == std::string::npos &&
+                l.find("/c++/") == std::string::npos)
+                break;
         }
         msg.replace(at, end + 1 - at, where);
     }
     return msg;
+}
+
+// Whether two code addresses are one source call: the same chain of inlined frames (file:line
+// of each, innermost first). A compiler may copy one call into two paths (jump threading); two
+// calls in the source differ in some frame. Unknown (false) where lines do not resolve.
+inline bool same_source_call(const void* a, const void* b) {
+    static std::mutex m;
+    static std::unordered_map<uintptr_t, std::vector<std::string>> chains;
+    std::lock_guard<std::mutex> lock(m);
+    auto chain = [&](const void* pc) -> const std::vector<std::string>& {
+        auto it = chains.find(uintptr_t(pc));
+        if (it == chains.end())
+            it = chains.emplace(uintptr_t(pc), addr2line_lines(uintptr_t(pc), false)).first;
+        return it->second;
+    };
+    const std::vector<std::string>& ca = chain(a);
+    return !ca.empty() && ca == chain(b);
 }
 
 }  // namespace emu
@@ -2528,6 +2572,7 @@ EMU_RT_INLINE void run_grid(dim3 grid, dim3 block, size_t shmem, const std::func
         fb.fault = 0;
         fb.fault_region = nullptr;
         fb.kernel = kernel;
+        fb.barrier_doubts.clear();
         // The reverse schedule also runs the blocks last to first: a kernel whose blocks race
         // on global memory (one reads what another writes) gives a different result.
         const bool reverse_blocks = config().schedule == Schedule::reverse;
@@ -2559,6 +2604,9 @@ EMU_RT_INLINE void run_grid(dim3 grid, dim3 block, size_t shmem, const std::func
         for (int w = 0; w < workers; w++) threads.emplace_back(worker, w);
         for (auto& th : threads) th.join();
     }
+    for (int w = 0; w < workers; w++)
+        for (const FiberBlock::BarrierDoubt& d : pool[w]->barrier_doubts)
+            if (error.empty() && !same_source_call(d.a, d.b)) error = d.report;
 #else
     ThreadBlock tb;
     tb.bs.grid_dim = grid;

@@ -301,6 +301,22 @@ __global__ void warp_scratch_kernel(float* scratch, float* out, bool barrier) {
     out[threadIdx.x] = scratch[63 - threadIdx.x];  // (WARP_SCRATCH_KERNEL_LINE + 7)
 }
 
+// Legal: warp 0 writes scratch, every thread passes one __syncthreads, warp 1 reads it back
+// reversed. GCC copies the __syncthreads call after `if (warp == 0) ...` into both of its paths
+// (tail duplication), so the threads of warp 0 and of warp 1 reach the barrier through two call
+// instructions of one source call.
+__global__ void copied_barrier_kernel(float* scratch, float* out, bool barrier) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (barrier) {
+        if (warp == 0) scratch[lane] = float(lane);
+        __syncthreads();
+    } else {
+        if (warp == 0) scratch[lane] = float(lane);
+        __syncwarp();
+    }
+    if (warp == 1) out[lane] = scratch[31 - lane];
+}
+
 // Thread 0 reads in[index] into out[0].
 __global__ void global_read_kernel(const float* in, float* out, long index) {
     if (threadIdx.x == 0) out[0] = in[index];
@@ -504,6 +520,24 @@ TEST_CASE("emulator checks: a global race between blocks, or between warps with 
     CUDA_CHECK(cudaMemcpy(o.data(), out.data(), 256, cudaMemcpyDeviceToHost));
     CHECK(o[0] == 63.0f);
     emu::set_workers(workers);
+}
+
+TEST_CASE("emulator checks: one __syncthreads call the compiler copied is one barrier") {
+    gpu::Buffer<float> scratch(32), out(32);
+    const std::string e = launch_error([&] {
+        launch_kernel(copied_barrier_kernel, dim3(1), dim3(64), 0, scratch.data(), out.data(),
+                      true);
+    });
+    // Where lines do not resolve, the copies cannot be told from two calls (the header says so).
+    if (lines_resolve()) {
+        CHECK_MESSAGE(e.empty(), e);
+        std::vector<float> o(32);
+        CUDA_CHECK(cudaMemcpy(o.data(), out.data(), 128, cudaMemcpyDeviceToHost));
+        CHECK(o[0] == 31.0f);
+    } else {
+        CHECK_MESSAGE((e.empty() || e.find("reached through different calls") != std::string::npos),
+                      e);
+    }
 }
 
 TEST_CASE("emulator checks: a read of memory nothing wrote, global or shared, is named") {
