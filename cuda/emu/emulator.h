@@ -49,7 +49,10 @@
 //   every build      the launch rules (above); shared memory out of bounds: a guard page's
 //                    fault, or a write into an array's padding found when the block ends, named
 //                    by array; a cudaMalloc'd buffer's guard page (past a page of it), named by
-//                    the SIGSEGV handler (fibers); a misaligned float4 assigned or copied (its
+//                    the SIGSEGV handler (fibers); a read or write past the top of a thread's
+//                    stack (a local array indexed past its end: 64 KB of guard pages above
+//                    each fiber's stack, named by the handler); a misaligned float4 assigned or
+//                    copied (its
 //                    assignment checks both addresses, its copy the source; fibers); a tile
 //                    carved at an offset its type's alignment does not divide; a cudaMemcpy or
 //                    cudaMemset whose range leaves a buffer's live bytes: it fails
@@ -85,21 +88,23 @@
 //                    of another block of the same launch, or of another warp of the block in the
 //                    same barrier epoch, wrote (or, for a write, read) before it (shadow state
 //                    per word: the last write, the last read and whether other blocks or warps
-//                    read it; atomics exempt; the lanes of one warp not compared); naming
-//                    threads and lines
+//                    read it; atomics exempt; the lanes of one warp not compared); an access
+//                    in none of device memory, shared memory, the thread's stack and the
+//                    emulator's own state (a host pointer passed to a kernel); naming threads
+//                    and lines
 //   EMU_THREADS      (make emu-tsan) ThreadSanitizer's own data-race reports; faults unnamed
 // What no build checks, left to compute-sanitizer on a GPU (make gpu-check): a race on global
 // memory between the lanes of one warp, or through atomics mixed with plain accesses (neither
 // does compute-sanitizer's racecheck, which sees shared memory only); a float4's members read
-// one by one through a misaligned pointer (here 4-byte loads, on a GPU one 16-byte load); an
-// access through a pointer into no device memory (a host pointer, or a local array indexed past
-// its end) that lands in mapped host memory; the intra-warp race check's second and later
-// readers of a word (one reader per word is kept); a barrier reached through different calls
-// nested two helpers deep (only the innermost call and the caller's return address are
-// compared); without the hooks (clang, make sanitize), everything the GCC emulator builds add
-// above. Where the line tables do not resolve (under qemu-user), two copies the compiler made
-// of one __syncthreads call (GCC's jump threading, after `if (warp == 0) x = ...;`) cannot be
-// told from two calls, and are reported as two barriers.
+// one by one through a misaligned pointer (here 4-byte loads, on a GPU one 16-byte load); a
+// local array indexed past its end that stays inside the thread's stack, or below it (the
+// instrumentation leaves a function's own arrays alone); the intra-warp race check's second
+// and later readers of a word (one reader per word is kept); a barrier reached through
+// different calls nested two helpers deep (only the innermost call and the caller's return
+// address are compared); without the hooks (clang, make sanitize), everything the GCC emulator
+// builds add above. Where the line tables do not resolve (under qemu-user), two copies the
+// compiler made of one __syncthreads call (GCC's jump threading, after `if (warp == 0) x =
+// ...;`) cannot be told from two calls, and are reported as two barriers.
 // Two ways to run a block's threads:
 //   fibers (default)   one fiber per CUDA thread, all on one OS thread; a barrier is
 //                      a yield to the block's scheduler. Fast, deterministic. emu::set_schedule
@@ -767,7 +772,9 @@ enum Check : unsigned {
                              // registers a block may have (cuda/emu/registers.h)
     check_global_races = 512,  // global memory: another block's plain access in the same
                                // launch, or another warp's in the same barrier epoch
-    all_checks = 1023
+    check_host_memory = 1024,  // an access in none of device memory, shared memory and the
+                               // thread's own stack (a host pointer; a local array overrun)
+    all_checks = 2047
 };
 struct Config {
     Schedule schedule = Schedule::forward;
@@ -800,7 +807,17 @@ inline void set_workers(int n) { config().workers = n; }
 
 inline void* dynamic_shared() { return cur().block->arena->dynamic.ptr; }
 
-[[noreturn]] inline void fail_in_thread(const std::string& msg);
+// The running fiber's stack, [t_stack_lo, t_stack_lo + t_stack_size): what kernel code may
+// touch outside device memory (host_access). Outside a kernel (or with check_host_memory off)
+// every address.
+inline thread_local uintptr_t t_stack_lo = 0;
+inline thread_local uintptr_t t_stack_size = ~uintptr_t(0);
+// A report's message lets host memory pass for the rest of the thread's run: its strings may
+// run library code compiled with the hooks (the linker keeps one copy of an inline function).
+inline void quiet_hooks() { t_stack_lo = 0, t_stack_size = ~uintptr_t(0); }
+// Ends the running thread with an error (below); the message is built after quiet_hooks().
+[[noreturn]] inline void fail_in_thread_(const std::string& msg);
+#define fail_in_thread(...) (::emu::quiet_hooks(), ::emu::fail_in_thread_(__VA_ARGS__))
 inline std::string thread_name(int tid);
 
 // A SHARED declaration: the block's copy of the array, placed and filled by the first thread
@@ -893,8 +910,26 @@ struct Fiber {
 #else
     ucontext_t ctx;
 #endif
-    std::unique_ptr<char[]> stack;  // uninitialised: touching 256 stacks per launch cost seconds
+    // The fiber's stack: stack_size bytes, uninitialised (touching 256 stacks per launch cost
+    // seconds), in its own mapping with STACK_GUARD bytes of PROT_NONE above its top: a local
+    // array read or written past its end faults there, and the SIGSEGV handler names it.
+    struct Unmap {
+        size_t bytes;
+        void operator()(char* p) const { munmap(p, bytes); }
+    };
+    static constexpr size_t STACK_GUARD = 64 * 1024;
+    std::unique_ptr<char[], Unmap> stack{nullptr, Unmap{0}};
     size_t stack_size = 0;
+    void new_stack(size_t bytes) {
+        const size_t page = size_t(sysconf(_SC_PAGESIZE));
+        bytes = (bytes + page - 1) / page * page;
+        void* m = mmap(nullptr, bytes + STACK_GUARD, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) throw std::bad_alloc();
+        mprotect(static_cast<char*>(m) + bytes, STACK_GUARD, PROT_NONE);
+        stack = std::unique_ptr<char[], Unmap>(static_cast<char*>(m), Unmap{bytes + STACK_GUARD});
+        stack_size = bytes;
+    }
     ThreadState ts;
     enum State { running, at_barrier, at_warp, done } state = running;
 };
@@ -1017,7 +1052,7 @@ inline void start_fiber(FiberBlock& fb, Fiber& f) {
 #endif
 }
 
-[[noreturn]] inline void fail_in_thread(const std::string& msg) {
+[[noreturn]] inline void fail_in_thread_(const std::string& msg) {
     FiberBlock& fb = *t_fb;
     if (fb.bs.error.empty()) fb.bs.error = msg;
     // Park this fiber forever: the scheduler sees the error and abandons the block.
@@ -1219,6 +1254,15 @@ inline void fault_message(FiberBlock& fb) {
     else if (fb.fault == 2)
         fb.bs.error = "global memory out of bounds: " + who + did + "a guard page: " +
                       global_where(fb.fault_addr) + in_kernel;
+    else if (fb.fault == 4) {
+        const Fiber& f = fb.fibers[fb.fault_thread];
+        const uintptr_t top = uintptr_t(f.stack.get()) + f.stack_size;
+        fb.bs.error = "host memory in a kernel: " + who + did + "byte " +
+                      std::to_string(uintptr_t(fb.fault_addr) - top) +
+                      " past the top of its own stack" + in_kernel +
+                      " (a local array indexed past its end; on a GPU, local memory out of "
+                      "bounds: a GPU faults)";
+    }
     else
         fb.bs.error = "general-protection fault: " + who + in_kernel +
                       " (on x86-64: a 16-byte vector access, a float4, at an address not 16-byte "
@@ -1262,6 +1306,8 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
                                                     uint64_t(fb.first_epoch) << 10 | uint32_t(t)
                                               : 0;
             t_warp = &fb.bs.warps[t / 32];
+            if (g_checks & check_host_memory)
+                t_stack_lo = uintptr_t(f.stack.get()), t_stack_size = f.stack_size;
             t_global = fb.global_block
                            ? fb.global_block | uint64_t(t / 32) << global_tag::warp_shift |
                                  uint64_t(std::min<uint32_t>(fb.barriers,
@@ -1275,6 +1321,7 @@ inline void run_block_fibers(FiberBlock& fb, int nthreads) {
 #endif
             t_race = 0;
             t_global = 0;
+            t_stack_lo = 0, t_stack_size = ~uintptr_t(0);
             fb.in_kernel = false;
             ran = true;
             if (fb.fault) fault_message(fb);
@@ -1334,6 +1381,12 @@ inline void segv_handler(int sig, siginfo_t* info, void* context) {
     if (fb && fb->in_kernel && !hit && (g_checks & check_guard_pages)) {
         if (addr - uintptr_t(g_global_base) < g_global_size) kind = 2;
         else if (info->si_code == SI_KERNEL) kind = 3;
+    }
+    if (fb && fb->in_kernel && !hit && !kind && fb->current >= 0 &&
+        (g_checks & check_host_memory)) {
+        const Fiber& f = fb->fibers[fb->current];
+        const uintptr_t top = uintptr_t(f.stack.get()) + f.stack_size;
+        if (addr - top < Fiber::STACK_GUARD) kind = 4;  // past the top of the thread's stack
     }
     if (kind && fb && fb->current >= 0 && !fb->fault) {
         fb->fault = kind;
@@ -1611,6 +1664,7 @@ inline void global_init_any(size_t off, size_t n, Did what, const void* pc);
                                                                      const void* pc,
                                                                      uint64_t other, bool wrote) {
     using namespace global_tag;
+    quiet_hooks();
     const FiberBlock* fb = t_fb;
     const dim3 g = fb->bs.grid_dim;
     const uint64_t b = block(other), mine = block(t_global);
@@ -1724,6 +1778,69 @@ inline void global_init_any(size_t off, size_t n, Did what, const void* pc) {
     if (fb && fb->in_kernel && (g_checks & check_alignment)) misaligned_error(addr, n, what, pc);
 }
 
+// What kernel code touches outside device memory and its own stack: the emulator's own state
+// for the running block (threadIdx and the rest read its Fiber and FiberBlock, inlined into the
+// kernel), and the program's static data (constant tables); anything else is host memory a GPU
+// cannot reach: a host pointer, or a local array indexed past its stack.
+inline bool in_static_data(uintptr_t p) {
+    struct Range {
+        uintptr_t lo, hi;
+    };
+    static const std::vector<Range> ranges = [] {
+        std::vector<Range> r;
+        dl_iterate_phdr(
+            [](dl_phdr_info* info, size_t, void* data) {
+                auto& v = *static_cast<std::vector<Range>*>(data);
+                for (int k = 0; k < info->dlpi_phnum; k++) {
+                    const ElfW(Phdr)& ph = info->dlpi_phdr[k];
+                    if (ph.p_type == PT_LOAD || ph.p_type == PT_TLS)
+                        v.push_back({info->dlpi_addr + ph.p_vaddr,
+                                     info->dlpi_addr + ph.p_vaddr + ph.p_memsz});
+                }
+                return 0;
+            },
+            &r);
+        return r;
+    }();
+    for (const Range& r : ranges)
+        if (p >= r.lo && p < r.hi) return true;
+    return false;
+}
+[[gnu::noinline]] inline void host_access(const unsigned char* p, size_t n, Did what,
+                                          const void* pc) {
+    const FiberBlock* fb = t_fb;
+    if (!fb || !fb->in_kernel || !(g_checks & check_host_memory)) return;
+    const uintptr_t a = uintptr_t(p);
+    auto within = [a](const void* lo, size_t bytes) { return a - uintptr_t(lo) < bytes; };
+    if (within(fb, sizeof(FiberBlock)) ||
+        within(fb->fibers.data(), fb->fibers.size() * sizeof(Fiber)) ||
+        within(fb->bs.warps.data(), fb->bs.warps.size() * sizeof(Warp)) ||
+        within(fb->body, sizeof(*fb->body)))  // (std::function's own code is instrumented)
+        return;
+    // The emulator's thread-local variables, which its code inlined into kernels reads
+    // (threadIdx: t_current) and writes (a report: quiet_hooks).
+    if (within(&t_current, 8) || within(&t_fb, 8) || within(&t_stack_lo, 8) ||
+        within(&t_stack_size, 8) || within(&t_race, 8) || within(&t_warp, 8) ||
+        within(&t_global, 8))
+        return;
+    // What follows may run library code compiled with the hooks (the linker keeps one copy of
+    // an inline function): the check is off for this fiber from here on.
+    const uintptr_t lo = t_stack_lo, size = t_stack_size;
+    t_stack_lo = 0, t_stack_size = ~uintptr_t(0);
+    if (in_static_data(a)) {
+        t_stack_lo = lo, t_stack_size = size;
+        return;
+    }
+    char where[48];
+    std::snprintf(where, sizeof where, "%p", static_cast<const void*>(p));
+    fail_in_thread("host memory in a kernel: " + thread_name(fb->current) + " of " +
+                   block_name() + verb(what) + std::to_string(n) + " bytes at " + code_at(pc) +
+                   " at address " + where +
+                   ", which is in no cudaMalloc'd buffer, no shared array and not the thread's "
+                   "own stack (a host pointer passed to the kernel, or a local array indexed past "
+                   "its end): a GPU faults");
+}
+
 // One load or store of N bytes by the kernel code (the hooks in cuda/emu/racecheck.cpp),
 // inlined into each hook. SIZED: the compiler's N-byte access of a type aligned to N (so it must
 // be N-aligned). Most accesses (the stack, host memory) end at the two range comparisons; one
@@ -1754,6 +1871,8 @@ template <size_t N, bool WRITE, bool SIZED>
     if (p - uintptr_t(g_shared_base) < g_shared_size)
         return shared_access<WRITE, N, SIZED && N <= 4>(static_cast<const unsigned char*>(addr),
                                                         pc);
+    if (__builtin_expect(p - t_stack_lo >= t_stack_size, 0))
+        return host_access(static_cast<const unsigned char*>(addr), N, did(WRITE), pc);
 }
 // The same for n bytes known only at run time (__tsan_read_range and the like).
 [[gnu::noinline]] inline void access_range(const void* addr, size_t n, bool write,
@@ -1824,7 +1943,7 @@ struct ThreadBlock {
 };
 inline thread_local ThreadBlock* t_tb = nullptr;
 
-[[noreturn]] inline void fail_in_thread(const std::string& msg) {
+[[noreturn]] inline void fail_in_thread_(const std::string& msg) {
     {
         std::lock_guard<std::mutex> lock(t_tb->error_mutex);
         if (t_tb->bs.error.empty()) t_tb->bs.error = msg;
@@ -2558,8 +2677,7 @@ EMU_RT_INLINE void run_grid(dim3 grid, dim3 block, size_t shmem, const std::func
         for (int t = 0; t < nthreads; t++) {
             Fiber& f = fb.fibers[t];
             if (f.stack_size != config().stack_bytes) {
-                f.stack.reset(new char[config().stack_bytes]);
-                f.stack_size = config().stack_bytes;
+                f.new_stack(config().stack_bytes);
             }
             f.ts.tid = t;
             f.ts.thread_idx = thread_index(t);

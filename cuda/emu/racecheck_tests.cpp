@@ -317,7 +317,18 @@ __global__ void copied_barrier_kernel(float* scratch, float* out, bool barrier) 
     if (warp == 1) out[lane] = scratch[31 - lane];
 }
 
+// Each thread fills a local array of 8 floats; thread 0 reads local[index] into out[0]: past
+// its end by 4 KB, the read leaves the thread's stack (on a GPU, its local memory). (The access
+// hooks never see it: the instrumentation leaves a function's own arrays alone; the stack's
+// guard pages do.)
+__global__ void local_array_kernel(float* out, int index) {
+    float local[8];
+    for (int i = 0; i < 8; i++) local[i] = float(i + int(threadIdx.x));
+    if (threadIdx.x == 0) out[0] = local[index];
+}
+
 // Thread 0 reads in[index] into out[0].
+constexpr int GLOBAL_READ_KERNEL_LINE = __LINE__;
 __global__ void global_read_kernel(const float* in, float* out, long index) {
     if (threadIdx.x == 0) out[0] = in[index];
 }
@@ -603,6 +614,46 @@ TEST_CASE("emulator checks: a race between the lanes of one warp, half-warp mask
     // With the check off the planted race goes unseen: the fiber schedule hides it.
     Without off(emu::check_races);
     CHECK(run(Halves::own_half).empty());
+}
+
+TEST_CASE("emulator checks: a host pointer, or a local array read 4 KB past its end") {
+    gpu::Buffer<float> out(1);
+    // A host vector's data passed to a kernel: its memory is mapped here, so without the check
+    // the kernel reads the host's value; a GPU faults.
+    std::vector<float> host(100, 7.0f);
+    auto host_read = [&] {
+        return launch_error([&] {
+            launch_kernel(global_read_kernel, dim3(1), dim3(32), 0,
+                          static_cast<const float*>(host.data()), out.data(), 3L);
+        });
+    };
+    const std::string h = host_read();
+    CHECK_MESSAGE(h.find("host memory in a kernel: thread (0,0,0) (warp 0) of block (0,0,0) "
+                         "reads 4 bytes at " +
+                         at_line(GLOBAL_READ_KERNEL_LINE + 2)) != std::string::npos,
+                  h);
+    CHECK_MESSAGE(h.find("no cudaMalloc'd buffer, no shared array and not the thread's own "
+                         "stack") != std::string::npos,
+                  h);
+    // A local array 4 KB past its end: beyond the top of the thread's stack.
+    auto local_read = [&](int index) {
+        return launch_error(
+            [&] { launch_kernel(local_array_kernel, dim3(1), dim3(32), 0, out.data(), index); });
+    };
+    const std::string l = local_read(8 + 1024);
+    CHECK_MESSAGE(l.find("host memory in a kernel: thread (0,0,0) (warp 0) of block (0,0,0) "
+                         "reads byte ") != std::string::npos,
+                  l);
+    CHECK_MESSAGE(l.find(" past the top of its own stack in kernel ") != std::string::npos, l);
+    CHECK(local_read(7).empty());  // inside the array
+    Without off(emu::check_host_memory);
+    CHECK(host_read().empty());
+    float o = 0;
+    CUDA_CHECK(cudaMemcpy(&o, out.data(), 4, cudaMemcpyDeviceToHost));
+    CHECK(o == 7.0f);
+    // With the check off the stack's guard is an unnamed fault: the process dies.
+    ChildResult r = in_child([&] { return local_read(8 + 1024); });
+    CHECK_FALSE(r.exited);
 }
 
 TEST_CASE("emulator checks: a global read past a buffer's end or before its start") {
