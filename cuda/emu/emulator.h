@@ -2579,8 +2579,17 @@ inline bool same_source_call(const void* a, const void* b) {
             it = chains.emplace(uintptr_t(pc), addr2line_lines(uintptr_t(pc), false)).first;
         return it->second;
     };
+    // A frame at line 0 (clang's "no line" after a call) or "?" proves nothing.
+    auto known = [](const std::vector<std::string>& c) {
+        if (c.empty()) return false;
+        for (const std::string& f : c)
+            if (f.size() < 2 || f.compare(f.size() - 2, 2, ":0") == 0 ||
+                f.find('?') != std::string::npos)
+                return false;
+        return true;
+    };
     const std::vector<std::string>& ca = chain(a);
-    return !ca.empty() && ca == chain(b);
+    return known(ca) && ca == chain(b);
 }
 
 }  // namespace emu
