@@ -925,8 +925,10 @@ struct Fiber {
         bytes = (bytes + page - 1) / page * page;
         void* m = mmap(nullptr, bytes + STACK_GUARD, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) throw std::bad_alloc();
-        mprotect(static_cast<char*>(m) + bytes, STACK_GUARD, PROT_NONE);
+        if (m == MAP_FAILED || mprotect(static_cast<char*>(m) + bytes, STACK_GUARD, PROT_NONE)) {
+            if (m != MAP_FAILED) munmap(m, bytes + STACK_GUARD);
+            throw std::bad_alloc();
+        }
         stack = std::unique_ptr<char[], Unmap>(static_cast<char*>(m), Unmap{bytes + STACK_GUARD});
         stack_size = bytes;
     }
@@ -1793,7 +1795,7 @@ inline bool in_static_data(uintptr_t p) {
                 auto& v = *static_cast<std::vector<Range>*>(data);
                 for (int k = 0; k < info->dlpi_phnum; k++) {
                     const ElfW(Phdr)& ph = info->dlpi_phdr[k];
-                    if (ph.p_type == PT_LOAD || ph.p_type == PT_TLS)
+                    if (ph.p_type == PT_LOAD)
                         v.push_back({info->dlpi_addr + ph.p_vaddr,
                                      info->dlpi_addr + ph.p_vaddr + ph.p_memsz});
                 }
