@@ -67,16 +67,16 @@ set -u
 PLAN_BUDGET=480
 PLAN_RESERVE=10  # the work between steps
 PLAN=(
-    "build 180"            # nvcc (every cuda/*.cu, twice: the objects and ptxas's reports) and
+    "build 90"             # nvcc (every cuda/*.cu, twice: the objects and ptxas's reports) and
                            # the CPU side of cuda-tests and 6-cost-cuda, on all cores
     "cuda-tests 30"
     "gpu-bench-build 30"   # one nvcc compile, linked with the kernels above and cuBLAS
-    "gpu-bench 60"
+    "gpu-bench 40"
     "memcheck 20"
     "initcheck 20"
     "synccheck 20"
-    "racecheck 30"         # the slowest tool, on the cases of the kernels with shared memory
-    "chapter6-cuda 50"
+    "racecheck 155"        # the slowest tool, on the cases of the kernels with shared memory
+    "chapter6-cuda 35"
     "torch-peer 30"
 )
 
