@@ -108,7 +108,9 @@ EMU_KERNEL_OBJ := $(KERNEL_SRC:%.cu=$(BUILD)/emu/%.o)
 # with cuda/emu/racecheck.cpp, the hooks, in place of its runtime; so every kernel any emulator
 # build launches (the suite, 6-cost-emu, gpu-bench-emu) runs under them: a shared-memory race
 # between warps (shadow state per word, independent of the schedule), an access or an atomic
-# outside a shared array or tile or a buffer's live bytes, a misaligned float2/float4 or atomic.
+# outside a shared array or tile or a buffer's live bytes, a misaligned float2/float4 or atomic;
+# and with GCC's alignment check (-fsanitize=alignment, its handler in racecheck.cpp too) a
+# struct's member reached through a pointer misaligned for the struct.
 # -g1: the line tables that name a report's source lines; -fno-optimize-sibling-calls: an atomic
 # is a call to its hook, and one in a kernel's last statement must return there, not to the
 # launch, for its return address to name its line. EMU_RACECHECK=0 leaves them out; clang builds
@@ -116,7 +118,7 @@ EMU_KERNEL_OBJ := $(KERNEL_SRC:%.cu=$(BUILD)/emu/%.o)
 # do.
 EMU_RACECHECK ?= $(if $(or $(PORT_CLANG),$(findstring -fsanitize,$(EXTRA_CXXFLAGS))),0,1)
 ifeq ($(EMU_RACECHECK),1)
-EMU_INSTRUMENT := -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -g1 \
+EMU_INSTRUMENT := -fsanitize=thread,alignment --param=tsan-instrument-func-entry-exit=0 -g1 \
                   -fno-optimize-sibling-calls -DEMU_INSTRUMENTED
 EMU_HOOK_OBJ := $(BUILD)/emu/cuda/emu/racecheck.o
 # The planted bugs of each check (cuda/emu/racecheck_tests.cpp), in the suite.

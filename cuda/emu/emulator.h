@@ -82,7 +82,11 @@
 //                    shared array or tile, or outside a buffer's live bytes (exactly the bytes
 //                    asked of cudaMalloc or of gpu::allocate, not its rounded block; none of a
 //                    block in gpu::allocate's cache); a misaligned float2, float4 or atomic,
-//                    tiles placed as their offsets are; a __syncthreads line reached through
+//                    tiles placed as their offsets are; a struct's member reached through a
+//                    pointer misaligned for the struct (`p->x` with p a float4* 4 bytes off:
+//                    GCC's -fsanitize=alignment tests the type's alignment and calls the
+//                    emulator's __ubsan_handle_type_mismatch_v1, whatever loads g++ then
+//                    emits); a __syncthreads line reached through
 //                    different inlined copies of a helper (syncthreads is a call of its own
 //                    there); a global-memory race: a plain access to a word that a plain access
 //                    of another block of the same launch, or of another warp of the block in the
@@ -95,14 +99,14 @@
 //   EMU_THREADS      (make emu-tsan) ThreadSanitizer's own data-race reports; faults unnamed
 // What no build checks, left to compute-sanitizer on a GPU (make gpu-check): a race on global
 // memory between the lanes of one warp, or through atomics mixed with plain accesses (neither
-// does compute-sanitizer's racecheck, which sees shared memory only); a float4's members read
-// one by one through a misaligned pointer (here 4-byte loads, on a GPU one 16-byte load); a
-// local array indexed past its end that stays inside the thread's stack, or below it (the
-// instrumentation leaves a function's own arrays alone); the intra-warp race check's second
-// and later readers of a word (one reader per word is kept); a barrier reached through
-// different calls nested two helpers deep (only the innermost call and the caller's return
-// address are compared); without the hooks (clang, make sanitize), everything the GCC emulator
-// builds add above. Where the line tables do not resolve (under qemu-user), two copies the
+// does compute-sanitizer's racecheck, which sees shared memory only); a local array indexed
+// past its end that stays inside the thread's stack, or below it (the instrumentation leaves a
+// function's own arrays alone); the intra-warp race check's second and later readers of a word
+// (one reader per word is kept); a barrier reached through different calls nested two helpers
+// deep (only the innermost call and the caller's return address are compared); without the
+// hooks (clang, make sanitize), everything the GCC emulator builds add above (make sanitize's
+// own UBSan still reports a member reached through a misaligned pointer, as a UBSan report).
+// Where the line tables do not resolve (under qemu-user), two copies the
 // compiler made of one __syncthreads call (GCC's jump threading, after `if (warp == 0) x =
 // ...;`) cannot be told from two calls, and are reported as two barriers.
 // Two ways to run a block's threads:
@@ -1780,6 +1784,25 @@ inline void global_init_any(size_t off, size_t n, Did what, const void* pc) {
     if (fb && fb->in_kernel && (g_checks & check_alignment)) misaligned_error(addr, n, what, pc);
 }
 
+// A member of a struct reached through a pointer not aligned to the struct's type (`p->x` with
+// p a misaligned float4*): GCC's alignment check (-fsanitize=alignment, the hook
+// __ubsan_handle_type_mismatch_v1 in cuda/emu/racecheck.cpp) tests the pointer against the
+// type's alignment, whatever width of load the host compiler then emits: g++ reads p->x as 4
+// bytes, nvcc may load the float4 whole, one 16-byte load that faults.
+[[gnu::noinline, gnu::cold]] inline void misaligned_member(const void* addr, size_t alignment,
+                                                           const char* type, const void* pc) {
+    const FiberBlock* fb = t_fb;
+    if (!fb || !fb->in_kernel || !(g_checks & check_alignment)) return;
+    char where[64];
+    std::snprintf(where, sizeof where, "%p", addr);
+    fail_in_thread(std::string("misaligned member access within ") + type + " at " + where + " (" +
+                   std::to_string(uintptr_t(addr) & (alignment - 1)) + " bytes past a " +
+                   std::to_string(alignment) + "-byte boundary) by " + thread_name(fb->current) +
+                   " of " + block_name() + " at " + code_at(pc) +
+                   ": nvcc may read or write its members as one " + std::to_string(alignment) +
+                   "-byte access, which faults on a GPU; the type's alignment must hold");
+}
+
 // What kernel code touches outside device memory and its own stack: the emulator's own state
 // for the running block (threadIdx and the rest read its Fiber and FiberBlock, inlined into the
 // kernel), and the program's static data (constant tables); anything else is host memory a GPU
@@ -2145,8 +2168,8 @@ struct alignas(8) float2 {
 // float4's assignment (a kernel's vector store, or a load into a variable) checks both
 // addresses, and its copy (`const float4 v = *p`) its source, in every build: misaligned, a
 // named launch error, as a GPU faults. Its members read one by one through a misaligned
-// pointer (p->x) are plain 4-byte loads here, where nvcc emits one 16-byte load: unseen in
-// every build (the alignment of the float4 * itself is not checked).
+// pointer (p->x) are plain 4-byte loads here, where nvcc may emit one 16-byte load: where the
+// access hooks are built, GCC's alignment check names them (emu::misaligned_member).
 
 namespace emu {
 [[gnu::noinline, gnu::cold]] inline void misaligned_vector(const void* dst, const void* src) {

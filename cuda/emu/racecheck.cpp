@@ -42,6 +42,50 @@ EMU_SIZED(8)
 EMU_SIZED(16)
 #undef EMU_SIZED
 
+// GCC's alignment check (-fsanitize=alignment in EMU_INSTRUMENT) calls this where a typed
+// access's pointer is not a multiple of its type's alignment, before the access itself: the
+// layout is GCC's and libubsan's (a source location, the type's descriptor, log2 of the
+// alignment, the kind of access). A load or store is named as the hooks name it; a member
+// access as one through a misaligned struct (emu::misaligned_member). A reference bound to a
+// misaligned address, or a member function called on one, touches no memory by itself: what
+// is read or written through it is checked (float4's copy and assignment check their own
+// addresses and name the kernel's line).
+struct UbsanTypeMismatch {
+    const char* file;
+    unsigned line, column;
+    const struct {
+        unsigned short kind, info;
+        char name[1];
+    } * type;
+    unsigned char log_alignment;
+    unsigned char check_kind;  // 0 load, 1 store, 2 reference binding, 3 member access, ...
+};
+static void type_mismatch(void* data, void* pointer, const void* pc) {
+    const auto* d = static_cast<const UbsanTypeMismatch*>(data);
+    const size_t alignment = size_t(1) << d->log_alignment;
+    if (!pointer || (uintptr_t(pointer) & (alignment - 1)) == 0) return;
+    switch (d->check_kind) {
+        case 0:
+        case 1:
+            return ::emu::misaligned_access(pointer, alignment, ::emu::did(d->check_kind == 1), pc);
+        case 3: {
+            std::string type = d->type->name;  // GCC's spelling: 'const struct float4'
+            for (const char* drop : {"'", "const ", "volatile ", "struct ", "class "})
+                for (size_t at; (at = type.find(drop)) != std::string::npos;)
+                    type.erase(at, std::string(drop).size());
+            return ::emu::misaligned_member(pointer, alignment, type.c_str(), pc);
+        }
+        default:
+            return;
+    }
+}
+void __ubsan_handle_type_mismatch_v1(void* data, void* pointer) {
+    type_mismatch(data, pointer, EMU_PC);
+}
+void __ubsan_handle_type_mismatch_v1_abort(void* data, void* pointer) {
+    type_mismatch(data, pointer, EMU_PC);
+}
+
 void __tsan_read_range(void* p, unsigned long n) { ::emu::access_range(p, n, false, EMU_PC); }
 void __tsan_write_range(void* p, unsigned long n) { ::emu::access_range(p, n, true, EMU_PC); }
 

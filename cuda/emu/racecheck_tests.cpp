@@ -380,6 +380,16 @@ __global__ void carved_vector_kernel(float* out, int skip, bool as_float4) {
     }
 }
 
+// A float4 read member by member through a pointer `offset` floats into p: g++ reads four
+// floats, each 4-byte aligned; nvcc may read the float4 whole, one 16-byte load that faults
+// where p + offset is not 16-byte aligned.
+__global__ void float4_members_kernel(const float* p, float* out, int offset) {
+    if (threadIdx.x != 0) return;
+    const float4* q = reinterpret_cast<const float4*>(p + offset);
+    out[0] = q->x + q->y + q->z + q->w;  // FLOAT4_MEMBERS_LINE
+}
+constexpr int FLOAT4_MEMBERS_LINE = __LINE__ - 2;
+
 // Thread 0 applies one atomic to the int (or float) `offset` bytes from p: every atomic the
 // emulator provides, each on its own line (counted from ATOMIC_KERNEL_LINE).
 enum class Atomic { add, add_float, sub, max, min, exch, cas };
@@ -869,6 +879,37 @@ TEST_CASE("emulator checks: a carved tile misaligned for its accesses, or its ty
     // With the alignment check off the float tile's float4 read goes unseen.
     Without off(emu::check_alignment);
     CHECK(run(1, false).empty());
+}
+
+// A struct's members through a pointer misaligned for the struct: the check follows the type's
+// alignment, not the width of the loads g++ emits.
+TEST_CASE("emulator checks: a float4's members through a misaligned pointer are named") {
+    const std::vector<float> host = {1, 2, 3, 4, 5, 6, 7, 8};
+    gpu::Buffer<float> p(8), out(1);
+    CUDA_CHECK(cudaMemcpy(p.data(), host.data(), 8 * sizeof(float), cudaMemcpyHostToDevice));
+    auto run = [&](int offset) {
+        return launch_error([&] {
+            launch_kernel(float4_members_kernel, dim3(1), dim3(32), 0, p.data(), out.data(),
+                          offset);
+        });
+    };
+    auto result = [&] {
+        float sum = 0;
+        CUDA_CHECK(cudaMemcpy(&sum, out.data(), 4, cudaMemcpyDeviceToHost));
+        return sum;
+    };
+    const std::string e = run(1);
+    CHECK_MESSAGE(e.find("misaligned member access within float4 at ") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("(4 bytes past a 16-byte boundary) by thread ") != std::string::npos, e);
+    CHECK_MESSAGE(
+        e.find("racecheck_tests.cpp:" + std::to_string(FLOAT4_MEMBERS_LINE)) != std::string::npos,
+        e);
+    CHECK(run(4).empty());
+    CHECK(result() == 26.0f);  // 5 + 6 + 7 + 8
+    // With the alignment check off the four 4-byte loads pass.
+    Without off(emu::check_alignment);
+    CHECK(run(1).empty());
+    CHECK(result() == 14.0f);  // 2 + 3 + 4 + 5
 }
 
 // ---- __launch_bounds__, checked at every launch without a hand-written call ---------------
