@@ -39,10 +39,17 @@ inline int library_main(const std::string& key, const std::vector<int>& sizes, i
     };
     if (key == "ours") {
         omp_set_num_threads(threads);
-        return done("ours (common/kernels/gemm.cpp)", "",
-                    [](bool tb, int n, const float* A, const float* B, float* C) {
+        const SgemmBlocking b = sgemm_blocking();
+        // (the blocking it chose from this CPU's caches, named as a peer's kernel is)
+        const std::string kernel = "blocking MC " + std::to_string(b.mc) + ", NC " +
+                                   std::to_string(b.nc) + " (L2 " +
+                                   std::to_string(b.l2_bytes >> 10) + " KB, L3 " +
+                                   std::to_string(b.l3_bytes >> 20) + " MB)";
+        return done("ours (common/kernels/gemm.cpp)", kernel,
+                    [kernel](bool tb, int n, const float* A, const float* B, float* C) {
                         return Prepared{
-                            [=] { sgemm(false, tb, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n); }, ""};
+                            [=] { sgemm(false, tb, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n); },
+                            kernel};
                     });
     }
     if (key == "openblas") {

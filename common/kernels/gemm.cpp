@@ -30,6 +30,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
 #include <utility>
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
@@ -100,9 +105,18 @@ constexpr int NR = Simd::W * Simd::NV;  // columns of the register tile
 // FlashAttention (common/kernels/attention.cpp) steps through packed K and V in tiles of 256
 // columns, which must start on a panel boundary.
 static_assert(256 % NR == 0, "NR must divide attention's Bc = 256");
-constexpr int MC = 144;                 // rows of A per L2 block (a multiple of every MR)
-constexpr int KC = 256;                 // shared dimension per block: Bp panel = KC*NR*4 bytes
-constexpr int NC = 4096;                // columns of B per L3 block (a multiple of NR)
+// KC, the shared dimension per block (a Bp micro-panel is KC*NR*4 bytes, for L1), is the same on
+// every CPU: each KC slice is summed in registers and then added to C, so KC fixes the order of
+// every output's sums, and with it every printed value and figure, bit for bit.
+constexpr int KC = 256;
+// MC (rows of A per block) and NC (columns of B per block) only group the tiles; they follow the
+// caches of the CPU that runs (sgemm_blocking(), below). Their bounds size the workspace.
+constexpr int MC_MAX = 1008;            // a multiple of every MR (12, 6, 4)
+constexpr int NC_MAX = 8192;            // a multiple of every NR
+// The share of one core's L2 that the packed A block takes: 144 rows on a 1 MB L2, the MC
+// measured best on Zen 4 and Zen 5 (half of L2, 504 rows, ran 2-7% slower there on 2 threads
+// at n = 1024 and 2048, and no faster on one).
+constexpr double L2_SHARE = 9.0 / 64;
 constexpr int DIRECT_B_MAX_M = 16;      // up to this many rows, a row-major B is read in place
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -457,12 +471,42 @@ float* small_workspace() {
     return ws.data();
 }
 
+// ---- the cache blocking, from the CPU that runs ---------------------------------------------
+// The bytes of one core's cache at `level` (2 or 3): sysconf, which glibc answers from CPUID on
+// x86-64, Intel and AMD alike; else Linux's description of cpu0's caches; 0 where neither says.
+long cache_bytes(int level) {
+#if defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
+    const long v = sysconf(level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+    if (v > 0) return v;
+#endif
+    for (int index = 0; index < 8; index++) {
+        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+        auto read = [&](const char* name) {
+            std::ifstream f(dir + "/" + name);
+            std::string word;
+            f >> word;
+            return word;
+        };
+        if (read("level") != std::to_string(level) || read("type") == "Instruction") continue;
+        const std::string size = read("size");  // "1024K", "32M"
+        const long n = std::atol(size.c_str());
+        return size.empty() ? 0 : size.back() == 'M' ? n << 20 : size.back() == 'K' ? n << 10 : n;
+    }
+    return 0;
+}
+
+SgemmBlocking& blocking() {
+    static SgemmBlocking b = sgemm_blocking_for(cache_bytes(2), cache_bytes(3));
+    return b;
+}
+
 // The general path: pack both operands. Each thread packs the B panels and A blocks it uses
 // into its own workspace, so the threads never wait for each other (no barriers: on a busy
 // machine a barrier waits for whichever thread the OS has parked). Packing B twice costs a
 // few percent at the sizes where two threads are used at all.
 void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                   int lda, const float* B, int ldb, float beta, float* C, int ldc, int nt) {
+    const int MC = blocking().mc, NC = blocking().nc;
     const int kc_max = std::min(K, KC);
     const int nc_max = std::min(N, NC);
     const int row_panels = ceil_div(M, MR);
@@ -603,6 +647,31 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
 
 int sgemm_panel_width() { return NR; }
 
+SgemmBlocking sgemm_blocking_for(long l2_bytes, long l3_bytes) {
+    if (l2_bytes <= 0) l2_bytes = 1L << 20;  // what the CPU does not say: 1 MB and 32 MB
+    if (l3_bytes <= 0) l3_bytes = 32L << 20;
+    SgemmBlocking b;
+    b.l2_bytes = l2_bytes, b.l3_bytes = l3_bytes;
+    // Ap, MC x KC floats, takes L2_SHARE of L2; the rest holds the B micro-panels passing
+    // through (KC x NR each) and the C tiles.
+    const long mc = long(L2_SHARE * double(l2_bytes)) / (KC * long(sizeof(float)));
+    b.mc = int(std::clamp(mc / 12 * 12, 48L, long(MC_MAX)));
+    // Bp, KC x NC floats, takes an eighth of L3 (shared by the cores, and by every thread's Bp).
+    const long nc = l3_bytes / 8 / (KC * long(sizeof(float)));
+    b.nc = int(std::clamp(nc / 64 * 64, 512L, long(NC_MAX)));
+    return b;
+}
+
+SgemmBlocking sgemm_blocking() { return blocking(); }
+
+void sgemm_set_blocking(int mc, int nc) {
+    if (mc % 12 != 0 || mc < 12 || mc > MC_MAX || nc % 64 != 0 || nc < 64 || nc > NC_MAX)
+        throw std::invalid_argument("sgemm_set_blocking: mc must be a multiple of 12 up to " +
+                                    std::to_string(MC_MAX) + ", nc a multiple of 64 up to " +
+                                    std::to_string(NC_MAX));
+    blocking().mc = mc, blocking().nc = nc;
+}
+
 int sgemm_k_slice() { return KC; }
 
 long sgemm_packed_b_floats(int K, int N) { return (long)ceil_div(N, NR) * NR * K; }
@@ -638,7 +707,7 @@ void sgemm_packed_b(bool trans_a, int M, int N, int K, float alpha, const float*
 size_t sgemm_workspace_bytes_max() {
     const size_t nt = (size_t)omp_get_max_threads();
     // Worst case: every thread inside a parallel region runs a large single-threaded call.
-    return nt * ((size_t)KC * NC + (size_t)MC * KC + SMALL_WORKSPACE) * sizeof(float);
+    return nt * ((size_t)KC * NC_MAX + (size_t)MC_MAX * KC + SMALL_WORKSPACE) * sizeof(float);
 }
 
 // ---- tiny products ---------------------------------------------------------------------------
