@@ -522,10 +522,14 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
         ws = workspace.data();
     }
     // A narrow C (N <= 4 NR) uses each element of A only a few times: packing it would cost as
-    // much as the FMAs it feeds, so A is read in place. Not a transposed A: there each k step
-    // of the kernel reads a new line, lda apart (P^T dO at n = 1024: 4 KB, one L1 set for all
-    // of them), and one masked vector a panel row packs it for less than those misses cost.
-    const bool direct_a = N <= 4 * NR && !trans_a;
+    // much as the FMAs it feeds, so A is read in place. So is an A that fits in a quarter of L2
+    // (256 x 256 on a 1 MB L2): its rows stay in cache from one column panel to the next, and
+    // packing it is a pass over memory the product itself does not need. Not a transposed A:
+    // there each k step of the kernel reads a new line, lda apart (P^T dO at n = 1024: 4 KB,
+    // one L1 set for all of them), and one masked vector a panel row packs it for less than
+    // those misses cost.
+    const bool direct_a =
+        !trans_a && (N <= 4 * NR || long(M) * K * long(sizeof(float)) <= blocking().l2_bytes / 4);
 
 #pragma omp parallel num_threads(nt)
     {
