@@ -242,10 +242,10 @@ TEST_CASE("claims-table.sh and readme-numbers.sh: FILE is read from the caller's
     CHECK(r.err == said + " (a file: run make ablations)\n");
     // --update from another folder reads FILE there and writes the script's repository's README.
     s.write("elsewhere/run.txt",
-            replaced(s.read("bench/last-run.txt"), "# date: 2026-12-04", "# date: 2026-12-05"));
+            replaced(s.read("bench/last-run.txt"), "# date: 2026-12-05", "# date: 2026-12-06"));
     r = sh(elsewhere, "bash ../bench/readme-numbers.sh run.txt --update");
     CHECK(r.exit_code == 0);
-    CHECK(has(s.read("README.md"), ", 2026-12-05, load average"));
+    CHECK(has(s.read("README.md"), ", 2026-12-06, load average"));
     CHECK(s.read("bench/last-run.txt") == s.read("elsewhere/run.txt"));
     CHECK(!fs::exists(s.path("elsewhere/README.md")));
     r = sh(elsewhere, "bash ../bench/readme-numbers.sh missing.txt");
@@ -296,7 +296,7 @@ std::string without_lines(const std::string& text, const std::string& part) {
 TEST_CASE("readme-numbers.sh: a run without a layer, a number or a line it names is refused") {
     Scratch s("numbers");
     const std::string run = s.read("bench/last-run.txt"), readme = s.read("README.md");
-    REQUIRE(has(run, "  1024 | fused    |     567.1 |     181.7"));
+    REQUIRE(has(run, "  1024 | fused    |     371.1 |     181.7"));
     // The run the README's lines came from gives them again, byte for byte.
     auto r = sh(s.dir, "bash bench/readme-numbers.sh bench/last-run.txt --update");
     CHECK(r.exit_code == 0);
@@ -310,22 +310,22 @@ TEST_CASE("readme-numbers.sh: a run without a layer, a number or a line it names
     const Case cases[] = {
         {without_lines(run, "| fused "), "no fused row at n = 256 in the bench-layers table"},
         {without_lines(run, "  1024 | LSTM "), "no LSTM row at n = 1024"},
-        {replaced(run, "|     567.1 |", "|       abc |"),
+        {replaced(run, "|     371.1 |", "|       abc |"),
          "the fused row at n = 1024 has \"abc\" for its ms, not a positive number"},
-        {replaced(run, "|      53.1      61.8 |", "|       0.0      61.8 |"),
+        {replaced(run, "|      53.1      72.0 |", "|       0.0      72.0 |"),
          "the fused row at n = 256 has \"0.0\" for its peak MB, not a positive number"},
-        {replaced(run, "1.09x\n   512 |", "-\n   512 |"),
+        {replaced(run, "1.16x\n   512 |", "-\n   512 |"),
          "the LSTM row at n = 256 has \"-\" for its ratio"},
-        {replaced(run, "|        196.2 |", "|          x |"),
+        {replaced(run, "|        312.6 |", "|          x |"),
          "the sgemm row 256 A@B has \"x\" for its GFLOP/s"},
         {run + run, "a second sgemm row 256 A@B"},
         {without_lines(run, "# cores: "), "no \"# cores: N\" line"},
         {without_lines(run, "# load after: "), "no \"# load after: N\" line"},
-        {replaced(run, "# load before: 0.24", "# load before: low"), "no \"# load before: N\""},
+        {replaced(run, "# load before: 0.35", "# load before: low"), "no \"# load before: N\""},
         {without_lines(run, "# date: "), "no \"# date: YYYY-MM-DD\" line"},
         {without_lines(run, "batch = "), "no \"batch = ...\" line"},
         {without_lines(run, "yardstick: "), "without the \"yardstick: OpenBLAS ...; core NAME\""},
-        {replaced(run, "ours 13.5 ms", "ours ? ms"), "training step has no \"ours N ms\""},
+        {replaced(run, "ours 13.7 ms", "ours ? ms"), "training step has no \"ours N ms\""},
         {"", "no bench-layers table"},
     };
     for (const Case& c : cases) {
