@@ -528,8 +528,8 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
     // there each k step of the kernel reads a new line, lda apart (P^T dO at n = 1024: 4 KB,
     // one L1 set for all of them), and one masked vector a panel row packs it for less than
     // those misses cost.
-    const bool direct_a =
-        !trans_a && (N <= 4 * NR || long(M) * K * long(sizeof(float)) <= blocking().l2_bytes / 4);
+    const bool small_a = !trans_a && long(M) * K * long(sizeof(float)) <= blocking().l2_bytes / 4;
+    const bool direct_a = small_a || (N <= 4 * NR && !trans_a);
 
 #pragma omp parallel num_threads(nt)
     {
@@ -540,7 +540,11 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
         for (int jc = 0; jc < N; jc += NC) {
             const int nc = std::min(NC, N - jc);
             const int col_panels = ceil_div(nc, NR);
-            const Split s = split_threads(nthreads, row_panels, col_panels);
+            // A small A read in place is read whole by every thread from its own L2: the
+            // threads split the columns, so that each packs only its part of B.
+            const Split s = small_a && N > 4 * NR && col_panels >= nthreads
+                                ? Split{1, nthreads}
+                                : split_threads(nthreads, row_panels, col_panels);
             const auto [r0, r1] = range_of(t / s.nt_c, s.nt_r, row_panels);  // my row panels
             const auto [c0, c1] = range_of(t % s.nt_c, s.nt_c, col_panels);  // my col panels
             if (r0 == r1 || c0 == c1) continue;
