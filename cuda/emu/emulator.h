@@ -1733,6 +1733,13 @@ template <bool WRITE>
     global_race_n<WRITE>(g, n, me, pc);
 }
 
+// The race check out of line: inlined, its registers would make every hook save registers on
+// entry, the stack's and shared memory's accesses too; reached here by a tail jump.
+template <bool WRITE>
+[[gnu::noinline]] inline void global_race_call(size_t g, size_t n, uint64_t me, const void* pc) {
+    global_race<WRITE>(g, n, me, pc);
+}
+
 // The initialisation check of an access of n bytes at offset g of the global range, inside a
 // live buffer: a store marks its words written, a load checks them. RACE: a plain access,
 // which the global race check sees too (atomics do not race with each other).
@@ -1747,7 +1754,7 @@ template <bool WRITE, bool LOAD = !WRITE, bool RACE = true>
     if (WRITE)
         for (unsigned char* w = first; w <= last; w++) *w = 1;
     if (RACE)
-        if (const uint64_t me = t_global) return global_race<WRITE>(g, n, me, pc);
+        if (const uint64_t me = t_global) return global_race_call<WRITE>(g, n, me, pc);
 }
 
 inline void global_init_any(size_t off, size_t n, Did what, const void* pc) {
