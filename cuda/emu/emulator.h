@@ -1592,12 +1592,28 @@ template <bool WRITE>
 // A shared access of N bytes: its words' OUTSIDE bits (the bounds), then the race check. Not
 // inlined into the hooks: so the hooks' common path (the stack, host memory, a cudaMalloc'd
 // buffer) needs no registers saved, and reaches this by a tail jump.
+// A read of one word that its shadow already records (no other thread's write in this epoch,
+// written in this block, and this warp's read, or reads by two warps, already kept) needs no
+// check and stores nothing: decided here, with few registers; the rest is shared_read_word.
+[[gnu::noinline]] inline void shared_read_word(size_t off, const void* pc) {
+    race_check<false, true>(off, 4, pc);
+}
 template <bool WRITE, size_t N, bool ONE_WORD>
 [[gnu::noinline]] inline void shared_access(const unsigned char* p, const void* pc) {
     const size_t off = size_t(p - g_shared_base);
     if (ONE_WORD) {
-        if (__builtin_expect(g_shadow_hot[off >> 2].w & OUTSIDE, 0))
-            return shared_access_slow<WRITE>(p, N, pc);
+        const ShadowHot h = g_shadow_hot[off >> 2];
+        if (__builtin_expect(h.w & OUTSIDE, 0)) return shared_access_slow<WRITE>(p, N, pc);
+        if (!WRITE) {
+            const uint64_t tag = t_race;
+            if (!tag) return;
+            const uint32_t e = uint32_t(tag >> 32), tid = uint32_t(tag) & 1023,
+                           first = uint32_t(tag) >> 10;
+            if (((h.w >> 10) != e || (h.w & 1023) == tid) && (h.w >> 10) >= first &&
+                (h.r >> 11) == e && ((h.r & 1024) || ((h.r & 1023) >> 5) == (tid >> 5)))
+                return;
+            return shared_read_word(off, pc);
+        }
     } else {
         for (size_t w = off >> 2; w <= (off + N - 1) >> 2; w++)
             if (__builtin_expect(g_shadow_hot[w].w & OUTSIDE, 0))
