@@ -110,7 +110,7 @@ static_assert(256 % NR == 0, "NR must divide attention's Bc = 256");
 // every output's sums, and with it every printed value and figure, bit for bit.
 constexpr int KC = 256;
 // MC (rows of A per block) and NC (columns of B per block) only group the tiles; they follow the
-// caches of the CPU that runs (sgemm_blocking(), below). Their bounds size the workspace.
+// caches of the CPU that runs (sgemm_blocking(), below), within these bounds.
 constexpr int MC_MAX = 1008;            // a multiple of every MR (12, 6, 4)
 constexpr int NC_MAX = 8192;            // a multiple of every NR
 // The share of one core's L2 that the packed A block takes: 144 rows on a 1 MB L2, the MC
@@ -506,7 +506,8 @@ SgemmBlocking& blocking() {
 // few percent at the sizes where two threads are used at all.
 void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                   int lda, const float* B, int ldb, float beta, float* C, int ldc, int nt) {
-    const int MC = blocking().mc, NC = blocking().nc;
+    const SgemmBlocking& bl = blocking();
+    const int MC = bl.mc, NC = bl.nc;
     const int kc_max = std::min(K, KC);
     const int nc_max = std::min(N, NC);
     const int row_panels = ceil_div(M, MR);
@@ -528,8 +529,8 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
     // there each k step of the kernel reads a new line, lda apart (P^T dO at n = 1024: 4 KB,
     // one L1 set for all of them), and one masked vector a panel row packs it for less than
     // those misses cost.
-    const bool small_a = !trans_a && long(M) * K * long(sizeof(float)) <= blocking().l2_bytes / 4;
-    const bool direct_a = small_a || (N <= 4 * NR && !trans_a);
+    const bool small_a = !trans_a && long(M) * K * long(sizeof(float)) <= bl.l2_bytes / 4;
+    const bool direct_a = small_a || (!trans_a && N <= 4 * NR);
 
 #pragma omp parallel num_threads(nt)
     {
@@ -714,8 +715,10 @@ void sgemm_packed_b(bool trans_a, int M, int N, int K, float alpha, const float*
 
 size_t sgemm_workspace_bytes_max() {
     const size_t nt = (size_t)omp_get_max_threads();
-    // Worst case: every thread inside a parallel region runs a large single-threaded call.
-    return nt * ((size_t)KC * NC_MAX + (size_t)MC_MAX * KC + SMALL_WORKSPACE) * sizeof(float);
+    // Worst case: every thread inside a parallel region runs a large single-threaded call, at
+    // the blocking in force.
+    const SgemmBlocking& bl = blocking();
+    return nt * ((size_t)KC * bl.nc + (size_t)bl.mc * KC + SMALL_WORKSPACE) * sizeof(float);
 }
 
 // ---- tiny products ---------------------------------------------------------------------------
