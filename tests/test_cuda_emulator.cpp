@@ -421,14 +421,17 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
     CUDA_CHECK(cudaMemcpy(dB.data(), B.data(), B.size() * 4, cudaMemcpyHostToDevice));
     for (bool with_barrier : {true, false}) {
         CAPTURE(with_barrier);
-        bool same = false;
+        bool same = false, same_as_default = false;
         {
             Without off(emu::check_races);  // the schedule comparison alone here
-            same = emu::same_under_both_schedules(
-                [&] {
-                    planted_tiled_matmul(dA.data(), dB.data(), dC.data(), M, N, K, with_barrier);
-                },
-                [&] { return copy_back(dC.data(), ref.size()); });
+            auto matmul = [&] {
+                planted_tiled_matmul(dA.data(), dB.data(), dC.data(), M, N, K, with_barrier);
+            };
+            auto read = [&] { return copy_back(dC.data(), ref.size()); };
+            same = emu::same_under_both_schedules(matmul, read);
+            // The one-run form: the default schedule's result against a reverse run.
+            matmul();
+            same_as_default = emu::same_in_reverse(matmul, read, read());
         }
         auto C = copy_back(dC.data(), ref.size());
         bool close = true;
@@ -437,6 +440,7 @@ TEST_CASE("cuda emulator: a planted missing __syncthreads is caught") {
         // With the barrier: right, and the same whichever order the threads run in. Without it:
         // the schedule check flags the kernel (and its result is wrong too).
         CHECK(same == with_barrier);
+        CHECK(same_as_default == with_barrier);
         CHECK(close == with_barrier);
         // The race check (where compiled in) fails the launch itself. With every check on,
         // the init check may name the same bug first: a thread reads a tile entry its
