@@ -45,7 +45,9 @@ namespace {
 
 // At exit, as common/program/cli.h's check does for the chapters (this program is built by nvcc
 // alone in gpu-check, without common/): results that did not reach stdout (a full disk, an I/O
-// error) are an error, exit code 1, not a run that looks passed.
+// error) are an error, exit code 1, not a run that looks passed. Every timed run first writes
+// out what is printed so far (time_ms): output that cannot be written stops the benchmark
+// there instead of at its end, and a run cut short by gpu-check's time limit keeps its lines.
 void check_stdout() {
     errno = 0;
     const bool flushed = std::fflush(stdout) == 0;
@@ -62,6 +64,7 @@ bool g_quick = false;  // --quick: one timed run, no warm-up (the times mean not
 // the fastest of them (min and median are what the summary lines print).
 float g_last_min_ms = 0;
 float time_ms(const std::function<void()>& f, int warmups = 2, int repeats = 5) {
+    check_stdout();
     if (g_quick) warmups = 0, repeats = 1;
     for (int i = 0; i < warmups; i++)
         f();
@@ -899,19 +902,19 @@ int main(int argc, char** argv) try {
     std::printf("\n");
     for (const std::string& line : g_targets)
         std::printf("%s\n", line.c_str());
-    if (!g_plant_in.empty()) {
-        std::fprintf(stderr, "gpu-bench: error: no check's name begins with '%s' (planted)\n",
-                     g_plant_in.front().c_str());
-        return 2;
-    }
     if (g_failed_checks > 0) {
         std::printf("gpu-bench: FAILED: %d cross-check(s) failed; the first: %s\n", g_failed_checks,
                     g_first_failure.c_str());
         std::fprintf(stderr, "gpu-bench: FAILED: %d cross-check(s) failed; the first: %s\n",
                      g_failed_checks, g_first_failure.c_str());
-        return 1;
     }
-    return 0;
+    // A name that matched no check is a wrong argument (exit 2), after what was found.
+    if (!g_plant_in.empty()) {
+        std::fprintf(stderr, "gpu-bench: error: no check's name begins with '%s' (planted)\n",
+                     g_plant_in.front().c_str());
+        return 2;
+    }
+    return g_failed_checks > 0 ? 1 : 0;
 } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu-bench: %s\n", e.what());
     return 1;
