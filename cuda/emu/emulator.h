@@ -2533,14 +2533,13 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b)
 // ---- the launch -------------------------------------------------------------------------------
 namespace emu {
 
-// addr2line's lines for the code address pc (func: -f -C, the function's name and place, in
-// pairs; else the places), innermost inlined frame first, each cut at its first space (a
-// discriminator) or newline; none where the address or its line tables cannot be read.
-inline std::vector<std::string> addr2line_lines(uintptr_t pc, bool func) {
+// The object file that holds code address a (the program or a shared library) and a's offset
+// in it; an empty name where none does.
+inline std::pair<std::string, uintptr_t> object_of(uintptr_t a) {
     struct Found {
         uintptr_t pc, rel = 0;
         std::string file;
-    } found{pc, 0, ""};
+    } found{a, 0, ""};
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* data) {
             Found& f = *static_cast<Found*>(data);
@@ -2560,30 +2559,101 @@ inline std::vector<std::string> addr2line_lines(uintptr_t pc, bool func) {
             return 0;
         },
         &found);
-    std::vector<std::string> lines;
-    if (found.file.empty() || found.file.find('\'') != std::string::npos) return lines;
-    char cmd[4400];
-    std::snprintf(cmd, sizeof cmd, "addr2line %s -e '%s' 0x%lx 2>/dev/null",
-                  func ? "-f -C -i" : "-i", found.file.c_str(),
-                  (unsigned long)(found.rel - (func ? 0 : 1)));
-    if (FILE* pipe = popen(cmd, "r")) {
-        char line[1024] = "";
+    return {found.file, found.rel};
+}
+
+// One frame of a code address's chain of inlined calls: the function (addr2line -f -C) and the
+// place, file:line (cut at its first space: a discriminator).
+struct CodeFrame {
+    std::string func, place;
+};
+inline std::mutex& frames_mutex() {
+    static std::mutex m;
+    return m;
+}
+// What addr2line said of each address asked so far: its frames, innermost first (none where the
+// address or its line tables cannot be read). Kept for the process: reports and the barrier
+// check ask for the same addresses again.
+inline std::unordered_map<uintptr_t, std::vector<CodeFrame>>& frames_known() {
+    static std::unordered_map<uintptr_t, std::vector<CodeFrame>> m;
+    return m;
+}
+// Asks addr2line for the frames of every address of addrs not known yet: one process per object
+// file for all of them (each addr2line reads the file's symbols and line tables, most of its
+// time). With -a it names each address before that address's (function, place) line pairs.
+inline void look_up_frames(const std::vector<uintptr_t>& addrs) {
+    std::lock_guard<std::mutex> lock(frames_mutex());
+    auto& known = frames_known();
+    std::vector<std::pair<std::string, std::vector<std::pair<uintptr_t, uintptr_t>>>> by_file;
+    for (uintptr_t a : addrs) {
+        if (!known.emplace(a, std::vector<CodeFrame>()).second) continue;  // asked before
+        const auto [file, rel] = object_of(a);
+        if (file.empty() || file.find('\'') != std::string::npos) continue;
+        size_t f = 0;
+        while (f < by_file.size() && by_file[f].first != file) f++;
+        if (f == by_file.size()) by_file.push_back({file, {}});
+        by_file[f].second.push_back({a, rel});
+    }
+    for (const auto& [file, list] : by_file) {
+        std::string cmd = "addr2line -a -f -C -i -e '" + file + "'";
+        char hex[24];
+        for (const auto& a_rel : list) {
+            std::snprintf(hex, sizeof hex, " 0x%lx", (unsigned long)a_rel.second);
+            cmd += hex;
+        }
+        cmd += " 2>/dev/null";
+        FILE* pipe = popen(cmd.c_str(), "r");
+        if (!pipe) continue;
+        size_t k = list.size();  // the address being read: none before the first header
+        bool stop = false, name_next = true;
+        std::string func;
+        char line[1024];
         while (std::fgets(line, sizeof line, pipe)) {
             std::string l(line);
-            const size_t cut = l.find_first_of(func ? "\n" : " \n");
-            if (cut != std::string::npos) l.resize(cut);
-            if (l.empty() || l.find("??") != std::string::npos) break;
-            lines.push_back(l);
+            if (!l.empty() && l.back() == '\n') l.pop_back();
+            if (l.size() == 18 && l.compare(0, 2, "0x") == 0 &&
+                l.find_first_not_of("0123456789abcdef", 2) == std::string::npos) {
+                k = k == list.size() ? 0 : k + 1;  // the next address's header
+                stop = false, name_next = true;
+                continue;
+            }
+            if (k >= list.size() || stop) continue;
+            if (name_next) {
+                func = l, name_next = false;
+                continue;
+            }
+            name_next = true;
+            l.resize(std::min(l.size(), l.find(' ')));
+            // The frames end where addr2line knows no more: a function it names without a
+            // place (no line tables there) ends them with an empty place.
+            stop = l.empty() || l.find("??") != std::string::npos;
+            if (func.find("??") == 0) stop = true;
+            else known[list[k].first].push_back({func, stop ? std::string() : l});
         }
         pclose(pipe);
     }
-    return lines;
+}
+// The frames of the code at a return address pc (the call instruction before it, pc - 1) or,
+// func, of the function that starts at pc.
+inline std::vector<CodeFrame> code_frames(uintptr_t pc, bool func) {
+    const uintptr_t a = func ? pc : pc - 1;
+    look_up_frames({a});
+    std::lock_guard<std::mutex> lock(frames_mutex());
+    return frames_known()[a];
 }
 
 // "{code 0x...}" in a message -> "file:line" from the program's line tables (addr2line; the
 // objects with kernels are compiled with -g1), or "code address 0x..." where that fails.
 // "{func 0x...}": the function that starts there, by name (addr2line -f), or its address.
 inline std::string resolve_code_addresses(std::string msg) {
+    std::vector<uintptr_t> addrs;  // every address first, for one addr2line
+    for (size_t at = 0; (at = std::min(msg.find("{code ", at), msg.find("{func ", at))) !=
+                        std::string::npos;
+         at++) {
+        const uintptr_t pc = uintptr_t(std::strtoull(msg.c_str() + at + 6, nullptr, 16));
+        addrs.push_back(msg.compare(at, 6, "{func ") == 0 ? pc : pc - 1);
+    }
+    look_up_frames(addrs);
     for (size_t at; (at = std::min(msg.find("{code "), msg.find("{func "))) != std::string::npos;) {
         const size_t end = msg.find('}', at);
         if (end == std::string::npos) break;
@@ -2593,13 +2663,13 @@ inline std::string resolve_code_addresses(std::string msg) {
         std::string where = (func ? "at " : "code address ") + hexpc;
         // A code address: the innermost frame outside the emulator and the standard library
         // (float4's own check and atomicAdd are inlined into the kernel). A function: its name.
-        const std::vector<std::string> lines = addr2line_lines(pc, func);
-        for (size_t k = 0; k < lines.size(); k++) {
-            std::string l = lines[k];
-            if (func) {  // (name, place) pairs, innermost first: the outermost name
-                if (k % 2 == 0) where = l;
+        for (const CodeFrame& frame : code_frames(pc, func)) {
+            if (func) {  // innermost first: the outermost name
+                where = frame.func;
                 continue;
             }
+            std::string l = frame.place;
+            if (l.empty()) break;
             const size_t root = l.find("/cuda/"), tests = l.find("/tests/");
             if (root != std::string::npos) l = l.substr(root + 1);
             else if (tests != std::string::npos) l = l.substr(tests + 1);
@@ -2618,14 +2688,12 @@ inline std::string resolve_code_addresses(std::string msg) {
 // of each, innermost first). A compiler may copy one call into two paths (jump threading); two
 // calls in the source differ in some frame. Unknown (false) where lines do not resolve.
 inline bool same_source_call(const void* a, const void* b) {
-    static std::mutex m;
-    static std::unordered_map<uintptr_t, std::vector<std::string>> chains;
-    std::lock_guard<std::mutex> lock(m);
-    auto chain = [&](const void* pc) -> const std::vector<std::string>& {
-        auto it = chains.find(uintptr_t(pc));
-        if (it == chains.end())
-            it = chains.emplace(uintptr_t(pc), addr2line_lines(uintptr_t(pc), false)).first;
-        return it->second;
+    look_up_frames({uintptr_t(a) - 1, uintptr_t(b) - 1});  // both in one addr2line
+    auto chain = [](const void* pc) {
+        std::vector<std::string> places;
+        for (const CodeFrame& frame : code_frames(uintptr_t(pc), false))
+            if (!frame.place.empty()) places.push_back(frame.place);
+        return places;
     };
     // A frame at line 0 (clang's "no line" after a call) or "?" proves nothing.
     auto known = [](const std::vector<std::string>& c) {
@@ -2636,7 +2704,7 @@ inline bool same_source_call(const void* a, const void* b) {
                 return false;
         return true;
     };
-    const std::vector<std::string>& ca = chain(a);
+    const std::vector<std::string> ca = chain(a);
     return known(ca) && ca == chain(b);
 }
 
