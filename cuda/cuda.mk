@@ -141,20 +141,23 @@ $(EMU_FLAGS_STAMP): emu-flags-check
 # into a check of the block against args in the body of the function it declares, so that every
 # kernel declared with launch bounds, however spelled (a macro, a parameterised one), checks them
 # at each launch, with no hand-written call. The preprocessed unit (.lb.ii) is what g++ compiles
-# (and ccache caches); its line markers keep every diagnostic and line table on the source.
+# (and ccache caches); its line markers keep every diagnostic and line table on the source. The
+# number of checks inserted stays beside the object (.lb-checks), for the test that holds it to
+# the source's count of __launch_bounds__.
 EMU_LB := perl cuda/emu/launch_bounds.pl
 define emu_lb_compile
 	$(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -DEMU_LAUNCH_BOUNDS_PASS -MT $@ -MF $(@:.o=.d) \
 	    -E -x c++ $< -o $(@:.o=.ii)
 	$(EMU_LB) $(@:.o=.ii) > $(@:.o=.lb.ii)
+	grep -o '{ ::emu::check_launch_bounds(' $(@:.o=.lb.ii) | wc -l > $(@:.o=.lb-checks)
 	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(EMU_INSTRUMENT) -c $(@:.o=.lb.ii) -o $@
 	@rm -f $(@:.o=.ii) $(@:.o=.lb.ii)
 endef
-$(BUILD)/emu/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl $(EMU_FLAGS_STAMP) | deps
+$(BUILD)/emu/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(emu_lb_compile)
 $(BUILD)/emu/cuda/emu/racecheck_tests.o: cuda/emu/racecheck_tests.cpp cuda/emu/launch_bounds.pl \
-                                         $(EMU_FLAGS_STAMP) | deps
+                                         cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(emu_lb_compile)
 # The emulator's sgemm is the largest unit (every tile shape, instrumented) and the last to end

@@ -609,36 +609,30 @@ TEST_CASE("cuda emulator: __launch_bounds__ and the shared-memory limits are enf
 // preprocesses each source with __launch_bounds__(args) a marker and passes it through
 // cuda/emu/launch_bounds.pl, which inserts the check as the first statement of every function
 // declared with it, whatever the spelling (emu-racecheck launches planted kernels of each, macros
-// among them). Here, the same two steps: it finds every declaration in cuda/, and none in a
-// comment.
+// among them). Here, what the build did: it counts the checks it inserted into each unit
+// (cuda/cuda.mk: X.lb-checks beside the emulator's object of cuda/X.cu), and each count must be
+// the source's __launch_bounds__ outside comments.
 TEST_CASE("cuda emulator: every kernel with __launch_bounds__ gets its check from the build") {
+    const std::filesystem::path cuda = std::string(PROJECT_ROOT) + "/cuda",
+                                objects = std::string(PROJECT_BIN) + "/../emu/cuda";
     int kernels = 0;
-    for (const auto& entry :
-         std::filesystem::recursive_directory_iterator(std::string(PROJECT_ROOT) + "/cuda")) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(cuda)) {
         if (entry.path().extension().string() != ".cu") continue;
         std::ifstream in(entry.path());
-        std::string text, line;
+        std::string line;
         int declared = 0;
         while (std::getline(in, line)) {
             const size_t comment = line.find("//");
             for (size_t at = 0; (at = line.find("__launch_bounds__(", at)) < comment; at++)
                 declared++;
         }
-        const std::string root = PROJECT_ROOT;
-        const std::string cmd = "c++ -std=c++20 -DEMU_LAUNCH_BOUNDS_PASS -I'" + root +
-                                "' -E -x c++ '" + entry.path().string() + "' | perl '" + root +
-                                "/cuda/emu/launch_bounds.pl'";
-        FILE* pipe = popen(cmd.c_str(), "r");
-        REQUIRE(pipe);
-        char buf[4096];
-        for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) text.append(buf, n);
-        CHECK(pclose(pipe) == 0);
-        int inserted = 0;
-        for (size_t at = 0;
-             (at = text.find("{ ::emu::check_launch_bounds(", at)) != std::string::npos; at++)
-            inserted++;
-        CHECK(text.find("__emu_launch_bounds__") == std::string::npos);
-        CHECK_MESSAGE(inserted == declared, entry.path().string());
+        std::filesystem::path count = objects / std::filesystem::relative(entry.path(), cuda);
+        count.replace_extension(".lb-checks");
+        std::ifstream counted(count);
+        int inserted = -1;
+        counted >> inserted;
+        CHECK_MESSAGE(inserted == declared, entry.path().string() << " (" << count.string()
+                                                                  << ": " << inserted << ")");
         kernels += inserted;
     }
     CHECK(kernels >= 11);
