@@ -125,6 +125,10 @@ slices=${#ranges[@]}
 for s in $(seq 0 $((slices - 1))); do echo "$s ${ranges[$s]}"; done >"$logs/slices.txt"
 
 # Slice s: the cases FIRST ... LAST of line s of slices.txt, its output and exit code in LOG_DIR.
+# JOBS slices share JOBS cores: an OpenMP thread that spins while it waits for work (libgomp's
+# default, OMP_WAIT_POLICY unset) takes a core from another slice, so here they sleep instead
+# (what the programs compute does not change; a caller's own setting stays).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 export runner program logs
 xargs -P "$jobs" -L 1 bash -c '
     $runner "$program" --duration=true --first=$1 --last=$2 >"$logs/slice-$0.log" 2>&1
