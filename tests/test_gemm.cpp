@@ -401,9 +401,10 @@ TEST_CASE("gemm: every cache blocking gives the same C bit for bit") {
                     return C;
                 };
                 const std::vector<float> first = product(chosen.mc, chosen.nc);
-                for (const auto& [mc, nc] : {std::pair{12, 64}, std::pair{48, 128},
+                for (const auto& blocking : {std::pair{12, 64}, std::pair{48, 128},
                                              std::pair{132, 512}, std::pair{1008, 8192}}) {
-                    CAPTURE(mc);
+                    const int mc = blocking.first, nc = blocking.second;  // (clang 14: no
+                    CAPTURE(mc);                                           // bindings in CAPTURE)
                     CAPTURE(nc);
                     CHECK(product(mc, nc) == first);
                 }
