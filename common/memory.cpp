@@ -35,32 +35,43 @@ double physical_bytes() {
 // of 256 bytes, 6 KB apart, inside the (B, n, 3 d_model) projection: with 4 KB pages nearly
 // every row is a page of its own, and the page walks are a good part of packing K^T and V^T
 // and of writing dQ, dK, dV out; with 2 MiB pages the sgemms, both attention layers and the
-// LSTM all run faster. Without THP, or off
-// Linux, it is only an alignment; a block wastes under 2 MiB, and under half of itself.
+// LSTM all run faster. Without THP it is only an alignment (off Linux, not that either); a
+// block wastes under 2 MiB, and under half of itself.
 namespace {
 
 constexpr size_t HUGE_PAGE = 2 << 20;
+constexpr size_t CACHE_MIN_BLOCK = 1 << 20;  // smaller blocks go straight back to malloc
 
-void* system_alloc(size_t rounded) {
+// The bytes a block of `rounded` bytes (a multiple of 64) takes from the system: whole 2 MiB
+// pages from 2 MiB up, whole 64 KiB from 1 MiB up. The cache below hands a freed block back for
+// its size, so a request of a nearby size reuses it too: a training step's tensors change size
+// with each batch's lengths, and an exact size seldom comes again (each miss is a new block,
+// whose pages the kernel zeroes as they are first touched).
+size_t block_bytes(size_t rounded) {
+    const size_t unit = rounded >= HUGE_PAGE         ? HUGE_PAGE
+                        : rounded >= CACHE_MIN_BLOCK ? size_t(64) << 10
+                                                     : 64;
+    return (rounded + unit - 1) / unit * unit;
+}
+
+void* system_alloc(size_t block) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (rounded >= HUGE_PAGE) {
-        const size_t whole = (rounded + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-        void* p = std::aligned_alloc(HUGE_PAGE, whole);
-        if (p) madvise(p, whole, MADV_HUGEPAGE);  // a hint: if it fails, nothing else changes
+    if (block >= HUGE_PAGE) {
+        void* p = std::aligned_alloc(HUGE_PAGE, block);
+        if (p) madvise(p, block, MADV_HUGEPAGE);  // a hint: if it fails, nothing else changes
         return p;
     }
 #endif
-    return std::aligned_alloc(64, rounded);
+    return std::aligned_alloc(64, block);
 }
 
 }  // namespace
 
 // ---- the cache of large freed blocks --------------------------------------------------------
-constexpr size_t CACHE_MIN_BLOCK = 1 << 20;  // smaller blocks go straight back to malloc
 
 struct Cache {
     std::mutex lock;
-    std::multimap<size_t, void*> free_blocks;  // rounded size -> block
+    std::multimap<size_t, void*> free_blocks;  // block_bytes -> block
     size_t bytes = 0;
     size_t limit = 0;  // at most this many bytes are kept: 1/8 of physical memory, <= 4 GiB
     Cache() { limit = (size_t)std::min(physical_bytes() / 8, 4.0 * (1 << 30)); }
@@ -90,23 +101,23 @@ size_t cached_bytes() {
 
 void* allocate(size_t bytes, bool zero) {
     if (bytes == 0) return nullptr;
-    size_t rounded = (bytes + 63) / 64 * 64;
+    const size_t rounded = (bytes + 63) / 64 * 64, block = block_bytes(rounded);
     void* p = nullptr;
-    if (rounded >= CACHE_MIN_BLOCK) {
+    if (block >= CACHE_MIN_BLOCK) {
         Cache& c = cache();
         std::lock_guard<std::mutex> guard(c.lock);
-        auto it = c.free_blocks.find(rounded);
+        auto it = c.free_blocks.find(block);
         if (it != c.free_blocks.end()) {
             p = it->second;
             c.free_blocks.erase(it);
-            c.bytes -= rounded;
+            c.bytes -= block;
         }
     }
     if (!p) {
-        p = system_alloc(rounded);
+        p = system_alloc(block);
         if (!p) {  // give the cache back and try once more
             empty_cache();
-            p = system_alloc(rounded);
+            p = system_alloc(block);
         }
         if (!p) throw std::bad_alloc();
     }
@@ -121,13 +132,13 @@ void* allocate(size_t bytes, bool zero) {
 void release(void* p, size_t bytes) {
     if (!p) return;
     g_current.fetch_sub(bytes);
-    size_t rounded = (bytes + 63) / 64 * 64;
-    if (rounded >= CACHE_MIN_BLOCK) {
+    const size_t block = block_bytes((bytes + 63) / 64 * 64);
+    if (block >= CACHE_MIN_BLOCK) {
         Cache& c = cache();
         std::lock_guard<std::mutex> guard(c.lock);
-        if (c.bytes + rounded <= c.limit) {
-            c.free_blocks.emplace(rounded, p);
-            c.bytes += rounded;
+        if (c.bytes + block <= c.limit) {
+            c.free_blocks.emplace(block, p);
+            c.bytes += block;
             return;
         }
     }

@@ -16,7 +16,9 @@ void* allocate(size_t bytes, bool zero = true);
 void release(void* p, size_t bytes);
 
 // Large freed blocks (1 MiB and up) are kept for reuse, like torch's caching allocator, so a
-// loop that allocates the same big buffers every iteration does not pay page faults each time.
+// loop that allocates the same big buffers every iteration does not pay page faults each time;
+// a request of a nearby size (within the same whole 2 MiB pages, or 64 KiB below 2 MiB) takes
+// one too.
 // The counters above count bytes in use, not bytes cached (torch.cuda.max_memory_allocated,
 // not max_memory_reserved). empty_cache() gives the cached blocks back to the system.
 void empty_cache();

@@ -32,6 +32,21 @@ TEST_CASE("memory: counted as asked for, zeroed, big blocks reused and 2 MiB-ali
     for (size_t i = 0; i < big; i++) nonzero += b[i] != 0.0f;
     CHECK(nonzero == 0);
 
+    // A nearby size in the same whole 2 MiB pages (3 MiB + 12 bytes and 3.5 MiB: 4 MiB each):
+    // the same block again, zeroed, and counted as asked for.
+    const float* second = b.data();
+    b = mem::Buffer<float>();
+    const size_t nearby = (7u << 19) / sizeof(float);
+    mem::Buffer<float> d(nearby);
+    CHECK(d.data() == second);
+    CHECK(mem::current_bytes() - before == nearby * sizeof(float));
+    nonzero = 0;
+    for (size_t i = 0; i < nearby; i++) nonzero += d[i] != 0.0f;
+    CHECK(nonzero == 0);
+    // And a size of other pages (5 MiB: 6 MiB) is a block of its own.
+    mem::Buffer<float> e((5u << 20) / sizeof(float), mem::uninit);
+    CHECK(e.data() != second);
+
     // Small blocks: 64-byte aligned, counted exactly.
     const size_t now = mem::current_bytes();
     mem::Buffer<float> c(1000);
