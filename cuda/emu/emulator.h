@@ -1589,15 +1589,16 @@ template <bool WRITE>
         return shared_out_of_bounds(*r, p, n, did(WRITE), pc);
     race_check<WRITE, false, true>(size_t(p - g_shared_base), n, pc);
 }
-// A shared access of N bytes: its words' OUTSIDE bits (the bounds), then the race check. Not
-// inlined into the hooks: so the hooks' common path (the stack, host memory, a cudaMalloc'd
-// buffer) needs no registers saved, and reaches this by a tail jump.
-// A read of one word that its shadow already records (no other thread's write in this epoch,
-// written in this block, and this warp's read, or reads by two warps, already kept) needs no
-// check and stores nothing: decided here, with few registers; the rest is shared_read_word.
+// The race check of a read of one shared word, out of line (shared_access below).
 [[gnu::noinline]] inline void shared_read_word(size_t off, const void* pc) {
     race_check<false, true>(off, 4, pc);
 }
+// A shared access of N bytes: its words' OUTSIDE bits (the bounds), then the race check. Not
+// inlined into the hooks: so the hooks' common path (the stack, host memory, a cudaMalloc'd
+// buffer) needs no registers saved, and reaches this by a tail jump. A read of one word that its
+// shadow already records (no other thread's write in this epoch, written in this block, and
+// this warp's read, or reads by two warps, already kept) needs no check and stores nothing:
+// decided here, with few registers; the rest is shared_read_word.
 template <bool WRITE, size_t N, bool ONE_WORD>
 [[gnu::noinline]] inline void shared_access(const unsigned char* p, const void* pc) {
     const size_t off = size_t(p - g_shared_base);
