@@ -2894,41 +2894,36 @@ EMU_RT_INLINE void run_grid(dim3 grid, dim3 block, size_t shmem, const std::func
 }
 #endif
 
-// The race check of the fiber mode: runs `run()` with the block's threads in forward order and
-// again in reverse order between barriers (one worker, so blocks and atomics keep one order),
-// and compares what `read()` returns (e.g. a std::vector<float> copied back). A correct kernel
-// gives the same bits both ways; a kernel that reads shared memory another thread writes in
-// the same barrier interval (a missing __syncthreads) sees different values.
 struct ScheduleGuard {  // puts the configuration back, whatever run() does
     Config saved = config();
     ~ScheduleGuard() { config() = saved; }
 };
-template <class Result>
-bool same_bits(const Result& a, const Result& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
-}
-template <class Run, class Read>
-bool same_under_both_schedules(Run run, Read read) {
-    ScheduleGuard guard;
-    config().workers = 1;
-    config().schedule = Schedule::forward;
-    run();
-    auto forward = read();
-    config().schedule = Schedule::reverse;
-    run();
-    return same_bits(forward, read());
-}
-// The same check where the caller has just run the kernel in the default schedule (threads in
-// forward order, the blocks shared among the workers) and holds its result, `forward`: one run
-// more, in reverse order on one worker, instead of two. Blocks that share no memory give the
-// same bits in any order; blocks that do are the global race check's (one launch, any order).
+// The race check of the fiber mode, where the caller has just run the kernel in forward order
+// (the default schedule: the blocks shared among the workers) and holds what `read()` returned
+// then, `forward` (e.g. a std::vector<float> copied back): runs `run()` again with the block's
+// threads in reverse order between barriers and the blocks last to first (one worker, so
+// blocks and atomics keep one order), and compares. A correct kernel gives the same bits both
+// ways; a kernel that reads shared memory another thread writes in the same barrier interval (a
+// missing __syncthreads) sees different values. Blocks that meet in global memory are the
+// global race check's too, in any order.
 template <class Run, class Read, class Result>
 bool same_in_reverse(Run run, Read read, const Result& forward) {
     ScheduleGuard guard;
     config().workers = 1;
     config().schedule = Schedule::reverse;
     run();
-    return same_bits(forward, read());
+    const auto reverse = read();
+    return forward.size() == reverse.size() &&
+           std::memcmp(forward.data(), reverse.data(), forward.size() * sizeof(forward[0])) == 0;
+}
+// The same from scratch: run() in forward order on one worker, then as above.
+template <class Run, class Read>
+bool same_under_both_schedules(Run run, Read read) {
+    ScheduleGuard guard;
+    config().workers = 1;
+    config().schedule = Schedule::forward;
+    run();
+    return same_in_reverse(run, read, read());
 }
 
 }  // namespace emu
