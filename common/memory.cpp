@@ -42,16 +42,16 @@ namespace {
 constexpr size_t HUGE_PAGE = 2 << 20;
 constexpr size_t CACHE_MIN_BLOCK = 1 << 20;  // smaller blocks go straight back to malloc
 
-// The bytes a block of `rounded` bytes (a multiple of 64) takes from the system: whole 2 MiB
-// pages from 2 MiB up, whole 64 KiB from 1 MiB up. The cache below hands a freed block back for
+// The bytes a request of `bytes` takes from the system: whole 2 MiB pages from 2 MiB up, whole
+// 64 KiB from 1 MiB up, else whole 64 bytes. The cache below hands a freed block back for
 // its size, so a request of a nearby size reuses it too: a training step's tensors change size
 // with each batch's lengths, and an exact size seldom comes again (each miss is a new block,
 // whose pages the kernel zeroes as they are first touched).
-size_t block_bytes(size_t rounded) {
-    const size_t unit = rounded >= HUGE_PAGE         ? HUGE_PAGE
-                        : rounded >= CACHE_MIN_BLOCK ? size_t(64) << 10
-                                                     : 64;
-    return (rounded + unit - 1) / unit * unit;
+size_t block_bytes(size_t bytes) {
+    const size_t unit = bytes >= HUGE_PAGE         ? HUGE_PAGE
+                        : bytes >= CACHE_MIN_BLOCK ? size_t(64) << 10
+                                                   : 64;
+    return (bytes + unit - 1) / unit * unit;
 }
 
 void* system_alloc(size_t block) {
@@ -101,7 +101,7 @@ size_t cached_bytes() {
 
 void* allocate(size_t bytes, bool zero) {
     if (bytes == 0) return nullptr;
-    const size_t rounded = (bytes + 63) / 64 * 64, block = block_bytes(rounded);
+    const size_t block = block_bytes(bytes);
     void* p = nullptr;
     if (block >= CACHE_MIN_BLOCK) {
         Cache& c = cache();
@@ -121,7 +121,7 @@ void* allocate(size_t bytes, bool zero) {
         }
         if (!p) throw std::bad_alloc();
     }
-    if (zero) std::memset(p, 0, rounded);
+    if (zero) std::memset(p, 0, (bytes + 63) / 64 * 64);  // to the 64-byte line's end
     size_t now = g_current.fetch_add(bytes) + bytes;
     size_t peak = g_peak.load();
     while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
@@ -132,7 +132,7 @@ void* allocate(size_t bytes, bool zero) {
 void release(void* p, size_t bytes) {
     if (!p) return;
     g_current.fetch_sub(bytes);
-    const size_t block = block_bytes((bytes + 63) / 64 * 64);
+    const size_t block = block_bytes(bytes);
     if (block >= CACHE_MIN_BLOCK) {
         Cache& c = cache();
         std::lock_guard<std::mutex> guard(c.lock);
