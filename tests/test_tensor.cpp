@@ -168,6 +168,25 @@ TEST_CASE("autograd: matmul, linear and shape ops") {
     gradcheck({A, A3}, [](auto& v) { return concat({unsqueeze(v[0], 0), v[1]}, 0); }, "concat");
 }
 
+// Gradients accumulate: a tensor used twice, as both operands of one op or by several ops, gets
+// the terms of every use, an intermediate's included (its buffer is released every pass).
+TEST_CASE("autograd: a tensor used twice, by one op or by several, gets every term") {
+    Tensor S = random_tensor({4, 4}, 31), S3 = random_tensor({2, 4, 4}, 32);
+    gradcheck({S3}, [](auto& v) { return v[0] * v[0]; }, "a * a");
+    gradcheck({S3}, [](auto& v) { return relu(v[0]) + v[0]; }, "relu(a) + a");
+    gradcheck({S}, [](auto& v) { return matmul(v[0], v[0]); }, "x @ x");
+    gradcheck({S3}, [](auto& v) { return matmul(v[0], v[0]); }, "batched x @ x");
+    gradcheck({S}, [](auto& v) { return linear(v[0], v[0]); }, "linear(x, x)");
+    gradcheck({S3}, [](auto& v) { return permute(v[0], {0, 2, 1}) + v[0]; }, "permute + a");
+    gradcheck(
+        {S3},
+        [](auto& v) {
+            Tensor h = v[0] * 2.0f;  // an intermediate: its gradient is released every pass
+            return layer_norm(h, Tensor(), Tensor()) + matmul(h, h) + h;
+        },
+        "an intermediate used three times");
+}
+
 TEST_CASE("autograd: softmax, masking, reductions, layer_norm, cross_entropy") {
     Tensor s = random_tensor({2, 4, 4}, 21, -2, 2);
     gradcheck({s}, [](auto& v) { return softmax(v[0], -1); }, "softmax");
