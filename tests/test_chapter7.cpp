@@ -458,10 +458,14 @@ TEST_CASE("translate: --load checks a file's declared shape before building a mo
     refused(with("layers", (int64_t(1) << 32) + 2), "layers = 4294967298 is outside 1..24");
     refused({{"d_model", 16}}, "has no hyper-parameter \"layers\"");
     refused(with("tgt_vocab", 12), "its vocabulary sizes differ");
+    serialize::HParams both = ok;
+    both.push_back({"learned_positions", 1});
+    both.push_back({"no_positions", 1});
+    refused(both, "learned_positions and no_positions are both set");
     // The count the check uses is the model's own.
     for (LnPlacement p : {LnPlacement::PostLN, LnPlacement::PreLN})
-        for (translate::Positions pos :
-             {translate::Positions::sinusoidal, translate::Positions::learned}) {
+        for (translate::Positions pos : {translate::Positions::sinusoidal,
+                                         translate::Positions::learned, translate::Positions::none}) {
             ModelConfig c;
             c.layers = 2, c.d_model = 24, c.heads = 3, c.placement = p, c.positions = pos;
             CHECK(translate::parameter_count(c) == translate::make_model(c)->num_parameters());
@@ -627,5 +631,30 @@ TEST_CASE("7-translate: a checkpoint with a negative loss or a hyper-parameter t
     CHECK(err.find("hyper-parameter 'layers' appears twice (corrupt file)") != std::string::npos);
     translate::save_model(path, *model, mc, {2.5, 0.5});  // as written by a run: it loads
     CHECK(translate::load_model(path).losses.size() == 2);
+    // A model without position vectors says so, and comes back as one.
+    mc.positions = translate::Positions::none;
+    translate::save_model(path, *translate::make_model(mc), mc, {2.5});
+    CHECK(translate::load_model(path).config.positions == translate::Positions::none);
     std::remove(path.c_str());
+}
+
+TEST_CASE("translate: without position vectors the encoder sees a set") {
+    // Section 4: self-attention alone cannot tell an order from its permutations. With no
+    // position vectors, the encoder's output for a permuted source is the same rows permuted
+    // (to float rounding: the sums run in another order); with sinusoids it is not.
+    for (auto pos : {translate::Positions::none, translate::Positions::sinusoidal}) {
+        translate::ModelConfig mc;
+        mc.layers = 1, mc.d_model = 16, mc.heads = 2, mc.positions = pos;
+        auto m = translate::make_model(mc);
+        NoGradGuard no_grad;
+        const std::vector<int64_t> src = {3, 5, 7, 9}, reversed = {9, 7, 5, 3};  // (1, 4) ids
+        const Tensor a = m->encode(src, {1, 4}), b = m->encode(reversed, {1, 4});  // (1, 4, 16)
+        double most = 0;
+        for (int64_t i = 0; i < 4; i++)
+            for (int64_t j = 0; j < 16; j++)
+                most = std::max(most, double(std::fabs(a.at({0, i, j}) - b.at({0, 3 - i, j}))));
+        CAPTURE(int(pos));
+        if (pos == translate::Positions::none) CHECK(most < 1e-5);
+        else CHECK(most > 0.1);
+    }
 }

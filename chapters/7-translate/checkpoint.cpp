@@ -44,6 +44,7 @@ void save_model(const std::string& path, const EncoderDecoder& model, const Mode
                              {"learned_positions", c.positions == Positions::learned},
                              {"src_vocab", SRC_VOCAB},
                              {"tgt_vocab", TGT_VOCAB}};
+    if (c.positions == Positions::none) hp.push_back({"no_positions", 1});
     serialize::Named tensors = model.named_parameters();
     std::vector<float> lv(losses.begin(), losses.end());
     tensors.push_back({HISTORY, Tensor::from(lv, {int64_t(lv.size())})});
@@ -61,10 +62,14 @@ Loaded load_model(const std::string& path) {
         throw std::runtime_error(path + ": d_model " + std::to_string(c.d_model) +
                                  " is not divisible by n_heads " + std::to_string(c.heads));
     c.placement = checked(ck, "pre_ln", 0, 1) ? LnPlacement::PreLN : LnPlacement::PostLN;
-    bool learned = false;  // files from before the option hold no entry: sinusoids
-    for (const auto& [name, v] : ck.hparams)
+    bool learned = false, none = false;  // files from before the options hold no entry
+    for (const auto& [name, v] : ck.hparams) {
         if (name == "learned_positions") learned = checked(ck, "learned_positions", 0, 1);
-    c.positions = learned ? Positions::learned : Positions::sinusoidal;
+        if (name == "no_positions") none = checked(ck, "no_positions", 0, 1);
+    }
+    if (learned && none)
+        throw std::runtime_error(path + ": learned_positions and no_positions are both set");
+    c.positions = learned ? Positions::learned : none ? Positions::none : Positions::sinusoidal;
     if (ck.get("src_vocab") != SRC_VOCAB || ck.get("tgt_vocab") != TGT_VOCAB)
         throw std::runtime_error(path + ": its vocabulary sizes differ from this task's (" +
                                  std::to_string(SRC_VOCAB) + " and " + std::to_string(TGT_VOCAB) +

@@ -52,6 +52,9 @@ std::unique_ptr<EncoderDecoder> new_model(const ModelConfig& c) {
     if (c.positions == Positions::learned)
         return std::make_unique<LearnedPositionsModel>(SRC_VOCAB, TGT_VOCAB, c.d_model, c.heads,
                                                        c.layers, c.placement);
+    if (c.positions == Positions::none)
+        return std::make_unique<NoPositionsModel>(SRC_VOCAB, TGT_VOCAB, c.d_model, c.heads,
+                                                  c.layers, c.placement);
     return std::make_unique<EncoderDecoder>(SRC_VOCAB, TGT_VOCAB, c.d_model, c.heads, c.layers,
                                             c.placement);
 }

@@ -15,8 +15,9 @@ namespace translate {
 
 // Where a token's position comes from: section 4's sinusoids (the paper's choice), or a learned
 // table of vectors, one per position, which the paper also tried ("성능이 거의 같았고";
-// chapter 8 compares the two).
-enum class Positions { sinusoidal, learned };
+// chapter 8 compares the two), or nowhere: without position vectors self-attention sees each
+// sentence as a set (section 4's "순서 없는 집합"; chapter 8 trains it).
+enum class Positions { sinusoidal, learned, none };
 constexpr int LEARNED_POSITIONS = 16;  // rows of a learned table: the longest sentence it takes
 
 // Section 5's EncoderDecoder with a learned table in place of the sinusoids: the one thing it
@@ -34,6 +35,15 @@ struct LearnedPositionsModel : EncoderDecoder {
     void collect_parameters(const std::string& prefix, NamedTensors& out) const override;
 };
 
+// Section 5's EncoderDecoder with no position vectors: it adds zeros where the sinusoids go, so
+// every token vector is its embedding alone (x + 0 is x).
+struct NoPositionsModel : EncoderDecoder {
+    using EncoderDecoder::EncoderDecoder;
+    Tensor position_vectors(const Embedding&, int64_t T) const override {
+        return Tensor::zeros({T, d_model});  // (T, d)
+    }
+};
+
 struct ModelConfig {
     int layers = 2, d_model = 64, heads = 4;  // encoder blocks = decoder blocks
     LnPlacement placement = LnPlacement::PreLN;
@@ -41,8 +51,8 @@ struct ModelConfig {
     int seed = 0;  // torch.manual_seed before the modules are built
 };
 
-// The model a config describes, EncoderDecoder(SRC_VOCAB, TGT_VOCAB, ...) or the learned
-// positions' model, its weights drawn from the default generator as it stands.
+// The model a config describes, EncoderDecoder(SRC_VOCAB, TGT_VOCAB, ...), the learned
+// positions' model or the one without positions, its weights drawn from the default generator as it stands.
 std::unique_ptr<EncoderDecoder> new_model(const ModelConfig& c);
 
 // new_model(c) after manual_seed(seed), with the token embeddings drawn N(0, 1/d_model) instead
