@@ -496,16 +496,24 @@ TEST_CASE("ablations: the fixed sets of the positions experiment") {
     CHECK(scaled_steps(3, 0.01) == 1);
 }
 
-TEST_CASE("ablations: the three splits are disjoint, and the test set is chapter 7's") {
+TEST_CASE("ablations: the splits are disjoint, and none scores chapter 7's tuned numbers") {
     const ThreeWay t = three_way_split();
-    CHECK(t.test == translate::split_numbers().heldout);
+    const std::vector<int64_t> tuned_list = translate::split_numbers().heldout;
+    const std::set<int64_t> tuned(tuned_list.begin(), tuned_list.end());
+    CHECK(t.tuned == tuned_list);
     CHECK(t.validation.size() == 1000);
+    CHECK(t.test.size() == 1000);
     std::set<int64_t> seen;
-    for (const auto* set : {&t.train, &t.validation, &t.test})
+    for (const auto* set : {&t.train, &t.validation, &t.test, &t.tuned})
         for (int64_t n : *set)
             CHECK(seen.insert(n).second);
     CHECK(seen.size() == 99999);
-    CHECK(t.never_train().size() == 2000);
+    CHECK(t.never_train().size() == 3000);
+    // §4's sets score none of the tuned numbers either.
+    const LengthSplit ls = length_split();
+    for (const auto* set : {&ls.heldout, &ls.five_digit})
+        for (int64_t n : *set)
+            CHECK(tuned.count(n) == 0);
     // §4's second experiment: training sources at most POS2_MAX_SYLLABLES long, scored longer.
     const SourceLengthSplit s = source_length_split();
     CHECK(s.long_test.size() == 1000);
@@ -517,6 +525,14 @@ TEST_CASE("ablations: the three splits are disjoint, and the test set is chapter
     for (int64_t n : s.long_test) {
         CHECK(int(translate::source_ids(n).size()) > POS2_MAX_SYLLABLES);
         CHECK(excluded.count(n) == 1);
+        CHECK(tuned.count(n) == 0);
+    }
+    for (int64_t n : t.never_train())
+        CHECK(excluded.count(n) == 1);
+    CHECK(!s.in_range_test.empty());
+    for (int64_t n : s.in_range_test) {
+        CHECK(int(translate::source_ids(n).size()) <= POS2_MAX_SYLLABLES);
+        CHECK(std::find(t.test.begin(), t.test.end(), n) != t.test.end());
     }
     // §3's second experiment: the targets (the class of x_{i-1} - x_{i+1}, cyclic: y + 9), and
     // test and validation sequences that are all different.

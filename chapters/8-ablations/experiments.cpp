@@ -36,17 +36,30 @@ std::vector<int> seed_list(int first, int count) {
 std::vector<int64_t> ThreeWay::never_train() const {
     std::vector<int64_t> v = validation;
     v.insert(v.end(), test.begin(), test.end());
+    v.insert(v.end(), tuned.begin(), tuned.end());
     return v;
 }
 
 ThreeWay three_way_split() {
     const Split s = split_numbers();  // chapter 7's: a fixed shuffle, its held-out numbers first
     ThreeWay t;
-    t.test = s.heldout;
+    t.tuned = s.heldout;
     t.validation.assign(s.train.begin(), s.train.begin() + HELDOUT);
-    t.train.assign(s.train.begin() + HELDOUT, s.train.end());
+    t.test.assign(s.train.begin() + HELDOUT, s.train.begin() + 2 * HELDOUT);
+    t.train.assign(s.train.begin() + 2 * HELDOUT, s.train.end());
     return t;
 }
+
+namespace {
+// Whether each of 0..MAX_VALUE is one of chapter 7's held-out numbers (its defaults' tuning
+// set), which chapter 8 neither trains on nor scores.
+std::vector<bool> tuned_numbers() {
+    std::vector<bool> tuned(size_t(korean_numbers::MAX_VALUE) + 1, false);
+    for (int64_t n : split_numbers().heldout)
+        tuned[size_t(n)] = true;
+    return tuned;
+}
+}  // namespace
 
 const char* kind_name(Kind k) {
     switch (k) {
@@ -74,34 +87,40 @@ Tensor first_step_logits(EncoderDecoder& m, const Batch& b, FirstStep what) {
 }
 
 LengthSplit length_split() {
+    const std::vector<bool> tuned = tuned_numbers();
     std::vector<int64_t> below(9999);
     std::iota(below.begin(), below.end(), 1);
     torch_rng::Generator g(2018);  // fixed: every run is scored on the same numbers
     shuffle_numbers(below, g);
     LengthSplit s;
-    s.heldout.assign(below.begin(), below.begin() + HELDOUT);
-    s.train.assign(below.begin() + HELDOUT, below.end());
-    for (int i = 0; i < HELDOUT; i++)
-        s.five_digit.push_back(10000 + int64_t(g.random64() % 90000));
+    for (int64_t n : below)  // the first HELDOUT numbers not tuned on are held out
+        (s.heldout.size() < size_t(HELDOUT) && !tuned[size_t(n)] ? s.heldout : s.train)
+            .push_back(n);
+    while (s.five_digit.size() < size_t(HELDOUT)) {
+        const int64_t n = 10000 + int64_t(g.random64() % 90000);
+        if (!tuned[size_t(n)]) s.five_digit.push_back(n);
+    }
     return s;
 }
 
 SourceLengthSplit source_length_split() {
     namespace kn = korean_numbers;
-    const Split s = split_numbers();
-    std::vector<bool> heldout(size_t(kn::MAX_VALUE) + 1, false);
-    for (int64_t n : s.heldout)
-        heldout[size_t(n)] = true;
+    const ThreeWay t = three_way_split();
+    std::vector<bool> never(size_t(kn::MAX_VALUE) + 1, false), tuned = tuned_numbers();
+    for (int64_t n : t.never_train())
+        never[size_t(n)] = true;
     SourceLengthSplit out;
     std::vector<int64_t> longer;
     for (int64_t n = 1; n <= kn::MAX_VALUE; n++) {
         const bool is_long = int(source_ids(n).size()) > POS2_MAX_SYLLABLES;
-        if (is_long || heldout[size_t(n)]) out.excluded.push_back(n);
-        if (is_long)
+        if (is_long || never[size_t(n)]) out.excluded.push_back(n);
+        if (is_long && !tuned[size_t(n)])
             longer.push_back(n);
-        else if (!heldout[size_t(n)])
+        else if (!is_long && !never[size_t(n)])
             out.train.push_back(n);
     }
+    for (int64_t n : t.test)
+        if (int(source_ids(n).size()) <= POS2_MAX_SYLLABLES) out.in_range_test.push_back(n);
     torch_rng::Generator g(2019);  // fixed: every run is scored on the same numbers
     shuffle_numbers(longer, g);
     out.long_test.assign(longer.begin(), longer.begin() + HELDOUT);
@@ -403,12 +422,9 @@ RunFn positions2_job(const RunSpec& r, double scale, int seed) {
     const ModelConfig mc = seeded(r, seed);
     return [=](Progress& p) {
         const SourceLengthSplit s = source_length_split();
-        std::vector<int64_t> in_range;  // chapter 7's test numbers of trained lengths
-        for (int64_t n : split_numbers().heldout)
-            if (int(source_ids(n).size()) <= POS2_MAX_SYLLABLES) in_range.push_back(n);
         auto m = make_model(mc);
         Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), s.train,
-                                  s.excluded, in_range);
+                                  s.excluded, s.in_range_test);
         rec.put("exact_long_source", rec.value("diverged_at") ? 0.0 : exact_match(*m, s.long_test));
         rec.put("train_max_syllables", longest_source(s.train));
         rec.put("test_min_syllables", shortest_source(s.long_test));

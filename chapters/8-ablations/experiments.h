@@ -37,10 +37,12 @@ namespace ablations {
 // blocks) or the task is smaller (the positions' numbers, the neighbour task). The warm-up is a
 // tenth of the steps (a fifth for the 6 + 6 blocks); a no-warm-up run starts at its peak.
 //
-// Three splits (three_way_split): chapter 7's 1000 held-out numbers are the test set, every
-// printed score is on them; the next 1000 of its shuffled training numbers are the validation
-// set; training draws neither. The one choice made (which heads to prune, in which order, how
-// many) is made on validation and scored on test.
+// Three splits (three_way_split), none of them chapter 7's 1000 held-out numbers, on which its
+// defaults were tuned: chapter 8 neither trains on them nor scores on them. The first 1000 of
+// chapter 7's shuffled training numbers are the validation set, the next 1000 the test set
+// (every printed score of chapter 7's task is on them), the rest the training set. The one
+// choice made (which heads to prune, in which order, how many) is made on validation and
+// scored on test. §4's fixed sets leave chapter 7's held-out numbers out of their scoring too.
 
 // Which job trains a run (experiments.cpp): what it trains on and what it measures.
 enum class Recipe {
@@ -213,10 +215,12 @@ extern const std::vector<ComparisonSpec> COMPARISONS;
 
 int scaled_steps(int steps, double scale);  // max(1, round(steps * scale))
 
-// Chapter 7's split with a validation set taken out of its training numbers.
+// Chapter 7's split with a validation and a test set taken out of its training numbers, and
+// its held-out numbers (`tuned`) set aside.
 struct ThreeWay {
-    std::vector<int64_t> train, validation, test;
-    std::vector<int64_t> never_train() const;  // validation and test: training never draws them
+    std::vector<int64_t> train, validation, test, tuned;
+    std::vector<int64_t> never_train() const;  // validation, test and tuned: training never
+                                               // draws them
 };
 ThreeWay three_way_split();
 
@@ -250,18 +254,21 @@ Pruning prune(EncoderDecoder& m, const std::vector<int64_t>& validation,
 Tensor first_step_logits(EncoderDecoder& m, const translate::Batch& b, FirstStep what);
 
 // The fixed sets of §4: 1000 held-out numbers below 10000, the rest of 1..9999 to train on, and
-// 1000 five-digit numbers (never trained on: training draws at most four digits).
+// 1000 five-digit numbers (never trained on: training draws at most four digits); none of the
+// scored ones is one of chapter 7's held-out numbers.
 struct LengthSplit {
     std::vector<int64_t> train, heldout, five_digit;
 };
 LengthSplit length_split();
 
 // The fixed sets of §4's second experiment: every number of 1..99999 whose source has at most
-// POS2_MAX_SYLLABLES syllables, less chapter 7's held-out numbers, to train on; 1000 fixed
-// numbers of more syllables (8 or 9), never trained on, to score.
+// POS2_MAX_SYLLABLES syllables, less three_way_split's never_train(), to train on; 1000 fixed
+// numbers of more syllables (8 or 9), never trained on and not chapter 7's held-out ones, to
+// score; and the numbers of three_way_split's test set of trained lengths, to score in range.
 constexpr int POS2_MAX_SYLLABLES = 7;
 struct SourceLengthSplit {
-    std::vector<int64_t> train, long_test, excluded;  // excluded: every number training skips
+    std::vector<int64_t> train, long_test, in_range_test;
+    std::vector<int64_t> excluded;  // every number training skips
 };
 SourceLengthSplit source_length_split();
 
