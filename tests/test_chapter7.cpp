@@ -464,8 +464,9 @@ TEST_CASE("translate: --load checks a file's declared shape before building a mo
     refused(both, "learned_positions and no_positions are both set");
     // The count the check uses is the model's own.
     for (LnPlacement p : {LnPlacement::PostLN, LnPlacement::PreLN})
-        for (translate::Positions pos : {translate::Positions::sinusoidal,
-                                         translate::Positions::learned, translate::Positions::none}) {
+        for (translate::Positions pos :
+             {translate::Positions::sinusoidal, translate::Positions::learned,
+              translate::Positions::none}) {
             ModelConfig c;
             c.layers = 2, c.d_model = 24, c.heads = 3, c.placement = p, c.positions = pos;
             CHECK(translate::parameter_count(c) == translate::make_model(c)->num_parameters());

@@ -52,7 +52,8 @@ struct ModelConfig {
 };
 
 // The model a config describes, EncoderDecoder(SRC_VOCAB, TGT_VOCAB, ...), the learned
-// positions' model or the one without positions, its weights drawn from the default generator as it stands.
+// positions' model or the one without positions, its weights drawn from the default generator
+// as it stands.
 std::unique_ptr<EncoderDecoder> new_model(const ModelConfig& c);
 
 // new_model(c) after manual_seed(seed), with the token embeddings drawn N(0, 1/d_model) instead

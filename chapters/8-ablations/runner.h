@@ -69,8 +69,9 @@ bool read_kept(const std::string& path, const Job& job, Record& out, std::string
 
 // Runs each job in a child process with one OpenMP thread, at most `parallel` at once, and
 // returns the records in the jobs' order. With show_progress, progress is one updating line on
-// stderr when it is a terminal (term::ProgressLine), and nothing otherwise. A job that fails (an exception, a crash) is reported by
-// name: std::runtime_error after the others have finished. `reused`, when given, counts the
+// stderr when it is a terminal (term::ProgressLine), and nothing otherwise. A job that fails
+// (an exception, a crash) is reported by name: std::runtime_error after the others have
+// finished. `reused`, when given, counts the
 // jobs whose records came from keep.dir.
 std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool show_progress,
                              const Keep& keep = {}, int* reused = nullptr);
