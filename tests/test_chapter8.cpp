@@ -207,6 +207,59 @@ TEST_CASE("ablations: the variants are the operations they name, bit for bit, gr
     CHECK(written[3] != plain);  // the switches do something
 }
 
+TEST_CASE("ablations: without residuals every Post-LN block is LayerNorm(Sublayer(x))") {
+    // The hooks against the blocks written without the residual: the same logits and the same
+    // gradients, to float rounding (the block adds x + (Sublayer(x) - x)); with the residuals
+    // back, the listing to the bit; Pre-LN refuses.
+    torch_rng::manual_seed(5);
+    EncoderDecoder m(14, 13, 16, 2, 1, LnPlacement::PostLN);
+    const std::vector<int64_t> src = {3, 4, 5, 6, 7, 8}, tgt = {1, 2, 3, 4};  // (2, 3), (2, 2)
+    auto run = [&](bool hooked) {
+        Tensor logits;
+        if (hooked) {
+            logits = m.decode(tgt, {2, 2}, m.encode(src, {2, 3}));
+        } else {  // the blocks without their residuals, written out
+            const Block& e = *m.encoder[0];
+            const DecoderBlock& d = *m.decoder[0];
+            Tensor x = m.embed(m.src_embed, src, {2, 3});
+            x = e.ln1(e.attn(x));
+            const Tensor memory = e.ln2(e.ff(x));
+            Tensor y = m.embed(m.tgt_embed, tgt, {2, 2});
+            y = d.ln1(d.self_attn(y, causal_mask(2)));
+            y = d.ln2(d.cross_attn(y, memory));
+            logits = m.head(d.ln3(d.ff(y)));
+        }
+        sum(logits * logits).backward();
+        std::vector<std::vector<float>> out = {logits.to_vector()};
+        for (const auto& [name, p] : m.named_parameters())
+            out.push_back(p.grad().to_vector());
+        m.zero_grad();
+        return out;
+    };
+    const std::vector<std::vector<float>> listing = run(true);
+    const std::vector<std::vector<float>> written = run(false);
+    set_residuals(m, false);
+    const std::vector<std::vector<float>> hooked = run(true);
+    // Each tensor to float rounding: its largest difference within 1e-5 of its largest value
+    // (float32 rounds at 6e-8; the sums that cancel carry larger terms than they leave: the
+    // largest ratio here is 1.2e-6).
+    for (size_t i = 0; i < written.size(); i++) {
+        double diff = 0, most = 0;
+        for (size_t j = 0; j < written[i].size(); j++) {
+            diff = std::max(diff, double(std::fabs(hooked[i][j] - written[i][j])));
+            most = std::max(most, double(std::fabs(written[i][j])));
+        }
+        CAPTURE(i);
+        CHECK(diff <= 1e-5 * most);
+    }
+    CHECK(hooked[0] != listing[0]);  // the switch does something
+    set_residuals(m, true);
+    CHECK(run(true) == listing);
+    EncoderDecoder pre(14, 13, 16, 2, 1, LnPlacement::PreLN);
+    CHECK_THROWS_AS(set_residuals(pre, false), std::invalid_argument);
+    set_residuals(pre, true);  // nothing to restore
+}
+
 TEST_CASE("ablations: the probe reads the weights section 1's attention computed, bit for bit") {
     // MultiHeadAttention and CrossAttention (memory = x, section 3's weights split into q and
     // kv): the probe's weights are the listing's own, recomputed by hand; with the scaling off
@@ -830,7 +883,8 @@ TEST_CASE("ablations: --summary is the same file twice and whatever the runs at 
     const std::string dir = "/tmp/transformer-test-ablations-" + std::to_string(::getpid());
     // Every setting of two claims, and the neighbour task's two of the heads claim (--runs).
     const std::string args =
-        "--only warmup,positions,heads --runs warm-post,nowarm-post,warm-pre,nowarm-pre,pos-sin,"
+        "--only warmup,positions,heads --runs warm-post,nowarm-post,nowarm-post-lr33,"
+        "nowarm-post-lr10,warm-pre,nowarm-pre,nowarm-pre-lr33,nowarm-pre-lr10,pos-sin,"
         "pos-learned,pos2-sin,pos2-learned,nb-4,nb-1 --seeds 2 --scale 0.02 --no-figures";
     auto one = testutil::run("8-ablations", args + " --jobs 1 --summary " + dir + "-1.tsv");
     auto two = testutil::run("8-ablations", args + " --jobs 2 --summary " + dir + "-2.tsv");
@@ -855,8 +909,8 @@ TEST_CASE("ablations: --summary is the same file twice and whatever the runs at 
     CHECK(one.out.find("2절") == std::string::npos);  // only what --only asked for
     CHECK(one.out.find("7장의 모델(d_model = 64") == std::string::npos);  // nor base, heads-1
     const auto rows = tsv_rows(a);
-    // The header, the neighbour task's comparison, 3 positions and 3 warm-up comparisons.
-    REQUIRE(rows.size() == 8);
+    // The header, the neighbour task's comparison, 3 positions and 7 warm-up comparisons.
+    REQUIRE(rows.size() == 12);
     CHECK(rows[1][3] == "nb-4:digit_accuracy");
     CHECK(rows[0] == std::vector<std::string>{"claim", "section", "metric", "baseline", "variant",
                                               "diff", "ci_low", "ci_high", "seeds", "threshold",

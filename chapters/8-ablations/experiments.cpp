@@ -542,7 +542,9 @@ RunFn warmup_job(const RunSpec& r, double scale, int seed) {
     return [=](Progress& p) {
         const ThreeWay sets = three_way_split();
         auto m = make_model(mc);
+        set_residuals(*m, r.residual);
         TrainConfig tc = budget(r.steps, r.warmup, scale, seed, p);
+        tc.lr = r.lr;
         const double peak = optim::noam_lr(tc.warmup, mc.d_model, tc.warmup, tc.lr);
         if (!r.warm)  // the same peak from step 1, then the same decay after the warm-up
             tc.schedule = [=](int step) {
@@ -593,8 +595,11 @@ std::vector<std::pair<std::string, double>> run_settings(const RunSpec& r, doubl
             {"heads", r.model.heads},
             {"pre_ln", r.model.placement == LnPlacement::PreLN},
             {"learned_positions", r.model.positions == translate::Positions::learned},
+            {"no_positions", r.model.positions == translate::Positions::none},
             {"scaled", r.scaled},
-            {"warm", r.warm}};
+            {"warm", r.warm},
+            {"lr", r.lr},
+            {"residual", r.residual}};
 }
 
 std::string record_problem(const RunSpec& r, double scale, int seed, const Record& rec) {

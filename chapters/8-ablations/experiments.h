@@ -51,7 +51,8 @@ enum class Recipe {
     positions,       // trained on 1..9999, scored also on five-digit numbers (§4)
     source_lengths,  // trained on sources of <= POS2_MAX_SYLLABLES syllables, scored longer (§4)
     neighbour,       // the neighbour task: one encoder block (§3)
-    warmup           // chapter 7's task with or without the warm-up (§5)
+    warmup           // chapter 7's task with or without the warm-up, or without residual
+                     // connections (§5)
 };
 
 // One run, repeated for every seed: the job that trains it, its model, its budget at --scale 1
@@ -63,6 +64,8 @@ struct RunSpec {
                                    // d_model, heads and placement
     bool scaled = true;   // softmax(Q K^T / sqrt(d_k)); false: softmax(Q K^T)
     bool warm = true;     // the paper's warm-up; false: its peak learning rate from step 1
+    double lr = 1;        // a factor on the paper's schedule, its peak included (warmup runs)
+    bool residual = true;  // false: Post-LN's residual connections removed (set_residuals)
     int steps = 0, warmup = 0;        // at --scale 1; both scale
     double cost = 0, fixed_cost = 0;  // rough CPU seconds: fixed_cost + cost * scale
     std::vector<const char*> keys;    // the record's keys, without run_settings'
@@ -104,8 +107,8 @@ extern const std::vector<KeySpec> KEYS;  // every key any run writes, and "seed"
 const KeySpec& key_spec(const std::string& name);  // throws naming a miss
 
 // What every record carries besides its run's keys: the settings it was trained with (seed,
-// steps, warmup, layers, d_model, heads, pre_ln, learned_positions, scaled, warm), so that a kept
-// record says what made it.
+// steps, warmup, layers, d_model, heads, pre_ln, learned_positions, no_positions, scaled, warm,
+// lr, residual), so that a kept record says what made it.
 std::vector<std::pair<std::string, double>> run_settings(const RunSpec& r, double scale,
                                                          int seed);
 
@@ -134,7 +137,8 @@ struct Setting {
 // One claim of the article: --only's name, its figure 8-<name>.png and every run its table and
 // figure read.
 struct ClaimSpec {
-    const char* name;  // scaling, heads, pruning, positions, warmup, first-step
+    const char* name;  // scaling, heads, pruning, positions, order, warmup, residual,
+                       // first-step
     std::vector<const char*> runs;
     std::vector<Setting> settings;  // left to right; none for pruning (its panel is a curve)
 };
@@ -200,9 +204,14 @@ constexpr int MIN_VALID_SEEDS = 3;
 //   positions    learned - sinusoidal in range: within ±2 (primary); the sinusoid on the
 //                8-9-syllable sources, seed by seed: above 50 (count, primary); learned against
 //                sinusoidal there: seeds reaching 50%, fewer (fisher)
+//   order        no position vectors - sinusoids: below -20 (primary): §4's "순서 없는 집합",
+//                the 20 points of §2's "거의 하지 못합니다"
 //   warmup       Post-LN without - with warm-up: seeds reaching 50%, fewer (fisher, primary);
 //                Pre-LN without - with: above -10; Post-LN - Pre-LN, both without: seeds
-//                reaching 50%, fewer (fisher)
+//                reaching 50%, fewer (fisher); without the warm-up at a third and a tenth of
+//                the peak: Post-LN seeds reaching 50%, fewer (fisher), Pre-LN above -10
+//   residual     Post-LN without - with residual connections, both warmed up: seeds reaching
+//                50%, fewer (fisher, primary)
 //   first-step   self-attention's output averaged - intact, cross-attention's averaged -
 //                intact (first digit right): identities. At the first step every decoder
 //                input is <시작>, so self-attention's output is the same for every sentence

@@ -209,8 +209,18 @@ void draw_positions(const Records& r, const std::vector<Comparison>& c, const st
     fig.save_png(path);
 }
 
+void draw_order(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
+    two_panels(r, c, "order", "정확히 일치 (%, 시험 집합)", "위치 벡터를 빼면", path);
+}
+
 void draw_warmup(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
-    two_panels(r, c, "warmup", "정확히 일치 (%, 시험 집합)", "6 + 6층, 같은 최고 학습률", path);
+    two_panels(r, c, "warmup", "정확히 일치 (%, 시험 집합)",
+               "6 + 6층, 최고 학습률 lr (논문) 또는 lr/3, lr/10", path);
+}
+
+void draw_residual(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
+    two_panels(r, c, "residual", "정확히 일치 (%, 시험 집합)", "6 + 6층 Post-LN, 워밍업 있음",
+               path);
 }
 
 void draw_first_step(const Records& r, const std::vector<Comparison>& c,
@@ -226,7 +236,8 @@ void draw_first_step(const Records& r, const std::vector<Comparison>& c,
 Draw figure_of(const std::string& claim) {
     static const std::map<std::string, Draw> figures = {
         {"scaling", draw_scaling},   {"heads", draw_heads},   {"pruning", draw_pruning},
-        {"positions", draw_positions}, {"warmup", draw_warmup}, {"first-step", draw_first_step},
+        {"positions", draw_positions}, {"order", draw_order}, {"warmup", draw_warmup},
+        {"residual", draw_residual},   {"first-step", draw_first_step},
     };
     const auto it = figures.find(claim);
     if (it == figures.end()) throw std::invalid_argument("no figure for the claim " + claim);

@@ -13,7 +13,9 @@ void draw_scaling(const Records& r, const std::vector<Comparison>& c, const std:
 void draw_heads(const Records& r, const std::vector<Comparison>& c, const std::string& path);
 void draw_pruning(const Records& r, const std::vector<Comparison>& c, const std::string& path);
 void draw_positions(const Records& r, const std::vector<Comparison>& c, const std::string& path);
+void draw_order(const Records& r, const std::vector<Comparison>& c, const std::string& path);
 void draw_warmup(const Records& r, const std::vector<Comparison>& c, const std::string& path);
+void draw_residual(const Records& r, const std::vector<Comparison>& c, const std::string& path);
 void draw_first_step(const Records& r, const std::vector<Comparison>& c,
                      const std::string& path);
 

@@ -11,7 +11,11 @@
 //   §3 pruning     "상당수 헤드는 제거해도 성능이 크게 떨어지지 않는다" [11][12]
 //   §4 positions   learned position vectors "성능이 거의 같았고"; sinusoids extend "학습 없이
 //                  임의의 길이로"
-//   §5 warmup      "원 논문이 학습률 워밍업을 필수로 둔 이유": Post-LN without warm-up
+//   §4 order       without position vectors self-attention sees "순서 없는 집합"
+//   §5 warmup      "원 논문이 학습률 워밍업을 필수로 둔 이유": Post-LN without warm-up, at three
+//                  peak learning rates
+//   §5 residual    residual connections carry the gradient "깊은 층까지": 6 + 6 Post-LN blocks
+//                  without them
 //   §5 first-step  at the first step "첫 단어를 정하는 정보는 사실상 전부 인코더-디코더
 //                  어텐션에서"
 // Every run is repeated over K seeds (--seeds, default 5), the variant and its baseline paired

@@ -299,23 +299,19 @@ void report_positions(const Records& r, const std::vector<Comparison>& cmp, doub
     report_comparisons(cmp, "positions");
 }
 
-void report_warmup(const Records& r, const std::vector<Comparison>& cmp, double scale) {
-    const int steps = steps_of("warm-post", scale);
-    std::printf("\n== 5절 \"원 논문이 학습률 워밍업을 필수로 둔 이유\" ==\n");
+// One row per run of §5's 6 + 6 blocks: the peak learning rate, the seeds that diverged, the
+// last steps' loss of the others, exact match.
+struct DeepRow {
+    const char* ln;    // "Post-LN" or "Pre-LN "
+    const char* what;  // the column after it, 4 display columns
+    const char* run;
+};
+void report_deep_runs(const Records& r, const char* what, const std::vector<DeepRow>& rows,
+                      int steps) {
     std::printf(
-        "인코더 6층 + 디코더 6층, d_model = 32, 헤드 4개, %d스텝: 같은 최고 학습률을 워밍업 "
-        "%d스텝에 걸쳐 올리거나 첫 스텝부터 씀\n",
-        steps, warmup_of("warm-post", scale));
-    std::printf(
-        "  위치    | 워밍업 | 최고 lr  | 발산한 씨앗 | 마지막 %zu스텝 손실 | 정확히 일치 (%%)\n",
+        "  위치    | %s | 최고 lr  | 발산한 씨앗 | 마지막 %zu스텝 손실 | 정확히 일치 (%%)\n", what,
         tail_steps(steps));
-    struct Row {
-        const char* ln;
-        const char* warm;
-        const char* run;
-    };
-    for (Row row : {Row{"Post-LN", "있음", "warm-post"}, Row{"Post-LN", "없음", "nowarm-post"},
-                    Row{"Pre-LN ", "있음", "warm-pre"}, Row{"Pre-LN ", "없음", "nowarm-pre"}}) {
+    for (const DeepRow& row : rows) {
         const std::vector<const Record*>& runs = r.at(row.run);
         int diverged = 0;
         std::vector<double> finite_tails;
@@ -324,13 +320,60 @@ void report_warmup(const Records& r, const std::vector<Comparison>& cmp, double 
             if (rec->value("diverged_at") == 0)
                 finite_tails.push_back(tail_loss(rec->get("loss"), tail_steps(steps)));
         }
-        std::printf("  %s | %s   | %.2e | %11s | %18s | %s\n", row.ln, row.warm,
+        std::printf("  %s | %s | %.2e | %11s | %18s | %s\n", row.ln,
+                    term::pad_right(row.what, int(term::display_width(what))).c_str(),
                     runs[0]->value("peak_lr"),
                     (std::to_string(diverged) + "/" + std::to_string(runs.size())).c_str(),
                     finite_tails.empty() ? "-" : spread(finite_tails, 4, 0).c_str(),
                     spread_pct(values_of(r, std::string(row.run) + ":exact"), 1).c_str());
     }
+}
+
+void report_warmup(const Records& r, const std::vector<Comparison>& cmp, double scale) {
+    const int steps = steps_of("warm-post", scale);
+    std::printf("\n== 5절 \"원 논문이 학습률 워밍업을 필수로 둔 이유\" ==\n");
+    std::printf(
+        "인코더 6층 + 디코더 6층, d_model = 32, 헤드 4개, %d스텝: 논문의 최고 학습률 lr을 워밍업 "
+        "%d스텝에 걸쳐 올리거나, 첫 스텝부터 lr, lr/3, lr/10을 씀\n",
+        steps, warmup_of("warm-post", scale));
+    report_deep_runs(r, "워밍업",
+                     {{"Post-LN", "있음", "warm-post"},
+                      {"Post-LN", "없음", "nowarm-post"},
+                      {"Post-LN", "없음", "nowarm-post-lr33"},
+                      {"Post-LN", "없음", "nowarm-post-lr10"},
+                      {"Pre-LN ", "있음", "warm-pre"},
+                      {"Pre-LN ", "없음", "nowarm-pre"},
+                      {"Pre-LN ", "없음", "nowarm-pre-lr33"},
+                      {"Pre-LN ", "없음", "nowarm-pre-lr10"}},
+                     steps);
     report_comparisons(cmp, "warmup");
+}
+
+void report_residual(const Records& r, const std::vector<Comparison>& cmp, double scale) {
+    const int steps = steps_of("warm-post", scale);
+    std::printf("\n== 5절 잔차 연결: \"기울기가 깊은 층까지\" ==\n");
+    std::printf(
+        "인코더 6층 + 디코더 6층 Post-LN, d_model = 32, 헤드 4개, 워밍업 %d스텝, %d스텝: "
+        "x = LayerNorm(x + Sublayer(x))와 잔차를 뺀 x = LayerNorm(Sublayer(x))\n",
+        warmup_of("warm-post", scale), steps);
+    report_deep_runs(r, "잔차",
+                     {{"Post-LN", "있음", "warm-post"}, {"Post-LN", "없음", "noresid-post"}}, steps);
+    report_comparisons(cmp, "residual");
+}
+
+void report_order(const Records& r, const std::vector<Comparison>& cmp, double scale) {
+    const int steps = steps_of("nopos", scale);
+    std::printf("\n== 4절 위치 정보가 없으면 \"순서 없는 집합\" ==\n");
+    std::printf(
+        "7장의 모델, %d스텝: 사인 위치 벡터를 더하거나(논문), 아무 위치 벡터도 더하지 않음 "
+        "(인코더가 보는 것은 음절의 집합)\n",
+        steps);
+    std::printf("  위치        | 마지막 %zu스텝 손실 | 정확히 일치 (%%)\n", tail_steps(steps));
+    for (const char* run : {"base", "nopos"})
+        std::printf("  %s | %18s | %s\n", std::string(run) == "base" ? "사인 (논문)" : "없음       ",
+                    spread(tail_losses(r.at(run), steps), 4, 0).c_str(),
+                    spread_pct(values_of(r, std::string(run) + ":exact"), 1).c_str());
+    report_comparisons(cmp, "order");
 }
 
 void report_first_step(const Records& r, const std::vector<Comparison>& cmp, double) {
@@ -368,8 +411,8 @@ void report_first_step(const Records& r, const std::vector<Comparison>& cmp, dou
 Report report_of(const std::string& claim) {
     static const std::map<std::string, Report> reports = {
         {"scaling", report_scaling},     {"heads", report_heads},   {"pruning", report_pruning},
-        {"positions", report_positions}, {"warmup", report_warmup},
-        {"first-step", report_first_step},
+        {"positions", report_positions}, {"order", report_order},  {"warmup", report_warmup},
+        {"residual", report_residual},   {"first-step", report_first_step},
     };
     const auto it = reports.find(claim);
     if (it == reports.end()) throw std::invalid_argument("no report for the claim " + claim);

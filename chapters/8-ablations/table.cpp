@@ -45,6 +45,7 @@ const ModelConfig DEEP_PRE = {.layers = 6, .d_model = 32, .heads = 4,
 const ModelConfig NEIGHBOUR_4 = {.layers = 1, .d_model = 64, .heads = 4};
 const ModelConfig NEIGHBOUR_1 = {.layers = 1, .d_model = 64, .heads = 1};
 const ModelConfig LEARNED = {.positions = Positions::learned};
+const ModelConfig NO_POSITIONS = {.positions = Positions::none};
 
 }  // namespace
 
@@ -97,6 +98,23 @@ const std::vector<RunSpec> RUNS = {
      .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
     {.name = "nowarm-pre", .recipe = Recipe::warmup, .model = DEEP_PRE, .warm = false,
      .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
+    // the same no-warm-up runs at a third and a tenth of that peak: is it the warm-up, or only
+    // a lower learning rate, that Post-LN needs? (§5)
+    {.name = "nowarm-post-lr33", .recipe = Recipe::warmup, .model = DEEP_POST, .warm = false,
+     .lr = 1.0 / 3, .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
+    {.name = "nowarm-post-lr10", .recipe = Recipe::warmup, .model = DEEP_POST, .warm = false,
+     .lr = 0.1, .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
+    {.name = "nowarm-pre-lr33", .recipe = Recipe::warmup, .model = DEEP_PRE, .warm = false,
+     .lr = 1.0 / 3, .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
+    {.name = "nowarm-pre-lr10", .recipe = Recipe::warmup, .model = DEEP_PRE, .warm = false,
+     .lr = 0.1, .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
+    // the 6 + 6 Post-LN blocks with the warm-up and without their residual connections (§5)
+    {.name = "noresid-post", .recipe = Recipe::warmup, .model = DEEP_POST, .residual = false,
+     .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
+    // chapter 7's model without position vectors: the encoder sees each source as a set of
+    // syllables (§4)
+    {.name = "nopos", .recipe = Recipe::chapter7, .model = NO_POSITIONS, .steps = 2000,
+     .warmup = 200, .cost = 45, .keys = trained({"init_attention_peak"})},
 };
 
 const std::vector<KeySpec> KEYS = {
@@ -170,8 +188,11 @@ const std::vector<KeySpec> KEYS = {
     {"heads", Length::one, Range::declared, "heads per attention"},
     {"pre_ln", Length::one, Range::declared, "1: Pre-LN, 0: Post-LN"},
     {"learned_positions", Length::one, Range::declared, "1: a learned table, 0: sinusoids"},
+    {"no_positions", Length::one, Range::declared, "1: no position vectors at all"},
     {"scaled", Length::one, Range::declared, "1: scores divided by sqrt(d_k), 0: not"},
     {"warm", Length::one, Range::declared, "1: the paper's warm-up, 0: the peak from step 1"},
+    {"lr", Length::one, Range::declared, "the factor on the paper's learning-rate schedule"},
+    {"residual", Length::one, Range::declared, "1: residual connections, 0: removed"},
 };
 
 const std::vector<ClaimSpec> CLAIMS = {
@@ -194,12 +215,23 @@ const std::vector<ClaimSpec> CLAIMS = {
       {"학습된 표 4자리 이하", "pos-learned:exact"},
       {"사인 긴 입력", "pos2-sin:exact_long_source"},
       {"학습된 표 긴 입력", "pos2-learned:exact_long_source"}}},
+    {"order",
+     {"base", "nopos"},
+     {{"사인 위치 (논문)", "base:exact"}, {"위치 벡터 없음", "nopos:exact"}}},
     {"warmup",
-     {"warm-post", "nowarm-post", "warm-pre", "nowarm-pre"},
+     {"warm-post", "nowarm-post", "nowarm-post-lr33", "nowarm-post-lr10", "warm-pre", "nowarm-pre",
+      "nowarm-pre-lr33", "nowarm-pre-lr10"},
      {{"Post-LN 워밍업 있음", "warm-post:exact"},
-      {"Post-LN 워밍업 없음", "nowarm-post:exact"},
+      {"Post-LN 없음 lr", "nowarm-post:exact"},
+      {"Post-LN 없음 lr/3", "nowarm-post-lr33:exact"},
+      {"Post-LN 없음 lr/10", "nowarm-post-lr10:exact"},
       {"Pre-LN 워밍업 있음", "warm-pre:exact"},
-      {"Pre-LN 워밍업 없음", "nowarm-pre:exact"}}},
+      {"Pre-LN 없음 lr", "nowarm-pre:exact"},
+      {"Pre-LN 없음 lr/3", "nowarm-pre-lr33:exact"},
+      {"Pre-LN 없음 lr/10", "nowarm-pre-lr10:exact"}}},
+    {"residual",
+     {"warm-post", "noresid-post"},
+     {{"Post-LN 잔차 있음", "warm-post:exact"}, {"Post-LN 잔차 없음", "noresid-post:exact"}}},
     {"first-step",
      {"base"},
      {{"그대로", "base:first_digit_intact"},
@@ -238,6 +270,9 @@ const std::vector<ComparisonSpec> COMPARISONS = {
     {.claim = "positions", .section = "§4", .metric = "seeds_pp",
      .baseline = "pos2-sin:exact_long_source", .variant = "pos2-learned:exact_long_source",
      .rule = {Side::below, 0}, .label = "긴 입력", .test = Test::fisher},
+    {.claim = "order", .section = "§4", .metric = "exact_pp", .baseline = "base:exact",
+     .variant = "nopos:exact", .rule = {Side::below, -20}, .label = "위치 없음 - 사인",
+     .family = Family::primary, .floor = 20},
     {.claim = "warmup", .section = "§5", .metric = "seeds_pp", .baseline = "warm-post:exact",
      .variant = "nowarm-post:exact", .rule = {Side::below, 0}, .label = "Post-LN: 없음 - 있음",
      .family = Family::primary, .test = Test::fisher, .floor = 20},
@@ -247,6 +282,21 @@ const std::vector<ComparisonSpec> COMPARISONS = {
     {.claim = "warmup", .section = "§5", .metric = "seeds_pp", .baseline = "nowarm-pre:exact",
      .variant = "nowarm-post:exact", .rule = {Side::below, 0}, .label = "없음: Post - Pre",
      .test = Test::fisher, .floor = 20},
+    {.claim = "warmup", .section = "§5", .metric = "seeds_pp", .baseline = "warm-post:exact",
+     .variant = "nowarm-post-lr33:exact", .rule = {Side::below, 0},
+     .label = "Post-LN: 없음 lr/3 - 있음", .test = Test::fisher, .floor = 20},
+    {.claim = "warmup", .section = "§5", .metric = "seeds_pp", .baseline = "warm-post:exact",
+     .variant = "nowarm-post-lr10:exact", .rule = {Side::below, 0},
+     .label = "Post-LN: 없음 lr/10 - 있음", .test = Test::fisher, .floor = 20},
+    {.claim = "warmup", .section = "§5", .metric = "exact_pp", .baseline = "warm-pre:exact",
+     .variant = "nowarm-pre-lr33:exact", .rule = {Side::above, -10},
+     .label = "Pre-LN: 없음 lr/3 - 있음", .floor = 20},
+    {.claim = "warmup", .section = "§5", .metric = "exact_pp", .baseline = "warm-pre:exact",
+     .variant = "nowarm-pre-lr10:exact", .rule = {Side::above, -10},
+     .label = "Pre-LN: 없음 lr/10 - 있음", .floor = 20},
+    {.claim = "residual", .section = "§5", .metric = "seeds_pp", .baseline = "warm-post:exact",
+     .variant = "noresid-post:exact", .rule = {Side::below, 0}, .label = "잔차: 없음 - 있음",
+     .family = Family::primary, .test = Test::fisher, .floor = 20},
     {.claim = "first-step", .section = "§5", .metric = "first_digit_pp",
      .baseline = "base:first_digit_intact", .variant = "base:first_digit_self_mean",
      .rule = {Side::above, -5}, .label = "셀프 -> 평균", .family = Family::identity},

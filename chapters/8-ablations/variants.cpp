@@ -2,6 +2,7 @@
 #include "chapters/8-ablations/variants.h"
 
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -13,6 +14,7 @@ namespace {
 constexpr const char* UNSCALED = "ablations.unscaled";
 constexpr const char* HEAD_MASK = "ablations.head_mask";
 constexpr const char* SUBLAYER = "ablations.sublayer";
+constexpr const char* RESIDUAL = "ablations.no_residual";
 
 // A hook that multiplies the first `q_cols` of `cols` output columns by sqrt(d_head) and the
 // rest by 1 (exactly themselves, forward and backward).
@@ -45,6 +47,20 @@ void set_mask(Linear& proj, const std::vector<float>& keep, int h, int d_head) {
         f.insert(f.end(), size_t(d_head), k);
     const Tensor factor = Tensor::from(f, {int64_t(f.size())});  // (h * d_head)
     proj.hooks.set_pre(HEAD_MASK, [factor](const Tensor& concat) { return concat * factor; });
+}
+
+// The residual around the sublayer from `first` (reads the block's x) to `last` (gives the
+// sublayer's output) removed, or restored.
+void set_residual(Linear& first, Linear& last, bool on) {
+    first.hooks.remove(RESIDUAL);
+    last.hooks.remove(RESIDUAL);
+    if (on) return;
+    auto x = std::make_shared<Tensor>();  // the sublayer's input of the latest forward
+    first.hooks.set_pre(RESIDUAL, [x](const Tensor& in) {
+        *x = in;
+        return Tensor();  // unchanged
+    });
+    last.hooks.set(RESIDUAL, [x](const Tensor&, const Tensor& out) { return out - *x; });
 }
 
 }  // namespace
@@ -89,6 +105,24 @@ void set_head_mask(EncoderDecoder& m, const std::vector<float>& keep) {
         set_head_mask(m.encoder[size_t(l)]->attn, part(0, l));
         set_head_mask(m.decoder[size_t(l)]->self_attn, part(1, l));
         set_head_mask(m.decoder[size_t(l)]->cross_attn, part(2, l));
+    }
+}
+
+void set_residuals(EncoderDecoder& m, bool on) {
+    if (m.placement != LnPlacement::PostLN) {
+        if (on) return;  // the listing's residuals: nothing to restore
+        throw std::invalid_argument(
+            "set_residuals: Pre-LN's sublayers read LayerNorm(x), not x; only Post-LN's "
+            "residual connections are removed");
+    }
+    for (auto& b : m.encoder) {
+        set_residual(b->attn.qkv, b->attn.proj, on);
+        set_residual(b->ff.fc1, b->ff.fc2, on);
+    }
+    for (auto& b : m.decoder) {
+        set_residual(b->self_attn.qkv, b->self_attn.proj, on);
+        set_residual(b->cross_attn.q, b->cross_attn.proj, on);
+        set_residual(b->ff.fc1, b->ff.fc2, on);
     }
 }
 

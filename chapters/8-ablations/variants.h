@@ -40,4 +40,12 @@ enum class FirstStep {
 };
 void set_sublayer(EncoderDecoder& m, FirstStep what);
 
+// Post-LN's residual connections, on (the listing) or off: x = LayerNorm(x + Sublayer(x))
+// becomes LayerNorm(Sublayer(x)) in every block (§5: "기울기가 깊은 층까지"). In Post-LN a
+// sublayer's first Linear reads the block's x itself, so a pre-hook there keeps x and a hook on
+// the sublayer's last Linear subtracts it: the block adds x + (Sublayer(x) - x), which is
+// Sublayer(x) to float rounding, and x's two gradient terms through the sum, g and -g, cancel.
+// Pre-LN's sublayers read LayerNorm(x), not x: off throws std::invalid_argument there.
+void set_residuals(EncoderDecoder& m, bool on);
+
 }  // namespace ablations
