@@ -214,8 +214,17 @@ void draw_order(const Records& r, const std::vector<Comparison>& c, const std::s
 }
 
 void draw_warmup(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
-    two_panels(r, c, "warmup", "정확히 일치 (%, 시험 집합)",
-               "6 + 6층, 최고 학습률 lr (논문) 또는 lr/3, lr/10", path);
+    // Eight settings and seven comparisons: one above the other, each the figure's width, so
+    // that the comparisons' names do not run into each other.
+    plot::Figure fig(16, 9, 150);
+    plot::Axes& top = fig.subplot(2, 1, 0);
+    settings_panel(top, r, "warmup", "정확히 일치 (%, 시험 집합)",
+                   "6 + 6층, 최고 학습률 lr (논문) 또는 lr/3, lr/10");
+    top.legend({.loc = "best", .fontsize = 8});
+    plot::Axes& bottom = fig.subplot(2, 1, 1);
+    comparisons_panel(bottom, c, "warmup");
+    fig.tight_layout();
+    fig.save_png(path);
 }
 
 void draw_residual(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
