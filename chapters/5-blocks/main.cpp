@@ -76,8 +76,8 @@ void feed_forward_claims() {
         if (share) std::printf("  %4.1f%%", 100.0 * double(n) / double(total));
         std::printf("\n");
     };
-    std::printf("\n블록 하나의 파라미터 (d_model = %d, 헤드 %d개, 피드포워드 %d -> %d -> %d)\n", d, h,
-                d, 4 * d, d);
+    std::printf("\n블록 하나의 파라미터 (d_model = %d, 헤드 %d개, 피드포워드 %d -> %d -> %d)\n",
+                d, h, d, 4 * d, d);
     row("멀티헤드 어텐션 W_Q W_K W_V W_O", attn);
     row("피드포워드 W_1 b_1 W_2 b_2", ff);
     row("층 정규화 2개", ln);
