@@ -1109,6 +1109,28 @@ TEST_CASE("ablations: the second block of seeds: its files agree, and the README
     std::string readme = testutil::read_file("README.md");
     std::replace(readme.begin(), readme.end(), '\n', ' ');
     CHECK_MESSAGE(readme.find(sentence) != std::string::npos, sentence);
+    // The README's sentence on the runs of issue 47's second round, from both per-seed files.
+    auto reaching = [](const FromSeeds& block, const std::string& key) {  // "k/n" at >= 50%
+        const std::vector<double>& v = block.values.at(key);
+        return std::to_string(std::count_if(v.begin(), v.end(), [](double x) { return x >= 50; })) +
+               "/" + std::to_string(v.size());
+    };
+    auto both = [&](const std::string& key) {
+        return reaching(first, "warmup " + key) + " / " + reaching(second, "warmup " + key);
+    };
+    const std::string deep =
+        "Seeds reaching 50% exact match, 0-4 / 100-104: Post-LN with the warm-up " +
+        both("warm-post:exact") + "; without it at the paper's peak lr " +
+        both("nowarm-post:exact") + ", at lr/3 " + both("nowarm-post-lr33:exact") +
+        ", at lr/10 " + both("nowarm-post-lr10:exact") + "; Pre-LN without it at lr " +
+        both("nowarm-pre:exact") + ", at lr/3 " + both("nowarm-pre-lr33:exact") + ", at lr/10 " +
+        both("nowarm-pre-lr10:exact") + "; Post-LN with the warm-up and without residual " +
+        "connections " + reaching(first, "residual noresid-post:exact") + " / " +
+        reaching(second, "residual noresid-post:exact") +
+        ". Without position vectors exact match averages " + mean(first, "order nopos:exact") +
+        "% / " + mean(second, "order nopos:exact") + "%, with sinusoids " +
+        mean(first, "order base:exact") + "% / " + mean(second, "order base:exact") + "%.";
+    CHECK_MESSAGE(readme.find(deep) != std::string::npos, deep);
 }
 
 namespace {
