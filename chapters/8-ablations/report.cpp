@@ -217,6 +217,30 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
             }
             std::printf("\n");
         }
+        // Seed by seed, what the means above average away (described, not judged): the step
+        // validation first reaches 99% at (every NB_EVAL_EVERY steps; -: not within the
+        // budget), and the weights on the two neighbours, the larger first (for 4 heads: the
+        // head that weighs the left one most, and the one that weighs the right one most).
+        std::printf(
+            "  씨앗별 검증 99%% 첫 도달 스텝 (-: 예산 안에 못 함) | 이웃 가중치 큰 쪽/작은 쪽\n");
+        for (const char* run : {"nb-4", "nb-1"}) {
+            std::string steps, weights;
+            for (const Record* rec : r.at(run)) {
+                const std::vector<double>&curve = rec->get("validation_accuracy_curve"),
+                      &at_steps = rec->get("validation_steps");
+                std::string first = "-";
+                for (size_t i = 0; i < curve.size(); i++)
+                    if (curve[i] >= 99) {
+                        first = std::to_string(int(at_steps[i]));
+                        break;
+                    }
+                const double a = rec->value("max_head_left_weight"),
+                             b = rec->value("max_head_right_weight");
+                steps += " " + first;
+                weights += " " + fixed(std::max(a, b), 2) + "/" + fixed(std::min(a, b), 2);
+            }
+            std::printf("    헤드 %s:%s |%s\n", run + 3, steps.c_str(), weights.c_str());
+        }
     }
     report_comparisons(cmp, "heads");
 }
@@ -357,7 +381,8 @@ void report_residual(const Records& r, const std::vector<Comparison>& cmp, doubl
         "x = LayerNorm(x + Sublayer(x))와 잔차를 뺀 x = LayerNorm(Sublayer(x))\n",
         warmup_of("warm-post", scale), steps);
     report_deep_runs(r, "잔차",
-                     {{"Post-LN", "있음", "warm-post"}, {"Post-LN", "없음", "noresid-post"}}, steps);
+                     {{"Post-LN", "있음", "warm-post"}, {"Post-LN", "없음", "noresid-post"}},
+                     steps);
     report_comparisons(cmp, "residual");
 }
 
@@ -370,7 +395,8 @@ void report_order(const Records& r, const std::vector<Comparison>& cmp, double s
         steps);
     std::printf("  위치        | 마지막 %zu스텝 손실 | 정확히 일치 (%%)\n", tail_steps(steps));
     for (const char* run : {"base", "nopos"})
-        std::printf("  %s | %18s | %s\n", std::string(run) == "base" ? "사인 (논문)" : "없음       ",
+        std::printf("  %s | %18s | %s\n",
+                    std::string(run) == "base" ? "사인 (논문)" : "없음       ",
                     spread(tail_losses(r.at(run), steps), 4, 0).c_str(),
                     spread_pct(values_of(r, std::string(run) + ":exact"), 1).c_str());
     report_comparisons(cmp, "order");
