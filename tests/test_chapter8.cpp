@@ -446,6 +446,9 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
         CHECK_MESSAGE(runs.insert(r.name).second, r.name);  // each run declared once
         CHECK(&run_spec(r.name) == &r);
         CHECK(r.steps >= r.warmup);
+        // Only warmup_job reads lr and residual: elsewhere a record would declare what its
+        // training did not do.
+        if (r.recipe != Recipe::warmup) CHECK_MESSAGE((r.lr == 1 && r.residual), r.name);
         // Every key declared in KEYS: its length, its range and what it measures.
         for (const char* key : r.keys) {
             CAPTURE(key);

@@ -235,7 +235,8 @@ int main(int argc, char** argv) {
         seed_values.front(), seed_values.back());
     std::printf(
         "데이터: 학습 / 검증 1000개 / 시험 1000개, 고르는 것은 검증에서, 점수는 시험에서; 7장의 "
-        "평가 집합 1000개(7장의 기본값을 고른 수)는 학습에도 점수에도 쓰지 않음\n");
+        "평가 집합 1000개(7장의 기본값을 고른 수)는 점수에 쓰지 않고, 4절의 1~9999 실험 밖에서는 "
+        "학습에도 쓰지 않음\n");
     if (!full_default && !partial_dir.empty())
         std::printf("부분 실행: 요약과 그림은 %s에 씁니다 (figures/의 것은 기본 전체 실행만 "
                     "바꿉니다)\n",

@@ -224,7 +224,7 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
         std::printf(
             "  씨앗별 검증 99%% 첫 도달 스텝 (-: 예산 안에 못 함) | 이웃 가중치 큰 쪽/작은 쪽\n");
         for (const char* run : {"nb-4", "nb-1"}) {
-            std::string steps, weights;
+            std::string firsts, weights;
             for (const Record* rec : r.at(run)) {
                 const std::vector<double>&curve = rec->get("validation_accuracy_curve"),
                       &at_steps = rec->get("validation_steps");
@@ -236,10 +236,10 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
                     }
                 const double a = rec->value("max_head_left_weight"),
                              b = rec->value("max_head_right_weight");
-                steps += " " + first;
+                firsts += " " + first;
                 weights += " " + fixed(std::max(a, b), 2) + "/" + fixed(std::min(a, b), 2);
             }
-            std::printf("    헤드 %s:%s |%s\n", run + 3, steps.c_str(), weights.c_str());
+            std::printf("    헤드 %s:%s |%s\n", run + 3, firsts.c_str(), weights.c_str());
         }
     }
     report_comparisons(cmp, "heads");
