@@ -52,7 +52,7 @@ ThreeWay three_way_split() {
 
 namespace {
 // Whether each of 0..MAX_VALUE is one of chapter 7's held-out numbers (its defaults' tuning
-// set), which chapter 8 neither trains on nor scores.
+// set), which chapter 8 never scores.
 std::vector<bool> tuned_numbers() {
     std::vector<bool> tuned(size_t(korean_numbers::MAX_VALUE) + 1, false);
     for (int64_t n : split_numbers().heldout)
