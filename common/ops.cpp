@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "common/kernels/gemm.h"
+#include "common/kernels/lstm.h"
 #include "common/kernels/parallel.h"
 #include "common/tensor.h"
 
@@ -319,6 +320,14 @@ Tensor sin(const Tensor& x) {
 Tensor cos(const Tensor& x) {
     return unary(x, "cos", [](float v) { return std::cos(v); },
                  [](float v, float) { return -std::sin(v); });
+}
+Tensor tanh(const Tensor& x) {
+    return unary(x, "tanh", [](float v) { return std::tanh(v); },
+                 [](float, float y) { return 1.0f - y * y; });
+}
+Tensor sigmoid(const Tensor& x) {
+    return unary(x, "sigmoid", [](float v) { return 1.0f / (1.0f + std::exp(-v)); },
+                 [](float, float y) { return y * (1.0f - y); });
 }
 Tensor abs(const Tensor& x) {
     return unary(x, "abs", [](float v) { return std::fabs(v); },
@@ -929,4 +938,39 @@ Tensor concat(const std::vector<Tensor>& xs, int dim) {
                     gx[o * St * inner + i] += g[(o * S + offsets[k]) * inner + i];
         }
     });
+}
+
+// ---- recurrence --------------------------------------------------------------------------------
+Tensor lstm(const Tensor& x, const Tensor& W_ih, const Tensor& W_hh, const Tensor& b) {
+    if (x.dim() != 3) fail("lstm", "x must be (n, B, d), got " + shape_str(x.shape()));
+    const int64_t n = x.size(0), B = x.size(1), d = x.size(2);
+    const Shape w = {4 * d, d};
+    if (W_ih.shape() != w || W_hh.shape() != w || b.shape() != Shape{4 * d})
+        fail("lstm", "x " + shape_str(x.shape()) + " needs W_ih and W_hh " + shape_str(w) +
+                         " and b (" + std::to_string(4 * d) + "), got " +
+                         shape_str(W_ih.shape()) + ", " + shape_str(W_hh.shape()) + " and " +
+                         shape_str(b.shape()));
+    // What the backward reads: every hidden state h and cell state c, (n + 1, B, d) each with
+    // h[0] = c[0] = 0, and the activated gates, (n, B, 4d).
+    using Saved = std::shared_ptr<mem::Buffer<float>>;
+    const Saved h = std::make_shared<mem::Buffer<float>>(size_t((n + 1) * B * d), mem::uninit);
+    const Saved c = std::make_shared<mem::Buffer<float>>(size_t((n + 1) * B * d), mem::uninit);
+    const Saved gates = std::make_shared<mem::Buffer<float>>(size_t(n * B * 4 * d), mem::uninit);
+    lstm_forward(x.data(), W_ih.data(), W_hh.data(), b.data(), int(n), int(B), int(d), h->data(),
+                 c->data(), gates->data());
+    Tensor out = Tensor::uninitialized({n, B, d});  // h_1 .. h_n
+    std::memcpy(out.data(), h->data() + B * d, size_t(n * B * d) * sizeof(float));
+    return record(out, "lstm", {x, W_ih, W_hh, b},
+                  [x, W_ih, W_hh, b, h, c, gates, n, B, d](TensorImpl& self) {
+                      std::vector<float> dx(size_t(n * B * d)), dW_ih(size_t(4 * d * d)),
+                          dW_hh(size_t(4 * d * d)), db(size_t(4 * d));
+                      lstm_backward(x.data(), W_ih.data(), W_hh.data(), h->data(), c->data(),
+                                    gates->data(), self.grad->data(), int(n), int(B), int(d),
+                                    dx.data(), dW_ih.data(), dW_hh.data(), db.data());
+                      const std::pair<const Tensor*, const std::vector<float>*> grads[] = {
+                          {&x, &dx}, {&W_ih, &dW_ih}, {&W_hh, &dW_hh}, {&b, &db}};
+                      for (const auto& [t, g] : grads)
+                          if (float* gt = grad_of(*t))
+                              for (size_t i = 0; i < g->size(); i++) gt[i] += (*g)[i];
+                  });
 }

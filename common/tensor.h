@@ -122,6 +122,8 @@ Tensor sqrt(const Tensor& x);
 Tensor sin(const Tensor& x);
 Tensor cos(const Tensor& x);
 Tensor abs(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);  // 1 / (1 + exp(-x))
 Tensor pow(const Tensor& x, float exponent);
 
 // (..., M, K) @ (..., K, N) -> (..., M, N), leading dims broadcast like torch.matmul.
@@ -164,3 +166,9 @@ Tensor select(const Tensor& x, int64_t i);
 Tensor concat(const std::vector<Tensor>& xs, int dim);
 // dst[..., start::step] = src along dim, in place and without history (building constants).
 void slice_assign(Tensor& dst, int dim, int64_t start, int64_t step, const Tensor& src);
+
+// One layer of torch.nn.LSTM run over a whole sequence from a zero state, on
+// common/kernels/lstm (torch's gate order i, f, g, o): x (n, B, d) time-major, W_ih and W_hh
+// (4d, d), b (4d) the one bias where torch keeps b_ih + b_hh. Returns every step's hidden state
+// h_1 .. h_n, (n, B, d). The input is as wide as the hidden state.
+Tensor lstm(const Tensor& x, const Tensor& W_ih, const Tensor& W_hh, const Tensor& b);

@@ -139,6 +139,67 @@ TEST_CASE("autograd: elementwise ops with broadcasting") {
     gradcheck({b}, [](auto& v) { return exp(v[0]) + sin(v[0]) + cos(v[0]); }, "exp sin cos");
     gradcheck({pos}, [](auto& v) { return log(v[0]) + sqrt(v[0]) + pow(v[0], 3.0f); },
               "log sqrt pow");
+    gradcheck({b}, [](auto& v) { return tanh(v[0] * 2.0f) + sigmoid(v[0] * 3.0f); },
+              "tanh sigmoid");
+    Tensor t = Tensor::from({-20, -1, 0, 0.5f, 20}, {5});
+    CHECK(testutil::allclose(tanh(t).to_vector(),
+                             {-1.0f, std::tanh(-1.0f), 0.0f, std::tanh(0.5f), 1.0f}, 0, 1e-7));
+    CHECK(testutil::allclose(sigmoid(t).to_vector(),
+                             {1 / (1 + std::exp(20.0f)), 1 / (1 + std::exp(1.0f)), 0.5f,
+                              1 / (1 + std::exp(-0.5f)), 1 / (1 + std::exp(-20.0f))},
+                             0, 1e-7));
+}
+
+namespace {
+
+// One step of torch.nn.LSTM written in the ops above (torch's equations, its gate order i, f,
+// g, o), for the fused op to be held to: x_t (B, d), h and c (B, d).
+void lstm_step(const Tensor& x_t, const Tensor& W_ih, const Tensor& W_hh, const Tensor& b,
+               Tensor& h, Tensor& c) {
+    const int64_t d = x_t.size(1);
+    Tensor gates = linear(x_t, W_ih, b) + linear(h, W_hh);  // (B, 4d)
+    Tensor i = sigmoid(slice(gates, 1, 0, d)), f = sigmoid(slice(gates, 1, d, 2 * d));
+    Tensor g = tanh(slice(gates, 1, 2 * d, 3 * d)), o = sigmoid(slice(gates, 1, 3 * d, 4 * d));
+    c = f * c + i * g;
+    h = o * tanh(c);
+}
+
+}  // namespace
+
+TEST_CASE("autograd: lstm, the fused op against its steps in plain ops, and its backward") {
+    const int64_t n = 5, B = 3, d = 4;
+    Tensor x = random_tensor({n, B, d}, 21), W_ih = random_tensor({4 * d, d}, 22),
+           W_hh = random_tensor({4 * d, d}, 23), b = random_tensor({4 * d}, 24);
+    gradcheck({x, W_ih, W_hh, b}, [](auto& v) { return lstm(v[0], v[1], v[2], v[3]); }, "lstm");
+
+    // The same sequence step by step: the outputs, and every gradient through a weighted sum.
+    auto stepwise = [&](const Tensor& xs) {
+        Tensor h = Tensor::zeros({B, d}), c = Tensor::zeros({B, d});
+        std::vector<Tensor> hs;
+        for (int64_t t = 0; t < n; t++) {
+            lstm_step(select(xs, t), W_ih, W_hh, b, h, c);
+            hs.push_back(unsqueeze(h, 0));
+        }
+        return concat(hs, 0);  // (n, B, d)
+    };
+    Tensor R = random_tensor({n, B, d}, 25);
+    R.requires_grad_(false);
+    std::vector<std::vector<float>> grads[2];
+    Tensor outs[2];
+    for (int k = 0; k < 2; k++) {
+        for (Tensor* t : {&x, &W_ih, &W_hh, &b}) t->zero_grad();
+        outs[k] = k == 0 ? lstm(x, W_ih, W_hh, b) : stepwise(x);
+        sum(outs[k] * R).backward();
+        for (Tensor* t : {&x, &W_ih, &W_hh, &b}) grads[k].push_back(t->grad().to_vector());
+    }
+    // The fused kernel's sigmoid and tanh use exp_fast (a few ulps from std::exp), and its sums
+    // run in another order: agreement to 1e-5 on O(1) values.
+    CHECK(testutil::allclose(outs[0].to_vector(), outs[1].to_vector(), 1e-5, 1e-5, "h"));
+    for (size_t i = 0; i < 4; i++)
+        CHECK(testutil::allclose(grads[0][i], grads[1][i], 1e-5, 1e-5, "gradient"));
+    CHECK_THROWS_WITH_AS(lstm(x, W_hh, W_ih, reshape(b, {2, 8})), doctest::Contains("b (16)"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(lstm(reshape(x, {n * B, d}), W_ih, W_hh, b), std::invalid_argument);
 }
 
 TEST_CASE("autograd: matmul, linear and shape ops") {
