@@ -177,6 +177,28 @@ TEST_CASE("translate: a few teacher-forced Adam steps lower the loss") {
     }
 }
 
+TEST_CASE("translate: train's evaluate runs every so many steps and after the last") {
+    translate::ModelConfig mc{.layers = 1, .d_model = 16, .heads = 2};
+    auto model = translate::make_model(mc);
+    translate::TrainConfig tc;
+    tc.steps = 5;
+    tc.batch = 4;
+    tc.warmup = 2;
+    tc.evaluate_every = 2;
+    std::vector<int> at;
+    std::vector<double> seconds;
+    tc.evaluate = [&](int step, double s) {
+        at.push_back(step);
+        seconds.push_back(s);
+    };
+    const translate::TrainResult r = translate::train(*model, {3201, 15000, 7, 99999}, {}, tc);
+    CHECK(at == std::vector<int>{2, 4, 5});
+    CHECK(std::is_sorted(seconds.begin(), seconds.end()));
+    CHECK(seconds.front() >= 0);
+    CHECK(seconds.back() <= r.seconds);
+    CHECK(r.losses.size() == 5);
+}
+
 TEST_CASE("translate: padding in the source changes nothing for the real tokens") {
     torch_rng::manual_seed(3);
     EncoderDecoder model(14, 13, 16, 2, 1, LnPlacement::PostLN);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "chapters/7-translate/korean_numbers.h"
 #include "common/optim.h"
@@ -74,11 +75,18 @@ std::unique_ptr<EncoderDecoder> make_model(const ModelConfig& c) {
 
 TrainResult train(EncoderDecoder& model, std::vector<int64_t> numbers,
                   const std::vector<int64_t>& heldout, const TrainConfig& c) {
+    const BatchLoss loss = [&model](const Batch& b) { return batch_loss(model, b); };
+    return train(model.parameters(), model.d_model, loss, std::move(numbers), heldout, c);
+}
+
+TrainResult train(const std::vector<Tensor>& parameters, int d_model, const BatchLoss& batch_loss,
+                  std::vector<int64_t> numbers, const std::vector<int64_t>& heldout,
+                  const TrainConfig& c) {
     using clock = std::chrono::steady_clock;
     auto lr_at = [&](int step) {
-        return c.schedule ? c.schedule(step) : optim::noam_lr(step, model.d_model, c.warmup, c.lr);
+        return c.schedule ? c.schedule(step) : optim::noam_lr(step, d_model, c.warmup, c.lr);
     };
-    optim::Adam adam(model.parameters());
+    optim::Adam adam(parameters);
     torch_rng::Generator order_gen(uint64_t(c.seed) + 1);  // the training order
     shuffle_numbers(numbers, order_gen);
     std::vector<bool> is_heldout(size_t(korean_numbers::MAX_VALUE) + 1, false);
@@ -106,6 +114,7 @@ TrainResult train(EncoderDecoder& model, std::vector<int64_t> numbers,
 
     TrainResult r;
     const auto t0 = clock::now();
+    double evaluating = 0;  // seconds inside c.evaluate, left out of the training's
     auto t_last = t0;
     int64_t tokens_since = 0;
     double loss_since = 0;
@@ -115,7 +124,7 @@ TrainResult train(EncoderDecoder& model, std::vector<int64_t> numbers,
         while (int(ns.size()) < c.batch)
             ns.push_back(draw());
         Batch b = make_batch(ns);
-        Tensor loss = batch_loss(model, b);
+        Tensor loss = batch_loss(b);
         const double value = loss.item();
         r.losses.push_back(value);
         if (!std::isfinite(value)) {  // a diverged run: its weights are no longer numbers
@@ -138,9 +147,19 @@ TrainResult train(EncoderDecoder& model, std::vector<int64_t> numbers,
             loss_since = 0;
             n_since = 0;
         }
+        const bool evaluate_now =
+            c.evaluate && c.evaluate_every > 0 && (step % c.evaluate_every == 0 || step == c.steps);
+        if (evaluate_now) {
+            const auto e0 = clock::now();
+            c.evaluate(step, std::chrono::duration<double>(e0 - t0).count() - evaluating);
+            const double took = std::chrono::duration<double>(clock::now() - e0).count();
+            evaluating += took;
+            t_last += std::chrono::duration_cast<clock::duration>(
+                std::chrono::duration<double>(took));
+        }
         if (c.stop && c.stop()) break;
     }
-    r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    r.seconds = std::chrono::duration<double>(clock::now() - t0).count() - evaluating;
     return r;
 }
 

@@ -73,12 +73,17 @@ struct TrainConfig {
     std::function<void(int step, double loss, double lr, double tokens_per_s)> report;
     // Asked after every step: true stops the training there (main's Ctrl-C with --save).
     std::function<bool()> stop;
+    // Called every `evaluate_every` steps (0: never) and after the last, with the seconds spent
+    // training so far; the time the calls themselves take counts in no seconds (chapter 8 reads
+    // the wall time to an accuracy).
+    int evaluate_every = 0;
+    std::function<void(int step, double seconds)> evaluate;
 };
 
 struct TrainResult {
     std::vector<double> losses;  // one per step taken
     int diverged_at = 0;         // the step whose loss was not finite (training stopped), or 0
-    double seconds = 0;
+    double seconds = 0;          // training's wall time, evaluate's calls left out
 };
 
 // Trains `model` on `numbers` (shuffled in turn, a new shuffle each epoch; numbers in `heldout`
@@ -86,5 +91,13 @@ struct TrainResult {
 // then a number of that length that is not held out; otherwise it is the next of `numbers`.
 TrainResult train(EncoderDecoder& model, std::vector<int64_t> numbers,
                   const std::vector<int64_t>& heldout, const TrainConfig& c);
+
+// The same loop for any model of this task: `loss` gives a batch's teacher-forced loss, Adam
+// updates `parameters`, and the paper's schedule reads `d_model` (chapter 8 trains the previous
+// article's LSTM with it).
+using BatchLoss = std::function<Tensor(const Batch&)>;
+TrainResult train(const std::vector<Tensor>& parameters, int d_model, const BatchLoss& loss,
+                  std::vector<int64_t> numbers, const std::vector<int64_t>& heldout,
+                  const TrainConfig& c);
 
 }  // namespace translate
