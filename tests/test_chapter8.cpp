@@ -31,9 +31,11 @@
 #include "chapters/8-ablations/experiments.h"
 #include "chapters/8-ablations/figures.h"
 #include "chapters/8-ablations/report.h"
+#include "chapters/8-ablations/rnn.h"
 #include "chapters/8-ablations/runner.h"
 #include "chapters/8-ablations/stats.h"
 #include "chapters/8-ablations/summary.h"
+#include "common/optim.h"
 #include "common/program/format.h"
 #include "common/random.h"
 #include "tests/cross_attention.h"
@@ -104,6 +106,90 @@ TEST_CASE("ablations: the first step sees <시작> alone: its self-attention wei
             CHECK(max(abs(decode() - ref)).item() == 0.0f);
         }
     }
+}
+
+TEST_CASE("ablations: the previous article's model: its size, padding it never reads, training") {
+    // About chapter 7's model's parameters (the opening's comparison is at equal size): the
+    // narrowest width whose count is not below the Transformer's, so the baseline is not the
+    // smaller model.
+    auto count = [](int64_t H) { return 36 * H * H + 94 * H + 13; };
+    RNNsearch full;
+    CHECK(full.num_parameters() == count(RNN_HIDDEN));
+    CHECK(RNNsearch(RNN_HIDDEN - 1).num_parameters() == count(RNN_HIDDEN - 1));
+    const int64_t transformer = translate::make_model({})->num_parameters();
+    CHECK(transformer == 234765);
+    CHECK(count(RNN_HIDDEN) >= transformer);
+    CHECK(count(RNN_HIDDEN - 1) < transformer);
+
+    // A sentence padded in a batch reads as it does alone: the forward LSTM never sees the
+    // padding before a real token, the backward one reads each sentence from its own end, and
+    // the scores hide padded positions. So its annotations, first state and every step's
+    // logits are the ones it gets alone (to float rounding: the GEMMs' row blocks differ).
+    torch_rng::manual_seed(4);
+    RNNsearch m(8);
+    NoGradGuard no_grad;
+    const std::vector<int64_t> both = {7, 99999};  // 칠; 구만구천구백구십구 (9 syllables)
+    const Batch b2 = make_batch(both, false), b1 = make_batch({7}, false);
+    REQUIRE(b2.S == 9);
+    REQUIRE(b1.S == 1);
+    const RNNsearch::Encoded e2 = m.encode(b2.src, b2.B, b2.S), e1 = m.encode(b1.src, 1, 1);
+    const std::vector<float> a2 = e2.annotations.to_vector(), a1 = e1.annotations.to_vector();
+    CHECK(testutil::allclose(std::vector<float>(a2.begin(), a2.begin() + 16), a1, 1e-6, 1e-5,
+                             "annotations"));
+    const std::vector<float> s0 = e2.s0.to_vector();  // (2, 8)
+    CHECK(testutil::allclose(std::vector<float>(s0.begin(), s0.begin() + 8), e1.s0.to_vector(),
+                             1e-6, 1e-5, "s_0"));
+    Tensor s2 = e2.s0, m2 = Tensor::zeros({2, 8}), s1 = e1.s0, m1 = Tensor::zeros({1, 8});
+    for (int64_t y : {int64_t(translate::BOS), translate::DIGIT0 + 7}) {
+        Tensor alpha;
+        const std::vector<float> l2 = m.step(e2, {y, y}, s2, m2, &alpha).to_vector();
+        const std::vector<float> l1 = m.step(e1, {y}, s1, m1).to_vector();
+        CHECK(testutil::allclose(std::vector<float>(l2.begin(), l2.begin() + 13), l1, 1e-5, 1e-5,
+                                 "logits"));
+        CHECK(alpha.shape() == Shape{2, 1, 9});
+        for (int64_t j = 1; j < 9; j++)  // the short sentence's padded positions
+            CHECK(alpha.data()[j] == 0.0f);
+    }
+    // The backward LSTM's first annotation has read the whole source; the forward's has read
+    // one syllable: so ←h_1 of 구만... differs from that of 구 alone, →h_1 does not.
+    const Batch b9 = make_batch({9}, false);
+    const std::vector<float> a9 = m.encode(b9.src, 1, 1).annotations.to_vector();
+    const std::vector<float> long0(a2.begin() + 9 * 16, a2.begin() + 9 * 16 + 16);
+    CHECK(testutil::allclose(std::vector<float>(long0.begin(), long0.begin() + 8),
+                             std::vector<float>(a9.begin(), a9.begin() + 8), 1e-6, 1e-5, "fwd"));
+    CHECK(std::vector<float>(long0.begin() + 8, long0.end()) !=
+          std::vector<float>(a9.begin() + 8, a9.end()));
+}
+
+TEST_CASE("ablations: a few teacher-forced steps lower the LSTM's loss; greedy reads every token") {
+    torch_rng::manual_seed(0);
+    RNNsearch m(16);
+    optim::Adam adam(m.parameters());
+    const std::vector<int64_t> numbers = {3201, 15000, 7, 99999, 10001, 420, 86, 50505};
+    const Batch b = make_batch(numbers);
+    float first = 0, last = 0;
+    for (int step = 1; step <= 30; step++) {
+        Tensor loss = rnn_batch_loss(m, b);
+        loss.backward();
+        adam.step(optim::noam_lr(step, 16, 10, 1.0));
+        adam.zero_grad();
+        (step == 1 ? first : last) = loss.item();
+    }
+    MESSAGE("loss " << first << " -> " << last);
+    CHECK(std::isfinite(last));
+    CHECK(last < 0.5f * first);
+    // Generation ends each sentence at <끝> or after MAX_DIGITS + 1 tokens, and the score is
+    // the share of sentences right.
+    const auto out = rnn_greedy_decode(m, numbers);
+    REQUIRE(out.size() == numbers.size());
+    int right = 0;
+    for (size_t i = 0; i < out.size(); i++) {
+        CHECK(!out[i].empty());
+        CHECK(out[i].size() <= size_t(translate::MAX_DIGITS + 1));
+        for (size_t k = 0; k + 1 < out[i].size(); k++) CHECK(out[i][k] != translate::EOS);
+        right += translate::exact(numbers[i], out[i]);
+    }
+    CHECK(rnn_exact_match(m, numbers) == doctest::Approx(100.0 * right / 8));
 }
 
 TEST_CASE("ablations: head masks remove heads, the unscaled switch drops 1/sqrt(d_k)") {
