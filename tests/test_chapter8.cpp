@@ -532,9 +532,11 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
         CHECK_MESSAGE(runs.insert(r.name).second, r.name);  // each run declared once
         CHECK(&run_spec(r.name) == &r);
         CHECK(r.steps >= r.warmup);
-        // Only warmup_job reads lr and residual: elsewhere a record would declare what its
-        // training did not do.
-        if (r.recipe != Recipe::warmup) CHECK_MESSAGE((r.lr == 1 && r.residual), r.name);
+        // Only warmup_job reads lr and residual, and rnn_job lr: elsewhere a record would
+        // declare what its training did not do.
+        if (r.recipe != Recipe::warmup) CHECK_MESSAGE(r.residual, r.name);
+        if (r.recipe != Recipe::warmup && r.recipe != Recipe::rnn)
+            CHECK_MESSAGE(r.lr == 1, r.name);
         // Every key declared in KEYS: its length, its range and what it measures.
         for (const char* key : r.keys) {
             CAPTURE(key);
@@ -833,6 +835,19 @@ TEST_CASE("ablations: verdicts on synthetic records: floors, spread, range and t
         CHECK(std::isnan(family[0].p_adj));
         const auto rows = summary_tsv(family);
         CHECK(rows.find("\tundecided\t2\t") != std::string::npos);
+    }
+    // The opening's clock: +inf seconds where a run never reached the level. A seed where the
+    // LSTM never did is on the claim's side, one where only the Transformer never did is not,
+    // and one where neither did is no evidence: left out.
+    {
+        const ComparisonSpec clock{"x", "§0", "seeds_pct", "a:s", "b:s", {Side::below, 0}, "x",
+                                   Family::exploratory, Test::count, 0, 0.5};
+        const double inf = INFINITY;
+        c = compare(clock, {inf, 10, 10, inf, 8, 6}, {inf, 3, 2, 4, 3, inf});
+        CHECK(c.valid == std::vector<bool>{false, true, true, true, true, true});
+        CHECK(c.valid_count == 5);
+        CHECK(c.successes_variant == 4);
+        CHECK(c.p == doctest::Approx(binomial_p(4, 5)));
     }
     // Equal seeds: never a zero-width interval, never p = 0; five of them cannot decide.
     c = compare(graded, {50, 50, 50, 50, 50}, {20, 20, 20, 20, 20});

@@ -17,6 +17,7 @@
 #include "chapters/5-blocks/blocks.h"
 #include "chapters/7-translate/attention_probe.h"
 #include "chapters/7-translate/korean_numbers.h"
+#include "chapters/8-ablations/rnn.h"
 #include "common/optim.h"
 #include "common/random.h"
 
@@ -261,6 +262,28 @@ Record train_record(EncoderDecoder& m, const TrainConfig& tc, const std::vector<
     return rec;
 }
 
+// The opening claim's clock: validation's exact match every LEVEL_EVERY steps until it first
+// reaches LEVEL_PERCENT, then the step and the training seconds so far (evaluation left out).
+// Never reached: step 0 and +inf seconds.
+struct TimeToLevel {
+    int step = 0;
+    double seconds = INFINITY;
+    // Set as `tc`'s evaluate: `exact` scores the model on `validation`.
+    void watch(TrainConfig& tc, std::function<double()> exact) {
+        tc.evaluate_every = LEVEL_EVERY;
+        tc.evaluate = [this, exact = std::move(exact)](int at, double elapsed) {
+            if (step == 0 && exact() >= LEVEL_PERCENT) {
+                step = at;
+                seconds = elapsed;
+            }
+        };
+    }
+    void put(Record& rec) const {
+        rec.put("steps_to_level", step);
+        rec.put("seconds_to_level", seconds);
+    }
+};
+
 // §5: the first generation step on the test sentences, intact and with a sublayer replaced.
 void first_step(EncoderDecoder& m, const std::vector<int64_t>& test, Record& rec) {
     Batch b = make_batch(test, false);
@@ -330,8 +353,11 @@ RunFn base_job(const RunSpec& r, double scale, int seed) {
         const ThreeWay sets = three_way_split();
         auto m = make_model(mc);
         const double pmax = mean_max_weight(*m, PEAK_PROBE);
-        Record rec = train_record(*m, budget(r.steps, r.warmup, scale, seed, p), sets.train,
-                                  sets.never_train(), sets.test);
+        TrainConfig tc = budget(r.steps, r.warmup, scale, seed, p);
+        TimeToLevel level;
+        level.watch(tc, [&] { return exact_match(*m, sets.validation); });
+        Record rec = train_record(*m, tc, sets.train, sets.never_train(), sets.test);
+        level.put(rec);
         rec.put("init_attention_peak", pmax);
         const Pruning pr = prune(*m, sets.validation, sets.test);
         rec.put("exact_validation_without_head", pr.alone_validation);
@@ -557,6 +583,32 @@ RunFn warmup_job(const RunSpec& r, double scale, int seed) {
     };
 }
 
+// The opening claim's baseline: the previous article's model (rnn.h) on chapter 7's task, with
+// chapter 7's trainer, batch and schedule (at its width, times r.lr), the same splits and the
+// same clock as the base run.
+RunFn rnn_job(const RunSpec& r, double scale, int seed) {
+    return [=](Progress& p) {
+        const ThreeWay sets = three_way_split();
+        torch_rng::manual_seed(uint64_t(seed));
+        RNNsearch m(r.model.d_model);
+        TrainConfig tc = budget(r.steps, r.warmup, scale, seed, p);
+        tc.lr = r.lr;
+        TimeToLevel level;
+        level.watch(tc, [&] { return rnn_exact_match(m, sets.validation); });
+        const translate::BatchLoss loss = [&m](const Batch& b) { return rnn_batch_loss(m, b); };
+        TrainResult t = train(m.parameters(), m.H, loss, sets.train, sets.never_train(), tc);
+        Record rec;
+        rec.put("loss", t.losses);
+        rec.put("diverged_at", t.diverged_at);
+        rec.put("seconds", t.seconds);
+        rec.put("exact", t.diverged_at ? 0.0 : rnn_exact_match(m, sets.test));
+        rec.put("exact_validation", t.diverged_at ? 0.0 : rnn_exact_match(m, sets.validation));
+        level.put(rec);
+        rec.put("parameters", double(m.num_parameters()));
+        return rec;
+    };
+}
+
 RunFn run_of(const RunSpec& r, double scale, int seed) {
     switch (r.recipe) {
         case Recipe::base:
@@ -571,6 +623,8 @@ RunFn run_of(const RunSpec& r, double scale, int seed) {
             return neighbour_job(r, scale, seed);
         case Recipe::warmup:
             return warmup_job(r, scale, seed);
+        case Recipe::rnn:
+            return rnn_job(r, scale, seed);
     }
     throw std::logic_error("no job for the run " + std::string(r.name));
 }
@@ -654,6 +708,7 @@ std::string record_problem(const RunSpec& r, double scale, int seed, const Recor
                 case Range::head_number: ok = integral_in(v, 0, heads); break;
                 case Range::length: ok = integral_in(v, 1, 100); break;
                 case Range::nonnegative: ok = std::isfinite(v) && v >= 0; break;
+                case Range::seconds_or_never: ok = v >= 0; break;  // +inf passes, NaN fails
                 case Range::positive: ok = std::isfinite(v) && v > 0; break;
                 case Range::loss: ok = true; break;
                 case Range::declared: ok = v == settings.at(key); break;

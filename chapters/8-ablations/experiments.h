@@ -51,9 +51,16 @@ enum class Recipe {
     positions,       // trained on 1..9999, scored also on five-digit numbers (§4)
     source_lengths,  // trained on sources of <= POS2_MAX_SYLLABLES syllables, scored longer (§4)
     neighbour,       // the neighbour task: one encoder block (§3)
-    warmup           // chapter 7's task with or without the warm-up, or without residual
+    warmup,          // chapter 7's task with or without the warm-up, or without residual
                      // connections (§5)
+    rnn              // the previous article's LSTM with attention on chapter 7's task (rnn.h;
+                     // the opening); its model's d_model is the LSTMs' width
 };
+
+// The opening claim's clock (the base run and the LSTM's): validation's exact match every
+// LEVEL_EVERY steps, and the training's wall time until it first reaches LEVEL_PERCENT.
+constexpr int LEVEL_EVERY = 25;
+constexpr double LEVEL_PERCENT = 90;
 
 // One run, repeated for every seed: the job that trains it, its model, its budget at --scale 1
 // and the keys of the record it hands back (all_jobs checks them; "seed" is added to every one).
@@ -93,6 +100,7 @@ enum class Range {
     head_number,  // an integer, 0..the heads of every attention
     length,       // an integer, a count of digits or syllables, 1..100
     nonnegative,  // a finite number >= 0 (seconds, a distance)
+    seconds_or_never,  // seconds >= 0, or +inf: never
     positive,     // a finite number > 0 (a learning rate)
     loss,         // any number: the loss of the step that diverged is not finite
     declared,     // what run_settings says: the seed, the budget and the model it was run with
@@ -137,8 +145,8 @@ struct Setting {
 // One claim of the article: --only's name, its figure 8-<name>.png and every run its table and
 // figure read.
 struct ClaimSpec {
-    const char* name;  // scaling, heads, pruning, positions, order, warmup, residual,
-                       // first-step
+    const char* name;  // opening, scaling, heads, pruning, positions, order, warmup,
+                       // residual, first-step
     std::vector<const char*> runs;
     std::vector<Setting> settings;  // left to right; none for pruning (its panel is a curve)
 };
@@ -196,6 +204,11 @@ constexpr int MIN_VALID_SEEDS = 3;
 // pruning, the 10 points of Pre-LN's warm-up); the absolute criteria of the single-seed rules
 // (§2: unscaled at most half of scaled; §4: the sinusoid at least 50% on longer inputs); 50%
 // exact match as the success level of the outcomes that succeed or fail per seed.
+//   opening      the Transformer (base) - the LSTM with attention, exact match at the same
+//                steps: above 0 (primary, "앞질렀고"); the Transformer's training seconds to
+//                90% on validation - half the LSTM's, seed by seed: below 0 (count, primary,
+//                "크게 줄었습니다"; a run that never gets there takes +inf seconds, and a seed
+//                where neither does is left out)
 //   scaling      unscaled - scaled at d_k = 256: below -20 (primary); at d_k = 16: below -20;
 //                unscaled - half of scaled at d_k = 256, seed by seed: below 0 (count)
 //   heads        1 head - 4 heads: below -2 (primary); the neighbour task: below -2

@@ -209,6 +209,53 @@ void draw_positions(const Records& r, const std::vector<Comparison>& c, const st
     fig.save_png(path);
 }
 
+// Accuracy (settings and its comparison) as every claim draws it, and the clock apart: every
+// seed's training seconds to the level for each model (a run that never got there is left
+// out and counted under the panel), the time comparison's verdict above.
+void draw_opening(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
+    plot::Figure fig(16, 4.5, 150);
+    plot::Axes& left = fig.subplot(1, 3, 0);
+    settings_panel(left, r, "opening", "정확히 일치 (%, 시험 집합)",
+                   "같은 스텝, 비슷한 매개변수 수");
+    left.legend({.loc = "best", .fontsize = 8});
+    std::vector<Comparison> graded, timed;
+    for (const Comparison& k : c)
+        if (std::string(k.spec->claim) == "opening")
+            (k.spec->test == Test::count ? timed : graded).push_back(k);
+    plot::Axes& middle = fig.subplot(1, 3, 1);
+    comparisons_panel(middle, graded, "opening");
+    plot::Axes& right = fig.subplot(1, 3, 2);
+    const char* names[] = {"Transformer", "LSTM + 어텐션"};
+    double top = 1;
+    int never = 0;
+    for (int i = 0; i < 2; i++) {
+        std::vector<double> secs;  // the seeds that got there
+        for (double v : values_of(r, std::string(i == 0 ? "base" : "lstm") + ":seconds_to_level"))
+            if (std::isinf(v))
+                never++;
+            else
+                secs.push_back(v), top = std::max(top, v);
+        const Interval ci = t_interval(secs);
+        seed_column(right, double(i), secs, plot::tab10[i], names[i], &ci);
+    }
+    right.set_xticks({0, 1}, {names[0], names[1]});
+    right.set_xlim(-0.5, 1.5);
+    right.set_ylim(0, 1.6 * top);
+    for (const Comparison& k : timed) {
+        const std::vector<std::string> lines = verdict_lines(k);
+        for (size_t j = 0; j < lines.size(); j++)
+            right.text(0.5, (1.5 - 0.1 * double(j)) * top, lines[j],
+                       {.ha = plot::center, .va = plot::center, .size = 7});
+    }
+    right.set_ylabel("학습 시간 (초, 코어 하나)");
+    right.set_xlabel("검증 " + fixed(LEVEL_PERCENT, 0) + "%까지: 점은 씨앗 하나 (닿지 못한 실행 " +
+                     std::to_string(never) + "개는 빠짐)");
+    right.set_title("Transformer의 시간 < LSTM의 절반?");
+    right.grid(0.3);
+    fig.tight_layout();
+    fig.save_png(path);
+}
+
 void draw_order(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
     two_panels(r, c, "order", "정확히 일치 (%, 시험 집합)", "위치 벡터를 빼면", path);
 }
@@ -244,6 +291,7 @@ void draw_first_step(const Records& r, const std::vector<Comparison>& c,
 
 Draw figure_of(const std::string& claim) {
     static const std::map<std::string, Draw> figures = {
+        {"opening", draw_opening},
         {"scaling", draw_scaling},   {"heads", draw_heads},   {"pruning", draw_pruning},
         {"positions", draw_positions}, {"order", draw_order}, {"warmup", draw_warmup},
         {"residual", draw_residual},   {"first-step", draw_first_step},

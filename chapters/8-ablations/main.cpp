@@ -5,7 +5,10 @@
 // variants side by side under one budget; each prints a table and a one-line verdict
 // (재현됨 / 이 규모에서는 재현되지 않음 / 판단 보류) and draws a figure. These are the paper's own
 // ablations (Vaswani et al. 2017, Table 3: rows A heads, B d_k, E learned positions) and Xiong et
-// al. 2020's warm-up result, on a CPU:
+// al. 2020's warm-up result, on a CPU, and the article's opening claim against the previous
+// article's model:
+//   opening        attention alone "번역 성능에서 기존 모델을 앞질렀고, 학습 시간은 오히려 크게
+//                  줄었습니다": chapter 7's model against an LSTM with Bahdanau's attention
 //   §2 scaling     "이 나눗셈을 빼면 모델이 학습을 거의 하지 못합니다"
 //   §3 heads       one distribution cannot hold several relations: h = 4 against h = 1
 //   §3 pruning     "상당수 헤드는 제거해도 성능이 크게 떨어지지 않는다" [11][12]
@@ -33,11 +36,12 @@
 // Read in this order: experiments.h (the runs, what each measures, the comparisons and their
 // thresholds), table.cpp (every run, claim and comparison, declared once: the jobs, the tables,
 // the figures and the TSV are made from it), variants.h/.cpp (the listings' variants, as forward
-// hooks), experiments.cpp, stats.h/.cpp (the interval and the verdict rule), summary.h/.cpp
-// (each comparison computed from the runs' records, and the --summary TSV), report.h/.cpp (each
-// claim's table and verdicts), main.cpp (this file: the options, then every chosen claim's runs,
-// report and figure), runner.h/.cpp (the runs as parallel processes), figures.h/.cpp (one figure
-// per claim). The model is chapters/5-blocks/decoder.h, the trainer
+// hooks), rnn.h/.cpp (the previous article's model, the opening's baseline), experiments.cpp,
+// stats.h/.cpp (the interval and the verdict rule), summary.h/.cpp (each comparison computed
+// from the runs' records, and the --summary TSV), report.h/.cpp (each claim's table and
+// verdicts), main.cpp (this file: the options, then every chosen claim's runs, report and
+// figure), runner.h/.cpp (the runs as parallel processes), figures.h/.cpp (one figure per
+// claim). The model is chapters/5-blocks/decoder.h, the trainer
 // chapters/7-translate/train.h.
 //
 //   make ablations                             everything, K seeds (see the Makefile)

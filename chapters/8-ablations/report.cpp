@@ -386,6 +386,40 @@ void report_residual(const Records& r, const std::vector<Comparison>& cmp, doubl
     report_comparisons(cmp, "residual");
 }
 
+void report_opening(const Records& r, const std::vector<Comparison>& cmp, double scale) {
+    const int steps = steps_of("lstm", scale);
+    std::printf(
+        "\n== 서두 \"번역 성능에서 기존 모델을 앞질렀고, 학습 시간은 오히려 크게 줄었습니다\" "
+        "==\n");
+    std::printf(
+        "7장의 과제와 학습기, 같은 배치와 %d스텝: 7장의 Transformer (2 + 2층, d_model 64)와 "
+        "지난 글의 모델 (양방향 LSTM 인코더, Bahdanau 어텐션을 단 LSTM 디코더, 폭 %d, "
+        "매개변수 %s개). 시간은 코어 하나의 학습 벽시계 시간 (검증 채점 제외), 검증 집합에서 "
+        "처음 %s%%에 닿은 스텝까지 (%d스텝마다 채점)\n",
+        steps, run_spec("lstm").model.d_model,
+        fixed(values_of(r, "lstm:parameters").at(0), 0).c_str(), fixed(LEVEL_PERCENT, 0).c_str(),
+        LEVEL_EVERY);
+    std::printf(
+        "  모델        | 마지막 %zu스텝 손실 | 정확히 일치 (%%) | %s%%까지 스텝 | %s%%까지 초 | "
+        "학습 초\n",
+        tail_steps(steps), fixed(LEVEL_PERCENT, 0).c_str(), fixed(LEVEL_PERCENT, 0).c_str());
+    for (const char* run : {"base", "lstm"}) {
+        const std::string name = run;
+        std::string to_steps, to_seconds;
+        for (double v : values_of(r, name + ":steps_to_level"))
+            to_steps += (to_steps.empty() ? "" : " ") + (v > 0 ? fixed(v, 0) : "-");
+        for (double v : values_of(r, name + ":seconds_to_level"))
+            to_seconds += (to_seconds.empty() ? "" : " ") + (std::isinf(v) ? "-" : fixed(v, 1));
+        std::printf("  %s | %18s | %s | %s | %s | %s\n",
+                    name == "base" ? "Transformer" : "LSTM       ",
+                    spread(tail_losses(r.at(run), steps), 4, 0).c_str(),
+                    spread_pct(values_of(r, name + ":exact"), 1).c_str(), to_steps.c_str(),
+                    to_seconds.c_str(), spread(values_of(r, name + ":seconds"), 1, 0).c_str());
+    }
+    std::printf("  (-: 예산 안에 %s%%에 닿지 못함)\n", fixed(LEVEL_PERCENT, 0).c_str());
+    report_comparisons(cmp, "opening");
+}
+
 void report_order(const Records& r, const std::vector<Comparison>& cmp, double scale) {
     const int steps = steps_of("nopos", scale);
     std::printf("\n== 4절 위치 정보가 없으면 \"순서 없는 집합\" ==\n");
@@ -436,6 +470,7 @@ void report_first_step(const Records& r, const std::vector<Comparison>& cmp, dou
 
 Report report_of(const std::string& claim) {
     static const std::map<std::string, Report> reports = {
+        {"opening", report_opening},
         {"scaling", report_scaling},     {"heads", report_heads},   {"pruning", report_pruning},
         {"positions", report_positions}, {"order", report_order},  {"warmup", report_warmup},
         {"residual", report_residual},   {"first-step", report_first_step},

@@ -101,7 +101,9 @@ Comparison compare(const ComparisonSpec& spec, std::vector<double> baseline,
     std::vector<double> d, b, v;  // over the valid seeds
     for (size_t i = 0; i < c.baseline.size(); i++) {
         c.diff.push_back(c.variant[i] - spec.weight * c.baseline[i]);
-        c.valid.push_back(alone || c.baseline[i] >= spec.floor);
+        // A difference that is no number (inf - inf: neither run reached a level) is no
+        // evidence either way.
+        c.valid.push_back((alone || c.baseline[i] >= spec.floor) && !std::isnan(c.diff.back()));
         if (!c.valid.back()) continue;
         d.push_back(c.diff.back());
         b.push_back(c.baseline[i]);
