@@ -606,13 +606,19 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
     for (const ClaimSpec& c : CLAIMS) {
         std::vector<std::string> expect;
         for (const Comparison& k : reversed)
-            if (k.spec->claim == std::string(c.name)) expect.push_back(k.spec->label);
+            if (k.spec->claim == std::string(c.name) && std::string(k.spec->unit) == "%p")
+                expect.push_back(k.spec->label);
         CHECK(comparison_labels(reversed, c.name) == expect);
     }
     ComparisonSpec renamed = COMPARISONS[0];
     renamed.label = "renamed";
     CHECK(comparison_labels({compare(renamed, {1, 2}, {3, 5})}, renamed.claim) ==
           std::vector<std::string>{"renamed"});
+    // A fresh block trains on --seed's seeds plus its offset, and its records say so.
+    CHECK(run_settings(run_spec("nb-4-fresh"), 1.0, 3).at(0) ==
+          std::pair<std::string, double>{"seed", 2003});
+    CHECK(run_settings(run_spec("nb-4"), 1.0, 3).at(0) ==
+          std::pair<std::string, double>{"seed", 3});
     // The jobs: every run for every seed, named run/seed, the budget the table gives.
     const std::vector<Job> jobs = all_jobs(0.5, {3, 4});
     REQUIRE(jobs.size() == 2 * RUNS.size());

@@ -537,6 +537,10 @@ RunFn neighbour_job(const RunSpec& r, double scale, int seed) {
         rec.put("diverged_at", 0.0);
         rec.put("validation_steps", curve_steps);
         rec.put("validation_accuracy_curve", curve);
+        double to_99 = INFINITY;  // the first scored step at 99%, +inf: none within the budget
+        for (size_t i = 0; i < curve.size() && std::isinf(to_99); i++)
+            if (curve[i] >= 99) to_99 = curve_steps[i];
+        rec.put("steps_to_99", to_99);
         rec.put("digit_accuracy", neighbour_accuracy(m, test));
         // Where each head looks, on validation: its mean weight on the left and on the
         // right neighbour of every position.
@@ -641,7 +645,7 @@ std::string shown(double v) {  // a value as a problem message quotes it
 
 std::vector<std::pair<std::string, double>> run_settings(const RunSpec& r, double scale,
                                                          int seed) {
-    return {{"seed", seed},
+    return {{"seed", seed + r.seed_offset},
             {"steps", scaled_steps(r.steps, scale)},
             {"warmup", scaled_steps(r.warmup, scale)},
             {"layers", r.model.layers},
@@ -708,7 +712,7 @@ std::string record_problem(const RunSpec& r, double scale, int seed, const Recor
                 case Range::head_number: ok = integral_in(v, 0, heads); break;
                 case Range::length: ok = integral_in(v, 1, 100); break;
                 case Range::nonnegative: ok = std::isfinite(v) && v >= 0; break;
-                case Range::seconds_or_never: ok = v >= 0; break;  // +inf passes, NaN fails
+                case Range::or_never: ok = v >= 0; break;  // +inf passes, NaN fails
                 case Range::positive: ok = std::isfinite(v) && v > 0; break;
                 case Range::loss: ok = true; break;
                 case Range::declared: ok = v == settings.at(key); break;
@@ -728,7 +732,7 @@ std::vector<Job> all_jobs(double scale, const std::vector<int>& seeds) {
                 return record_problem(spec, scale, seed, r);
             };
             jobs.push_back({with_seed(spec.name, seed), spec.fixed_cost + spec.cost * scale,
-                            [run = run_of(spec, scale, seed), check,
+                            [run = run_of(spec, scale, seed + spec.seed_offset), check,
                              settings = run_settings(spec, scale, seed)](Progress& p) {
                                 Record r = run(p);
                                 for (const auto& [key, value] : settings)  // what made it

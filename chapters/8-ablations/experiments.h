@@ -73,6 +73,7 @@ struct RunSpec {
     bool warm = true;     // the paper's warm-up; false: its peak learning rate from step 1
     double lr = 1;        // a factor on the paper's schedule, its peak included (warmup runs)
     bool residual = true;  // false: Post-LN's residual connections removed (set_residuals)
+    int seed_offset = 0;   // the run trains with --seed's seeds plus this: a fresh block
     int steps = 0, warmup = 0;        // at --scale 1; both scale
     double cost = 0, fixed_cost = 0;  // rough CPU seconds: fixed_cost + cost * scale
     std::vector<const char*> keys;    // the record's keys, without run_settings'
@@ -100,7 +101,7 @@ enum class Range {
     head_number,  // an integer, 0..the heads of every attention
     length,       // an integer, a count of digits or syllables, 1..100
     nonnegative,  // a finite number >= 0 (seconds, a distance)
-    seconds_or_never,  // seconds >= 0, or +inf: never
+    or_never,     // a number >= 0 (seconds, steps), or +inf: never
     positive,     // a finite number > 0 (a learning rate)
     loss,         // any number: the loss of the step that diverged is not finite
     declared,     // what run_settings says: the seed, the budget and the model it was run with
@@ -192,6 +193,9 @@ struct ComparisonSpec {
     double weight = 1;   // 0.5: the variant against half the baseline; 0: the variant alone
     double level = 50;   // fisher: a seed succeeds when its value reaches this
     int items = 1000;    // the test items each value is a percentage of (the binomial floor)
+    // What a seed's difference is in: percentage points, drawn in the comparisons' panel; or
+    // seconds or steps (count tests), drawn beside the values they come from.
+    const char* unit = "%p";
 };
 const char* family_id(Family f);                // primary, exploratory, identity
 std::string test_id(const ComparisonSpec& c);  // sign-flip, binomial, fisher>=50, identity
@@ -211,7 +215,9 @@ constexpr int MIN_VALID_SEEDS = 3;
 //                where neither does is left out)
 //   scaling      unscaled - scaled at d_k = 256: below -20 (primary); at d_k = 16: below -20;
 //                unscaled - half of scaled at d_k = 256, seed by seed: below 0 (count)
-//   heads        1 head - 4 heads: below -2 (primary); the neighbour task: below -2
+//   heads        1 head - 4 heads: below -2 (primary); the neighbour task: below -2; on a
+//                fresh block of seeds, the neighbour task's steps to 99% on validation, 1 head
+//                - 4 heads, seed by seed: above 0 (count; +inf where never, as the opening's)
 //   pruning      the third of the heads least important on validation removed - intact, seed
 //                by seed: above -1 (count, primary)
 //   positions    learned - sinusoidal in range: within ±2 (primary); the sinusoid on the

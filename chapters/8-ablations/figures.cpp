@@ -82,7 +82,12 @@ std::vector<std::string> verdict_lines(const Comparison& c) {
     return {verdict_korean(c.verdict), test, s.family == Family::primary ? "(주 비교)" : "(탐색)"};
 }
 
-// The right panel: one column per comparison of `claim`, its threshold dashed.
+// Whether a comparison's differences are percentage points (the comparisons' panel), not
+// seconds or steps (clock_panel).
+bool in_points(const Comparison& c) { return std::string(c.spec->unit) == "%p"; }
+
+// The right panel: one column per comparison of `claim` in percentage points, its threshold
+// dashed.
 void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all,
                        const std::string& claim) {
     std::vector<double> xt;
@@ -91,7 +96,7 @@ void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all,
     double lo = 0, hi = 0;
     size_t k = 0;
     for (const Comparison& c : all) {
-        if (c.spec->claim != claim) continue;
+        if (c.spec->claim != claim || !in_points(c)) continue;
         const double x = double(k);
         const Rule& rule = c.spec->rule;
         std::vector<double> marks = {rule.threshold};
@@ -128,6 +133,47 @@ void comparisons_panel(plot::Axes& ax, const std::vector<Comparison>& all,
     ax.grid(0.3);
 }
 
+// A measure that is not a percentage (seconds, steps to a level): every seed's value of each
+// run:key in `columns` (label, run:key), a run that never got there (+inf) left out and
+// counted under the panel, and above, the verdict of each comparison of `claim` judged on
+// such values (unit other than %p).
+void clock_panel(plot::Axes& ax, const Records& r, const std::vector<Comparison>& all,
+                 const std::string& claim,
+                 const std::vector<std::pair<std::string, std::string>>& columns,
+                 const std::string& ylabel, const std::string& what, const std::string& title) {
+    double top = 1;
+    int never = 0;
+    std::vector<double> xt;
+    std::vector<std::string> xl;
+    for (size_t i = 0; i < columns.size(); i++) {
+        std::vector<double> reached;
+        for (double v : values_of(r, columns[i].second))
+            if (std::isinf(v))
+                never++;
+            else
+                reached.push_back(v), top = std::max(top, v);
+        const Interval ci = t_interval(reached);
+        seed_column(ax, double(i), reached, plot::tab10[i % 10], columns[i].first, &ci);
+        xt.push_back(double(i));
+        xl.push_back(columns[i].first);
+    }
+    ax.set_xticks(xt, xl);
+    ax.set_xlim(-0.5, double(columns.size()) - 0.5);
+    ax.set_ylim(0, 1.6 * top);
+    for (const Comparison& c : all) {
+        if (c.spec->claim != claim || in_points(c)) continue;
+        const std::vector<std::string> lines = verdict_lines(c);
+        for (size_t j = 0; j < lines.size(); j++)
+            ax.text(0.5 * double(columns.size() - 1), (1.5 - 0.1 * double(j)) * top, lines[j],
+                    {.ha = plot::center, .va = plot::center, .size = 7});
+    }
+    ax.set_ylabel(ylabel);
+    ax.set_xlabel(what + ": 점은 씨앗 하나 (닿지 못한 실행 " + std::to_string(never) +
+                  "개는 빠짐)");
+    ax.set_title(title);
+    ax.grid(0.3);
+}
+
 void two_panels(const Records& r, const std::vector<Comparison>& c, const std::string& claim,
                 const std::string& ylabel, const std::string& title, const std::string& path) {
     plot::Figure fig(12, 4.5, 150);
@@ -147,7 +193,17 @@ void draw_scaling(const Records& r, const std::vector<Comparison>& c, const std:
 }
 
 void draw_heads(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
-    two_panels(r, c, "heads", "정확도 (%, 시험 집합)", "같은 파라미터 수, 헤드 수만 다름", path);
+    plot::Figure fig(16, 4.5, 150);
+    plot::Axes& left = fig.subplot(1, 3, 0);
+    settings_panel(left, r, "heads", "정확도 (%, 시험 집합)", "같은 파라미터 수, 헤드 수만 다름");
+    left.legend({.loc = "best", .fontsize = 8});
+    comparisons_panel(fig.subplot(1, 3, 1), c, "heads");
+    clock_panel(fig.subplot(1, 3, 2), r, c, "heads",
+                {{"헤드 4개", "nb-4-fresh:steps_to_99"}, {"헤드 1개", "nb-1-fresh:steps_to_99"}},
+                "스텝", "이웃 차이, 새 씨앗, 검증 99%까지",
+                "헤드 1개가 더 느린가?");
+    fig.tight_layout();
+    fig.save_png(path);
 }
 
 void draw_pruning(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
@@ -210,48 +266,19 @@ void draw_positions(const Records& r, const std::vector<Comparison>& c, const st
 }
 
 // Accuracy (settings and its comparison) as every claim draws it, and the clock apart: every
-// seed's training seconds to the level for each model (a run that never got there is left
-// out and counted under the panel), the time comparison's verdict above.
+// seed's training seconds to the level for each model, the time comparison's verdict above.
 void draw_opening(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
     plot::Figure fig(16, 4.5, 150);
     plot::Axes& left = fig.subplot(1, 3, 0);
     settings_panel(left, r, "opening", "정확히 일치 (%, 시험 집합)",
                    "같은 스텝, 비슷한 매개변수 수");
     left.legend({.loc = "best", .fontsize = 8});
-    std::vector<Comparison> graded, timed;
-    for (const Comparison& k : c)
-        if (std::string(k.spec->claim) == "opening")
-            (k.spec->test == Test::count ? timed : graded).push_back(k);
-    plot::Axes& middle = fig.subplot(1, 3, 1);
-    comparisons_panel(middle, graded, "opening");
-    plot::Axes& right = fig.subplot(1, 3, 2);
-    const char* names[] = {"Transformer", "LSTM + 어텐션"};
-    double top = 1;
-    int never = 0;
-    for (int i = 0; i < 2; i++) {
-        std::vector<double> secs;  // the seeds that got there
-        for (double v : values_of(r, std::string(i == 0 ? "base" : "lstm") + ":seconds_to_level"))
-            if (std::isinf(v))
-                never++;
-            else
-                secs.push_back(v), top = std::max(top, v);
-        const Interval ci = t_interval(secs);
-        seed_column(right, double(i), secs, plot::tab10[i], names[i], &ci);
-    }
-    right.set_xticks({0, 1}, {names[0], names[1]});
-    right.set_xlim(-0.5, 1.5);
-    right.set_ylim(0, 1.6 * top);
-    for (const Comparison& k : timed) {
-        const std::vector<std::string> lines = verdict_lines(k);
-        for (size_t j = 0; j < lines.size(); j++)
-            right.text(0.5, (1.5 - 0.1 * double(j)) * top, lines[j],
-                       {.ha = plot::center, .va = plot::center, .size = 7});
-    }
-    right.set_ylabel("학습 시간 (초, 코어 하나)");
-    right.set_xlabel("검증 " + fixed(LEVEL_PERCENT, 0) + "%까지: 점은 씨앗 하나 (닿지 못한 실행 " +
-                     std::to_string(never) + "개는 빠짐)");
-    right.set_title("Transformer의 시간 < LSTM의 절반?");
-    right.grid(0.3);
+    comparisons_panel(fig.subplot(1, 3, 1), c, "opening");
+    clock_panel(fig.subplot(1, 3, 2), r, c, "opening",
+                {{"Transformer", "base:seconds_to_level"},
+                 {"LSTM + 어텐션", "lstm:seconds_to_level"}},
+                "학습 시간 (초, 코어 하나)", "검증 " + fixed(LEVEL_PERCENT, 0) + "%까지",
+                "Transformer의 시간 < LSTM의 절반?");
     fig.tight_layout();
     fig.save_png(path);
 }
@@ -305,7 +332,7 @@ std::vector<std::string> comparison_labels(const std::vector<Comparison>& all,
                                            const std::string& claim) {
     std::vector<std::string> labels;
     for (const Comparison& c : all)
-        if (c.spec->claim == claim) labels.push_back(c.spec->label);
+        if (c.spec->claim == claim && in_points(c)) labels.push_back(c.spec->label);
     return labels;
 }
 

@@ -24,7 +24,7 @@ using Draw = void (*)(const Records&, const std::vector<Comparison>&, const std:
 Draw figure_of(const std::string& claim);
 
 // The comparisons' panel's column names for `claim`: each comparison's own label, in the order
-// of `all`.
+// of `all`, for those in percentage points (the others are drawn beside their values).
 std::vector<std::string> comparison_labels(const std::vector<Comparison>& all,
                                            const std::string& claim);
 

@@ -74,10 +74,14 @@ void report_comparisons(const std::vector<Comparison>& all, const std::string& c
         const ComparisonSpec& s = *c.spec;
         const Interval& ci = c.ci;
         std::string diffs;
-        int excluded = 0;
+        int excluded = 0, neither = 0;  // below the floor; neither run at the level (inf - inf)
         for (size_t i = 0; i < c.diff.size(); i++) {
-            diffs += (diffs.empty() ? "" : " ") + fixed(c.diff[i], 1);
-            if (!c.valid[i]) diffs += "(기준 미달)", excluded++;
+            const bool nan = std::isnan(c.diff[i]);
+            diffs += (diffs.empty() ? "" : " ") + (nan ? std::string("-") : fixed(c.diff[i], 1));
+            if (nan)
+                diffs += "(둘 다 닿지 못함)", neither++;
+            else if (!c.valid[i])
+                diffs += "(기준 미달)", excluded++;
         }
         const char* family = s.family == Family::primary       ? "주 비교"
                              : s.family == Family::exploratory ? "탐색 비교"
@@ -86,8 +90,8 @@ void report_comparisons(const std::vector<Comparison>& all, const std::string& c
                                  : s.weight == 1 ? std::string(s.variant) + " − " + s.baseline
                                                  : std::string(s.variant) + " − " +
                                                        fixed(s.weight, 1) + " × " + s.baseline;
-        std::printf("  비교 %s (%s, %s): 씨앗별 %s\n", what.c_str(), s.metric, family,
-                    diffs.c_str());
+        std::printf("  비교 %s (%s, %s): 씨앗별 차이 (%s) %s\n", what.c_str(), s.metric, family,
+                    s.unit, diffs.c_str());
         if (s.weight != 0 && s.floor > 0)
             std::printf("    기준의 최소 성능 %s점: 씨앗 %zu개 중 %d개가 미달, 제외 (유효 %d개)\n",
                         fixed(s.floor, 0).c_str(), c.diff.size(), excluded, c.valid_count);
@@ -123,10 +127,13 @@ void report_comparisons(const std::vector<Comparison>& all, const std::string& c
         std::string why;
         if (c.verdict == Verdict::undecided) {
             if (c.too_few)
-                why = excluded > 0 ? " (기준 모델이 학습하지 못함: 유효 씨앗 " +
+                why = excluded > 0  ? " (기준 모델이 학습하지 못함: 유효 씨앗 " +
                                          std::to_string(c.valid_count) + "개, 최소 " +
                                          std::to_string(MIN_VALID_SEEDS) + "개)"
-                                   : " (씨앗이 너무 적음: 최소 " +
+                      : neither > 0 ? " (두 모델 다 수준에 닿지 못한 씨앗을 빼면 유효 씨앗 " +
+                                         std::to_string(c.valid_count) + "개, 최소 " +
+                                         std::to_string(MIN_VALID_SEEDS) + "개)"
+                                    : " (씨앗이 너무 적음: 최소 " +
                                          std::to_string(MIN_VALID_SEEDS) + "개)";
             else
                 why = " (p ≥ 0.05; 유효 씨앗 " + std::to_string(c.valid_count) +
@@ -221,25 +228,25 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
         // validation first reaches 99% at (every NB_EVAL_EVERY steps; -: not within the
         // budget), and the weights on the two neighbours, the larger first (for 4 heads: the
         // head that weighs the left one most, and the one that weighs the right one most).
-        std::printf(
-            "  씨앗별 검증 99%% 첫 도달 스텝 (-: 예산 안에 못 함) | 이웃 가중치 큰 쪽/작은 쪽\n");
-        for (const char* run : {"nb-4", "nb-1"}) {
-            std::string firsts, weights;
-            for (const Record* rec : r.at(run)) {
-                const std::vector<double>&curve = rec->get("validation_accuracy_curve"),
-                      &at_steps = rec->get("validation_steps");
-                std::string first = "-";
-                for (size_t i = 0; i < curve.size(); i++)
-                    if (curve[i] >= 99) {
-                        first = std::to_string(int(at_steps[i]));
-                        break;
-                    }
-                const double a = rec->value("max_head_left_weight"),
-                             b = rec->value("max_head_right_weight");
-                firsts += " " + first;
-                weights += " " + fixed(std::max(a, b), 2) + "/" + fixed(std::min(a, b), 2);
+        // The same on the fresh block of seeds, where the steps to 99% are judged.
+        for (const char* block : {"", "-fresh"}) {
+            const std::string four = std::string("nb-4") + block, one = std::string("nb-1") + block;
+            if (!r.count(four) || !r.count(one)) continue;
+            std::printf(
+                "  씨앗 %d~: 씨앗별 검증 99%% 첫 도달 스텝 (-: 예산 안에 못 함) | 이웃 가중치 큰 "
+                "쪽/작은 쪽\n",
+                int(r.at(four)[0]->value("seed")));
+            for (const std::string& run : {four, one}) {
+                std::string firsts, weights;
+                for (const Record* rec : r.at(run)) {
+                    const double to_99 = rec->value("steps_to_99"),
+                                 a = rec->value("max_head_left_weight"),
+                                 b = rec->value("max_head_right_weight");
+                    firsts += " " + (std::isinf(to_99) ? std::string("-") : fixed(to_99, 0));
+                    weights += " " + fixed(std::max(a, b), 2) + "/" + fixed(std::min(a, b), 2);
+                }
+                std::printf("    헤드 %c:%s |%s\n", run[3], firsts.c_str(), weights.c_str());
             }
-            std::printf("    헤드 %s:%s |%s\n", run + 3, firsts.c_str(), weights.c_str());
         }
     }
     report_comparisons(cmp, "heads");
