@@ -99,6 +99,21 @@ std::string replaced(std::string text, const std::string& from, const std::strin
     return text.replace(at, from.size(), to);
 }
 
+// The line (from 1) of the 8-ablations summary row whose variant is `variant`; 0: none.
+size_t line_of(const std::string& tsv, const std::string& variant) {
+    std::istringstream in(tsv);
+    size_t n = 0;
+    for (std::string row; std::getline(in, row);) {
+        n++;
+        std::vector<std::string> fields;
+        std::istringstream cells(row);
+        for (std::string cell; std::getline(cells, cell, '\t');)
+            fields.push_back(cell);
+        if (fields.size() > 4 && fields[4] == variant) return n;
+    }
+    return 0;
+}
+
 // A TSV with field `field` (from 1) of line `line` (from 1) set to `value`; "" with drop removes
 // the field and its tab.
 std::string with_field(const std::string& tsv, size_t line, size_t field, const std::string& value,
@@ -179,7 +194,10 @@ TEST_CASE("claims-table.sh and readme-numbers.sh: a field's backslashes reach th
     Scratch s("escapes");
     const std::string readme = s.read("README.md");
     // awk -v would make these a tab and a newline, splitting the table's row and the line.
-    s.write("s.tsv", with_field(s.read("figures/8-ablations.tsv"), 3, 1, "a\\tb\\nc"));
+    const std::string tsv = s.read("figures/8-ablations.tsv");
+    const size_t row = line_of(tsv, "unscaled-16:exact");
+    REQUIRE(row > 1);
+    s.write("s.tsv", with_field(tsv, row, 1, "a\\tb\\nc"));
     auto r = sh(s.dir, "bash bench/claims-table.sh s.tsv --update");
     CHECK(r.exit_code == 0);
     std::string now = s.read("README.md");
@@ -351,45 +369,50 @@ TEST_CASE("claims-table.sh: a field that is not what 8-ablations writes is refus
     auto r = sh(s.dir, "bash bench/claims-table.sh --update");
     CHECK(r.exit_code == 0);
     CHECK(s.read("README.md") == readme);
-    // Line 3's interval, which a diff outside it is refused against.
-    std::vector<std::string> line3;
+    // The row of the d_k = 16 comparison (exploratory, sign-flip), line L of the file: its
+    // interval, which a diff outside it is refused against.
+    const size_t L = line_of(tsv, "unscaled-16:exact");
+    REQUIRE(L > 1);
+    const std::string Ls = std::to_string(L);
+    std::vector<std::string> picked;
     {
         std::istringstream in(tsv);
         std::string row;
-        for (int i = 0; i < 3; i++)
+        for (size_t i = 0; i < L; i++)
             std::getline(in, row);
         std::istringstream cells(row);
         for (std::string cell; std::getline(cells, cell, '\t');)
-            line3.push_back(cell);
+            picked.push_back(cell);
     }
-    REQUIRE(line3.size() == 16);
-    REQUIRE(std::stod(line3[6]) < std::stod(line3[7]));  // a finite interval, 9.99 outside it
-    REQUIRE(std::stod(line3[7]) < 9.99);
+    REQUIRE(picked.size() == 16);
+    REQUIRE(std::stod(picked[6]) < std::stod(picked[7]));  // a finite interval, 9.99 outside it
+    REQUIRE(std::stod(picked[7]) < 9.99);
 
     struct Case {
         std::string text;
         std::string says;  // after "claims-table.sh: FILE line "
     };
     const Case cases[] = {
-        {with_field(tsv, 3, 6, "abc"), "3: field 6 (diff) is \"abc\", not a number"},
-        {with_field(tsv, 3, 7, "x"), "3: field 7 (ci_low) is \"x\", not a number"},
-        {with_field(tsv, 3, 8, "y"), "3: field 8 (ci_high) is \"y\", not a number"},
-        {with_field(tsv, 3, 8, "-inf"), "3: field 8 (ci_high) is \"-inf\", not a number"},
-        {with_field(tsv, 3, 6, "nan"), "3: field 6 (diff) is \"nan\", not a number"},  // 5 seeds
-        {with_field(tsv, 3, 6, "1e3"), "3: field 6 (diff) is \"1e3\", not a number"},
-        {with_field(tsv, 3, 9, "2.5"), "3: field 9 (seeds) is \"2.5\", not a count"},
-        {with_field(tsv, 3, 10, "<abc"), "3: field 10 (threshold) is \"<abc\", not <, > or ±"},
-        {with_field(tsv, 3, 11, "maybe"), "3: field 11 (verdict) is \"maybe\", not reproduced"},
-        {with_field(tsv, 3, 6, "9.99"),
-         "3: diff 9.99 is outside its interval [" + line3[6] + ", " + line3[7] + "]"},
-        {with_field(tsv, 3, 4, "a|b"), "3: field 4 (baseline) is \"a|b\": a | would split"},
-        {with_field(tsv, 3, 1, ""), "3: field 1 (claim) is empty"},
-        {with_field(tsv, 3, 11, "", true), "3: 15 fields, not 16 (separated by tabs)"},
-        {with_field(tsv, 3, 12, "6"), "3: field 12 (valid) is \"6\", not a count of seeds"},
-        {with_field(tsv, 3, 13, "t-test"), "3: field 13 (test) is \"t-test\", not sign-flip"},
-        {with_field(tsv, 3, 14, "main"), "3: field 14 (family) is \"main\", not primary"},
-        {with_field(tsv, 3, 15, "1.5"), "3: field 15 (p) is \"1.5\", not a probability"},
-        {with_field(tsv, 3, 16, "0.5x"), "3: field 16 (p_adj) is \"0.5x\", not a probability"},
+        {with_field(tsv, L, 6, "abc"), Ls + ": field 6 (diff) is \"abc\", not a number"},
+        {with_field(tsv, L, 7, "x"), Ls + ": field 7 (ci_low) is \"x\", not a number"},
+        {with_field(tsv, L, 8, "y"), Ls + ": field 8 (ci_high) is \"y\", not a number"},
+        {with_field(tsv, L, 8, "-inf"), Ls + ": field 8 (ci_high) is \"-inf\", not a number"},
+        // 5 seeds: a mean is a number
+        {with_field(tsv, L, 6, "nan"), Ls + ": field 6 (diff) is \"nan\", not a number"},
+        {with_field(tsv, L, 6, "1e3"), Ls + ": field 6 (diff) is \"1e3\", not a number"},
+        {with_field(tsv, L, 9, "2.5"), Ls + ": field 9 (seeds) is \"2.5\", not a count"},
+        {with_field(tsv, L, 10, "<abc"), Ls + ": field 10 (threshold) is \"<abc\", not <, > or ±"},
+        {with_field(tsv, L, 11, "maybe"), Ls + ": field 11 (verdict) is \"maybe\", not reproduced"},
+        {with_field(tsv, L, 6, "9.99"),
+         Ls + ": diff 9.99 is outside its interval [" + picked[6] + ", " + picked[7] + "]"},
+        {with_field(tsv, L, 4, "a|b"), Ls + ": field 4 (baseline) is \"a|b\": a | would split"},
+        {with_field(tsv, L, 1, ""), Ls + ": field 1 (claim) is empty"},
+        {with_field(tsv, L, 11, "", true), Ls + ": 15 fields, not 16 (separated by tabs)"},
+        {with_field(tsv, L, 12, "6"), Ls + ": field 12 (valid) is \"6\", not a count of seeds"},
+        {with_field(tsv, L, 13, "t-test"), Ls + ": field 13 (test) is \"t-test\", not sign-flip"},
+        {with_field(tsv, L, 14, "main"), Ls + ": field 14 (family) is \"main\", not primary"},
+        {with_field(tsv, L, 15, "1.5"), Ls + ": field 15 (p) is \"1.5\", not a probability"},
+        {with_field(tsv, L, 16, "0.5x"), Ls + ": field 16 (p_adj) is \"0.5x\", not a probability"},
         {with_field(tsv, 1, 11, "verdict\r"), "1: not the header of an 8-ablations summary"},
         {tsv.substr(0, tsv.find('\n') + 1), "1: the header alone: no comparison under it"},
     };
@@ -411,10 +434,11 @@ TEST_CASE("claims-table.sh: a field that is not what 8-ablations writes is refus
                        " is empty, not an 8-ablations "
                        "summary\n");
     // What 8-ablations writes for one seed (no interval) and for none (no mean) is a row.
-    std::string few = with_field(with_field(with_field(tsv, 3, 6, "1.00"), 3, 9, "1"), 3, 12, "1");
-    few = with_field(with_field(with_field(few, 3, 7, "-inf"), 3, 8, "inf"), 3, 11, "undecided");
-    std::string none = with_field(with_field(with_field(few, 4, 6, "-nan"), 4, 9, "0"), 4, 12, "0");
-    none = with_field(with_field(with_field(none, 4, 7, "-inf"), 4, 8, "inf"), 4, 11, "undecided");
+    std::string few = with_field(with_field(with_field(tsv, L, 6, "1.00"), L, 9, "1"), L, 12, "1");
+    few = with_field(with_field(with_field(few, L, 7, "-inf"), L, 8, "inf"), L, 11, "undecided");
+    const size_t M = L + 1;  // another row, for none
+    std::string none = with_field(with_field(with_field(few, M, 6, "-nan"), M, 9, "0"), M, 12, "0");
+    none = with_field(with_field(with_field(none, M, 7, "-inf"), M, 8, "inf"), M, 11, "undecided");
     s.write("s.tsv", none);
     r = sh(s.dir, "bash bench/claims-table.sh s.tsv");
     CHECK(r.exit_code == 0);
