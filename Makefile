@@ -32,7 +32,7 @@ CHAPTER_OBJ := $(CHAPTER_SRC:%.cpp=$(BUILD)/obj/%.o)
 CHAPTER_LIB := $(BUILD)/libchapters.a
 CHAPTERS    := $(sort $(patsubst chapters/%/,%,$(dir $(wildcard chapters/*/main.cpp))))
 NUMBERED    := $(filter-out flashcards,$(CHAPTERS))
-# Chapter 8 trains 22 settings over K seeds (minutes): `make ablations`, not part of `make`.
+# Chapter 8 trains 24 settings over K seeds (minutes): `make ablations`, not part of `make`.
 RUN_BY_MAKE := $(filter-out 8-ablations,$(NUMBERED))
 BENCHES     := $(patsubst bench/%.cpp,bench-%,$(wildcard bench/*.cpp))
 TEST_SRC    := $(wildcard tests/*.cpp)

@@ -1193,7 +1193,9 @@ TEST_CASE("ablations: the second block of seeds: its files agree, and the README
     const auto rows = tsv_rows(testutil::read_file("figures/8-ablations-seeds-100.tsv"));
     for (size_t i = 1; i < rows.size(); i++)
         seeds.insert(rows[i][3]);
-    CHECK(seeds == std::set<std::string>{"100", "101", "102", "103", "104"});
+    // Seeds 100-104, and 2100-2104 for the runs on a fresh block (seed_offset 2000).
+    CHECK(seeds == std::set<std::string>{"100", "101", "102", "103", "104", "2100", "2101",
+                                         "2102", "2103", "2104"});
     std::string verdicts;
     for (size_t i = 0; i < COMPARISONS.size(); i++) {
         if (COMPARISONS[i].family != Family::primary) continue;
@@ -1241,6 +1243,42 @@ TEST_CASE("ablations: the second block of seeds: its files agree, and the README
         "% / " + mean(second, "order nopos:exact") + "%, with sinusoids " +
         mean(first, "order base:exact") + "% / " + mean(second, "order base:exact") + "%.";
     CHECK_MESSAGE(readme.find(deep) != std::string::npos, deep);
+    // The README's sentence on the opening and on the neighbour task's fresh seeds.
+    auto clock = [](const FromSeeds& block, const std::string& key) {  // mean of those reached
+        double sum = 0;
+        int n = 0;
+        for (double v : block.values.at(key))
+            if (!std::isinf(v)) sum += v, n++;
+        return (n ? fixed(sum / n, 1) : std::string("-")) + " s (" + std::to_string(n) + "/" +
+               std::to_string(block.values.at(key).size()) + ")";
+    };
+    auto count_side = [](const FromSeeds& block, size_t i) {  // k/n of a count comparison
+        const Comparison& c = block.comparisons.at(i);
+        return std::to_string(c.successes_variant) + "/" + std::to_string(c.valid_count);
+    };
+    size_t time_row = 0, steps_row = 0;
+    for (size_t i = 0; i < COMPARISONS.size(); i++) {
+        const std::string v = COMPARISONS[i].variant;
+        if (v == "base:seconds_to_level") time_row = i;
+        if (v == "nb-1-fresh:steps_to_99") steps_row = i;
+    }
+    REQUIRE(time_row > 0);
+    REQUIRE(steps_row > 0);
+    const std::string opening =
+        "Seeds 0-4 / 100-104: exact match averages " + mean(first, "opening base:exact") +
+        "% / " + mean(second, "opening base:exact") + "% for the Transformer and " +
+        mean(first, "opening lstm:exact") + "% / " + mean(second, "opening lstm:exact") +
+        "% for the LSTM; training seconds to 90% on validation average " +
+        clock(first, "opening base:seconds_to_level") + " / " +
+        clock(second, "opening base:seconds_to_level") + " for the Transformer and " +
+        clock(first, "opening lstm:seconds_to_level") + " / " +
+        clock(second, "opening lstm:seconds_to_level") +
+        " for the LSTM (in parentheses: the seeds that got there); the Transformer took less than "
+        "half the LSTM's time on " + count_side(first, time_row) + " / " +
+        count_side(second, time_row) + " seeds. On the neighbour task's fresh seeds one head "
+        "needed more steps to 99% than four on " + count_side(first, steps_row) + " / " +
+        count_side(second, steps_row) + " seeds.";
+    CHECK_MESSAGE(readme.find(opening) != std::string::npos, opening);
 }
 
 namespace {
