@@ -224,29 +224,29 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
             }
             std::printf("\n");
         }
-        // Seed by seed, what the means above average away (described, not judged): the step
-        // validation first reaches 99% at (every NB_EVAL_EVERY steps; -: not within the
-        // budget), and the weights on the two neighbours, the larger first (for 4 heads: the
-        // head that weighs the left one most, and the one that weighs the right one most).
-        // The same on the fresh block of seeds, where the steps to 99% are judged.
-        for (const char* block : {"", "-fresh"}) {
-            const std::string four = std::string("nb-4") + block, one = std::string("nb-1") + block;
-            if (!r.count(four) || !r.count(one)) continue;
-            std::printf(
-                "  씨앗 %d~: 씨앗별 검증 99%% 첫 도달 스텝 (-: 예산 안에 못 함) | 이웃 가중치 큰 "
-                "쪽/작은 쪽\n",
-                int(r.at(four)[0]->value("seed")));
-            for (const std::string& run : {four, one}) {
-                std::string firsts, weights;
-                for (const Record* rec : r.at(run)) {
-                    const double to_99 = rec->value("steps_to_99"),
-                                 a = rec->value("max_head_left_weight"),
-                                 b = rec->value("max_head_right_weight");
-                    firsts += " " + (std::isinf(to_99) ? std::string("-") : fixed(to_99, 0));
-                    weights += " " + fixed(std::max(a, b), 2) + "/" + fixed(std::min(a, b), 2);
-                }
-                std::printf("    헤드 %c:%s |%s\n", run[3], firsts.c_str(), weights.c_str());
+    }
+    // Seed by seed, what the means above average away: the step validation first reaches 99%
+    // at (every NB_EVAL_EVERY steps; -: not within the budget), and the weights on the two
+    // neighbours, the larger first (for 4 heads: the head that weighs the left one most, and
+    // the one that weighs the right one most). Described for nb-4 and nb-1, judged for the
+    // fresh block of seeds.
+    for (const char* block : {"", "-fresh"}) {
+        const std::string four = std::string("nb-4") + block, one = std::string("nb-1") + block;
+        if (!r.count(four) || !r.count(one)) continue;
+        std::printf(
+            "  씨앗 %d~: 씨앗별 검증 99%% 첫 도달 스텝 (-: 예산 안에 못 함) | 이웃 가중치 큰 "
+            "쪽/작은 쪽\n",
+            int(r.at(four)[0]->value("seed")));
+        for (const std::string& run : {four, one}) {
+            std::string firsts, weights;
+            for (const Record* rec : r.at(run)) {
+                const double to_99 = rec->value("steps_to_99"),
+                             a = rec->value("max_head_left_weight"),
+                             b = rec->value("max_head_right_weight");
+                firsts += " " + (std::isinf(to_99) ? std::string("-") : fixed(to_99, 0));
+                weights += " " + fixed(std::max(a, b), 2) + "/" + fixed(std::min(a, b), 2);
             }
+            std::printf("    헤드 %c:%s |%s\n", run[3], firsts.c_str(), weights.c_str());
         }
     }
     report_comparisons(cmp, "heads");
