@@ -1281,6 +1281,48 @@ TEST_CASE("ablations: the second block of seeds: its files agree, and the README
     CHECK_MESSAGE(readme.find(opening) != std::string::npos, opening);
 }
 
+TEST_CASE("ablations: nine seeds a block: the files agree, and the README says the verdicts") {
+    // `make ablations ABLATIONS_SEEDS=9` (seeds 0-8) and with --seed 100 (100-108), the fewest
+    // seeds at which a sign-flip or binomial primary can pass Holm over ten (2/2^9 < 0.05/10):
+    // kept as figures/8-ablations-k9.tsv, figures/8-ablations-100-k9.tsv and their per-seed
+    // files. Each summary is what its per-seed file gives, and the README's sentence on them is
+    // made from the two per-seed files.
+    std::vector<FromSeeds> blocks;
+    for (const int first : {0, 100}) {
+        const std::string tag = first ? "-100-k9" : "-k9";
+        blocks.push_back(from_seeds("figures/8-ablations-seeds" + tag + ".tsv"));
+        CHECK(summary_tsv(blocks.back().comparisons) ==
+              testutil::read_file("figures/8-ablations" + tag + ".tsv"));
+        std::set<std::string> seeds, want;
+        const auto rows = tsv_rows(testutil::read_file("figures/8-ablations-seeds" + tag + ".tsv"));
+        for (size_t i = 1; i < rows.size(); i++)
+            seeds.insert(rows[i][3]);
+        for (int k = 0; k < 9; k++) {  // and the fresh block's (seed_offset 2000)
+            want.insert(std::to_string(first + k));
+            want.insert(std::to_string(2000 + first + k));
+        }
+        CHECK(seeds == want);
+        for (const Comparison& c : blocks.back().comparisons)
+            CHECK(c.baseline.size() == 9);
+    }
+    std::string verdicts;
+    for (size_t i = 0; i < COMPARISONS.size(); i++) {
+        if (COMPARISONS[i].family != Family::primary) continue;
+        const Verdict a = blocks[0].comparisons[i].verdict, b = blocks[1].comparisons[i].verdict;
+        CAPTURE(COMPARISONS[i].variant);
+        // No primary verdict is reproduced in one block and not reproduced in the other.
+        CHECK_FALSE(((a == Verdict::reproduced && b == Verdict::not_reproduced) ||
+                     (a == Verdict::not_reproduced && b == Verdict::reproduced)));
+        verdicts += (verdicts.empty() ? "" : "; ") + std::string(COMPARISONS[i].variant) + " " +
+                    verdict_id(a) + " / " + verdict_id(b);
+    }
+    const std::string sentence = "Primary verdicts with nine seeds, 0-8 / 100-108: " + verdicts +
+                                 ".";
+    std::string readme = testutil::read_file("README.md");
+    std::replace(readme.begin(), readme.end(), '\n', ' ');
+    CHECK_MESSAGE(readme.find(sentence) != std::string::npos, sentence);
+}
+
 namespace {
 
 // The processes whose parent is `pid` (from /proc).
