@@ -264,15 +264,14 @@ Record train_record(EncoderDecoder& m, const TrainConfig& tc, const std::vector<
 
 // The opening claim's clock: validation's exact match every LEVEL_EVERY steps until it first
 // reaches LEVEL_PERCENT, then the step and the training seconds so far (evaluation left out).
-// Never reached: step 0 and +inf seconds.
+// Never reached: +inf for both, as steps_to_99 says it.
 struct TimeToLevel {
-    int step = 0;
-    double seconds = INFINITY;
+    double step = INFINITY, seconds = INFINITY;
     // Set as `tc`'s evaluate: `exact` scores the model on `validation`.
     void watch(TrainConfig& tc, std::function<double()> exact) {
         tc.evaluate_every = LEVEL_EVERY;
         tc.evaluate = [this, exact = std::move(exact)](int at, double elapsed) {
-            if (step == 0 && exact() >= LEVEL_PERCENT) {
+            if (std::isinf(step) && exact() >= LEVEL_PERCENT) {
                 step = at;
                 seconds = elapsed;
             }

@@ -186,6 +186,24 @@ void two_panels(const Records& r, const std::vector<Comparison>& c, const std::s
     fig.save_png(path);
 }
 
+// two_panels with a third: the claim's rows in seconds or steps beside their values
+// (clock_panel).
+void three_panels(const Records& r, const std::vector<Comparison>& c, const std::string& claim,
+                  const std::string& ylabel, const std::string& title,
+                  const std::vector<std::pair<std::string, std::string>>& clock_columns,
+                  const std::string& clock_ylabel, const std::string& clock_what,
+                  const std::string& clock_title, const std::string& path) {
+    plot::Figure fig(16, 4.5, 150);
+    plot::Axes& left = fig.subplot(1, 3, 0);
+    settings_panel(left, r, claim, ylabel, title);
+    left.legend({.loc = "best", .fontsize = 8});
+    comparisons_panel(fig.subplot(1, 3, 1), c, claim);
+    clock_panel(fig.subplot(1, 3, 2), r, c, claim, clock_columns, clock_ylabel, clock_what,
+                clock_title);
+    fig.tight_layout();
+    fig.save_png(path);
+}
+
 }  // namespace
 
 void draw_scaling(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
@@ -193,17 +211,9 @@ void draw_scaling(const Records& r, const std::vector<Comparison>& c, const std:
 }
 
 void draw_heads(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
-    plot::Figure fig(16, 4.5, 150);
-    plot::Axes& left = fig.subplot(1, 3, 0);
-    settings_panel(left, r, "heads", "정확도 (%, 시험 집합)", "같은 파라미터 수, 헤드 수만 다름");
-    left.legend({.loc = "best", .fontsize = 8});
-    comparisons_panel(fig.subplot(1, 3, 1), c, "heads");
-    clock_panel(fig.subplot(1, 3, 2), r, c, "heads",
-                {{"헤드 4개", "nb-4-fresh:steps_to_99"}, {"헤드 1개", "nb-1-fresh:steps_to_99"}},
-                "스텝", "이웃 차이, 새 씨앗, 검증 99%까지",
-                "헤드 1개가 더 느린가?");
-    fig.tight_layout();
-    fig.save_png(path);
+    three_panels(r, c, "heads", "정확도 (%, 시험 집합)", "같은 파라미터 수, 헤드 수만 다름",
+                 {{"헤드 4개", "nb-4-fresh:steps_to_99"}, {"헤드 1개", "nb-1-fresh:steps_to_99"}},
+                 "스텝", "이웃 차이, 새 씨앗, 검증 99%까지", "헤드 1개가 더 느린가?", path);
 }
 
 void draw_pruning(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
@@ -265,22 +275,12 @@ void draw_positions(const Records& r, const std::vector<Comparison>& c, const st
     fig.save_png(path);
 }
 
-// Accuracy (settings and its comparison) as every claim draws it, and the clock apart: every
-// seed's training seconds to the level for each model, the time comparison's verdict above.
 void draw_opening(const Records& r, const std::vector<Comparison>& c, const std::string& path) {
-    plot::Figure fig(16, 4.5, 150);
-    plot::Axes& left = fig.subplot(1, 3, 0);
-    settings_panel(left, r, "opening", "정확히 일치 (%, 시험 집합)",
-                   "같은 스텝, 비슷한 매개변수 수");
-    left.legend({.loc = "best", .fontsize = 8});
-    comparisons_panel(fig.subplot(1, 3, 1), c, "opening");
-    clock_panel(fig.subplot(1, 3, 2), r, c, "opening",
-                {{"Transformer", "base:seconds_to_level"},
-                 {"LSTM + 어텐션", "lstm:seconds_to_level"}},
-                "학습 시간 (초, 코어 하나)", "검증 " + fixed(LEVEL_PERCENT, 0) + "%까지",
-                "Transformer의 시간 < LSTM의 절반?");
-    fig.tight_layout();
-    fig.save_png(path);
+    three_panels(r, c, "opening", "정확히 일치 (%, 시험 집합)", "같은 스텝, 비슷한 매개변수 수",
+                 {{"Transformer", "base:seconds_to_level"},
+                  {"LSTM + 어텐션", "lstm:seconds_to_level"}},
+                 "학습 시간 (초, 코어 하나)", "검증 " + fixed(LEVEL_PERCENT, 0) + "%까지",
+                 "Transformer의 시간 < LSTM의 절반?", path);
 }
 
 void draw_order(const Records& r, const std::vector<Comparison>& c, const std::string& path) {

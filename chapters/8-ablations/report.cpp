@@ -46,6 +46,13 @@ std::string spread(const std::vector<double>& v, int digits, double lo = -INFINI
 std::string spread_pct(const std::vector<double>& v, int digits) {
     return spread(v, digits, 0, 100);
 }
+// Every seed's value, space-separated, "-" for +inf (never got there).
+std::string per_seed(const std::vector<double>& v, int digits) {
+    std::string out;
+    for (double x : v)
+        out += (out.empty() ? "" : " ") + (std::isinf(x) ? std::string("-") : fixed(x, digits));
+    return out;
+}
 std::vector<double> tail_losses(const std::vector<const Record*>& runs, int steps) {
     std::vector<double> out;
     for (const Record* r : runs)
@@ -238,15 +245,14 @@ void report_heads(const Records& r, const std::vector<Comparison>& cmp, double s
             "쪽/작은 쪽\n",
             int(r.at(four)[0]->value("seed")));
         for (const std::string& run : {four, one}) {
-            std::string firsts, weights;
+            std::string weights;
             for (const Record* rec : r.at(run)) {
-                const double to_99 = rec->value("steps_to_99"),
-                             a = rec->value("max_head_left_weight"),
+                const double a = rec->value("max_head_left_weight"),
                              b = rec->value("max_head_right_weight");
-                firsts += " " + (std::isinf(to_99) ? std::string("-") : fixed(to_99, 0));
                 weights += " " + fixed(std::max(a, b), 2) + "/" + fixed(std::min(a, b), 2);
             }
-            std::printf("    헤드 %c:%s |%s\n", run[3], firsts.c_str(), weights.c_str());
+            std::printf("    헤드 %c: %s |%s\n", run[3],
+                        per_seed(values_of(r, run + ":steps_to_99"), 0).c_str(), weights.c_str());
         }
     }
     report_comparisons(cmp, "heads");
@@ -412,16 +418,13 @@ void report_opening(const Records& r, const std::vector<Comparison>& cmp, double
         tail_steps(steps), fixed(LEVEL_PERCENT, 0).c_str(), fixed(LEVEL_PERCENT, 0).c_str());
     for (const char* run : {"base", "lstm"}) {
         const std::string name = run;
-        std::string to_steps, to_seconds;
-        for (double v : values_of(r, name + ":steps_to_level"))
-            to_steps += (to_steps.empty() ? "" : " ") + (v > 0 ? fixed(v, 0) : "-");
-        for (double v : values_of(r, name + ":seconds_to_level"))
-            to_seconds += (to_seconds.empty() ? "" : " ") + (std::isinf(v) ? "-" : fixed(v, 1));
         std::printf("  %s | %18s | %s | %s | %s | %s\n",
                     name == "base" ? "Transformer" : "LSTM       ",
                     spread(tail_losses(r.at(run), steps), 4, 0).c_str(),
-                    spread_pct(values_of(r, name + ":exact"), 1).c_str(), to_steps.c_str(),
-                    to_seconds.c_str(), spread(values_of(r, name + ":seconds"), 1, 0).c_str());
+                    spread_pct(values_of(r, name + ":exact"), 1).c_str(),
+                    per_seed(values_of(r, name + ":steps_to_level"), 0).c_str(),
+                    per_seed(values_of(r, name + ":seconds_to_level"), 1).c_str(),
+                    spread(values_of(r, name + ":seconds"), 1, 0).c_str());
     }
     std::printf("  (-: 예산 안에 %s%%에 닿지 못함)\n", fixed(LEVEL_PERCENT, 0).c_str());
     report_comparisons(cmp, "opening");

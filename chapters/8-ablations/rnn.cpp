@@ -21,16 +21,23 @@ Tensor lstm_weight(const Shape& shape, int H) {
     return Tensor::from(w, shape).requires_grad_();
 }
 
+// Each sentence's length: its tokens before the padding. src (B, S); returns (B).
+std::vector<int64_t> lengths(const std::vector<int64_t>& src, int64_t B, int64_t S) {
+    std::vector<int64_t> L(size_t(B), 0);
+    for (int64_t i = 0; i < B; i++)
+        while (L[size_t(i)] < S && src[size_t(i * S + L[size_t(i)])] != translate::SRC_PAD)
+            L[size_t(i)]++;
+    return L;
+}
+
 // The source ids each sentence reversed, its padding left at the end: what the backward LSTM
-// reads. src (B, S); returns (B, S).
-std::vector<int64_t> reversed_sources(const std::vector<int64_t>& src, int64_t B, int64_t S) {
+// reads. src (B, S), L (B); returns (B, S).
+std::vector<int64_t> reversed_sources(const std::vector<int64_t>& src,
+                                      const std::vector<int64_t>& L, int64_t S) {
     std::vector<int64_t> rev(src.size(), translate::SRC_PAD);
-    for (int64_t i = 0; i < B; i++) {
-        int64_t L = 0;  // the sentence's length
-        while (L < S && src[size_t(i * S + L)] != translate::SRC_PAD) L++;
-        for (int64_t t = 0; t < L; t++)
-            rev[size_t(i * S + t)] = src[size_t(i * S + L - 1 - t)];
-    }
+    for (size_t i = 0; i < L.size(); i++)
+        for (int64_t t = 0; t < L[i]; t++)
+            rev[i * size_t(S) + size_t(t)] = src[i * size_t(S) + size_t(L[i] - 1 - t)];
     return rev;
 }
 
@@ -57,17 +64,17 @@ RNNsearch::Encoded RNNsearch::encode(const std::vector<int64_t>& src, int64_t B,
         Tensor x = permute(src_embed(ids, {B, S}), {1, 0, 2});  // (S, B, H)
         return lstm(x, enc_W_ih[dir], enc_W_hh[dir], enc_b[dir]);  // (S, B, H)
     };
+    const std::vector<int64_t> L = lengths(src, B, S);      // (B)
     Tensor fwd = run(0, src);                                 // (S, B, H): →h_j at row j
-    Tensor bwd_rev = run(1, reversed_sources(src, B, S));     // (S, B, H): ←h at step t
+    Tensor bwd_rev = run(1, reversed_sources(src, L, S));     // (S, B, H): ←h at step t
     // Step t of sentence i's backward pass read position L_i - 1 - t: put it back at its
     // position (the padding's rows take the padding's steps; the scores never read them).
     std::vector<int64_t> at(size_t(S * B));
-    for (int64_t i = 0; i < B; i++) {
-        int64_t L = 0;
-        while (L < S && src[size_t(i * S + L)] != translate::SRC_PAD) L++;
-        for (int64_t j = 0; j < S; j++)
-            at[size_t(j * B + i)] = (j < L ? L - 1 - j : j) * B + i;
-    }
+    for (int64_t i = 0; i < B; i++)
+        for (int64_t j = 0; j < S; j++) {
+            const int64_t Li = L[size_t(i)];
+            at[size_t(j * B + i)] = (j < Li ? Li - 1 - j : j) * B + i;
+        }
     Tensor bwd = reshape(index_select(reshape(bwd_rev, {S * B, H}), at), {S, B, H});  // ←h_j
     Encoded e;
     e.annotations = permute(concat({fwd, bwd}, 2), {1, 0, 2});  // (B, S, 2H)

@@ -201,8 +201,8 @@ const std::vector<KeySpec> KEYS = {
     // §5's warm-up
     {"peak_lr", Length::one, Range::positive, "the schedule's peak learning rate"},
     // the opening: the clock to LEVEL_PERCENT on validation, and the LSTM's size
-    {"steps_to_level", Length::one, Range::step,
-     "the first step validation was scored at and reached LEVEL_PERCENT exact; 0: never"},
+    {"steps_to_level", Length::one, Range::or_never,
+     "the first step validation was scored at and reached LEVEL_PERCENT exact; inf: never"},
     {"seconds_to_level", Length::one, Range::or_never,
      "the training's wall time to that step; inf: never"},
     {"parameters", Length::one, Range::positive, "the model's parameter count"},
