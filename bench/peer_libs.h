@@ -42,7 +42,8 @@ inline int library_main(const std::string& key, const std::vector<int>& sizes, i
         const SgemmBlocking b = sgemm_blocking();
         // (the blocking it chose from this CPU's caches, named as a peer's kernel is)
         const std::string kernel = "blocking MC " + std::to_string(b.mc) + ", NC " +
-                                   std::to_string(b.nc) + " (L2 " +
+                                   std::to_string(b.nc) + ", NB " + std::to_string(b.nb) +
+                                   " (L2 " +
                                    std::to_string(b.l2_bytes >> 10) + " KB, L3 " +
                                    std::to_string(b.l3_bytes >> 20) + " MB)";
         return done("ours (common/kernels/gemm.cpp)", kernel,

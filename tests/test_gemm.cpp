@@ -139,16 +139,19 @@ TEST_CASE("gemm: all four transpose combinations with alpha, beta and strides") 
 
 TEST_CASE("gemm: shapes that cross every cache block and use both threads") {
     std::mt19937 rng(3);
-    // K > KC (slices accumulate), M > MC (several L2 blocks), N > NC (two L3 blocks), at the
-    // blocking of a 1 MB L2 and a 32 MB L3, whatever this CPU's.
+    // K > KC (slices accumulate), M > MC (several L2 blocks), N > NC (two L3 blocks), N > NB
+    // (two blocks of B where A is read in place), at the blocking of a 1 MB L2 and a 32 MB L3,
+    // whatever this CPU's.
     const SgemmBlocking chosen = sgemm_blocking();
-    sgemm_set_blocking(144, 4096);
+    sgemm_set_blocking(144, 4096, 512);
     CHECK(check({false, false, 300, 520, 600, 1.0f, 0.5f}, rng));
     CHECK(check({true, true, 301, 263, 513, 1.0f, 0.0f}, rng));
     CHECK(check({false, true, 9, 4100, 37, 1.0f, 0.0f}, rng));   // wide and short: column split
     CHECK(check({false, false, 9, 4100, 300, 1.0f, 1.0f}, rng));  // B read in place
     CHECK(check({true, false, 40, 4113, 20, 0.5f, 0.0f}, rng));
-    sgemm_set_blocking(chosen.mc, chosen.nc);
+    CHECK(check({false, false, 100, 1100, 600, 1.0f, 0.5f}, rng));  // A in place, 3 B blocks
+    CHECK(check({false, true, 100, 1100, 600, 1.0f, 0.0f}, rng));
+    sgemm_set_blocking(chosen.mc, chosen.nc, chosen.nb);
 }
 
 // Packing is only copying: op(A) and op(B) read from a transposed array pack into the same
@@ -372,9 +375,10 @@ TEST_CASE("gemm: sgemm_small equals sgemm bit for bit (tiny products, every tran
                 }
 }
 
-// The cache blocking (MC, NC) follows the CPU: any choice must give every output's bits, since
-// only KC orders the sums. Shapes that cross several MC and NC blocks at the smallest blocking,
-// every transpose, both thread counts, the packed-A and the A-in-place paths (N <= 4 NR).
+// The cache blocking (MC, NC, NB) follows the CPU: any choice must give every output's bits,
+// since only KC orders the sums. Shapes that cross several MC, NC and NB blocks at the smallest
+// blocking, every transpose, both thread counts, the packed-A and the A-in-place paths (N <= 4
+// NR, or an A within a 256 KB L2).
 TEST_CASE("gemm: every cache blocking gives the same C bit for bit") {
     const SgemmBlocking chosen = sgemm_blocking();
     std::mt19937 rng(11);
@@ -382,7 +386,8 @@ TEST_CASE("gemm: every cache blocking gives the same C bit for bit") {
     struct Shape {
         int M, N, K;
     };
-    for (const Shape s : {Shape{300, 700, 600}, Shape{250, 4 * sgemm_panel_width(), 530}})
+    for (const Shape s :
+         {Shape{300, 700, 600}, Shape{250, 4 * sgemm_panel_width(), 530}, Shape{120, 700, 530}})
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
                 CAPTURE(s.M);
@@ -393,26 +398,29 @@ TEST_CASE("gemm: every cache blocking gives the same C bit for bit") {
                 for (auto& x : A) x = U(rng);
                 for (auto& x : B) x = U(rng);
                 const int lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
-                auto product = [&](int mc, int nc) {
-                    sgemm_set_blocking(mc, nc);
+                auto product = [&](int mc, int nc, int nb) {
+                    sgemm_set_blocking(mc, nc, nb);
                     std::vector<float> C((size_t)s.M * s.N, 0.5f);
                     sgemm(ta, tb, s.M, s.N, s.K, 0.75f, A.data(), lda, B.data(), ldb, 0.25f,
                           C.data(), s.N);
                     return C;
                 };
-                const std::vector<float> first = product(chosen.mc, chosen.nc);
-                for (const auto& blocking : {std::pair{12, 64}, std::pair{48, 128},
-                                             std::pair{132, 512}, std::pair{1008, 8192}}) {
-                    const int mc = blocking.first, nc = blocking.second;  // (clang 14: no
-                    CAPTURE(mc);                                           // bindings in CAPTURE)
+                const std::vector<float> first = product(chosen.mc, chosen.nc, chosen.nb);
+                for (const std::array<int, 3> blocking :
+                     {std::array{12, 64, 64}, std::array{48, 128, 192}, std::array{132, 512, 256},
+                      std::array{1008, 8192, 8192}}) {
+                    const int mc = blocking[0], nc = blocking[1], nb = blocking[2];
+                    CAPTURE(mc);
                     CAPTURE(nc);
-                    CHECK(product(mc, nc) == first);
+                    CAPTURE(nb);
+                    CHECK(product(mc, nc, nb) == first);
                 }
             }
-    sgemm_set_blocking(chosen.mc, chosen.nc);
-    CHECK_THROWS_AS(sgemm_set_blocking(100, 64), std::invalid_argument);  // not a multiple of 12
-    CHECK_THROWS_AS(sgemm_set_blocking(12, 100), std::invalid_argument);
-    CHECK_THROWS_AS(sgemm_set_blocking(1020, 64), std::invalid_argument);
+    sgemm_set_blocking(chosen.mc, chosen.nc, chosen.nb);
+    CHECK_THROWS_AS(sgemm_set_blocking(100, 64, 64), std::invalid_argument);  // not 12 k
+    CHECK_THROWS_AS(sgemm_set_blocking(12, 100, 64), std::invalid_argument);
+    CHECK_THROWS_AS(sgemm_set_blocking(12, 64, 100), std::invalid_argument);
+    CHECK_THROWS_AS(sgemm_set_blocking(1020, 64, 64), std::invalid_argument);
 }
 
 // The choice from the cache sizes: multiples that every micro-kernel divides, within bounds,
@@ -422,8 +430,10 @@ TEST_CASE("gemm: the cache blocking follows L2 and L3") {
                                                                                        32 << 20);
     CHECK(unknown.mc == common.mc);
     CHECK(unknown.nc == common.nc);
+    CHECK(unknown.nb == common.nb);
     CHECK(common.nc == 4096);  // Bp = 256 x 4096 floats = 4 MB, an eighth of 32 MB
-    long last_mc = 0;
+    CHECK(common.nb == 512);   // with A in place: Bp = 256 x 512 floats = 512 KB, half of 1 MB
+    long last_mc = 0, last_nb = 0;
     for (long l2 : {256L << 10, 512L << 10, 1L << 20, 2L << 20, 4L << 20}) {
         const SgemmBlocking b = sgemm_blocking_for(l2, 32 << 20);
         CAPTURE(l2);
@@ -431,7 +441,10 @@ TEST_CASE("gemm: the cache blocking follows L2 and L3") {
         CHECK(b.mc >= 48);
         CHECK(b.mc <= 1008);
         CHECK(b.mc >= last_mc);
-        last_mc = b.mc;
+        CHECK(b.nb % 64 == 0);
+        CHECK(b.nb >= 64);
+        CHECK(b.nb > last_nb);
+        last_mc = b.mc, last_nb = b.nb;
     }
     CHECK(sgemm_blocking_for(4L << 20, 32 << 20).mc > sgemm_blocking_for(256L << 10, 32 << 20).mc);
     CHECK(sgemm_blocking_for(1 << 20, 8 << 20).nc == 1024);

@@ -19,10 +19,13 @@
 //
 // Threads: OpenMP splits the rows (or, for short and wide products, the columns) of C between
 // the threads; each packs what it needs itself, so they never wait for each other. A call made
-// inside a parallel region runs on one thread. Small-M products with a row-major B read B in place
-// instead of packing it, since each element of B is used only M times. Callers that multiply by the
-// same B many times (FlashAttention's K and V tiles, the LSTM's W_hh at every step) pack it once
-// with sgemm_pack_b and call sgemm_packed_b.
+// inside a parallel region runs on one thread.
+// Two shapes skip a pack. A row-major A within one core's L2 (or feeding a narrow C) is read in
+// place, with the loops turned round (sgemm_a_in_place): MR rows of A stay in L1 while the B
+// panels of an L2 block stream past. Small-M products with a row-major B read B in place (each
+// element of B is used only M times). Callers that multiply by the same B many times
+// (FlashAttention's K and V tiles, the LSTM's W_hh at every step) pack it once with sgemm_pack_b
+// and call sgemm_packed_b.
 #include "common/kernels/gemm.h"
 
 #include "common/kernels/parallel.h"
@@ -527,16 +530,6 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
         workspace = mem::Buffer<float>((size_t)nt * per_thread, mem::uninit);
         ws = workspace.data();
     }
-    // A narrow C (N <= 4 NR) uses each element of A only a few times: packing it would cost as
-    // much as the FMAs it feeds, so A is read in place. So is an A that fits in a quarter of L2
-    // (256 x 256 on a 1 MB L2): its rows stay in cache from one column panel to the next, and
-    // packing it is a pass over memory the product itself does not need. Not a transposed A:
-    // there each k step of the kernel reads a new line, lda apart (P^T dO at n = 1024: 4 KB,
-    // one L1 set for all of them), and one masked vector a panel row packs it for less than
-    // those misses cost.
-    const bool small_a = !trans_a && long(M) * K * long(sizeof(float)) <= bl.l2_bytes / 4;
-    const bool direct_a = small_a || (!trans_a && N <= 4 * NR);
-
 #pragma omp parallel num_threads(nt)
     {
         const int t = omp_get_thread_num();
@@ -546,11 +539,7 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
         for (int jc = 0; jc < N; jc += NC) {
             const int nc = std::min(NC, N - jc);
             const int col_panels = ceil_div(nc, NR);
-            // A small A read in place is read whole by every thread from its own L2: the
-            // threads split the columns, so that each packs only its part of B.
-            const Split s = small_a && N > 4 * NR && col_panels >= nthreads
-                                ? Split{1, nthreads}
-                                : split_threads(nthreads, row_panels, col_panels);
+            const Split s = split_threads(nthreads, row_panels, col_panels);
             const auto [r0, r1] = range_of(t / s.nt_c, s.nt_r, row_panels);  // my row panels
             const auto [c0, c1] = range_of(t % s.nt_c, s.nt_c, col_panels);  // my col panels
             if (r0 == r1 || c0 == c1) continue;
@@ -563,9 +552,8 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
 
                 for (int ib = r0; ib < r1; ib += MC / MR) {  // an L2 block of row panels
                     const int ie = std::min(r1, ib + MC / MR);
-                    if (!direct_a)
-                        pack_a_block(A, lda, trans_a, ib * MR, std::min(ie * MR, M) - ib * MR, pc,
-                                     kc, Ap);
+                    pack_a_block(A, lda, trans_a, ib * MR, std::min(ie * MR, M) - ib * MR, pc, kc,
+                                 Ap);
                     for (int jr = c0; jr < c1; jr++) {
                         const int j = jc + jr * NR;
                         const int n = std::min(NR, N - j);
@@ -577,14 +565,86 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
                             const float* C_next = ir + 1 < ie  ? C + (long)(i + MR) * ldc + j
                                                   : jr + 1 < c1 ? C + (long)ib * MR * ldc + j + NR
                                                                 : nullptr;
-                            if (direct_a)  // A[i, pc] where it lies (C at most 4 NR wide)
-                                KERNELS_A_ROWS[m - 1](kc, A + (long)i * lda + pc, lda, b, NR,
-                                                      C + (long)i * ldc + j, ldc, nullptr, n,
-                                                      scale);
-                            else
-                                KERNELS_NEXT[m - 1](kc, Ap + (long)(ir - ib) * kc * MR, 0, b, NR,
-                                                    C + (long)i * ldc + j, ldc, C_next, n, scale);
+                            KERNELS_NEXT[m - 1](kc, Ap + (long)(ir - ib) * kc * MR, 0, b, NR,
+                                                C + (long)i * ldc + j, ldc, C_next, n, scale);
                         }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// A row-major op(A) that fits in one core's L2 (256 x 256 up to 512 x 512), or one that feeds a
+// narrow C (N <= 4 NR, each element of A used only a few times), is read where it lies, and the
+// loops turn round, rows outer:
+//
+//   for jb in N step NB:                 a block of B that stays in L2 (half of it)
+//     for pc in K step KC:
+//       pack B[pc:pc+KC, jb:jb+NB]        (or read it in place: a small row-major B)
+//       for ir in M step MR:             MR rows of A (MR x KC floats: 12 KB) stay in L1 ...
+//         for jr in NB step NR:          ... while the B micro-panels stream past from L2
+//           micro-kernel
+//
+// Packing A would be a pass over memory the product itself does not need, and with rows outer
+// each row slice is read from L2 once per block of B. Not a transposed A: there each k step of
+// the kernel reads a new line, lda apart (P^T dO at n = 1024: 4 KB, one L1 set for all of them),
+// and packing costs less than those misses. The same kernels, the same KC slices in the same
+// order: the bits are sgemm_packed's.
+// The threads split the columns (a small A is read whole by each, from its own L2), or, where C
+// is too narrow for that, the rows.
+void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+                      const float* B, int ldb, float beta, float* C, int ldc, int nt,
+                      bool small_a) {
+    const SgemmBlocking& bl = blocking();
+    const int NB = bl.nb;
+    const int row_panels = ceil_div(M, MR), col_panels = ceil_div(N, NR);
+    const int kc_max = std::min(K, KC);
+    // A small row-major B (within a quarter of L2) is read in place too; only its ragged last
+    // panel is packed, since a kernel reads NR floats of every row.
+    const bool b_in_place = !trans_b && long(K) * N * long(sizeof(float)) <= bl.l2_bytes / 4;
+    const size_t b_floats = (size_t)kc_max * std::min(ceil_div(NB, NR), col_panels) * NR;
+    mem::Buffer<float> workspace;
+    float* ws;
+    if (nt == 1 && b_floats <= SMALL_WORKSPACE) {
+        ws = small_workspace();
+    } else {
+        workspace = mem::Buffer<float>((size_t)nt * b_floats, mem::uninit);
+        ws = workspace.data();
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        const int nthreads = omp_get_num_threads();
+        float* const Bp = ws + (size_t)t * b_floats;  // my packed B block (NB/NR, KC, NR)
+        const Split s = small_a && col_panels >= nthreads
+                            ? Split{1, nthreads}
+                            : split_threads(nthreads, row_panels, col_panels);
+        const auto [r0, r1] = range_of(t / s.nt_c, s.nt_r, row_panels);  // my row panels
+        const auto [c0, c1] = range_of(t % s.nt_c, s.nt_c, col_panels);  // my col panels
+        for (int jb = c0; jb < c1 && r0 < r1; jb += NB / NR) {  // an L2 block of col panels
+            const int je = std::min(c1, jb + NB / NR);
+            for (int pc = 0; pc < K; pc += KC) {
+                const int kc = std::min(KC, K - pc);
+                const Scale scale{alpha, pc == 0 ? beta : 1.0f};  // later slices accumulate
+                for (int jr = jb; jr < je; jr++) {
+                    const int n = std::min(NR, N - jr * NR);
+                    if (!b_in_place || n < NR)
+                        pack_b_panel(B, ldb, trans_b, pc, kc, jr * NR, n,
+                                     Bp + (long)(jr - jb) * kc * NR);
+                }
+                for (int ir = r0; ir < r1; ir++) {
+                    const int i = ir * MR;
+                    const int m = std::min(MR, M - i);
+                    for (int jr = jb; jr < je; jr++) {
+                        const int j = jr * NR;
+                        const int n = std::min(NR, N - j);
+                        const bool in_place = b_in_place && n == NR;
+                        const float* b = in_place ? B + (long)pc * ldb + j
+                                                  : Bp + (long)(jr - jb) * kc * NR;
+                        KERNELS_A_ROWS[m - 1](kc, A + (long)i * lda + pc, lda, b,
+                                              in_place ? ldb : NR, C + (long)i * ldc + j, ldc,
+                                              nullptr, n, scale);
                     }
                 }
             }
@@ -653,8 +713,11 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
     // parallel region (e.g. attention over B*h) the caller already owns the cores.
     const double flops = 2.0 * M * N * K;
     const int nt = (omp_in_parallel() || flops < 4e6) ? 1 : omp_get_max_threads();
+    const bool small_a = long(M) * K * long(sizeof(float)) <= blocking().l2_bytes;
     if (!trans_b && M <= DIRECT_B_MAX_M)
         sgemm_direct_b(trans_a, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt);
+    else if (!trans_a && (small_a || N <= 4 * NR))
+        sgemm_a_in_place(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt, small_a);
     else
         sgemm_packed(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt);
 }
@@ -673,17 +736,21 @@ SgemmBlocking sgemm_blocking_for(long l2_bytes, long l3_bytes) {
     // Bp, KC x NC floats, takes an eighth of L3 (shared by the cores, and by every thread's Bp).
     const long nc = l3_bytes / 8 / (KC * long(sizeof(float)));
     b.nc = int(std::clamp(nc / 64 * 64, 512L, long(NC_MAX)));
+    // With A read in place, Bp (KC x NB floats) takes half of L2: 512 columns on a 1 MB L2.
+    const long nb = l2_bytes / 2 / (KC * long(sizeof(float)));
+    b.nb = int(std::clamp(nb / 64 * 64, 64L, long(NC_MAX)));
     return b;
 }
 
 SgemmBlocking sgemm_blocking() { return blocking(); }
 
-void sgemm_set_blocking(int mc, int nc) {
-    if (mc % 12 != 0 || mc < 12 || mc > MC_MAX || nc % 64 != 0 || nc < 64 || nc > NC_MAX)
+void sgemm_set_blocking(int mc, int nc, int nb) {
+    auto columns = [](int c) { return c % 64 == 0 && c >= 64 && c <= NC_MAX; };
+    if (mc % 12 != 0 || mc < 12 || mc > MC_MAX || !columns(nc) || !columns(nb))
         throw std::invalid_argument("sgemm_set_blocking: mc must be a multiple of 12 up to " +
-                                    std::to_string(MC_MAX) + ", nc a multiple of 64 up to " +
+                                    std::to_string(MC_MAX) + ", nc and nb multiples of 64 up to " +
                                     std::to_string(NC_MAX));
-    blocking().mc = mc, blocking().nc = nc;
+    blocking().mc = mc, blocking().nc = nc, blocking().nb = nb;
 }
 
 int sgemm_k_slice() { return KC; }
@@ -723,7 +790,7 @@ size_t sgemm_workspace_bytes_max() {
     // Worst case: every thread inside a parallel region runs a large single-threaded call, at
     // the blocking in force.
     const SgemmBlocking& bl = blocking();
-    return nt * ((size_t)KC * bl.nc + (size_t)bl.mc * KC + SMALL_WORKSPACE) * sizeof(float);
+    return nt * ((size_t)KC * (std::max(bl.nc, bl.nb) + bl.mc) + SMALL_WORKSPACE) * sizeof(float);
 }
 
 // ---- tiny products ---------------------------------------------------------------------------

@@ -13,17 +13,18 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
 // backward builds dV = P^T dO and dK = dS^T Q that way, a block of rows of P and dS at a time).
 int sgemm_k_slice();
 
-// The cache blocking: sgemm packs MC rows of A and NC columns of B per block, chosen from this
-// CPU's L2 and L3 sizes (read once, at the first call). They group the tiles and nothing else,
-// so any choice gives the same bits. sgemm_set_blocking replaces the choice for the whole
-// program (the tests, bench-gemm's sweep): mc a multiple of 12 up to 1008, nc of 64 up to 8192.
+// The cache blocking: sgemm packs MC rows of A and NC columns of B per block, and where it reads
+// A in place, NB columns of B per block; all chosen from this CPU's L2 and L3 sizes (read once,
+// at the first call). They group the tiles and nothing else, so any choice gives the same bits.
+// sgemm_set_blocking replaces the choice for the whole program (the tests, bench-gemm's sweep):
+// mc a multiple of 12 up to 1008, nc and nb of 64 up to 8192.
 struct SgemmBlocking {
-    int mc, nc;
+    int mc, nc, nb;
     long l2_bytes, l3_bytes;  // as read, or the sizes assumed where the CPU does not say
 };
 SgemmBlocking sgemm_blocking();
 SgemmBlocking sgemm_blocking_for(long l2_bytes, long l3_bytes);
-void sgemm_set_blocking(int mc, int nc);
+void sgemm_set_blocking(int mc, int nc, int nb);
 
 // Packing B once for many products. FlashAttention multiplies every tile of Q by the same tiles
 // of K and V, so it packs K, V (and their transposes) once per head instead of once per tile;
