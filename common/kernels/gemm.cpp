@@ -52,6 +52,7 @@ namespace {
 struct Simd {
     using V = __m512;
     static constexpr int W = 16, MR = 12, NV = 2;  // tile 12 x 32
+    static constexpr int MR_WIDE = 6, NV_WIDE = 4;  // tile 6 x 64 (sgemm_a_in_place)
     static V zero() { return _mm512_setzero_ps(); }
     static V load(const float* p) { return _mm512_loadu_ps(p); }
     static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
@@ -63,6 +64,7 @@ struct Simd {
 struct Simd {
     using V = __m256;
     static constexpr int W = 8, MR = 6, NV = 2;  // tile 6 x 16
+    static constexpr int MR_WIDE = MR, NV_WIDE = NV;
     static V zero() { return _mm256_setzero_ps(); }
     static V load(const float* p) { return _mm256_loadu_ps(p); }
     static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
@@ -74,6 +76,7 @@ struct Simd {
 struct Simd {  // NEON, which every aarch64 CPU has: 32 registers of 4 floats
     using V = float32x4_t;
     static constexpr int W = 4, MR = 6, NV = 4;  // tile 6 x 16 (24 accumulators)
+    static constexpr int MR_WIDE = MR, NV_WIDE = NV;
     static V zero() { return vdupq_n_f32(0.0f); }
     static V load(const float* p) { return vld1q_f32(p); }
     static void store(float* p, V v) { vst1q_f32(p, v); }
@@ -85,6 +88,7 @@ struct Simd {  // NEON, which every aarch64 CPU has: 32 registers of 4 floats
 struct Simd {  // portable: GCC's and clang's vector extensions, 4 floats (SSE2 on x86-64)
     typedef float V __attribute__((vector_size(16)));
     static constexpr int W = 4, MR = 4, NV = 2;  // tile 4 x 8
+    static constexpr int MR_WIDE = MR, NV_WIDE = NV;
     static V zero() { return V{0, 0, 0, 0}; }
     static V load(const float* p) {
         V v;
@@ -108,6 +112,13 @@ constexpr int NR = Simd::W * Simd::NV;  // columns of the register tile
 // FlashAttention (common/kernels/attention.cpp) steps through packed K and V in tiles of 256
 // columns, which must start on a panel boundary.
 static_assert(256 % NR == 0, "NR must divide attention's Bc = 256");
+// The tile for a narrow C with A read in place (sgemm_a_in_place, N <= 4 NR): with AVX-512,
+// 6 x 64 rather than 12 x 32, the same 24 accumulators. Each A value broadcast feeds 4 FMAs
+// instead of 2, and C's whole width (P V in attention: N = d_k = 64) is one panel. Wider C keeps
+// 12 x 32 (its B micro-panel, 32 KB, fits L1 where sgemm_packed keeps it there; 64 KB would
+// not). Elsewhere the one tile.
+constexpr int MR_WIDE = Simd::MR_WIDE;
+constexpr int NR_WIDE = Simd::W * Simd::NV_WIDE;
 // KC, the shared dimension per block (a Bp micro-panel is KC*NR*4 bytes, for L1), is the same on
 // every CPU: each KC slice is summed in registers and then added to C, so KC fixes the order of
 // every output's sums, and with it every printed value and figure, bit for bit.
@@ -149,11 +160,13 @@ enum class AMode { packed, rows, cols };
 // With PrefetchNext, C_next is the C tile the caller's next call writes (or nullptr): its lines
 // are asked for while this call's FMAs run (below); without, C_next is not used.
 // m <= MR is a template argument so a short edge tile does no wasted work.
-template <int m, AMode Mode, bool PrefetchNext>
+// NV vectors across (NR = NV * W columns): Simd::NV, or Simd::NV_WIDE with A in place.
+template <int m, AMode Mode, bool PrefetchNext, int NV = Simd::NV>
 void micro_kernel(int kc, const float* a, long lda, const float* b, long b_stride, float* C,
                   long ldc, const float* C_next, int n, const Scale& scale) {
     using V = Simd::V;
-    constexpr int NV = Simd::NV, W = Simd::W;
+    constexpr int W = Simd::W, NR = NV * W;
+    static_assert(Mode != AMode::packed || NV == Simd::NV, "packed panels are MR x (NV W)");
     V acc[m][NV];  // the C tile, held in registers
     // rows: row i of the block at row[i / 3] + (i % 3) * lda; each pointer steps along k
     const float* row[4] = {a, a, a, a};
@@ -249,9 +262,9 @@ void micro_kernel(int kc, const float* a, long lda, const float* b, long b_strid
 using Kernel = void (*)(int, const float*, long, const float*, long, float*, long, const float*,
                         int, const Scale&);
 
-template <AMode Mode, bool PrefetchNext, int... I>
+template <AMode Mode, bool PrefetchNext, int NV = Simd::NV, int... I>
 constexpr auto make_kernels(std::integer_sequence<int, I...>) {
-    return std::array<Kernel, sizeof...(I)>{&micro_kernel<I + 1, Mode, PrefetchNext>...};
+    return std::array<Kernel, sizeof...(I)>{&micro_kernel<I + 1, Mode, PrefetchNext, NV>...};
 }
 // KERNELS[m - 1] handles a tile of m rows of packed A; KERNELS_NEXT the same, asking for the
 // next call's C tile as it goes; KERNELS_A_ROWS and KERNELS_A_COLS of A in place, row-major
@@ -261,6 +274,16 @@ constexpr auto KERNELS = make_kernels<AMode::packed, false>(ROW_COUNTS);
 constexpr auto KERNELS_NEXT = make_kernels<AMode::packed, true>(ROW_COUNTS);
 constexpr auto KERNELS_A_ROWS = make_kernels<AMode::rows, false>(ROW_COUNTS);
 constexpr auto KERNELS_A_COLS = make_kernels<AMode::cols, false>(ROW_COUNTS);
+// KERNELS_WIDE[m - 1]: m rows of a row-major A in place, the wide tile (MR_WIDE x NR_WIDE).
+constexpr auto KERNELS_WIDE = make_kernels<AMode::rows, false, Simd::NV_WIDE>(
+    std::make_integer_sequence<int, MR_WIDE>{});
+
+// The kernels for m rows of a row-major A in place, with a tile Tile_MR tall and Tile_NR wide.
+template <int Tile_MR, int Tile_NR>
+Kernel a_rows_kernel(int m) {
+    if constexpr (Tile_NR == NR_WIDE && Tile_MR == MR_WIDE) return KERNELS_WIDE[m - 1];
+    else return KERNELS_A_ROWS[m - 1];
+}
 
 // The kernel for m rows of op(A) read in place (AMode::rows or AMode::cols).
 inline Kernel direct_a_kernel(bool trans_a, int m) {
@@ -340,12 +363,13 @@ bool transpose_pack(const float* src, long ld, int rows, int kc, float* dst, int
 #endif
 }
 
-// A transposed B's micro-panel: NR columns of op(B) are NR rows of B, in groups of 16.
+// A transposed B's micro-panel: PW columns of op(B) are PW rows of B, in groups of 16.
+template <int PW>
 bool transpose_pack_b(const float* src, long ld, int n, int kc, float* dst) {
 #if defined(__AVX512F__)
-    static_assert(NR % 16 == 0, "the transposing pack takes NR in groups of 16");
-    for (int g = 0; g < NR; g += 16)
-        transpose_pack(src + (long)g * ld, ld, std::clamp(n - g, 0, 16), kc, dst + g, NR, 16);
+    static_assert(PW % 16 == 0, "the transposing pack takes a panel in groups of 16");
+    for (int g = 0; g < PW; g += 16)
+        transpose_pack(src + (long)g * ld, ld, std::clamp(n - g, 0, 16), kc, dst + g, PW, 16);
     return true;
 #else
     (void)src, (void)ld, (void)n, (void)kc, (void)dst;
@@ -415,15 +439,17 @@ void pack_a_block(const float* A, int lda, bool trans_a, int i0, int rows, int p
                      dst + (long)q * kc * MR);
 }
 
-// One NR-wide micro-panel of op(B): shared index p0..p0+kc, columns j0..j0+n -> dst (kc, NR),
-// zero-padded right of n columns.
+// One micro-panel of op(B), PW wide (NR, or NR_WIDE): shared index p0..p0+kc, columns
+// j0..j0+n -> dst (kc, PW), zero-padded right of n columns.
+template <int PW = NR>
 void pack_b_panel(const float* B, int ldb, bool trans_b, int p0, int kc, int j0, int n,
                   float* dst) {
+    constexpr int NR = PW;  // the panel's width, in this function
     if (!trans_b && n == NR) {  // a full panel: each row is NR/W whole vectors
         for (int k = 0; k < kc; k++) {
             const float* src = B + (long)(p0 + k) * ldb + j0;
 #pragma GCC unroll 4
-            for (int v = 0; v < Simd::NV; v++)
+            for (int v = 0; v < NR / Simd::W; v++)
                 Simd::store(dst + k * NR + v * Simd::W, Simd::load(src + v * Simd::W));
         }
     } else if (!trans_b) {  // B is (K, N): a row of the panel is contiguous
@@ -432,7 +458,7 @@ void pack_b_panel(const float* B, int ldb, bool trans_b, int p0, int kc, int j0,
             for (int c = 0; c < n; c++) dst[k * NR + c] = src[c];
             for (int c = n; c < NR; c++) dst[k * NR + c] = 0.0f;
         }
-    } else if (transpose_pack_b(B + (long)j0 * ldb + p0, ldb, n, kc, dst)) {
+    } else if (transpose_pack_b<NR>(B + (long)j0 * ldb + p0, ldb, n, kc, dst)) {
         // B is (N, K): done 16 k at a time in registers (transpose_pack)
     } else {  // B is (N, K)
         for (int c = 0; c < NR; c++) {
@@ -582,7 +608,7 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
 //   for jb in N step NB:                 a block of B that stays in L2 (half of it)
 //     for pc in K step KC:
 //       pack B[pc:pc+KC, jb:jb+NB]        (or read it in place: a small row-major B)
-//       for ir in M step MR:             MR rows of A (MR x KC floats: 12 KB) stay in L1 ...
+//       for ir in M step MR:             MR rows of A (MR x KC floats, 12 KB) stay in L1 ...
 //         for jr in NB step NR:          ... while the B micro-panels stream past from L2
 //           micro-kernel
 //
@@ -591,13 +617,16 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
 // the kernel reads a new line, lda apart (P^T dO at n = 1024: 4 KB, one L1 set for all of them),
 // and packing costs less than those misses. The same kernels, the same KC slices in the same
 // order: the bits are sgemm_packed's.
-// The threads split the columns (a small A is read whole by each, from its own L2), or, where C
-// is too narrow for that, the rows.
+// MR and NR here are the tile's: MR x NR, or MR_WIDE x NR_WIDE for a narrow C. The threads split
+// the columns (a small A is read whole by each, from its own L2), or, where C is too narrow for
+// that, the rows.
+template <int Tile_MR, int Tile_NR>
 void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
                       const float* B, int ldb, float beta, float* C, int ldc, int nt,
                       bool small_a) {
     const SgemmBlocking& bl = blocking();
     const int NB = bl.nb;
+    constexpr int MR = Tile_MR, NR = Tile_NR;  // the tile, in this function
     const int row_panels = ceil_div(M, MR), col_panels = ceil_div(N, NR);
     const int kc_max = std::min(K, KC);
     // A small row-major B (within a quarter of L2) is read in place too; only its ragged last
@@ -630,7 +659,7 @@ void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const floa
                 for (int jr = jb; jr < je; jr++) {
                     const int n = std::min(NR, N - jr * NR);
                     if (!b_in_place || n < NR)
-                        pack_b_panel(B, ldb, trans_b, pc, kc, jr * NR, n,
+                        pack_b_panel<NR>(B, ldb, trans_b, pc, kc, jr * NR, n,
                                      Bp + (long)(jr - jb) * kc * NR);
                 }
                 for (int ir = r0; ir < r1; ir++) {
@@ -642,7 +671,7 @@ void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const floa
                         const bool in_place = b_in_place && n == NR;
                         const float* b = in_place ? B + (long)pc * ldb + j
                                                   : Bp + (long)(jr - jb) * kc * NR;
-                        KERNELS_A_ROWS[m - 1](kc, A + (long)i * lda + pc, lda, b,
+                        a_rows_kernel<MR, NR>(m)(kc, A + (long)i * lda + pc, lda, b,
                                               in_place ? ldb : NR, C + (long)i * ldc + j, ldc,
                                               nullptr, n, scale);
                     }
@@ -716,8 +745,12 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
     const bool small_a = long(M) * K * long(sizeof(float)) <= blocking().l2_bytes;
     if (!trans_b && M <= DIRECT_B_MAX_M)
         sgemm_direct_b(trans_a, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt);
-    else if (!trans_a && (small_a || N <= 4 * NR))
-        sgemm_a_in_place(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt, small_a);
+    else if (!trans_a && N <= 4 * NR)
+        sgemm_a_in_place<MR_WIDE, NR_WIDE>(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                                           nt, small_a);
+    else if (!trans_a && small_a)
+        sgemm_a_in_place<MR, NR>(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt,
+                                 small_a);
     else
         sgemm_packed(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt);
 }
