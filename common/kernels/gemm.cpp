@@ -12,9 +12,10 @@
 // The micro-kernel keeps an MR x NR tile of C in vector registers for the whole KC loop: each
 // step loads NR/W vectors of B, broadcasts MR values of A and does MR*NR/W fused multiply-adds,
 // so almost every instruction is an FMA. The ISA is chosen at compile time (-march=native):
-//   AVX-512: 12 x 32 tile (24 zmm accumulators)   AVX2+FMA: 6 x 16 tile (12 ymm accumulators)
-//   aarch64 NEON: 6 x 16 tile (24 q accumulators)  otherwise a portable 4 x 8 tile written with
-//   GCC vector extensions (on x86-64 without FMA each multiply-add rounds twice: SGEMM_FUSED).
+//   AVX-512: 12 x 32 tile (24 zmm accumulators; 6 x 64 for a narrow C with A read in place)
+//   AVX2+FMA: 6 x 16 tile (12 ymm accumulators)    aarch64 NEON: 6 x 16 tile (24 q accumulators)
+//   otherwise a portable 4 x 8 tile written with GCC vector extensions (on x86-64 without FMA
+//   each multiply-add rounds twice: SGEMM_FUSED).
 // Every ISA runs the same templated kernel; only the handful of vector operations differ.
 //
 // Threads: OpenMP splits the rows (or, for short and wide products, the columns) of C between
@@ -660,7 +661,7 @@ void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const floa
                     const int n = std::min(NR, N - jr * NR);
                     if (!b_in_place || n < NR)
                         pack_b_panel<NR>(B, ldb, trans_b, pc, kc, jr * NR, n,
-                                     Bp + (long)(jr - jb) * kc * NR);
+                                         Bp + (long)(jr - jb) * kc * NR);
                 }
                 for (int ir = r0; ir < r1; ir++) {
                     const int i = ir * MR;
@@ -672,8 +673,8 @@ void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const floa
                         const float* b = in_place ? B + (long)pc * ldb + j
                                                   : Bp + (long)(jr - jb) * kc * NR;
                         a_rows_kernel<MR, NR>(m)(kc, A + (long)i * lda + pc, lda, b,
-                                              in_place ? ldb : NR, C + (long)i * ldc + j, ldc,
-                                              nullptr, n, scale);
+                                                 in_place ? ldb : NR, C + (long)i * ldc + j,
+                                                 ldc, nullptr, n, scale);
                     }
                 }
             }
