@@ -198,6 +198,9 @@ void micro_kernel(int kc, const float* a, long lda, const float* b, long b_strid
     const int pf_lines = PrefetchNext && C_next ? 2 * MR : 0;
     const int pf_every = std::max(1, kc / std::max(1, pf_lines));
     int pf = 0, pf_k = 0;  // lines asked for so far, and the k of the next one
+    // Two k steps a turn of the loop: the pointer steps and the loop's test are paid half as often
+    // (2.5% on the 256 square, on one thread and on two, in one process against the rolled loop).
+#pragma GCC unroll 2
     for (int k = 0; k < kc; k++) {
         if constexpr (PrefetchNext) {
             if (pf < pf_lines && k == pf_k) {
