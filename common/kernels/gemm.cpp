@@ -509,6 +509,14 @@ float* small_workspace() {
     return ws.data();
 }
 
+// Room for nt threads of per_thread floats each: the calling thread's small buffer where one
+// thread's fits in it, else a new buffer that `held` keeps for the call.
+float* thread_workspace(int nt, size_t per_thread, mem::Buffer<float>& held) {
+    if (nt == 1 && per_thread <= SMALL_WORKSPACE) return small_workspace();
+    held = mem::Buffer<float>((size_t)nt * per_thread, mem::uninit);
+    return held.data();
+}
+
 // ---- the cache blocking, from the CPU that runs ---------------------------------------------
 // The bytes of one core's cache at `level` (2 or 3): sysconf, which glibc answers from CPUID on
 // x86-64, Intel and AMD alike; else Linux's description of cpu0's caches; 0 where neither says.
@@ -552,14 +560,8 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
     const size_t a_floats = (size_t)std::min(MC, row_panels * MR) * kc_max;  // (MC/MR, KC, MR)
     const size_t b_floats = (size_t)kc_max * ceil_div(nc_max, NR) * NR;      // (NC/NR, KC, NR)
     const size_t per_thread = a_floats + b_floats;
-    mem::Buffer<float> workspace;
-    float* ws;
-    if (nt == 1 && per_thread <= SMALL_WORKSPACE) {
-        ws = small_workspace();
-    } else {
-        workspace = mem::Buffer<float>((size_t)nt * per_thread, mem::uninit);
-        ws = workspace.data();
-    }
+    mem::Buffer<float> held;
+    float* const ws = thread_workspace(nt, per_thread, held);
 #pragma omp parallel num_threads(nt)
     {
         const int t = omp_get_thread_num();
@@ -637,14 +639,8 @@ void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const floa
     // panel is packed, since a kernel reads NR floats of every row.
     const bool b_in_place = !trans_b && long(K) * N * long(sizeof(float)) <= bl.l2_bytes / 4;
     const size_t b_floats = (size_t)kc_max * std::min(ceil_div(NB, NR), col_panels) * NR;
-    mem::Buffer<float> workspace;
-    float* ws;
-    if (nt == 1 && b_floats <= SMALL_WORKSPACE) {
-        ws = small_workspace();
-    } else {
-        workspace = mem::Buffer<float>((size_t)nt * b_floats, mem::uninit);
-        ws = workspace.data();
-    }
+    mem::Buffer<float> held;
+    float* const ws = thread_workspace(nt, b_floats, held);
 #pragma omp parallel num_threads(nt)
     {
         const int t = omp_get_thread_num();
