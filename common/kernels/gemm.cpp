@@ -665,15 +665,15 @@ void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const floa
                 for (int ir = r0; ir < r1; ir++) {
                     const int i = ir * MR;
                     const int m = std::min(MR, M - i);
+                    const Kernel kernel = a_rows_kernel<MR, NR>(m);
                     for (int jr = jb; jr < je; jr++) {
                         const int j = jr * NR;
                         const int n = std::min(NR, N - j);
                         const bool in_place = b_in_place && n == NR;
                         const float* b = in_place ? B + (long)pc * ldb + j
                                                   : Bp + (long)(jr - jb) * kc * NR;
-                        a_rows_kernel<MR, NR>(m)(kc, A + (long)i * lda + pc, lda, b,
-                                                 in_place ? ldb : NR, C + (long)i * ldc + j,
-                                                 ldc, nullptr, n, scale);
+                        kernel(kc, A + (long)i * lda + pc, lda, b, in_place ? ldb : NR,
+                               C + (long)i * ldc + j, ldc, nullptr, n, scale);
                     }
                 }
             }
