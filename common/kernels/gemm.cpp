@@ -297,68 +297,52 @@ inline Kernel direct_a_kernel(bool trans_a, int m) {
 // Packing a row-major operand into a panel is a transpose: dst[k * dst_ld + r] = src[r * ld + k]
 // for r < rows, k < kc, with lanes rows..lanes of each dst row zeroed (the panel's padding).
 // Element by element that is one scalar load and one strided store per float, a large share of
-// an A @ B^T's time. With AVX-512 it is done 16 x 16 floats at a time in registers: 16 row
-// loads, the classic three-stage shuffle transpose (unpack, shuffle_ps, two rounds of
-// shuffle_f32x4) and 16 masked stores. Only copies: the packed panel, and so every product, is
-// bit for bit what the scalar loops write.
+// an A @ B^T's time. With AVX-512 it is done 16 rows x 4 columns at a time in registers: each
+// 128-bit lane of a register is loaded with 4 columns of one row, lane L of x[s] from row
+// 4L + s, so that a 4 x 4 transpose inside every lane (two rounds of in-lane shuffles) leaves
+// column k's 16 rows in one register, in order. Loading the lanes where they belong costs less
+// than moving them between lanes afterwards (a 16 x 16 transpose of whole rows in registers
+// takes two more rounds of shuffles, across lanes). Only copies: the packed panel, and so every
+// product, is bit for bit what the scalar loops write.
 // Returns false where there is no AVX-512 (the caller then runs its scalar loop).
-#if defined(__AVX512F__)
-// GCC 12's unpack and shuffle intrinsics start from _mm512_undefined_ps(), which its
-// -Wmaybe-uninitialized reports once inlined (a known false positive).
-#if !defined(__clang__)  // clang has no -Wmaybe-uninitialized (nor the false positive)
+// rows <= lanes <= 16.
+#if defined(__AVX512F__) && !defined(__clang__)
+// GCC 12's insert and unpack intrinsics start from _mm512_undefined_ps(), which its
+// -Wmaybe-uninitialized reports once inlined (a known false positive; clang has neither).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-inline void transpose16(__m512 r[16]) {
-    __m512 t[16], u[16];
-    // Every loop unrolled, so that r, t and u live in registers (rolled, GCC keeps t and u on the
-    // stack and the transpose runs at half the speed).
-    // lane L of t[2i]: a[4L] b[4L] a[4L+1] b[4L+1], where a, b are rows 2i, 2i+1
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; g++) {  // lane L of u[4g + j]: rows 4g..4g+3 at column 4L + j
-        u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {  // column 4L + j: lane L of u[j], u[4 + j], u[8 + j], u[12 + j]
-        const __m512 p0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44);
-        const __m512 p1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xEE);
-        const __m512 p2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44);
-        const __m512 p3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xEE);
-        r[j] = _mm512_shuffle_f32x4(p0, p2, 0x88);
-        r[4 + j] = _mm512_shuffle_f32x4(p0, p2, 0xDD);
-        r[8 + j] = _mm512_shuffle_f32x4(p1, p3, 0x88);
-        r[12 + j] = _mm512_shuffle_f32x4(p1, p3, 0xDD);
-    }
-}
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#endif
-
-// rows <= lanes <= 16.
 bool transpose_pack(const float* src, long ld, int rows, int kc, float* dst, int dst_ld,
                     int lanes) {
 #if defined(__AVX512F__)
     const __mmask16 lane_mask = (__mmask16)((1u << lanes) - 1);
-    for (int k0 = 0; k0 < kc; k0 += 16) {
-        const int kn = std::min(16, kc - k0);
-        const __mmask16 k_mask = (__mmask16)((1u << kn) - 1);  // never reads past a row's end
-        __m512 r[16];  // r[i] = src row i, columns k0..k0+16; zero rows pad the panel
-#pragma GCC unroll 16
-        for (int i = 0; i < 16; i++)
-            r[i] = i < rows ? _mm512_maskz_loadu_ps(k_mask, src + i * ld + k0)
-                            : _mm512_setzero_ps();
-        transpose16(r);  // now r[k] = column k0 + k: rows 0..15
-        for (int k = 0; k < kn; k++)
-            _mm512_mask_storeu_ps(dst + (long)(k0 + k) * dst_ld, lane_mask, r[k]);
+    for (int k0 = 0; k0 < kc; k0 += 4) {
+        const int cols = std::min(4, kc - k0);
+        const __mmask8 col_mask = (__mmask8)((1u << cols) - 1);  // never reads past a row's end
+        __m512 x[4];  // lane L of x[s]: row 4L + s, columns k0..k0+4 (zeros from row `rows` on)
+#pragma GCC unroll 4
+        for (int s = 0; s < 4; s++) {
+            __m128 part[4];
+#pragma GCC unroll 4
+            for (int L = 0; L < 4; L++) {
+                const int r = 4 * L + s;
+                part[L] = r < rows ? _mm_maskz_loadu_ps(col_mask, src + r * ld + k0)
+                                   : _mm_setzero_ps();
+            }
+            x[s] = _mm512_insertf32x4(_mm512_castps128_ps512(part[0]), part[1], 1);
+            x[s] = _mm512_insertf32x4(x[s], part[2], 2);
+            x[s] = _mm512_insertf32x4(x[s], part[3], 3);
+        }
+        // lane L of t0: rows 4L, 4L+1 interleaved at columns k0, k0+1; t1 at k0+2, k0+3;
+        // t2, t3 the same for rows 4L+2, 4L+3
+        const __m512 t0 = _mm512_unpacklo_ps(x[0], x[1]), t1 = _mm512_unpackhi_ps(x[0], x[1]);
+        const __m512 t2 = _mm512_unpacklo_ps(x[2], x[3]), t3 = _mm512_unpackhi_ps(x[2], x[3]);
+        // lane L of c[j]: rows 4L..4L+3 at column k0 + j
+        const __m512 c[4] = {_mm512_shuffle_ps(t0, t2, 0x44), _mm512_shuffle_ps(t0, t2, 0xEE),
+                             _mm512_shuffle_ps(t1, t3, 0x44), _mm512_shuffle_ps(t1, t3, 0xEE)};
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            if (j < cols) _mm512_mask_storeu_ps(dst + (long)(k0 + j) * dst_ld, lane_mask, c[j]);
     }
     return true;
 #else
@@ -366,6 +350,9 @@ bool transpose_pack(const float* src, long ld, int rows, int kc, float* dst, int
     return false;
 #endif
 }
+#if defined(__AVX512F__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 // A transposed B's micro-panel: PW columns of op(B) are PW rows of B, in groups of 16.
 template <int PW>
