@@ -622,9 +622,14 @@ void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const floa
     constexpr int MR = Tile_MR, NR = Tile_NR;  // the tile, in this function
     const int row_panels = ceil_div(M, MR), col_panels = ceil_div(N, NR);
     const int kc_max = std::min(K, KC);
-    // A small row-major B (within a quarter of L2) is read in place too; only its ragged last
-    // panel is packed, since a kernel reads NR floats of every row.
-    const bool b_in_place = !trans_b && long(K) * N * long(sizeof(float)) <= bl.l2_bytes / 4;
+    // A row-major B is read in place too where that costs less than packing it: a small one
+    // (within a quarter of L2), or one whose rows lie at most 2 KB apart. A pass that packs B
+    // is paid back only over many row tiles, and here A, and so M, is small; but rows 4 KB or
+    // more apart are each a page of their own, and a micro-panel read in place then runs slower
+    // than the packed one. Only B's ragged last panel is packed, since a kernel reads NR floats
+    // of every row.
+    const bool b_in_place =
+        !trans_b && (long(K) * N * long(sizeof(float)) <= bl.l2_bytes / 4 || ldb <= 512);
     const size_t b_floats = (size_t)kc_max * std::min(ceil_div(NB, NR), col_panels) * NR;
     mem::Buffer<float> held;
     float* const ws = thread_workspace(nt, b_floats, held);
