@@ -156,10 +156,10 @@ TEST_CASE("gemm: shapes that cross every cache block and use both threads") {
 
 // Packing is only copying: op(A) and op(B) read from a transposed array pack into the same
 // panels as from a plain one, so all four transpose combinations of the same product give C bit
-// for bit alike. The shapes put the transposing packs (16 rows x 4 columns at a time in
+// for bit alike. The shapes put the transposing packs (16 rows x 8 columns at a time in
 // registers with AVX-512) at every edge: M below, at and above MR (12 with AVX-512), N across the
-// groups of 16 in a panel of NR (32), K below 4 and at every remainder of 4, across 16 and KC
-// (256), narrow C (A read in place).
+// groups of 16 in a panel of NR (32), K below 8, at ragged ends of 8 and across 16 and KC (256),
+// narrow C (A read in place).
 TEST_CASE("gemm: the four transpose combinations give the same C bit for bit") {
     std::mt19937 rng(4);
     std::uniform_real_distribution<float> U(-1.0f, 1.0f);

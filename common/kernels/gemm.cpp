@@ -297,13 +297,16 @@ inline Kernel direct_a_kernel(bool trans_a, int m) {
 // Packing a row-major operand into a panel is a transpose: dst[k * dst_ld + r] = src[r * ld + k]
 // for r < rows, k < kc, with lanes rows..lanes of each dst row zeroed (the panel's padding).
 // Element by element that is one scalar load and one strided store per float, a large share of
-// an A @ B^T's time. With AVX-512 it is done 16 rows x 4 columns at a time in registers: each
-// 128-bit lane of a register is loaded with 4 columns of one row, lane L of x[s] from row
-// 4L + s, so that a 4 x 4 transpose inside every lane (two rounds of in-lane shuffles) leaves
-// column k's 16 rows in one register, in order. Loading the lanes where they belong costs less
-// than moving them between lanes afterwards (a 16 x 16 transpose of whole rows in registers
-// takes two more rounds of shuffles, across lanes). Only copies: the packed panel, and so every
-// product, is bit for bit what the scalar loops write.
+// an A @ B^T's time. With AVX-512 it is done 16 rows x 8 columns at a time in registers. Each
+// register is loaded with 8 columns of two rows, one per 256-bit half: x[q] holds rows q and
+// q + 4 (q < 4) or rows q + 4 and q + 8 (q >= 4), so that a 4 x 4 transpose inside every
+// 128-bit lane of each group of four registers (two rounds of in-lane shuffles) leaves u[j] with
+// rows 0-3 and 4-7 (u[4 + j]: 8-11 and 12-15) of columns j and 4 + j, and one shuffle across
+// lanes per column puts its 16 rows in order. Whole rows of a 16 x 16 block loaded and
+// transposed in registers would take two rounds of shuffles across lanes. The loads are plain
+// wherever a row has all 8 columns: a masked load whose line is not yet in L1 costs far more.
+// Only copies: the packed panel, and so every product, is bit for bit what the scalar loops
+// write.
 // Returns false where there is no AVX-512 (the caller then runs its scalar loop).
 // rows <= lanes <= 16.
 #if defined(__AVX512F__) && !defined(__clang__)
@@ -316,33 +319,45 @@ bool transpose_pack(const float* src, long ld, int rows, int kc, float* dst, int
                     int lanes) {
 #if defined(__AVX512F__)
     const __mmask16 lane_mask = (__mmask16)((1u << lanes) - 1);
-    for (int k0 = 0; k0 < kc; k0 += 4) {
-        const int cols = std::min(4, kc - k0);
+    for (int k0 = 0; k0 < kc; k0 += 8) {
+        const int cols = std::min(8, kc - k0);
         const __mmask8 col_mask = (__mmask8)((1u << cols) - 1);  // never reads past a row's end
-        __m512 x[4];  // lane L of x[s]: row 4L + s, columns k0..k0+4 (zeros from row `rows` on)
-#pragma GCC unroll 4
-        for (int s = 0; s < 4; s++) {
-            __m128 part[4];
-#pragma GCC unroll 4
-            for (int L = 0; L < 4; L++) {
-                const int r = 4 * L + s;
-                part[L] = r < rows ? _mm_maskz_loadu_ps(col_mask, src + r * ld + k0)
-                                   : _mm_setzero_ps();
-            }
-            x[s] = _mm512_insertf32x4(_mm512_castps128_ps512(part[0]), part[1], 1);
-            x[s] = _mm512_insertf32x4(x[s], part[2], 2);
-            x[s] = _mm512_insertf32x4(x[s], part[3], 3);
+        auto load = [&](int r) {  // row r, columns k0..k0+8 (zeros from row `rows` on)
+            if (r >= rows) return _mm256_setzero_ps();
+            const float* p = src + r * ld + k0;
+            return cols == 8 ? _mm256_loadu_ps(p) : _mm256_maskz_loadu_ps(col_mask, p);
+        };
+        __m512 x[8];  // x[q]: rows q, q + 4 (q < 4) or q + 4, q + 8 (q >= 4), in its two halves
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; q++) {
+            const int r = q < 4 ? q : q + 4;
+            x[q] = _mm512_insertf32x8(_mm512_castps256_ps512(load(r)), load(r + 4), 1);
         }
-        // lane L of t0: rows 4L, 4L+1 interleaved at columns k0, k0+1; t1 at k0+2, k0+3;
-        // t2, t3 the same for rows 4L+2, 4L+3
-        const __m512 t0 = _mm512_unpacklo_ps(x[0], x[1]), t1 = _mm512_unpackhi_ps(x[0], x[1]);
-        const __m512 t2 = _mm512_unpacklo_ps(x[2], x[3]), t3 = _mm512_unpackhi_ps(x[2], x[3]);
-        // lane L of c[j]: rows 4L..4L+3 at column k0 + j
-        const __m512 c[4] = {_mm512_shuffle_ps(t0, t2, 0x44), _mm512_shuffle_ps(t0, t2, 0xEE),
-                             _mm512_shuffle_ps(t1, t3, 0x44), _mm512_shuffle_ps(t1, t3, 0xEE)};
+        // lane L of u[4g + j]: rows 8g + 4 (L / 2) .. +4 at column k0 + 4 (L % 2) + j
+        __m512 u[8];
+#pragma GCC unroll 2
+        for (int g = 0; g < 2; g++) {
+            // lane by lane: t0 interleaves the first two rows' columns 0 and 1, t1 their 2 and
+            // 3; t2 and t3 the same for the other two rows
+            const __m512 t0 = _mm512_unpacklo_ps(x[4 * g], x[4 * g + 1]);
+            const __m512 t1 = _mm512_unpackhi_ps(x[4 * g], x[4 * g + 1]);
+            const __m512 t2 = _mm512_unpacklo_ps(x[4 * g + 2], x[4 * g + 3]);
+            const __m512 t3 = _mm512_unpackhi_ps(x[4 * g + 2], x[4 * g + 3]);
+            u[4 * g + 0] = _mm512_shuffle_ps(t0, t2, 0x44);
+            u[4 * g + 1] = _mm512_shuffle_ps(t0, t2, 0xEE);
+            u[4 * g + 2] = _mm512_shuffle_ps(t1, t3, 0x44);
+            u[4 * g + 3] = _mm512_shuffle_ps(t1, t3, 0xEE);
+        }
+        // column k0 + j: lanes 0 and 2 of u[j], then of u[4 + j]; column k0 + 4 + j: lanes 1, 3
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; j++)
-            if (j < cols) _mm512_mask_storeu_ps(dst + (long)(k0 + j) * dst_ld, lane_mask, c[j]);
+        for (int j = 0; j < 4; j++) {
+            if (j < cols)
+                _mm512_mask_storeu_ps(dst + (long)(k0 + j) * dst_ld, lane_mask,
+                                      _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88));
+            if (4 + j < cols)
+                _mm512_mask_storeu_ps(dst + (long)(k0 + 4 + j) * dst_ld, lane_mask,
+                                      _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD));
+        }
     }
     return true;
 #else
