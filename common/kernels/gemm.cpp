@@ -387,7 +387,7 @@ bool transpose_pack_b(const float* src, long ld, int n, int kc, float* dst) {
 // p0..p0+kc -> dst (kc, MR), zero-padded below m rows. (A transposed A: pack_a_block_trans.)
 void pack_a_panel(const float* A, int lda, int i0, int m, int p0, int kc, float* dst) {
     if (transpose_pack(A + (long)i0 * lda + p0, lda, m, kc, dst, MR, MR)) {
-        // done 16 k at a time in registers (transpose_pack)
+        // done 8 k at a time in registers (transpose_pack)
     } else {  // walk each source row once
         for (int r = 0; r < MR; r++) {
             if (r < m) {
@@ -465,7 +465,7 @@ void pack_b_panel(const float* B, int ldb, bool trans_b, int p0, int kc, int j0,
             for (int c = n; c < NR; c++) dst[k * NR + c] = 0.0f;
         }
     } else if (transpose_pack_b<NR>(B + (long)j0 * ldb + p0, ldb, n, kc, dst)) {
-        // B is (N, K): done 16 k at a time in registers (transpose_pack)
+        // B is (N, K): done 8 k at a time in registers (transpose_pack)
     } else {  // B is (N, K)
         for (int c = 0; c < NR; c++) {
             if (c < n) {
