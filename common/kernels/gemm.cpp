@@ -198,8 +198,7 @@ void micro_kernel(int kc, const float* a, long lda, const float* b, long b_strid
     const int pf_lines = PrefetchNext && C_next ? 2 * MR : 0;
     const int pf_every = std::max(1, kc / std::max(1, pf_lines));
     int pf = 0, pf_k = 0;  // lines asked for so far, and the k of the next one
-    // Two k steps a turn of the loop: the pointer steps and the loop's test are paid half as often
-    // (2.5% on the 256 square, on one thread and on two, in one process against the rolled loop).
+    // Two k steps a turn of the loop: the pointer steps and the loop's test are paid half as often.
 #pragma GCC unroll 2
     for (int k = 0; k < kc; k++) {
         if constexpr (PrefetchNext) {
@@ -615,7 +614,7 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
 //
 //   for jb in N step NB:                 a block of B that stays in L2 (half of it)
 //     for pc in K step KC:
-//       pack B[pc:pc+KC, jb:jb+NB]        (or read it in place: a small row-major B)
+//       pack B[pc:pc+KC, jb:jb+NB]        (or read it in place: a row-major B, see b_in_place)
 //       for ir in M step MR:             MR rows of A (MR x KC floats, 12 KB) stay in L1 ...
 //         for jr in NB step NR:          ... while the B micro-panels stream past from L2
 //           micro-kernel
