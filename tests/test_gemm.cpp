@@ -191,6 +191,36 @@ TEST_CASE("gemm: the four transpose combinations give the same C bit for bit") {
             }
 }
 
+// A transposed A that feeds a narrow C (N <= 4 NR) is read in place (sgemm_a_in_place with
+// AMode::cols), on two threads split by rows; a wider C packs it. Either way C is, bit for bit,
+// what the same product gives from a row-major copy of A. The shapes: N at one, four and five
+// panels and ragged, K across two KC slices, lda padded and lda = 1024 (rows 4 KB apart, as P in
+// the naive attention backward's P^T dO), B in place (N floats apart) and transposed (packed).
+TEST_CASE("gemm: a transposed A feeding a narrow C, read in place, is row-major A bit for bit") {
+    std::mt19937 rng(6);
+    std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+    const int M = 300, K = 2 * sgemm_k_slice() + 37;
+    for (int N : {32, 64, 100, 128, 129})
+        for (int lda : {M + 4, 1024})
+            for (int tb = 0; tb < 2; tb++) {
+                CAPTURE(N);
+                CAPTURE(lda);
+                CAPTURE(tb);
+                std::vector<float> At((size_t)K * lda), A((size_t)M * K);  // (K, lda), (M, K)
+                for (int k = 0; k < K; k++)
+                    for (int i = 0; i < M; i++)
+                        A[(size_t)i * K + k] = At[(size_t)k * lda + i] = U(rng);
+                std::vector<float> B((size_t)K * N);  // (K, N) or (N, K)
+                for (auto& x : B) x = U(rng);
+                const int ldb = tb ? K : N;
+                std::vector<float> C0((size_t)M * N), C1((size_t)M * N);  // (M, N)
+                for (size_t i = 0; i < C0.size(); i++) C0[i] = C1[i] = U(rng);
+                sgemm(false, tb, M, N, K, 0.5f, A.data(), K, B.data(), ldb, 1.0f, C0.data(), N);
+                sgemm(true, tb, M, N, K, 0.5f, At.data(), lda, B.data(), ldb, 1.0f, C1.data(), N);
+                CHECK(std::memcmp(C0.data(), C1.data(), C0.size() * sizeof(float)) == 0);
+            }
+}
+
 // The naive attention backward (common/kernels/attention.cpp) builds dV = P^T dO and dK = dS^T Q a
 // block of sgemm_k_slice() rows of P and dS at a time, and promises the whole products' bits.
 TEST_CASE("gemm: a product split along K at sgemm_k_slice() is the whole product, bit for bit") {

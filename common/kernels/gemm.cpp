@@ -21,12 +21,12 @@
 // Threads: OpenMP splits the rows (or, for short and wide products, the columns) of C between
 // the threads; each packs what it needs itself, so they never wait for each other. A call made
 // inside a parallel region runs on one thread.
-// Two shapes skip a pack. A row-major A within one core's L2 (or feeding a narrow C) is read in
-// place, with the loops turned round (sgemm_a_in_place): MR rows of A stay in L1 while the B
-// panels of an L2 block stream past. Small-M products with a row-major B read B in place (each
-// element of B is used only M times). Callers that multiply by the same B many times
-// (FlashAttention's K and V tiles, the LSTM's W_hh at every step) pack it once with sgemm_pack_b
-// and call sgemm_packed_b.
+// Two shapes skip a pack. A row-major A within one core's L2, or any A that feeds a narrow C,
+// is read in place, with the loops turned round (sgemm_a_in_place): MR rows of A stay in L1
+// while the B panels of an L2 block stream past. Small-M products with a row-major B read B in
+// place (each element of B is used only M times). Callers that multiply by the same B many
+// times (FlashAttention's K and V tiles, the LSTM's W_hh at every step) pack it once with
+// sgemm_pack_b and call sgemm_packed_b.
 #include "common/kernels/gemm.h"
 
 #include "common/kernels/parallel.h"
@@ -608,9 +608,9 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
     }
 }
 
-// A row-major op(A) that fits in one core's L2 (256 x 256 up to 512 x 512), or one that feeds a
-// narrow C (N <= 4 NR, each element of A used only a few times), is read where it lies, and the
-// loops turn round, rows outer:
+// A row-major op(A) that fits in one core's L2 (256 x 256 up to 512 x 512), or any op(A) that
+// feeds a narrow C (N <= 4 NR, each element of A used only a few times), is read where it lies,
+// and the loops turn round, rows outer:
 //
 //   for jb in N step NB:                 a block of B that stays in L2 (half of it)
 //     for pc in K step KC:
@@ -620,17 +620,23 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
 //           micro-kernel
 //
 // Packing A would be a pass over memory the product itself does not need, and with rows outer
-// each row slice is read from L2 once per block of B. Not a transposed A: there each k step of
-// the kernel reads a new line, lda apart (P^T dO at n = 1024: 4 KB, one L1 set for all of them),
-// and packing costs less than those misses. The same kernels, the same KC slices in the same
-// order: the bits are sgemm_packed's.
-// MR and NR here are the tile's: MR x NR, or MR_WIDE x NR_WIDE for a narrow C. The threads split
-// the columns (a small A is read whole by each, from its own L2), or, where C is too narrow for
-// that, the rows.
-template <int Tile_MR, int Tile_NR>
+// each row slice is read from L2 once per block of B. A transposed A (AMode::cols) costs more in
+// place: each k step of the kernel reads a new line, lda apart (P^T dO at n = 1024: 4 KB, one L1
+// set for all of them), so a tile's lines come from L2 again for every panel of B. Where C is
+// wide, the pack is shared by many panels and A is packed; where it is narrow, the pack (a read,
+// a write and a read back for each element, used only N times) costs more than the misses,
+// which the out-of-order core overlaps with the tile's FMAs. The same kernels, the same KC
+// slices in the same order: the bits are sgemm_packed's.
+// MR and NR here are the tile's: MR x NR, or MR_WIDE x NR_WIDE for a narrow C and a row-major A.
+// The threads split the columns (a small row-major A is read whole by each, from its own L2), or,
+// where C is too narrow for that or A is transposed, the rows: a thread then reads only its own
+// stretch of each line of a transposed A, where split by columns both would read every line.
+template <int Tile_MR, int Tile_NR, bool trans_a>
 void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
                       const float* B, int ldb, float beta, float* C, int ldc, int nt,
                       bool small_a) {
+    static_assert(!trans_a || (Tile_MR == MR && Tile_NR == NR),
+                  "a transposed A has kernels for the MR x NR tile only");
     const SgemmBlocking& bl = blocking();
     const int NB = bl.nb;
     constexpr int MR = Tile_MR, NR = Tile_NR;  // the tile, in this function
@@ -652,7 +658,7 @@ void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const floa
         const int t = omp_get_thread_num();
         const int nthreads = omp_get_num_threads();
         float* const Bp = ws + (size_t)t * b_floats;  // my packed B block (NB/NR, KC, NR)
-        const Split s = small_a && col_panels >= nthreads
+        const Split s = !trans_a && small_a && col_panels >= nthreads
                             ? Split{1, nthreads}
                             : split_threads(nthreads, row_panels, col_panels);
         const auto [r0, r1] = range_of(t / s.nt_c, s.nt_r, row_panels);  // my row panels
@@ -671,15 +677,17 @@ void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const floa
                 for (int ir = r0; ir < r1; ir++) {
                     const int i = ir * MR;
                     const int m = std::min(MR, M - i);
-                    const Kernel kernel = a_rows_kernel<MR, NR>(m);
+                    const Kernel kernel =
+                        trans_a ? KERNELS_A_COLS[m - 1] : a_rows_kernel<MR, NR>(m);
+                    const float* a = trans_a ? A + (long)pc * lda + i : A + (long)i * lda + pc;
                     for (int jr = jb; jr < je; jr++) {
                         const int j = jr * NR;
                         const int n = std::min(NR, N - j);
                         const bool in_place = b_in_place && n == NR;
                         const float* b = in_place ? B + (long)pc * ldb + j
                                                   : Bp + (long)(jr - jb) * kc * NR;
-                        kernel(kc, A + (long)i * lda + pc, lda, b, in_place ? ldb : NR,
-                               C + (long)i * ldc + j, ldc, nullptr, n, scale);
+                        kernel(kc, a, lda, b, in_place ? ldb : NR, C + (long)i * ldc + j, ldc,
+                               nullptr, n, scale);
                     }
                 }
             }
@@ -751,12 +759,15 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
     const bool small_a = long(M) * K * long(sizeof(float)) <= blocking().l2_bytes;
     if (!trans_b && M <= DIRECT_B_MAX_M)
         sgemm_direct_b(trans_a, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt);
+    else if (trans_a && N <= 4 * NR)
+        sgemm_a_in_place<MR, NR, true>(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt,
+                                       small_a);
     else if (!trans_a && N <= 4 * NR)
-        sgemm_a_in_place<MR_WIDE, NR_WIDE>(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
-                                           nt, small_a);
+        sgemm_a_in_place<MR_WIDE, NR_WIDE, false>(trans_b, M, N, K, alpha, A, lda, B, ldb, beta,
+                                                  C, ldc, nt, small_a);
     else if (!trans_a && small_a)
-        sgemm_a_in_place<MR, NR>(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt,
-                                 small_a);
+        sgemm_a_in_place<MR, NR, false>(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt,
+                                        small_a);
     else
         sgemm_packed(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt);
 }
