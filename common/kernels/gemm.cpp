@@ -281,16 +281,13 @@ constexpr auto KERNELS_A_COLS = make_kernels<AMode::cols, false>(ROW_COUNTS);
 constexpr auto KERNELS_WIDE = make_kernels<AMode::rows, false, Simd::NV_WIDE>(
     std::make_integer_sequence<int, MR_WIDE>{});
 
-// The kernels for m rows of a row-major A in place, with a tile Tile_MR tall and Tile_NR wide.
-template <int Tile_MR, int Tile_NR>
-Kernel a_rows_kernel(int m) {
+// The kernel for m rows of op(A) read in place (AMode::rows or AMode::cols), with a tile Tile_MR
+// tall and Tile_NR wide: the wide tile for a row-major A only.
+template <int Tile_MR = MR, int Tile_NR = NR>
+Kernel direct_a_kernel(bool trans_a, int m) {
+    if (trans_a) return KERNELS_A_COLS[m - 1];
     if constexpr (Tile_NR == NR_WIDE && Tile_MR == MR_WIDE) return KERNELS_WIDE[m - 1];
     else return KERNELS_A_ROWS[m - 1];
-}
-
-// The kernel for m rows of op(A) read in place (AMode::rows or AMode::cols).
-inline Kernel direct_a_kernel(bool trans_a, int m) {
-    return trans_a ? KERNELS_A_COLS[m - 1] : KERNELS_A_ROWS[m - 1];
 }
 
 // Packing a row-major operand into a panel is a transpose: dst[k * dst_ld + r] = src[r * ld + k]
@@ -677,8 +674,7 @@ void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const floa
                 for (int ir = r0; ir < r1; ir++) {
                     const int i = ir * MR;
                     const int m = std::min(MR, M - i);
-                    const Kernel kernel =
-                        trans_a ? KERNELS_A_COLS[m - 1] : a_rows_kernel<MR, NR>(m);
+                    const Kernel kernel = direct_a_kernel<MR, NR>(trans_a, m);
                     const float* a = trans_a ? A + (long)pc * lda + i : A + (long)i * lda + pc;
                     for (int jr = jb; jr < je; jr++) {
                         const int j = jr * NR;
