@@ -313,17 +313,22 @@ std::string without_lines(const std::string& text, const std::string& part) {
     return kept;
 }
 
+// [begin, end) of the first line of `text` that starts with `prefix` (end at its '\n').
+std::pair<size_t, size_t> line_starting(const std::string& text, const std::string& prefix) {
+    const bool first = text.compare(0, prefix.size(), prefix) == 0;
+    const size_t newline = first ? 0 : text.find("\n" + prefix);
+    REQUIRE_MESSAGE(newline != std::string::npos, prefix);
+    const size_t at = first ? 0 : newline + 1;
+    return {at, std::min(text.find('\n', at), text.size())};
+}
+
 // `text` with one word changed in the first line that starts with `prefix`: in that line's
 // field-th field (split at '|', from 0), its word-th word (split at spaces, from 0) becomes `to`,
 // right-aligned in the word's width where it is shorter. The kept run's numbers change with
 // every `make bench`: the cases below name a row and a column, not the numbers in them.
 std::string with_word(const std::string& text, const std::string& prefix, int field, int word,
                       const std::string& to) {
-    const bool first = text.compare(0, prefix.size(), prefix) == 0;
-    const size_t newline = first ? 0 : text.find("\n" + prefix);
-    REQUIRE_MESSAGE(newline != std::string::npos, prefix);
-    const size_t at = first ? 0 : newline + 1;
-    const size_t end = text.find('\n', at);
+    const auto [at, end] = line_starting(text, prefix);
     std::string line = text.substr(at, end - at);
     size_t from = 0;
     for (int f = 0; f < field; f++) {
@@ -343,11 +348,10 @@ std::string with_word(const std::string& text, const std::string& prefix, int fi
     return text.substr(0, at) + line + text.substr(end);
 }
 
-// `text` with the whole line that starts with `prefix` replaced by `line`.
+// `text` with the first line that starts with `prefix` replaced by `line`.
 std::string with_line(const std::string& text, const std::string& prefix, const std::string& line) {
-    const size_t at = text.find(prefix);
-    REQUIRE_MESSAGE(at != std::string::npos, prefix);
-    return text.substr(0, at) + line + text.substr(text.find('\n', at));
+    const auto [at, end] = line_starting(text, prefix);
+    return text.substr(0, at) + line + text.substr(end);
 }
 
 }  // namespace
