@@ -12,7 +12,7 @@
 // The micro-kernel keeps an MR x NR tile of C in vector registers for the whole KC loop: each
 // step loads NR/W vectors of B, broadcasts MR values of A and does MR*NR/W fused multiply-adds,
 // so almost every instruction is an FMA. The ISA is chosen at compile time (-march=native):
-//   AVX-512: 12 x 32 tile (24 zmm accumulators; 6 x 64 for a narrow C with A read in place)
+//   AVX-512: 12 x 32 tile (24 zmm accumulators; 6 x 64 for a narrow C, row-major A in place)
 //   AVX2+FMA: 6 x 16 tile (12 ymm accumulators)    aarch64 NEON: 6 x 16 tile (24 q accumulators)
 //   otherwise a portable 4 x 8 tile written with GCC vector extensions (on x86-64 without FMA
 //   each multiply-add rounds twice: SGEMM_FUSED).
@@ -113,11 +113,11 @@ constexpr int NR = Simd::W * Simd::NV;  // columns of the register tile
 // FlashAttention (common/kernels/attention.cpp) steps through packed K and V in tiles of 256
 // columns, which must start on a panel boundary.
 static_assert(256 % NR == 0, "NR must divide attention's Bc = 256");
-// The tile for a narrow C with A read in place (sgemm_a_in_place, N <= 4 NR): with AVX-512,
-// 6 x 64 rather than 12 x 32, the same 24 accumulators. Each A value broadcast feeds 4 FMAs
-// instead of 2, and C's whole width (P V in attention: N = d_k = 64) is one panel. Wider C keeps
-// 12 x 32 (its B micro-panel, 32 KB, fits L1 where sgemm_packed keeps it there; 64 KB would
-// not). Elsewhere the one tile.
+// The tile for a narrow C with a row-major A read in place (sgemm_a_in_place, N <= 4 NR): with
+// AVX-512, 6 x 64 rather than 12 x 32, the same 24 accumulators. Each A value broadcast feeds 4
+// FMAs instead of 2, and C's whole width (P V in attention: N = d_k = 64) is one panel. Wider C
+// keeps 12 x 32 (its B micro-panel, 32 KB, fits L1 where sgemm_packed keeps it there; 64 KB would
+// not), and so does a transposed A (its kernels are for that tile only). Elsewhere the one tile.
 constexpr int MR_WIDE = Simd::MR_WIDE;
 constexpr int NR_WIDE = Simd::W * Simd::NV_WIDE;
 // KC, the shared dimension per block (a Bp micro-panel is KC*NR*4 bytes, for L1), is the same on
