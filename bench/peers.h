@@ -50,10 +50,12 @@ struct Cell {
 };
 
 // ratio: the median over the rounds of ours / the round's fastest peer (0 where no round has
-// both); best: the peer that was fastest in the most rounds, a tie going to the higher median;
-// wins: in how many of the rounds that have a ratio.
+// both), lowest and highest: the smallest and largest of those rounds' ratios (the machine's
+// speed drifts from one run to the next, and a median of three can land on either side of 1.0
+// where the runs straddle it); best: the peer that was fastest in the most rounds, a tie going
+// to the higher median; wins: in how many of the rounds that have a ratio.
 struct Summary {
-    double ratio = 0;
+    double ratio = 0, lowest = 0, highest = 0;
     std::string best;
     int wins = 0, rounds = 0;
 };
@@ -81,6 +83,10 @@ inline Summary summarize(const Cell& cell) {
     }
     s.rounds = (int)ratios.size();
     s.ratio = bench::median(ratios);
+    if (!ratios.empty()) {
+        s.lowest = *std::min_element(ratios.begin(), ratios.end());
+        s.highest = *std::max_element(ratios.begin(), ratios.end());
+    }
     for (const auto& [label, w] : wins)
         if (w > s.wins || (w == s.wins && median_present(cell.peers.at(label)) >
                                               median_present(cell.peers.at(s.best))))
@@ -97,8 +103,9 @@ struct Row {
 };
 
 // The table: a row per cell with each library's median GFLOP/s ("-" where it has none: skipped,
-// or failed in every round) and ours / the best peer, named; then the geometric mean of the
-// ratios and which peer was best in how many cells. labels: the peers' columns, in order.
+// or failed in every round) and ours / the best peer, named, with the lowest and highest of the
+// runs' ratios where there are two or more; then the geometric mean of the ratios and which peer
+// was best in how many cells. labels: the peers' columns, in order.
 inline std::string format_table(const std::vector<std::string>& labels,
                                 const std::vector<Row>& rows) {
     std::string out;
@@ -110,7 +117,7 @@ inline std::string format_table(const std::vector<std::string>& labels,
         std::snprintf(buf, sizeof buf, " %*s |", width(l), l.c_str());
         out += buf;
     }
-    out += " ours / best peer\n";
+    out += " ours / best peer [lowest, highest run]\n";
     double log_sum = 0;
     int ratios = 0;
     std::map<std::string, int> best_in;
@@ -134,7 +141,11 @@ inline std::string format_table(const std::vector<std::string>& labels,
             out += buf;
         }
         const Summary s = summarize(row.cell);
-        if (s.rounds > 0) {
+        if (s.rounds > 1) {
+            std::snprintf(buf, sizeof buf, " %.2fx (%s) [%.2f, %.2f]\n", s.ratio, s.best.c_str(),
+                          s.lowest, s.highest);
+            log_sum += std::log(s.ratio), ratios++, best_in[s.best]++;
+        } else if (s.rounds > 0) {
             std::snprintf(buf, sizeof buf, " %.2fx (%s)\n", s.ratio, s.best.c_str());
             log_sum += std::log(s.ratio), ratios++, best_in[s.best]++;
         } else {

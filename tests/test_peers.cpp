@@ -160,6 +160,8 @@ TEST_CASE("peers: each cell's best peer and ratio, from the runs' figures") {
     CHECK(s.best == "BLIS");  // fastest in 2 of the 3 runs
     CHECK(s.wins == 2);
     CHECK(s.ratio == doctest::Approx(110.0 / 130));  // the median of 100/120, 90/95, 110/130
+    CHECK(s.lowest == doctest::Approx(100.0 / 120));
+    CHECK(s.highest == doctest::Approx(90.0 / 95));
     // A tie in runs won goes to the higher median; a run without our figure has no ratio.
     cell.ours = {100, 100, 0};
     cell.peers = {{"oneDNN", {120, 80, 200}}, {"BLIS", {110, 95, 200}}};
@@ -169,36 +171,43 @@ TEST_CASE("peers: each cell's best peer and ratio, from the runs' figures") {
     CHECK(s.wins == 1);
     CHECK(bench::peers::median_present({120, 80, 0}) == 100);  // of the runs that have one
     CHECK(s.ratio == doctest::Approx(0.5 * (100.0 / 120 + 100.0 / 95)));
+    CHECK(s.lowest == doctest::Approx(100.0 / 120));
+    CHECK(s.highest == doctest::Approx(100.0 / 95));
     // No peer at all: no ratio, no name.
     cell.peers = {{"oneDNN", {0, 0, 0}}};
     s = bench::peers::summarize(cell);
     CHECK(s.rounds == 0);
     CHECK(s.best == "");
+    CHECK(s.lowest == 0);
+    CHECK(s.highest == 0);
 }
 
 TEST_CASE("peers: the table of ours / the best peer") {
     using bench::peers::Row;
-    std::vector<Row> rows(3);
+    std::vector<Row> rows(4);
     rows[0] = Row{256,
                   false,
                   1,
-                  {{200, 210, 190}, {{"oneDNN", {250, 240, 260}}, {"OpenBLAS", {180, 170, 175}}}}};
+                  {{200, 212, 190}, {{"oneDNN", {250, 240, 260}}, {"OpenBLAS", {180, 170, 175}}}}};
     rows[1] = Row{
         256, true, 2, {{400, 380, 420}, {{"oneDNN", {300, 0, 310}}, {"OpenBLAS", {390, 400, 0}}}}};
     rows[2] = Row{1024, true, 2, {{0, 0, 0}, {{"oneDNN", {300, 300, 300}}}}};  // ours failed
+    rows[3] = Row{2048, false, 1, {{300, 0, 0}, {{"oneDNN", {250, 0, 0}}}}};   // one run only
     const std::string table =
         bench::peers::format_table({"oneDNN", "BLIS", "OpenBLAS", "Eigen"}, rows);
-    // Row 2: the runs' ratios 400/390, 380/400 (oneDNN failed there) and 420/310; OpenBLAS
-    // fastest in two of them.
+    // Row 1: the runs' ratios 200/250, 212/240 and 190/260. Row 2: 400/390, 380/400 (oneDNN
+    // failed there) and 420/310; OpenBLAS fastest in two of them. Row 4: one run, no range.
     CHECK(table ==
           "  size     op thr |    ours |  oneDNN |    BLIS | OpenBLAS |   Eigen |"
-          " ours / best peer\n"
+          " ours / best peer [lowest, highest run]\n"
           "   256    A@B   1 |   200.0 |   250.0 |       - |    175.0 |       - |"
-          " 0.80x (oneDNN)\n"
+          " 0.80x (oneDNN) [0.73, 0.88]\n"
           "   256  A@B^T   2 |   400.0 |   305.0 |       - |    395.0 |       - |"
-          " 1.03x (OpenBLAS)\n"
+          " 1.03x (OpenBLAS) [0.95, 1.35]\n"
           "  1024  A@B^T   2 |       - |   300.0 |       - |        - |       - | -\n"
-          "geometric mean of ours / best peer: 0.91x; the best peer: oneDNN in 1 of 2"
+          "  2048    A@B   1 |   300.0 |   250.0 |       - |        - |       - |"
+          " 1.20x (oneDNN)\n"
+          "geometric mean of ours / best peer: 0.99x; the best peer: oneDNN in 2 of 3"
           " cells, OpenBLAS in 1\n");
 }
 
