@@ -213,6 +213,26 @@ int main(int argc, char** argv) {
                         rounds[i * 3 + k][0].predicted_mb, bench::median(gflops),
                         bench::median(flop_ms), bench::median(ratio));
         }
+    // The machine's speed drifts from one run to the next, and a median of three can land on
+    // either side of a target that the runs straddle: each cell's lowest and highest ratio.
+    if (runs > 1) {
+        std::printf("ratio, lowest and highest of the %d runs:", runs);
+        for (size_t i = 0; i < seq_lens.size(); i++) {
+            std::printf("%s n = %d", i ? ";" : "", seq_lens[i]);
+            for (int k = 0; k < 3; k++) {
+                double lo = 1e30, hi = 0;
+                for (const Cell& c : rounds[i * 3 + k])
+                    lo = std::min(lo, c.ratio), hi = std::max(hi, c.ratio);
+                const Method m = methods[k];
+                std::printf("%s %s %.2f-%.2f", k ? "," : "",
+                            m == Method::naive   ? "naive"
+                            : m == Method::fused ? "fused"
+                                                 : "LSTM",
+                            lo, hi);
+            }
+        }
+        std::printf("\n");
+    }
     // The FLOPs counted are the same for both attention layers: what the article's module
     // computes. The fused backward also recomputes P = softmax(Q K^T / sqrt(d_k)) tile by tile
     // (FlashAttention's trade of FLOPs for memory): 2 B n^2 D more, 14 B n^2 D of attention
