@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <string>
 #include <unistd.h>
 #include <vector>
 
@@ -197,6 +198,10 @@ int main(int argc, char** argv) {
     }
     progress.clear();
 
+    // The machine's speed drifts from one run to the next, and the median of a few runs can land
+    // on either side of a target that the runs straddle: after the table, a line with each
+    // cell's lowest and highest ratio (with two runs or more).
+    std::string ranges = "ratio, lowest and highest of the " + std::to_string(runs) + " runs:";
     std::printf("%6s | %-8s | %9s | %9s %9s | %7s %9s %6s\n", "n", "layer", "ms", "peak MB",
                 "pred. MB", "GFLOP/s", "FLOP ms", "ratio");
     for (size_t i = 0; i < seq_lens.size(); i++)
@@ -212,27 +217,14 @@ int main(int argc, char** argv) {
                         name, bench::median(ms), bench::median(peak),
                         rounds[i * 3 + k][0].predicted_mb, bench::median(gflops),
                         bench::median(flop_ms), bench::median(ratio));
+            if (k == 0) ranges += (i ? "; n = " : " n = ") + std::to_string(seq_lens[i]);
+            char range[64];
+            std::snprintf(range, sizeof range, "%s %s %.2f-%.2f", k ? "," : "", name,
+                          *std::min_element(ratio.begin(), ratio.end()),
+                          *std::max_element(ratio.begin(), ratio.end()));
+            ranges += range;
         }
-    // The machine's speed drifts from one run to the next, and a median of three can land on
-    // either side of a target that the runs straddle: each cell's lowest and highest ratio.
-    if (runs > 1) {
-        std::printf("ratio, lowest and highest of the %d runs:", runs);
-        for (size_t i = 0; i < seq_lens.size(); i++) {
-            std::printf("%s n = %d", i ? ";" : "", seq_lens[i]);
-            for (int k = 0; k < 3; k++) {
-                double lo = 1e30, hi = 0;
-                for (const Cell& c : rounds[i * 3 + k])
-                    lo = std::min(lo, c.ratio), hi = std::max(hi, c.ratio);
-                const Method m = methods[k];
-                std::printf("%s %s %.2f-%.2f", k ? "," : "",
-                            m == Method::naive   ? "naive"
-                            : m == Method::fused ? "fused"
-                                                 : "LSTM",
-                            lo, hi);
-            }
-        }
-        std::printf("\n");
-    }
+    if (runs > 1) std::printf("%s\n", ranges.c_str());
     // The FLOPs counted are the same for both attention layers: what the article's module
     // computes. The fused backward also recomputes P = softmax(Q K^T / sqrt(d_k)) tile by tile
     // (FlashAttention's trade of FLOPs for memory): 2 B n^2 D more, 14 B n^2 D of attention

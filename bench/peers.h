@@ -51,9 +51,9 @@ struct Cell {
 
 // ratio: the median over the rounds of ours / the round's fastest peer (0 where no round has
 // both), lowest and highest: the smallest and largest of those rounds' ratios (the machine's
-// speed drifts from one run to the next, and a median of three can land on either side of 1.0
-// where the runs straddle it); best: the peer that was fastest in the most rounds, a tie going
-// to the higher median; wins: in how many of the rounds that have a ratio.
+// speed drifts from one run to the next, and the median of a few runs can land on either side
+// of 1.0 where the runs straddle it); best: the peer that was fastest in the most rounds, a tie
+// going to the higher median; wins: in how many of the rounds that have a ratio.
 struct Summary {
     double ratio = 0, lowest = 0, highest = 0;
     std::string best;
@@ -141,12 +141,12 @@ inline std::string format_table(const std::vector<std::string>& labels,
             out += buf;
         }
         const Summary s = summarize(row.cell);
-        if (s.rounds > 1) {
-            std::snprintf(buf, sizeof buf, " %.2fx (%s) [%.2f, %.2f]\n", s.ratio, s.best.c_str(),
-                          s.lowest, s.highest);
-            log_sum += std::log(s.ratio), ratios++, best_in[s.best]++;
-        } else if (s.rounds > 0) {
-            std::snprintf(buf, sizeof buf, " %.2fx (%s)\n", s.ratio, s.best.c_str());
+        if (s.rounds > 0) {
+            int at = std::snprintf(buf, sizeof buf, " %.2fx (%s)", s.ratio, s.best.c_str());
+            if (s.rounds > 1)
+                at +=
+                    std::snprintf(buf + at, sizeof buf - at, " [%.2f, %.2f]", s.lowest, s.highest);
+            std::snprintf(buf + at, sizeof buf - at, "\n");
             log_sum += std::log(s.ratio), ratios++, best_in[s.best]++;
         } else {
             std::snprintf(buf, sizeof buf, " -\n");
