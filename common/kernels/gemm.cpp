@@ -560,10 +560,7 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
     const size_t per_thread = a_floats + b_floats;
     mem::Buffer<float> held;
     float* const ws = thread_workspace(nt, per_thread, held);
-#pragma omp parallel num_threads(nt)
-    {
-        const int t = omp_get_thread_num();
-        const int nthreads = omp_get_num_threads();
+    parallel::run(nt, [&](int t, int nthreads) {
         float* const Bp = ws + (size_t)t * per_thread;  // my packed B panels
         float* const Ap = Bp + b_floats;                 // my packed A block
         for (int jc = 0; jc < N; jc += NC) {
@@ -602,7 +599,7 @@ void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
                 }
             }
         }
-    }
+    });
 }
 
 // A row-major op(A) that fits in one core's L2 (256 x 256 up to 512 x 512), or any op(A) that
@@ -650,10 +647,7 @@ void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const floa
     const size_t b_floats = (size_t)kc_max * std::min(ceil_div(NB, NR), col_panels) * NR;
     mem::Buffer<float> held;
     float* const ws = thread_workspace(nt, b_floats, held);
-#pragma omp parallel num_threads(nt)
-    {
-        const int t = omp_get_thread_num();
-        const int nthreads = omp_get_num_threads();
+    parallel::run(nt, [&](int t, int nthreads) {
         float* const Bp = ws + (size_t)t * b_floats;  // my packed B block (NB/NR, KC, NR)
         const Split s = !trans_a && small_a && col_panels >= nthreads
                             ? Split{1, nthreads}
@@ -688,7 +682,7 @@ void sgemm_a_in_place(bool trans_b, int M, int N, int K, float alpha, const floa
                 }
             }
         }
-    }
+    });
 }
 
 // Few rows and B row-major: pack only A (tiny, all of it, up front) and read B where it lies.
@@ -709,10 +703,8 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
     // A packed copy of the ragged edge, one per thread.
     mem::Buffer<float> edge((size_t)nt * kc_max * NR, mem::uninit);
 
-#pragma omp parallel num_threads(nt)
-    {
-        const int t = omp_get_thread_num();
-        const auto [c0, c1] = range_of(t, omp_get_num_threads(), col_panels);
+    parallel::run(nt, [&](int t, int nthreads) {
+        const auto [c0, c1] = range_of(t, nthreads, col_panels);
         float* my_edge = edge.data() + (long)t * kc_max * NR;
         for (int pc = 0; pc < K; pc += KC) {
             const int kc = std::min(KC, K - pc);
@@ -736,7 +728,7 @@ void sgemm_direct_b(bool trans_a, int M, int N, int K, float alpha, const float*
                 }
             }
         }
-    }
+    });
 }
 
 }  // namespace

@@ -27,4 +27,17 @@ constexpr bool OPENMP =
 #else
     false;
 #endif
+
+// Runs body(t, nt) on threads t = 0..nt-1 of an OpenMP team and returns when all are done. One
+// thread runs it right here, on the caller: an OpenMP region, even of one thread, costs libgomp a
+// futex system call or two (1.3 us on a virtual machine, where a 256 x 256 product takes 160).
+template <class Body>
+void run(int nt, Body&& body) {
+    if (nt <= 1) {
+        body(0, 1);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    body(omp_get_thread_num(), omp_get_num_threads());
+}
 }  // namespace parallel
