@@ -228,7 +228,8 @@ int main(int argc, char** argv) {
     // The FLOPs counted are the same for both attention layers: what the article's module
     // computes. The fused backward also recomputes P = softmax(Q K^T / sqrt(d_k)) tile by tile
     // (FlashAttention's trade of FLOPs for memory): 2 B n^2 D more, 14 B n^2 D of attention
-    // where the naive layer does 12. Its ratio against the FLOPs it does tells how much of its
+    // where the naive layer does 12 (FlashAttention's own benchmark counts these 14: its
+    // backward 2.5 times its forward). Its ratio against the FLOPs it does tells how much of its
     // distance from the FLOP time is that trade.
     std::printf(
         "fused, against the FLOPs it does (P recomputed: 14 B n^2 D for the attention, "
