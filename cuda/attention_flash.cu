@@ -120,8 +120,8 @@
 #define FA_UNROLL_2 _Pragma("unroll 2")
 #define FA_UNROLL_4 _Pragma("unroll 4")
 #else
-// (the emulator: unrolled, the fragments' indices are constants and stay in registers)
-#define FA_UNROLL _Pragma("GCC unroll 16")
+// (the emulator: left to the compiler, as WT_UNROLL in cuda/sgemm.cu)
+#define FA_UNROLL
 #define FA_UNROLL_2
 #define FA_UNROLL_4
 #endif

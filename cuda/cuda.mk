@@ -160,10 +160,8 @@ $(BUILD)/emu/cuda/emu/racecheck_tests.o: cuda/emu/racecheck_tests.cpp cuda/emu/l
                                          cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(emu_lb_compile)
-# The emulator's sgemm is the largest unit (every tile shape, instrumented) and the last to end
-# of what `make` builds beside chapter 7: -O1 compiles it in about three quarters of -O2's time,
-# for slightly slower sgemm cases in the suite. The emulator's results are compared with
-# tolerances, never bit for bit.
+# The emulator's sgemm is its largest unit (every tile shape, instrumented): it compiles at -O1.
+# The emulator's results are compared with tolerances, never bit for bit.
 $(BUILD)/emu/cuda/sgemm.o: private CXXFLAGS += -O1
 # The hooks themselves: never instrumented.
 $(BUILD)/emu/cuda/emu/racecheck.o: cuda/emu/racecheck.cpp | deps

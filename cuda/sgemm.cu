@@ -174,9 +174,9 @@ sgemm_register_tiled_kernel(bool trans_a, bool trans_b, int M, int N, int K, flo
 #if defined(__CUDACC__)
 #define WT_UNROLL _Pragma("unroll")
 #else
-// g++ for the emulator: unrolled too, so that acc and the fragments stay in registers rather
-// than on the stack, where every access would be a call into the emulator's access checks.
-#define WT_UNROLL _Pragma("GCC unroll 16")
+// g++ for the emulator: left to the compiler. Unrolled in full, every tile shape's loops would
+// multiply the instrumented code of the access checks, and the compile time with it.
+#define WT_UNROLL
 #endif
 // The shape of the tiles, as one type so that gpu-bench can time other shapes beside the
 // default (the register budget, and so the best shape, differs between GPUs).
