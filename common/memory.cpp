@@ -30,7 +30,7 @@ double physical_bytes() {
 
 // ---- blocks from the system ----------------------------------------------------------------
 // A block of 2 MiB and up is 2 MiB-aligned and a whole number of 2 MiB pages long, and the
-// kernel is asked to back it with 2 MiB pages (transparent huge pages, which Debian's default
+// kernel is asked to back it with 2 MiB pages (transparent huge pages, which the common default
 // mode, madvise, gives only to memory that asks). Section 6's attention reads each head as rows
 // of 256 bytes, 6 KB apart, inside the (B, n, 3 d_model) projection: with 4 KB pages nearly
 // every row is a page of its own, and the page walks are a good part of packing K^T and V^T

@@ -58,8 +58,8 @@ int slice_threads(int B, int h, int n, int d_k) {
 
 // max(m, s[0], ..., s[n-1]). Max is exact, so any order gives the same float: with AVX-512 four
 // vectors side by side, since one chain of 16 dependent vmaxps per 256-float row would take
-// most of the forward's softmax time. (-Wmaybe-uninitialized: GCC 12's false positive on its own
-// intrinsics, as in gemm.h.)
+// most of the forward's softmax time. (-Wmaybe-uninitialized: GCC's false positive on its own
+// intrinsics, as in gemm.cpp.)
 #if defined(__AVX512F__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -88,7 +88,7 @@ inline float row_max(const float* s, int n, float m) {
 #pragma GCC diagnostic pop
 #endif
 
-// p[j] = exp_fast(s[j] - m) for j < n (p may be s); returns their sum, added up as GCC 12 adds up
+// p[j] = exp_fast(s[j] - m) for j < n (p may be s); returns their sum, added up as GCC adds up
 // `#pragma omp simd reduction(+ : sum)` over that loop (16 lane sums over the whole vectors,
 // the last n % 16 added one by one into lane 0, then the lanes one by one from 0), so p and the
 // sum are bit for bit what that loop gives. With AVX-512 the exps go through
@@ -452,7 +452,7 @@ void attention_fused_forward(const float* Q, const float* K, const float* V, flo
                     const float inv_l = 1.0f / l[r];
                     const float* o = O_tile + (long)r * d_k;
                     float* out = O_ + (r0 + r) * ldo;
-#pragma omp simd  // GCC cannot tell that out and o do not overlap, and kept this loop scalar
+#pragma omp simd  // GCC cannot tell that out and o do not overlap, and would keep it scalar
                     for (int c = 0; c < d_k; c++) out[c] = o[c] * inv_l;
                     L[(long)bh * n + r0 + r] = m[r] + std::log(l[r]);
                 }

@@ -28,14 +28,14 @@ inline float exp_fast(float x) {
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
-// exp_fast on 16 floats at once, written out step by step as GCC 12 vectorises exp_fast
+// exp_fast on 16 floats at once, written out step by step as GCC vectorises exp_fast
 // (t and both halves of r are fused multiply-adds, then the Horner steps, then
 // fma(p * r, r, r) + 1): lane for lane bit for bit exp_fast for every x. The last step,
 // p * 2^n, is one vscalefps (exact for these n, as exp_fast's multiply by the float 2^n it
 // builds from n's bits is), zeroed where x < -87. GCC's own vector code also computes the
 // clamped inputs' results and blends them in, and the softmax's exps are a large part of the
 // fused forward.
-// GCC 12's intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
+// GCC's intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
 // once inlined (a known false positive; gemm.cpp's transposes do the same).
 #if !defined(__clang__)  // clang has no -Wmaybe-uninitialized (nor the false positive)
 #pragma GCC diagnostic push

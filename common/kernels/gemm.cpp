@@ -128,9 +128,8 @@ constexpr int KC = 256;
 // caches of the CPU that runs (sgemm_blocking(), below), within these bounds.
 constexpr int MC_MAX = 1008;            // a multiple of every MR (12, 6, 4)
 constexpr int NC_MAX = 8192;            // a multiple of every NR
-// The share of one core's L2 that the packed A block takes: 144 rows on a 1 MB L2, the MC
-// measured best on Zen 4 and Zen 5 (half of L2, 504 rows, ran 2-7% slower there on 2 threads
-// at n = 1024 and 2048, and no faster on one).
+// The share of one core's L2 that the packed A block takes (144 rows on a 1 MB L2): most of L2
+// is left to the B micro-panels passing through and the C tiles (sgemm_blocking).
 constexpr double L2_SHARE = 9.0 / 64;
 constexpr int DIRECT_B_MAX_M = 16;      // up to this many rows, a row-major B is read in place
 
@@ -248,8 +247,7 @@ void micro_kernel(int kc, const float* a, long lda, const float* b, long b_strid
     } else {  // right edge: only n < NR columns of C exist
         alignas(64) float tile[m][NR];
         // Unrolled like every other loop over acc: indexed by a variable anywhere, acc would
-        // live in memory, and GCC 12 then zeroes it on the stack before the k loop and stores it
-        // there after (48 stores a call).
+        // live in memory, zeroed on the stack before the k loop and stored there after.
 #pragma GCC unroll 16
         for (int i = 0; i < m; i++)
 #pragma GCC unroll 4
@@ -306,7 +304,7 @@ Kernel direct_a_kernel(bool trans_a, int m) {
 // Returns false where there is no AVX-512 (the caller then runs its scalar loop).
 // rows <= lanes <= 16.
 #if defined(__AVX512F__) && !defined(__clang__)
-// GCC 12's insert and unpack intrinsics start from _mm512_undefined_ps(), which its
+// GCC's insert and unpack intrinsics start from _mm512_undefined_ps(), which its
 // -Wmaybe-uninitialized reports once inlined (a known false positive; clang has neither).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -546,8 +544,8 @@ SgemmBlocking& blocking() {
 
 // The general path: pack both operands. Each thread packs the B panels and A blocks it uses
 // into its own workspace, so the threads never wait for each other (no barriers: on a busy
-// machine a barrier waits for whichever thread the OS has parked). Packing B twice costs a
-// few percent at the sizes where two threads are used at all.
+// machine a barrier waits for whichever thread the OS has parked), at the price of packing B
+// once per thread.
 void sgemm_packed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                   int lda, const float* B, int ldb, float beta, float* C, int ldc, int nt) {
     const SgemmBlocking& bl = blocking();

@@ -30,7 +30,7 @@ constexpr bool OPENMP =
 
 // Runs body(t, nt) on threads t = 0..nt-1 of an OpenMP team and returns when all are done. One
 // thread runs it right here, on the caller: libgomp opens even a team of one with a futex system
-// call, which on a virtual machine costs about 1% of a 256 x 256 product.
+// call, which every small product would pay for.
 template <class Body>
 void run(int nt, Body&& body) {
     if (nt <= 1) {
