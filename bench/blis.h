@@ -1,15 +1,14 @@
 // BLIS, one of bench-gemm's peers: loaded at run time (dlopen, so nothing here needs it to build),
 // with the name of the kernel family ("arch", BLIS's sub-configuration) it runs.
 //
-// BLIS built for the whole x86-64 family (Debian's) picks its arch from the CPU's model number
-// and, for the Intel AVX-512 kernels, from a timing of the FMA units. On a VM that guess comes
-// out low: 0.9.0 on a Xeon with two 512-bit FMA units picks haswell (AVX2), "number of FMA
-// units unknown", and 0.9.0 has no arch for AMD's AVX-512 CPUs (Zen 4) at all. So bench-gemm
-// names the arch BLIS picked beside the best this CPU supports, and where the pick is below it,
-// runs BLIS with BLIS_ARCH_TYPE set to the best arch's number instead (in a child process: BLIS
-// reads the variable once, at its first call). Unlike OpenBLAS's, the pick is not timed too:
-// below the CPU it is a kernel a vector width narrower or BLIS's portable C (0.9.0 on Zen 4),
-// never the faster, and at n = 2048 the portable one alone takes longer than all the others.
+// BLIS built for the whole x86-64 family picks its arch from the CPU's model number and, for
+// the Intel AVX-512 kernels, from a timing of the FMA units. On a virtual machine that guess can
+// come out low (an AVX2 arch where the CPU has two 512-bit FMA units), and a release may have no
+// arch at all for a newer CPU. So bench-gemm names the arch BLIS picked beside the best this CPU
+// supports, and where the pick is below it, runs BLIS with BLIS_ARCH_TYPE set to the best arch's
+// number instead (in a child process: BLIS reads the variable once, at its first call). Unlike
+// OpenBLAS's, the pick is not timed too: below the CPU it is a kernel a vector width narrower or
+// BLIS's portable C, never the faster.
 #pragma once
 #include <dlfcn.h>
 

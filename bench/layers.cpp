@@ -61,8 +61,8 @@ struct Yardstick {
 };
 
 // Timed yardstick calls on each side of a timed step. The machine is shared and its speed drifts
-// within seconds: a rate taken once before a cell and set against steps seconds later scatters
-// the ratios several times more than a rate taken on both sides of every step.
+// within seconds: a rate taken on both sides of every step follows the drift, where one taken
+// once before a cell would be set against steps seconds later.
 constexpr int RATE_CALLS = 3;
 
 struct Cell {

@@ -3,9 +3,8 @@
 // implementation it chose ("brg:avx512_core", "gemm:jit", ...): oneDNN picks it from the CPU's
 // instruction sets itself, so there is nothing to force.
 //
-// The descriptors oneDNN 2.x fills in are plain structs (696 and 2800 bytes in 2.6); here they
-// are opaque buffers a few times larger. oneDNN 3.x (libdnnl.so.3) changed the API: it is not
-// loaded.
+// The descriptors oneDNN 2.x fills in are plain structs; here they are opaque buffers a few
+// times larger than they are. oneDNN 3.x (libdnnl.so.3) has another API: it is not loaded.
 #pragma once
 #include <dlfcn.h>
 

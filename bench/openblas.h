@@ -2,9 +2,9 @@
 // here needs it to build), with the name of the kernel family ("core") it picked for this CPU.
 //
 // OpenBLAS built with DYNAMIC_ARCH picks its core from the CPU's model number. On a CPU it does
-// not know it falls back to an old one: 0.3.21 on a Cooper Lake Xeon reported as "Intel Xeon
-// Processor" picks Prescott (SSE3) and runs sgemm at a fifth of its speed, and a comparison with
-// it means nothing. So every benchmark prints the core OpenBLAS reports beside what the CPU
+// not know (a virtual machine may report a generic model) it falls back to an old one, Prescott
+// (SSE3) say, whose kernels use a fraction of the vector width, and a comparison with it means
+// nothing. So every benchmark prints the core OpenBLAS reports beside what the CPU
 // supports, and where the core is below that, it runs the peer once more with
 // OPENBLAS_CORETYPE set to the best matching core (in a child process: OpenBLAS reads the
 // variable once, when it is loaded) and compares against the faster of the two.

@@ -2,11 +2,10 @@
 // nothing but multiply-adds runs. Each thread keeps CHAINS independent accumulators of one vector
 // register each (the width sgemm's micro-kernel uses) and updates them `iters` times, touching no
 // memory: acc = acc * a + b, with a just below 1 so the values settle near b / (1 - a) and never
-// reach a subnormal. CHAINS is enough to hide the multiply-add's latency on every core listed in
-// common/kernels/gemm.cpp (4 cycles, 2 a cycle: 8 in flight) and leaves the registers for nothing
-// else. No GEMM can pass this rate; bench-gemm prints both libraries as a share of it, so a reader
-// can tell "1.0x" at 60% of the machine from "1.0x" at 95%, where nothing is left for either to
-// win.
+// reach a subnormal. CHAINS is enough to hide the multiply-add's latency (4 cycles at 2 a cycle:
+// 8 in flight) and leaves the registers for nothing else. No GEMM can pass this rate; bench-gemm
+// prints both libraries as a share of it, so a reader can tell "1.0x" at 60% of the machine from
+// "1.0x" at 95%, where nothing is left for either to win.
 //
 // On the portable path (no AVX2+FMA, AVX-512 or NEON) the loop is a multiply and an add, rounded
 // twice, as the portable micro-kernel's is where it has no FMA (SGEMM_FUSED in
@@ -33,7 +32,7 @@ struct PeakSimd {
     static constexpr bool FUSED = true;        // one rounding per multiply-add
     static V set(float x) { return _mm512_set1_ps(x); }
     static V madd(V acc, V a, V b) { return _mm512_fmadd_ps(acc, a, b); }
-    static float sum(V v) {  // (GCC 12's _mm512_reduce_add_ps warns of an uninitialised value)
+    static float sum(V v) {  // (GCC's _mm512_reduce_add_ps warns of an uninitialised value)
         alignas(64) float f[16];
         _mm512_store_ps(f, v);
         float s = 0;

@@ -156,7 +156,7 @@ inline int run(const std::string& name, const Prepare& prepare, const std::vecto
                 std::fflush(stdout);
                 return WRONG_EXIT;
             }
-            // A single small call (0.3 ms at 256) is at the mercy of one interruption: a block
+            // A single small call is at the mercy of one interruption: a block
             // of calls is timed instead.
             const int calls = std::max(1, (int)(0.05 / std::max(first, 1e-9)));
             double best = 1e30;

@@ -23,7 +23,7 @@ struct Variant {
     std::string forced;  // "" or how its kernel is forced: "OPENBLAS_CORETYPE=SkylakeX"
     std::vector<std::string> argv;
     std::vector<std::pair<std::string, std::string>> env;
-    std::string name;                  // what it said it is ("OpenBLAS 0.3.21 ...")
+    std::string name;                  // what it said it is: "OpenBLAS", its version, ...
     std::vector<std::string> kernels;  // the kernels it ran, each once
     std::string failure;               // its first failure, in words; it is not run again
     bool wrong = false;                // the failure was a wrong product
