@@ -62,7 +62,7 @@ Loaded load_model(const std::string& path) {
         throw std::runtime_error(path + ": d_model " + std::to_string(c.d_model) +
                                  " is not divisible by n_heads " + std::to_string(c.heads));
     c.placement = checked(ck, "pre_ln", 0, 1) ? LnPlacement::PreLN : LnPlacement::PostLN;
-    bool learned = false, none = false;  // files from before the options hold no entry
+    bool learned = false, none = false;  // optional entries: absent means sinusoidal positions
     for (const auto& [name, v] : ck.hparams) {
         if (name == "learned_positions") learned = checked(ck, "learned_positions", 0, 1);
         if (name == "no_positions") none = checked(ck, "no_positions", 0, 1);
