@@ -1,5 +1,5 @@
 // Chapter 7 (beyond the article): the whole encoder-decoder, trained from scratch on a tiny
-// translation task, on the CPU, in about a minute.
+// translation task, on the CPU.
 //
 // The task: Sino-Korean number words to Arabic numerals, 1 ... 99999.
 //   삼천이백일 -> 3201      만오천 -> 15000      구만구천구백구십구 -> 99999
@@ -23,7 +23,7 @@
 //      one example: which syllables each output digit looked at (the alignment it learned).
 //
 // The defaults (2 + 2 blocks, d_model 64, 4 heads, Pre-LN, 2000 steps of 64 sentences, one
-// thread) are chosen for accuracy per CPU second: about a minute of one core reaches 99% or more.
+// thread) are chosen for accuracy per CPU second.
 // Two choices beyond the paper, both explained where they are made: the embeddings start small
 // enough for the positional encoding to be heard, and short numbers are drawn more often.
 //
@@ -139,13 +139,13 @@ int main(int argc, char** argv) {
                                std::to_string(mc.layers) + " --d-model " +
                                std::to_string(mc.d_model));
     }
-    cli.check_figure_dir({"7-translate.png"});  // now, not after the training
+    cli.check_figure_dir({"7-translate.png"});  // before the training
     tc.seed = mc.seed;
-    // Pre-LN by default: at this budget it reaches 99% in fewer steps than Post-LN.
+    // Pre-LN by default: with this short warm-up it trains in fewer steps than Post-LN.
     mc.placement = norm == "post" ? LnPlacement::PostLN : LnPlacement::PreLN;
     // One thread by default. The matrices here are small (a few hundred rows of 64), so a second
     // thread saves little, and on a shared machine every parallel region ends in a barrier that
-    // waits for a thread the OS may have parked: under load, 2 threads run many times slower.
+    // waits for a thread the OS may have parked.
     omp_set_num_threads(threads);
     // Every training step allocates and frees the same few hundred buffers. Keep freed memory in
     // the heap instead of handing it back to the kernel (and taking page faults to get it again).
@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
         };
         // With --save, Ctrl-C (or SIGTERM) stops the training after the step it is in, and the
         // weights trained so far are saved before the program ends (with 128 + the signal, 130
-        // for Ctrl-C, as interrupted): they were lost with the rest. A second Ctrl-C ends it at
+        // for Ctrl-C, as interrupted) rather than lost with the rest. A second Ctrl-C ends it at
         // once. Only the training is guarded: from the save on, signals act as they always do.
         if (!save_path.empty()) {
             for (int sig : {SIGINT, SIGTERM})
