@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
     cli.option("--digits", digits, "decimals of the printed ratios");
     cli.figures(figure_dir, no_figures, "5-blocks.png");
     cli.flag("--table-only", table_only, "print only the article's table");
-    cli.flag("--no-decoder", no_decoder, "the same as --table-only (its former name)");
+    cli.flag("--no-decoder", no_decoder, "the same as --table-only");
     cli.parse(argc, argv);
     for (int L : depths)
         if (L < 1 || L > 256)
