@@ -42,22 +42,18 @@ const char* ABOUT =
 // The article's widget as a picture (drawn at the end of this file).
 void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path);
 
+struct Options {  // the command line, parsed and checked below main
+    std::string mask_name = "none";
+    int explain = 0;
+    std::string figure_dir = "figures";
+    bool no_figures = false, live = false, plain = false;
+    Options(int argc, char** argv);
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    cli::Parser cli("1-self-attention", ABOUT);
-    std::string mask_name = "none";
-    int explain = 0;
-    cli.choice("--mask", mask_name, {"none", "causal"}, "causal: row i sees only keys j <= i");
-    cli.option("--explain", explain, "print each step for query token I (1..4); 0 = off", "I");
-    std::string figure_dir = "figures";
-    bool no_figures = false;
-    cli.figures(figure_dir, no_figures, "1-self-attention.png");
-    bool live = false, plain = false;
-    cli.flag("--live", live, "the article's widget in the terminal (see above); q quits");
-    cli.flag("--plain", plain, "with --live: one key per line, plain screens, even in a terminal");
-    cli.parse(argc, argv);
-    if (plain && !live) cli.fail("--plain only changes --live: add --live, or drop --plain");
+    const Options opt(argc, argv);
 
     // Four tokens, d_model = d_k = 4. One row of X per token: X (n, d_model), W_Q, W_K, W_V
     // (d_model, d_k).
@@ -66,22 +62,17 @@ int main(int argc, char** argv) {
     Tensor W_K = Tensor::from({{0, -1, 0, 1}, {1, -1, 0, 1}, {1, 1, -1, -1}, {0, 1, 1, 0}});
     Tensor W_V = Tensor::from({{1, 0, 2, 0}, {0, 2, 0, 1}, {2, 1, 0, 0}, {0, 0, 1, 2}});
     const int n = int(X.size(0));
-    if (explain < 0 || explain > n)
-        cli.fail("--explain " + std::to_string(explain) + " is not a token: use 1.." +
-                 std::to_string(n) + " (or 0 for off)");
-    if (!live)
-        cli.check_figure_dir(
-            {"1-self-attention.png"});  // up front, as every chapter that draws (--live draws none)
 
     // Query, key and value: three roles for the same tokens.
     Tensor Q = matmul(X, W_Q), K = matmul(X, W_K), V = matmul(X, W_V);  // (n, d_k) twice, (n, d_v)
 
     // The widget runs on these tensors, with and without the mask (live.h), instead of printing.
-    if (live) {
+    if (opt.live) {
         try {
-            return live::run(
-                live::Model(Q, K, V),
-                {.query = explain > 0 ? explain - 1 : 0, .causal = mask_name == "causal"}, plain);
+            return live::run(live::Model(Q, K, V),
+                             {.query = opt.explain > 0 ? opt.explain - 1 : 0,
+                              .causal = opt.mask_name == "causal"},
+                             opt.plain);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "1-self-attention: error: %s\n", e.what());
             return 1;
@@ -89,7 +80,7 @@ int main(int argc, char** argv) {
     }
 
     // The causal mask hides the upper triangle: -inf before softmax, exactly 0 after.
-    Tensor mask = mask_name == "causal" ? causal_mask(n) : Tensor();
+    Tensor mask = opt.mask_name == "causal" ? causal_mask(n) : Tensor();
     auto [out, attn] = scaled_dot_product_attention(Q, K, V, mask);  // (n, d_v), (n, n)
 
     // print("어텐션 가중치:\n", attn): Python's print puts a space between its arguments.
@@ -97,27 +88,27 @@ int main(int argc, char** argv) {
     std::printf("출력:\n %s\n", torch_str(out).c_str());
 
     int status = 0;  // a figure that cannot be written still lets --explain print
-    if (!no_figures) {
+    if (!opt.no_figures) {
         try {
             // the weights (n, n), without and with the causal mask
             Tensor plain = mask.defined() ? scaled_dot_product_attention(Q, K, V).second : attn;
             Tensor causal = scaled_dot_product_attention(Q, K, V, causal_mask(n)).second;
-            draw_figure(plain, causal, figure_dir + "/1-self-attention.png");
+            draw_figure(plain, causal, opt.figure_dir + "/1-self-attention.png");
         } catch (const std::exception& e) {
             std::fprintf(stderr, "1-self-attention: error: %s\n", e.what());
             status = 1;
         }
     }
 
-    if (explain == 0) return status;
+    if (opt.explain == 0) return status;
     // One row of the computation by hand, one step at a time: the dot products and scores as
     // the widget takes them from the listing's expressions (live.h), then the printed block's
     // weights and output.
     const live::Model steps(Q, K, V);
-    const int i = explain - 1, c = mask.defined() ? 1 : 0;
+    const int i = opt.explain - 1, c = mask.defined() ? 1 : 0;
     const int d_k = int(Q.size(1));
     auto row = live::row_text;  // Q, K and V hold integers: "[-1., -1., -1., -2.]", as --live
-    std::printf("\n%d번 토큰의 쿼리 q_%d = %s\n", explain, explain, row(Q, i).c_str());
+    std::printf("\n%d번 토큰의 쿼리 q_%d = %s\n", opt.explain, opt.explain, row(Q, i).c_str());
     std::printf("1) 키와의 내적 q·k_j:\n");
     for (int j = 0; j < n; j++)
         std::printf("   k_%d = %s  ->  q·k_%d = %s\n", j + 1, row(K, j).c_str(), j + 1,
@@ -146,9 +137,24 @@ int main(int argc, char** argv) {
     return status;
 }
 
-// ---- the figure ------------------------------------------------------------------------------
-
 namespace {
+
+Options::Options(int argc, char** argv) {
+    cli::Parser cli("1-self-attention", ABOUT);
+    cli.choice("--mask", mask_name, {"none", "causal"}, "causal: row i sees only keys j <= i");
+    cli.option("--explain", explain, "print each step for query token I (1..4); 0 = off", "I");
+    cli.figures(figure_dir, no_figures, "1-self-attention.png");
+    cli.flag("--live", live, "the article's widget in the terminal (see above); q quits");
+    cli.flag("--plain", plain, "with --live: one key per line, plain screens, even in a terminal");
+    cli.parse(argc, argv);
+    if (plain && !live) cli.fail("--plain only changes --live: add --live, or drop --plain");
+    if (explain < 0 || explain > 4)  // the article's four tokens, the rows of main's X
+        cli.fail("--explain " + std::to_string(explain) +
+                 " is not a token: use 1..4 (or 0 for off)");
+    if (!live) cli.check_figure_dir({"1-self-attention.png"});  // --live draws none
+}
+
+// ---- the figure ------------------------------------------------------------------------------
 
 // The article's widget as a picture: the weights without and with the causal mask.
 void draw_figure(const Tensor& plain, const Tensor& causal, const std::string& path) {
