@@ -82,15 +82,79 @@ std::vector<Means> experiment(long seed, const std::vector<int>& dims, int trial
 void draw_figure(const std::vector<int>& dks, const std::vector<Means>& rows, int n_keys,
                  const std::string& path);
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {  // the command line, parsed and checked below main
     long seed = 20260830;
     int trials = 20000, n_keys = 8;
     std::vector<int> dims = {4, 16, 64, 256, 1024};
     std::string figure_dir = "figures";
     bool no_figures = false;
+    Options(int argc, char** argv);
+};
 
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Options opt(argc, argv);
+
+    // print(f"d_k={d:5d}  로짓 표준편차 {np.mean(std):6.2f} | ...")
+    const std::vector<Means> table = experiment(opt.seed, opt.dims, opt.trials, opt.n_keys);
+    for (size_t i = 0; i < opt.dims.size(); i++) {
+        const Means& m = table[i];
+        std::printf("d_k=%5d  로짓 표준편차 %6.2f | 최대확률 %.3f → %.3f | "
+                    "기울기 지표 %.4f → %.4f\n",
+                    opt.dims[i], m.logit_std, m.pmax_raw, m.pmax_scaled, m.grad_raw, m.grad_scaled);
+    }
+
+    // Beyond the block, the prose after it: "오른쪽 그래프를 로그축으로 그리면 파란 곡선이 거의
+    // 직선으로 내려갑니다. 기울기 지표가 √d_k에 반비례한다는 뜻입니다." On a log-log plot,
+    // y ~ d_k^-1/2 is a line of slope -0.5: fit it.
+    if (opt.dims.size() >= 2) {
+        std::vector<double> d, raw, scaled;
+        for (size_t i = 0; i < opt.dims.size(); i++) {
+            d.push_back(opt.dims[i]);
+            raw.push_back(table[i].grad_raw);
+            scaled.push_back(table[i].grad_scaled);
+        }
+        // A measure of exactly 0 (softmax saturated at some d_k) has no logarithm: no slope.
+        auto slope_text = [](double k) {
+            char t[32];
+            std::snprintf(t, sizeof t, "%.3f", k);
+            return std::isfinite(k) ? std::string(t) : std::string("맞출 수 없음");
+        };
+        const double k = loglog_slope(d, raw), k_scaled = loglog_slope(d, scaled);
+        std::printf(
+            "\n기울기 지표의 로그-로그 기울기 (d_k = %d ~ %d, 최소제곱): 스케일링 없음 "
+            "%s, √d_k로 나눔 %s\n",
+            opt.dims.front(), opt.dims.back(), slope_text(k).c_str(), slope_text(k_scaled).c_str());
+        std::printf("√d_k에 반비례한다면 -0.5, 일정하다면 0입니다.\n");
+        if (!std::isfinite(k))
+            std::printf(
+                "판정 보류 — 스케일링 없는 쪽의 기울기 지표가 어떤 d_k에서 0이 되어 "
+                "(softmax 포화) 로그-로그 기울기를 맞출 수 없음\n");
+        else
+            std::printf(
+                "판정: %s — 스케일링 없는 쪽의 기울기 %.3f, -0.5와의 차이 %.3f (기준 0.05)\n",
+                std::fabs(k + 0.5) <= 0.05 ? "재현됨" : "이 범위에서는 재현되지 않음", k,
+                std::fabs(k + 0.5));
+    }
+
+    if (!opt.no_figures) {
+        // The figure script runs the same loop from a fresh np.random.default_rng(seed).
+        const std::vector<int> dks = {4, 8, 16, 32, 64, 128, 256, 512, 1024};
+        const std::vector<Means> rows = experiment(opt.seed, dks, 4000, opt.n_keys);
+        try {
+            draw_figure(dks, rows, opt.n_keys, opt.figure_dir + "/2-scaling.png");
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "2-scaling: error: %s\n", e.what());
+            return 1;
+        }
+    }
+    return 0;
+}
+
+namespace {
+
+Options::Options(int argc, char** argv) {
     cli::Parser cli("2-scaling",
                     "Section 2: why divide by sqrt(d_k) (the article's table and figure 1)");
     cli.option("--seed", seed, "np.random.default_rng seed");
@@ -116,64 +180,7 @@ int main(int argc, char** argv) {
     // The five lists of one d_k (the article's std, pr, ps, jr, js) hold `trials` doubles each.
     cli.require_memory(5 * 8 * double(trials), "--trials " + std::to_string(trials));
     cli.check_figure_dir({"2-scaling.png"});  // before the trials, which --trials can make long
-
-    // print(f"d_k={d:5d}  로짓 표준편차 {np.mean(std):6.2f} | ...")
-    const std::vector<Means> table = experiment(seed, dims, trials, n_keys);
-    for (size_t i = 0; i < dims.size(); i++) {
-        const Means& m = table[i];
-        std::printf("d_k=%5d  로짓 표준편차 %6.2f | 최대확률 %.3f → %.3f | "
-                    "기울기 지표 %.4f → %.4f\n",
-                    dims[i], m.logit_std, m.pmax_raw, m.pmax_scaled, m.grad_raw, m.grad_scaled);
-    }
-
-    // Beyond the block, the prose after it: "오른쪽 그래프를 로그축으로 그리면 파란 곡선이 거의
-    // 직선으로 내려갑니다. 기울기 지표가 √d_k에 반비례한다는 뜻입니다." On a log-log plot,
-    // y ~ d_k^-1/2 is a line of slope -0.5: fit it.
-    if (dims.size() >= 2) {
-        std::vector<double> d, raw, scaled;
-        for (size_t i = 0; i < dims.size(); i++) {
-            d.push_back(dims[i]);
-            raw.push_back(table[i].grad_raw);
-            scaled.push_back(table[i].grad_scaled);
-        }
-        // A measure of exactly 0 (softmax saturated at some d_k) has no logarithm: no slope.
-        auto slope_text = [](double k) {
-            char t[32];
-            std::snprintf(t, sizeof t, "%.3f", k);
-            return std::isfinite(k) ? std::string(t) : std::string("맞출 수 없음");
-        };
-        const double k = loglog_slope(d, raw), k_scaled = loglog_slope(d, scaled);
-        std::printf(
-            "\n기울기 지표의 로그-로그 기울기 (d_k = %d ~ %d, 최소제곱): 스케일링 없음 "
-            "%s, √d_k로 나눔 %s\n",
-            dims.front(), dims.back(), slope_text(k).c_str(), slope_text(k_scaled).c_str());
-        std::printf("√d_k에 반비례한다면 -0.5, 일정하다면 0입니다.\n");
-        if (!std::isfinite(k))
-            std::printf(
-                "판정 보류 — 스케일링 없는 쪽의 기울기 지표가 어떤 d_k에서 0이 되어 "
-                "(softmax 포화) 로그-로그 기울기를 맞출 수 없음\n");
-        else
-            std::printf(
-                "판정: %s — 스케일링 없는 쪽의 기울기 %.3f, -0.5와의 차이 %.3f (기준 0.05)\n",
-                std::fabs(k + 0.5) <= 0.05 ? "재현됨" : "이 범위에서는 재현되지 않음", k,
-                std::fabs(k + 0.5));
-    }
-
-    if (!no_figures) {
-        // The figure script runs the same loop from a fresh np.random.default_rng(seed).
-        const std::vector<int> dks = {4, 8, 16, 32, 64, 128, 256, 512, 1024};
-        const std::vector<Means> rows = experiment(seed, dks, 4000, n_keys);
-        try {
-            draw_figure(dks, rows, n_keys, figure_dir + "/2-scaling.png");
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "2-scaling: error: %s\n", e.what());
-            return 1;
-        }
-    }
-    return 0;
 }
-
-namespace {
 
 // Figure 1, as the article's figure script draws it: the largest probability and the gradient
 // indicator against d_k, without and with the division.
