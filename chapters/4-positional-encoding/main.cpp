@@ -40,15 +40,58 @@ Tensor normal_matrix(numpy::Generator& g, int64_t rows, int64_t cols, double sca
 // Figure 2, as the article's figure script draws it (at the end of this file).
 void draw_figure(const std::string& path);
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {  // the command line, parsed and checked below main
     long seed = 7;
     int n = 6, d = 16;
     std::vector<int> perm = {3, 0, 5, 1, 4, 2};
     std::string figure_dir = "figures";
     bool no_figures = false;
+    Options(int argc, char** argv);
+};
 
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Options opt(argc, argv);
+
+    // X (n, d) and the three projections (d, d), scaled by 1/sqrt(d) so the scores stay O(1).
+    const int n = opt.n, d = opt.d;
+    numpy::Generator g{uint64_t(opt.seed)};
+    Tensor X = normal_matrix(g, n, d, 1.0);                   // (n, d)
+    Tensor W_Q = normal_matrix(g, d, d, std::sqrt(double(d)));  // (d, d)
+    Tensor W_K = normal_matrix(g, d, d, std::sqrt(double(d)));  // (d, d)
+    Tensor W_V = normal_matrix(g, d, d, std::sqrt(double(d)));  // (d, d)
+
+    // Self-attention alone: no positions anywhere.
+    auto attn_only = [&](const Tensor& x) {
+        return scaled_dot_product_attention(matmul(x, W_Q), matmul(x, W_K), matmul(x, W_V)).first;
+    };
+    const std::vector<int64_t> p(opt.perm.begin(), opt.perm.end());
+
+    // Shuffle after vs before: the same rows, so the difference is rounding noise.
+    float diff = max(abs(index_select(attn_only(X), p) - attn_only(index_select(X, p)))).item();
+    std::printf("계산 후 섞기 vs 섞은 후 계산, 최대 차이: %s\n", py_repr(diff).c_str());
+
+    // With the encoding added, a token's vector depends on where it stands.
+    Tensor PE = positional_encoding(n, d);  // (n, d)
+    float diff_pe =
+        max(abs(index_select(attn_only(X + PE), p) - attn_only(index_select(X, p) + PE))).item();
+    std::printf("위치 인코딩을 더한 뒤 같은 실험, 최대 차이: %s\n", py_repr(diff_pe).c_str());
+
+    if (!opt.no_figures) {
+        try {
+            draw_figure(opt.figure_dir + "/4-positional-encoding.png");
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "4-positional-encoding: error: %s\n", e.what());
+            return 1;
+        }
+    }
+    return 0;
+}
+
+namespace {
+
+Options::Options(int argc, char** argv) {
     cli::Parser cli("4-positional-encoding",
                     "Section 4: attention ignores order until positions are added (figure 2)");
     cli.option("--seed", seed, "np.random.default_rng seed for X, W_Q, W_K, W_V");
@@ -70,44 +113,9 @@ int main(int argc, char** argv) {
                      " (with --n, give a --perm of that length too)");
     }
     cli.check_figure_dir({"4-positional-encoding.png"});  // up front, as every chapter that draws
-
-    // X (n, d) and the three projections (d, d), scaled by 1/sqrt(d) so the scores stay O(1).
-    numpy::Generator g{uint64_t(seed)};
-    Tensor X = normal_matrix(g, n, d, 1.0);                   // (n, d)
-    Tensor W_Q = normal_matrix(g, d, d, std::sqrt(double(d)));  // (d, d)
-    Tensor W_K = normal_matrix(g, d, d, std::sqrt(double(d)));  // (d, d)
-    Tensor W_V = normal_matrix(g, d, d, std::sqrt(double(d)));  // (d, d)
-
-    // Self-attention alone: no positions anywhere.
-    auto attn_only = [&](const Tensor& x) {
-        return scaled_dot_product_attention(matmul(x, W_Q), matmul(x, W_K), matmul(x, W_V)).first;
-    };
-    const std::vector<int64_t> p(perm.begin(), perm.end());
-
-    // Shuffle after vs before: the same rows, so the difference is rounding noise.
-    float diff = max(abs(index_select(attn_only(X), p) - attn_only(index_select(X, p)))).item();
-    std::printf("계산 후 섞기 vs 섞은 후 계산, 최대 차이: %s\n", py_repr(diff).c_str());
-
-    // With the encoding added, a token's vector depends on where it stands.
-    Tensor PE = positional_encoding(n, d);  // (n, d)
-    float diff_pe =
-        max(abs(index_select(attn_only(X + PE), p) - attn_only(index_select(X, p) + PE))).item();
-    std::printf("위치 인코딩을 더한 뒤 같은 실험, 최대 차이: %s\n", py_repr(diff_pe).c_str());
-
-    if (!no_figures) {
-        try {
-            draw_figure(figure_dir + "/4-positional-encoding.png");
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "4-positional-encoding: error: %s\n", e.what());
-            return 1;
-        }
-    }
-    return 0;
 }
 
 // ---- the figure ------------------------------------------------------------------------------
-
-namespace {
 
 // Figure 2, as the article's figure script draws it.
 void draw_figure(const std::string& path) {
