@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -174,15 +175,65 @@ void decoder_demo() {
                 model.decoder_calls);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    cli::Parser cli("5-blocks",
-                    "Section 5: Post-LN vs Pre-LN gradients at initialisation; the decoder");
+struct Options {  // the command line, parsed and checked below main
     std::vector<int> depths = {6, 12, 24};
     int init_seed = 0, data_seed = 1, d_model = 64, heads = 4, vocab = 50, digits = 1;
     std::string figure_dir = "figures";
-    bool no_figures = false, table_only = false, no_decoder = false;
+    bool no_figures = false, table_only = false;
+    Options(int argc, char** argv);
+};
+
+// g.back() / g.front(), or the run ends (exit code 1) where that is no finite ratio.
+double last_over_first(const std::vector<double>& g, int L, const char* name);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Options opt(argc, argv);
+
+    std::vector<double> fig_post, fig_pre;
+    int status = 0;  // a figure that cannot be written still lets the decoder's section print
+    for (int L : opt.depths) {
+        std::string line = "L=" + std::string(L < 10 ? " " : "") + std::to_string(L);
+        for (LnPlacement p : PLACEMENTS) {
+            std::vector<double> g = qkv_grad_norms(L, p, opt.d_model, opt.heads, opt.vocab,
+                                                   opt.init_seed, opt.data_seed);
+            const char* name = p == LnPlacement::PreLN ? "Pre-LN " : "Post-LN";
+            const std::string ratio = fixed(last_over_first(g, L, name), opt.digits);
+            line += std::string(" | ") + name + " 마지막/첫 블록 = " + ratio + "배";
+            if (L == 24) (p == LnPlacement::PreLN ? fig_pre : fig_post) = g;
+        }
+        std::printf("%s\n", line.c_str());
+        cli::flush_stdout_or_exit();
+    }
+
+    if (!opt.no_figures) {
+        if (fig_post.empty()) {  // the figure is about L = 24 even when the table skipped it
+            fig_post = qkv_grad_norms(24, LnPlacement::PostLN, opt.d_model, opt.heads, opt.vocab,
+                                      opt.init_seed, opt.data_seed);
+            fig_pre = qkv_grad_norms(24, LnPlacement::PreLN, opt.d_model, opt.heads, opt.vocab,
+                                     opt.init_seed, opt.data_seed);
+        }
+        try {
+            draw_figure(fig_post, fig_pre, opt.figure_dir + "/5-blocks.png");
+        } catch (const std::exception& e) {  // said, and the decoder's section still prints
+            std::fprintf(stderr, "5-blocks: error: %s\n", e.what());
+            status = 1;
+        }
+    }
+    if (!opt.table_only) {
+        feed_forward_claims();  // the prose before the listing, after the article's own lines
+        decoder_demo();
+    }
+    return status;
+}
+
+namespace {
+
+Options::Options(int argc, char** argv) {
+    cli::Parser cli("5-blocks",
+                    "Section 5: Post-LN vs Pre-LN gradients at initialisation; the decoder");
+    bool no_decoder = false;
     cli.option("--depths", depths, "numbers of blocks L");
     cli.option("--init-seed", init_seed, "torch.manual_seed before building the model");
     cli.option("--data-seed", data_seed, "torch.manual_seed before drawing x and y");
@@ -194,6 +245,7 @@ int main(int argc, char** argv) {
     cli.flag("--table-only", table_only, "print only the article's table");
     cli.flag("--no-decoder", no_decoder, "the same as --table-only");
     cli.parse(argc, argv);
+    table_only |= no_decoder;
     for (int L : depths)
         if (L < 1 || L > 256)
             cli.fail("--depths: " + std::to_string(L) + " blocks is not in 1..256");
@@ -219,57 +271,21 @@ int main(int argc, char** argv) {
                            "--d-model " + std::to_string(d_model) + " --vocab " +
                                std::to_string(vocab) + " at L = " + std::to_string(int(L)));
     }
-    cli.check_figure_dir({"5-blocks.png"});  // before the table's gradients, not after them
+    cli.check_figure_dir({"5-blocks.png"});  // before the table's gradients
+}
 
-    std::vector<double> fig_post, fig_pre;
-    int status = 0;  // a figure that cannot be written still lets the decoder's section print
-    for (int L : depths) {
-        std::string line = "L=" + std::string(L < 10 ? " " : "") + std::to_string(L);
-        for (LnPlacement p : PLACEMENTS) {
-            std::vector<double> g =
-                qkv_grad_norms(L, p, d_model, heads, vocab, init_seed, data_seed);
-            const char* name = p == LnPlacement::PreLN ? "Pre-LN " : "Post-LN";
-            const double ratio = g.back() / g.front();
-            if (!std::isfinite(ratio)) {  // a NaN or an overflow is not a ratio to print
-                std::fflush(stdout);
-                std::fprintf(stderr,
-                             "5-blocks: error: L = %d, %s: the last and first blocks' gradient "
-                             "norms %g and %g give no finite ratio; try other --d-model, "
-                             "--heads or seeds\n",
-                             L, name, g.back(), g.front());
-                return 1;
-            }
-            line += std::string(" | ") + name + " 마지막/첫 블록 = " + fixed(ratio, digits) + "배";
-            if (L == 24) (p == LnPlacement::PreLN ? fig_pre : fig_post) = g;
-        }
-        std::printf("%s\n", line.c_str());
-        cli::flush_stdout_or_exit();
-    }
-
-    if (!no_figures) {
-        if (fig_post.empty()) {  // the figure is about L = 24 even when the table skipped it
-            fig_post = qkv_grad_norms(24, LnPlacement::PostLN, d_model, heads, vocab, init_seed,
-                                      data_seed);
-            fig_pre = qkv_grad_norms(24, LnPlacement::PreLN, d_model, heads, vocab, init_seed,
-                                     data_seed);
-        }
-        try {
-            draw_figure(fig_post, fig_pre, figure_dir + "/5-blocks.png");
-        } catch (const std::exception& e) {  // said, and the decoder's section still prints
-            std::fprintf(stderr, "5-blocks: error: %s\n", e.what());
-            status = 1;
-        }
-    }
-    if (!table_only && !no_decoder) {
-        feed_forward_claims();  // the prose before the listing, after the article's own lines
-        decoder_demo();
-    }
-    return status;
+double last_over_first(const std::vector<double>& g, int L, const char* name) {
+    const double ratio = g.back() / g.front();
+    if (std::isfinite(ratio)) return ratio;  // a NaN or an overflow is not a ratio to print
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "5-blocks: error: L = %d, %s: the last and first blocks' gradient norms %g and "
+                 "%g give no finite ratio; try other --d-model, --heads or seeds\n",
+                 L, name, g.back(), g.front());
+    std::exit(1);
 }
 
 // ---- the figure ------------------------------------------------------------------------------
-
-namespace {
 
 void draw_figure(const std::vector<double>& post, const std::vector<double>& pre,
                  const std::string& path) {
