@@ -218,19 +218,114 @@ std::string format_cell(const Cell& c) {
 void draw_figure(const std::vector<int>& seq_lens, const std::vector<std::vector<Cell>>& cells,
                  double memory_mb, const char* memory_name, const std::string& path);
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {  // the command line, parsed and checked below main
     std::string device = "cpu";
     std::vector<int> seq_lens = {128, 256, 512, 1024};
     Config cfg{8, 512, 8, 2, 5, 0};
-    double mem_limit_mb = 0;
     std::string figure_dir = "figures";
     bool no_figures = false, no_claims = false;
     std::vector<int> path_lens = {16, 32, 64, 128, 256, 512};
+    Options(int argc, char** argv);
+};
 
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Options opt(argc, argv);
+    const Config& cfg = opt.cfg;
+
+    print_complexity_table();
+    // Written at once and checked: with stdout on a full disk (`6-cost > /dev/full`) the run
+    // stops here with the exit check's line, not after measuring for nowhere.
+    cli::flush_stdout_or_exit();
+    // The prose right after the table (CPU only): the gradient's path from the last position
+    // to the first, one step through attention and n through the LSTM.
+    PathLengths paths;
+    if (!opt.no_claims && opt.device == "cpu") {
+        paths = path_lengths(opt.path_lens, cfg.d_model, cfg.heads);
+        print_path_lengths(paths, cfg.d_model);
+    }
+    print_cost_crossover(cfg.d_model);
+
+    std::printf("device = %s, batch = %d, d_model = %d\n", opt.device.c_str(), cfg.batch,
+                cfg.d_model);
+    cli::flush_stdout_or_exit();
+    double memory_mb = mem::physical_bytes() / MIB;
+    std::vector<std::vector<Cell>> cuda_cells;  // the GPU measures the whole table in one go
+#ifdef WITH_CUDA
+    if (opt.device == "cuda") {
+        try {
+            CudaCostTable t = run_cost_table_cuda(opt.seq_lens, cfg.batch, cfg.d_model, cfg.heads,
+                                                  cfg.warmup, cfg.repeat);
+            std::fprintf(stderr, "6-cost: %s, %.0f MB\n", t.device.c_str(), t.physical_mb);
+            memory_mb = t.physical_mb;
+            for (const CudaCostRow& r : t.rows) {
+                std::vector<Cell> row;
+                for (const CudaCostCell* c : {&r.naive, &r.fused, &r.lstm})
+                    row.push_back(Cell{c->skipped, 0, c->ms, c->peak_mb});
+                cuda_cells.push_back(row);
+            }
+        } catch (const std::exception& e) {  // a CUDA error, or a kernel refusing its input
+            std::fprintf(stderr, "6-cost: error: %s\n", e.what());
+            return 1;
+        }
+    }
+#endif
+    std::printf("     n |         어텐션(단순 구현) |        어텐션(퓨전 커널) |           LSTM\n");
+    cli::flush_stdout_or_exit();
+    std::vector<std::vector<Cell>> cells;
+    bool any_skipped = false;
+    for (size_t k = 0; k < opt.seq_lens.size(); k++) {
+        const int n = opt.seq_lens[k];
+        std::vector<Cell> row;
+        for (int m = 0; m < 3; m++) {
+            row.push_back(opt.device == "cuda" ? cuda_cells[k][size_t(m)]
+                                               : run_cell(METHODS[m], n, cfg));
+            any_skipped |= row.back().skipped;
+        }
+        std::printf("%6d | %s | %s | %s\n", n, format_cell(row[0]).c_str(),
+                    format_cell(row[1]).c_str(), format_cell(row[2]).c_str());
+        cli::flush_stdout_or_exit();
+        cells.push_back(row);
+    }
+    if (any_skipped && opt.device == "cpu")
+        std::printf(
+            "(건너뜀: 예상 최대 메모리가 한도 %.0f MB 또는 지금 쓸 수 있는 메모리를 넘는 항목)\n",
+            cfg.limit_bytes / MIB);
+    if (any_skipped && opt.device == "cuda")
+        std::printf("(건너뜀: GPU 메모리 %.0f MB에 들어가지 않는 항목)\n", memory_mb);
+
+    // The prose after the measured table (CPU only): where the memory curves cross.
+    if (!opt.no_claims && opt.device == "cpu") {
+        std::vector<double> naive_mb, lstm_mb;
+        for (const std::vector<Cell>& row : cells) {
+            naive_mb.push_back(row[0].skipped ? -1 : row[0].mb);
+            lstm_mb.push_back(row[2].skipped ? -1 : row[2].mb);
+        }
+        print_memory_crossover(opt.seq_lens, naive_mb, lstm_mb, cfg.batch, cfg.d_model, cfg.heads);
+    }
+
+    if (!opt.no_figures) {
+        try {
+            if (!paths.n.empty())
+                draw_path_lengths(paths, cfg.d_model, opt.figure_dir + "/6-path-length.png");
+            draw_figure(
+                opt.seq_lens, cells, memory_mb, opt.device == "cuda" ? "GPU" : "CPU",
+                opt.figure_dir + (opt.device == "cuda" ? "/6-cost-cuda.png" : "/6-cost.png"));
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "6-cost: error: %s\n", e.what());
+            return 1;
+        }
+    }
+    return 0;
+}
+
+namespace {
+
+Options::Options(int argc, char** argv) {
     cli::Parser cli("6-cost",
                     "Section 6: the cost of attention (complexity table, benchmark, figure 3)");
+    double mem_limit_mb = 0;
     cli.choice("--device", device, {"cpu", "cuda"},
                "cuda: in build/bin/6-cost-cuda, built when nvcc is present");
     cli.option("--seq-lens", seq_lens,
@@ -251,8 +346,9 @@ int main(int argc, char** argv) {
     cli.parse(argc, argv);
 #ifndef WITH_CUDA
     if (device == "cuda")
-        cli.fail("--device cuda: this binary has no CUDA path; run build/bin/6-cost-cuda (built by "
-                 "make build when nvcc is present)");
+        cli.fail(
+            "--device cuda: this binary has no CUDA path; run build/bin/6-cost-cuda (built by "
+            "make build when nvcc is present)");
 #endif
     if (seq_lens.empty()) cli.fail("--seq-lens needs at least one length");
     for (int n : seq_lens)
@@ -300,94 +396,9 @@ int main(int argc, char** argv) {
     std::vector<std::string> figures = {device == "cuda" ? "6-cost-cuda.png" : "6-cost.png"};
     if (!no_claims && device == "cpu") figures.push_back("6-path-length.png");
     cli.check_figure_dir(figures);
-
-    print_complexity_table();
-    // Written at once and checked: with stdout on a full disk (`6-cost > /dev/full`) the run
-    // stops here with the exit check's line, not after measuring for nowhere.
-    cli::flush_stdout_or_exit();
-    // The prose right after the table (CPU only): the gradient's path from the last position
-    // to the first, one step through attention and n through the LSTM.
-    PathLengths paths;
-    if (!no_claims && device == "cpu") {
-        paths = path_lengths(path_lens, cfg.d_model, cfg.heads);
-        print_path_lengths(paths, cfg.d_model);
-    }
-    print_cost_crossover(cfg.d_model);
-
-    std::printf("device = %s, batch = %d, d_model = %d\n", device.c_str(), cfg.batch, cfg.d_model);
-    cli::flush_stdout_or_exit();
-    double memory_mb = mem::physical_bytes() / MIB;
-    std::vector<std::vector<Cell>> cuda_cells;  // the GPU measures the whole table in one go
-#ifdef WITH_CUDA
-    if (device == "cuda") {
-        try {
-            CudaCostTable t = run_cost_table_cuda(seq_lens, cfg.batch, cfg.d_model, cfg.heads,
-                                                  cfg.warmup, cfg.repeat);
-            std::fprintf(stderr, "6-cost: %s, %.0f MB\n", t.device.c_str(), t.physical_mb);
-            memory_mb = t.physical_mb;
-            for (const CudaCostRow& r : t.rows) {
-                std::vector<Cell> row;
-                for (const CudaCostCell* c : {&r.naive, &r.fused, &r.lstm})
-                    row.push_back(Cell{c->skipped, 0, c->ms, c->peak_mb});
-                cuda_cells.push_back(row);
-            }
-        } catch (const std::exception& e) {  // a CUDA error, or a kernel refusing its input
-            std::fprintf(stderr, "6-cost: error: %s\n", e.what());
-            return 1;
-        }
-    }
-#endif
-    std::printf("     n |         어텐션(단순 구현) |        어텐션(퓨전 커널) |           LSTM\n");
-    cli::flush_stdout_or_exit();
-    std::vector<std::vector<Cell>> cells;
-    bool any_skipped = false;
-    for (size_t k = 0; k < seq_lens.size(); k++) {
-        const int n = seq_lens[k];
-        std::vector<Cell> row;
-        for (int m = 0; m < 3; m++) {
-            row.push_back(device == "cuda" ? cuda_cells[k][size_t(m)]
-                                           : run_cell(METHODS[m], n, cfg));
-            any_skipped |= row.back().skipped;
-        }
-        std::printf("%6d | %s | %s | %s\n", n, format_cell(row[0]).c_str(),
-                    format_cell(row[1]).c_str(), format_cell(row[2]).c_str());
-        cli::flush_stdout_or_exit();
-        cells.push_back(row);
-    }
-    if (any_skipped && device == "cpu")
-        std::printf(
-            "(건너뜀: 예상 최대 메모리가 한도 %.0f MB 또는 지금 쓸 수 있는 메모리를 넘는 항목)\n",
-            cfg.limit_bytes / MIB);
-    if (any_skipped && device == "cuda")
-        std::printf("(건너뜀: GPU 메모리 %.0f MB에 들어가지 않는 항목)\n", memory_mb);
-
-    // The prose after the measured table (CPU only): where the memory curves cross.
-    if (!no_claims && device == "cpu") {
-        std::vector<double> naive_mb, lstm_mb;
-        for (const std::vector<Cell>& row : cells) {
-            naive_mb.push_back(row[0].skipped ? -1 : row[0].mb);
-            lstm_mb.push_back(row[2].skipped ? -1 : row[2].mb);
-        }
-        print_memory_crossover(seq_lens, naive_mb, lstm_mb, cfg.batch, cfg.d_model, cfg.heads);
-    }
-
-    if (!no_figures) {
-        try {
-            if (!paths.n.empty())
-                draw_path_lengths(paths, cfg.d_model, figure_dir + "/6-path-length.png");
-            draw_figure(seq_lens, cells, memory_mb, device == "cuda" ? "GPU" : "CPU",
-                        figure_dir + (device == "cuda" ? "/6-cost-cuda.png" : "/6-cost.png"));
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "6-cost: error: %s\n", e.what());
-            return 1;
-        }
-    }
-    return 0;
 }
 
 // ---- figure 3 ---------------------------------------------------------------------------
-
-namespace {
 
 // Figure 3: time and peak memory against n, log-log, with the machine's physical memory dashed.
 // memory_mb: the device's physical memory, drawn as the dashed limit; memory_name: "CPU" or "GPU".
