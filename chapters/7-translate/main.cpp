@@ -32,7 +32,7 @@
 //   task.h/.cpp       vocabularies, batches, the teacher-forced loss, greedy decoding, the split
 //   train.h/.cpp      the model as this task builds it (section 5's, or with learned position
 //                     tables), and the training loop
-//   main.cpp          this file: the options, training, saving, evaluation, the figure at the end
+//   main.cpp          this file: training, saving, evaluation; the options and the figure last
 //   checkpoint.h/.cpp the weights file, checked before a model is built from it
 //   attention_probe.h/.cpp  the attention weights of a module's last forward, which the
 //                     figure reads (the listings do not keep them)
@@ -49,6 +49,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -77,16 +78,160 @@ volatile std::sig_atomic_t g_stop_signal = 0;
 void draw_figure(const std::vector<double>& losses, EncoderDecoder& model, int64_t example,
                  const std::string& path);
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    cli::Parser cli("7-translate",
-                    "Chapter 7: train an encoder-decoder to read Korean number words (1..99999)");
+struct Options {  // the command line, parsed and checked below main
     ModelConfig mc;
     TrainConfig tc;
     int threads = 1;
-    std::string norm = "pre", save_path, load_path, figure_dir = "figures";
+    std::string save_path, load_path, figure_dir = "figures";
     bool no_figures = false;
+    Options(int argc, char** argv);
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options opt(argc, argv);
+    ModelConfig& mc = opt.mc;
+    TrainConfig& tc = opt.tc;
+    omp_set_num_threads(opt.threads);
+    // Every training step allocates and frees the same few hundred buffers. Keep freed memory in
+    // the heap instead of handing it back to the kernel (and taking page faults to get it again).
+#if defined(M_MMAP_THRESHOLD)
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+
+    const Split split = split_numbers();
+
+    // Load first: the file's hyper-parameters decide the model's shape.
+    std::unique_ptr<EncoderDecoder> model;
+    std::vector<double> losses;
+    if (!opt.load_path.empty()) {
+        try {
+            Loaded l = load_model(opt.load_path);
+            mc = l.config;
+            model = std::move(l.model);
+            losses = std::move(l.losses);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "7-translate: error: %s\n", e.what());
+            return 1;
+        }
+    } else {
+        model = make_model(mc);
+    }
+    std::printf(
+        "과제: 한자어 수사 -> 아라비아 숫자 (1 ~ %lld), 학습 %zu개, 평가 %zu개 (학습에 없음)\n",
+        (long long)kn::MAX_VALUE, split.train.size(), split.heldout.size());
+    std::printf("모델: 인코더 %d층 + 디코더 %d층, d_model = %d, 헤드 %d개, %s, 파라미터 %lld개\n",
+                mc.layers, mc.layers, mc.d_model, mc.heads, placement_name(mc.placement),
+                (long long)model->num_parameters());
+
+    if (!opt.load_path.empty()) {
+        std::printf("가중치를 %s에서 불러왔습니다 (학습 생략)\n", opt.load_path.c_str());
+    } else {
+        std::printf(
+            "학습: %d스텝, 배치 %d문장, Adam(0.9, 0.98, 1e-9), warm-up %d스텝, lr 배율 %g\n",
+            tc.steps, tc.batch, tc.warmup, tc.lr);
+        // Checked before the training starts (stdout on a full disk ends the run here); the
+        // step lines below are only flushed, so that a write failing mid-run does not cost the
+        // weights --save is to keep: the exit check reports it at the end.
+        cli::flush_stdout_or_exit();
+        tc.report = [&](int step, double loss, double lr, double tokens_per_s) {
+            std::printf("스텝 %5d/%d  손실 %.4f  lr %.2e  %6.0f 토큰/초\n", step, tc.steps, loss,
+                        lr, tokens_per_s);
+            std::fflush(stdout);
+        };
+        // With --save, Ctrl-C (or SIGTERM) stops the training after the step it is in, and the
+        // weights trained so far are saved before the program ends (with 128 + the signal, 130
+        // for Ctrl-C, as interrupted) rather than lost with the rest. A second Ctrl-C ends it at
+        // once. Only the training is guarded: from the save on, signals act as they always do.
+        if (!opt.save_path.empty()) {
+            for (int sig : {SIGINT, SIGTERM})
+                std::signal(sig, [](int s) {
+                    g_stop_signal = s;
+                    std::signal(s, SIG_DFL);
+                });
+            tc.stop = [] { return g_stop_signal != 0; };
+        }
+        TrainResult r = train(*model, split.train, split.heldout, tc);
+        for (int sig : {SIGINT, SIGTERM})
+            std::signal(sig, SIG_DFL);
+        losses = r.losses;
+        if (r.diverged_at) {
+            std::fprintf(stderr,
+                         "7-translate: error: training diverged at step %d (the loss is %s): "
+                         "nothing was saved; try a smaller --lr or a longer --warmup\n",
+                         r.diverged_at, std::isnan(r.losses.back()) ? "nan" : "infinite");
+            return 1;
+        }
+        std::printf("학습 시간 %.1f초\n", r.seconds);
+    }
+
+    if (!opt.save_path.empty()) {
+        try {
+            save_model(opt.save_path, *model, mc, losses);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "7-translate: error: %s\n", e.what());
+            return 1;
+        }
+        std::printf("가중치를 %s에 저장했습니다\n", opt.save_path.c_str());
+        if (g_stop_signal) {  // interrupted: what was trained is kept, the rest is not run
+            std::printf(
+                "학습을 %zu스텝에서 멈췄습니다 (신호 %d); 평가와 그림은 건너뜁니다. 이어서 "
+                "평가하려면: 7-translate --load %s\n",
+                losses.size(), int(g_stop_signal), opt.save_path.c_str());
+            return 128 + int(g_stop_signal);
+        }
+    }
+
+    // ---- evaluation: greedy generation on the held-out numbers ----------------------------------
+    const std::vector<int64_t>& heldout = split.heldout;
+    auto t_eval = std::chrono::steady_clock::now();
+    std::vector<std::vector<int64_t>> preds = greedy_decode_batch(*model, heldout);
+    const Score sc = score(heldout, preds);
+    std::printf("\n평가 (그리디 생성, 학습에 없던 %zu개): 정확히 일치 %d개 = %.1f%% (%.2f초)\n",
+                heldout.size(), sc.correct, sc.percent(heldout.size()),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t_eval).count());
+    // A handful of examples: the first held-out numbers, then up to 4 mistakes.
+    const std::vector<size_t>& wrong = sc.wrong;
+    std::vector<size_t> show = {0, 1, 2, 3, 4, 5};
+    for (size_t k = 0; k < wrong.size() && k < 4; k++)
+        if (std::find(show.begin(), show.end(), wrong[k]) == show.end()) show.push_back(wrong[k]);
+    for (size_t i : show) {
+        bool ok = std::find(wrong.begin(), wrong.end(), i) == wrong.end();
+        std::string words = kn::to_words(heldout[i]);
+        std::printf("  %s%*s -> %-6s %s", words.c_str(),
+                    int(2 * (9 - kn::syllables(words).size())), "", target_text(preds[i]).c_str(),
+                    ok ? "O" : "X");
+        if (!ok) std::printf(" (정답 %lld)", (long long)heldout[i]);
+        std::printf("\n");
+    }
+
+    if (!opt.no_figures) {
+        // The example for the attention map: the first held-out number with a silent zero and
+        // five digits, so the model had to insert a digit no syllable names.
+        int64_t example = heldout[0];
+        for (int64_t n : heldout)
+            if (n >= 10000 && std::to_string(n).find('0') != std::string::npos) {
+                example = n;
+                break;
+            }
+        try {
+            draw_figure(losses, *model, example, opt.figure_dir + "/7-translate.png");
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "7-translate: error: %s\n", e.what());
+            return 1;
+        }
+    }
+    return 0;
+}
+
+namespace {
+
+Options::Options(int argc, char** argv) {
+    cli::Parser cli("7-translate",
+                    "Chapter 7: train an encoder-decoder to read Korean number words (1..99999)");
+    std::string norm = "pre";
     cli.option("--layers", mc.layers, "encoder blocks = decoder blocks N");
     // Bounds on the counts that multiply: d_model as a weights file may declare it, steps and
     // warm-up steps as int loop counters, sentences per batch times their tokens.
@@ -100,6 +245,9 @@ int main(int argc, char** argv) {
     cli.option("--lr", tc.lr, "factor on the paper's learning-rate schedule");
     cli.option("--warmup", tc.warmup, "warm-up steps of the schedule").range(1, 100'000'000);
     cli.option("--seed", mc.seed, "seed of the weights and of the training order");
+    // One thread by default. The matrices here are small (a few hundred rows of 64), so a second
+    // thread saves little, and on a shared machine every parallel region ends in a barrier that
+    // waits for a thread the OS may have parked.
     cli.option("--threads", threads,
                "OpenMP threads (one suits these small matrices on a shared machine)");
     cli.path("--save", save_path,
@@ -143,153 +291,19 @@ int main(int argc, char** argv) {
     tc.seed = mc.seed;
     // Pre-LN by default: with this short warm-up it trains in fewer steps than Post-LN.
     mc.placement = norm == "post" ? LnPlacement::PostLN : LnPlacement::PreLN;
-    // One thread by default. The matrices here are small (a few hundred rows of 64), so a second
-    // thread saves little, and on a shared machine every parallel region ends in a barrier that
-    // waits for a thread the OS may have parked.
-    omp_set_num_threads(threads);
-    // Every training step allocates and frees the same few hundred buffers. Keep freed memory in
-    // the heap instead of handing it back to the kernel (and taking page faults to get it again).
-#if defined(M_MMAP_THRESHOLD)
-    mallopt(M_MMAP_THRESHOLD, 1 << 30);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
-
     // A save that would fail is found now, not after the training it was meant to keep.
     if (!save_path.empty()) {
         try {
             serialize::check_writable(save_path);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "7-translate: error: %s\n", e.what());
-            return 1;
+            std::exit(1);
         }
     }
-    const Split split = split_numbers();
-
-    // Load first: the file's hyper-parameters decide the model's shape.
-    std::unique_ptr<EncoderDecoder> model;
-    std::vector<double> losses;
-    if (!load_path.empty()) {
-        try {
-            Loaded l = load_model(load_path);
-            mc = l.config;
-            model = std::move(l.model);
-            losses = std::move(l.losses);
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "7-translate: error: %s\n", e.what());
-            return 1;
-        }
-    } else {
-        model = make_model(mc);
-    }
-    std::printf(
-        "과제: 한자어 수사 -> 아라비아 숫자 (1 ~ %lld), 학습 %zu개, 평가 %zu개 (학습에 없음)\n",
-        (long long)kn::MAX_VALUE, split.train.size(), split.heldout.size());
-    std::printf("모델: 인코더 %d층 + 디코더 %d층, d_model = %d, 헤드 %d개, %s, 파라미터 %lld개\n",
-                mc.layers, mc.layers, mc.d_model, mc.heads, placement_name(mc.placement),
-                (long long)model->num_parameters());
-
-    if (!load_path.empty()) {
-        std::printf("가중치를 %s에서 불러왔습니다 (학습 생략)\n", load_path.c_str());
-    } else {
-        std::printf(
-            "학습: %d스텝, 배치 %d문장, Adam(0.9, 0.98, 1e-9), warm-up %d스텝, lr 배율 %g\n",
-            tc.steps, tc.batch, tc.warmup, tc.lr);
-        // Checked before the training starts (stdout on a full disk ends the run here); the
-        // step lines below are only flushed, so that a write failing mid-run does not cost the
-        // weights --save is to keep: the exit check reports it at the end.
-        cli::flush_stdout_or_exit();
-        tc.report = [&](int step, double loss, double lr, double tokens_per_s) {
-            std::printf("스텝 %5d/%d  손실 %.4f  lr %.2e  %6.0f 토큰/초\n", step, tc.steps, loss,
-                        lr, tokens_per_s);
-            std::fflush(stdout);
-        };
-        // With --save, Ctrl-C (or SIGTERM) stops the training after the step it is in, and the
-        // weights trained so far are saved before the program ends (with 128 + the signal, 130
-        // for Ctrl-C, as interrupted) rather than lost with the rest. A second Ctrl-C ends it at
-        // once. Only the training is guarded: from the save on, signals act as they always do.
-        if (!save_path.empty()) {
-            for (int sig : {SIGINT, SIGTERM})
-                std::signal(sig, [](int s) {
-                    g_stop_signal = s;
-                    std::signal(s, SIG_DFL);
-                });
-            tc.stop = [] { return g_stop_signal != 0; };
-        }
-        TrainResult r = train(*model, split.train, split.heldout, tc);
-        for (int sig : {SIGINT, SIGTERM})
-            std::signal(sig, SIG_DFL);
-        losses = r.losses;
-        if (r.diverged_at) {
-            std::fprintf(stderr,
-                         "7-translate: error: training diverged at step %d (the loss is %s): "
-                         "nothing was saved; try a smaller --lr or a longer --warmup\n",
-                         r.diverged_at, std::isnan(r.losses.back()) ? "nan" : "infinite");
-            return 1;
-        }
-        std::printf("학습 시간 %.1f초\n", r.seconds);
-    }
-
-    if (!save_path.empty()) {
-        try {
-            save_model(save_path, *model, mc, losses);
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "7-translate: error: %s\n", e.what());
-            return 1;
-        }
-        std::printf("가중치를 %s에 저장했습니다\n", save_path.c_str());
-        if (g_stop_signal) {  // interrupted: what was trained is kept, the rest is not run
-            std::printf(
-                "학습을 %zu스텝에서 멈췄습니다 (신호 %d); 평가와 그림은 건너뜁니다. 이어서 "
-                "평가하려면: 7-translate --load %s\n",
-                losses.size(), int(g_stop_signal), save_path.c_str());
-            return 128 + int(g_stop_signal);
-        }
-    }
-
-    // ---- evaluation: greedy generation on the held-out numbers ----------------------------------
-    const std::vector<int64_t>& heldout = split.heldout;
-    auto t_eval = std::chrono::steady_clock::now();
-    std::vector<std::vector<int64_t>> preds = greedy_decode_batch(*model, heldout);
-    const Score sc = score(heldout, preds);
-    std::printf("\n평가 (그리디 생성, 학습에 없던 %zu개): 정확히 일치 %d개 = %.1f%% (%.2f초)\n",
-                heldout.size(), sc.correct, sc.percent(heldout.size()),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t_eval).count());
-    // A handful of examples: the first held-out numbers, then up to 4 mistakes.
-    const std::vector<size_t>& wrong = sc.wrong;
-    std::vector<size_t> show = {0, 1, 2, 3, 4, 5};
-    for (size_t k = 0; k < wrong.size() && k < 4; k++)
-        if (std::find(show.begin(), show.end(), wrong[k]) == show.end()) show.push_back(wrong[k]);
-    for (size_t i : show) {
-        bool ok = std::find(wrong.begin(), wrong.end(), i) == wrong.end();
-        std::string words = kn::to_words(heldout[i]);
-        std::printf("  %s%*s -> %-6s %s", words.c_str(),
-                    int(2 * (9 - kn::syllables(words).size())), "", target_text(preds[i]).c_str(),
-                    ok ? "O" : "X");
-        if (!ok) std::printf(" (정답 %lld)", (long long)heldout[i]);
-        std::printf("\n");
-    }
-
-    if (!no_figures) {
-        // The example for the attention map: the first held-out number with a silent zero and
-        // five digits, so the model had to insert a digit no syllable names.
-        int64_t example = heldout[0];
-        for (int64_t n : heldout)
-            if (n >= 10000 && std::to_string(n).find('0') != std::string::npos) {
-                example = n;
-                break;
-            }
-        try {
-            draw_figure(losses, *model, example, figure_dir + "/7-translate.png");
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "7-translate: error: %s\n", e.what());
-            return 1;
-        }
-    }
-    return 0;
 }
 
 // ---- the figure --------------------------------------------------------------------------------
-namespace {
+
 
 void draw_figure(const std::vector<double>& losses, EncoderDecoder& model, int64_t example,
                  const std::string& path) {
