@@ -94,9 +94,16 @@ void print_cost_crossover(int d_model) {
 
 // ---- part 2: the benchmark --------------------------------------------------------------
 
+// The run's configuration: the command line, parsed and checked below main.
 struct Config {
-    int batch, d_model, heads, warmup, repeat;
-    double limit_bytes;  // a cell predicted to need more is skipped
+    std::string device = "cpu";
+    std::vector<int> seq_lens = {128, 256, 512, 1024};
+    int batch = 8, d_model = 512, heads = 8, warmup = 2, repeat = 5;
+    double limit_bytes = 0;  // a cell predicted to need more is skipped
+    std::string figure_dir = "figures";
+    bool no_figures = false, no_claims = false;
+    std::vector<int> path_lens = {16, 32, 64, 128, 256, 512};
+    Config(int argc, char** argv);
 };
 
 struct Cell {
@@ -218,21 +225,10 @@ std::string format_cell(const Cell& c) {
 void draw_figure(const std::vector<int>& seq_lens, const std::vector<std::vector<Cell>>& cells,
                  double memory_mb, const char* memory_name, const std::string& path);
 
-struct Options {  // the command line, parsed and checked below main
-    std::string device = "cpu";
-    std::vector<int> seq_lens = {128, 256, 512, 1024};
-    Config cfg{8, 512, 8, 2, 5, 0};
-    std::string figure_dir = "figures";
-    bool no_figures = false, no_claims = false;
-    std::vector<int> path_lens = {16, 32, 64, 128, 256, 512};
-    Options(int argc, char** argv);
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Options opt(argc, argv);
-    const Config& cfg = opt.cfg;
+    const Config cfg(argc, argv);
 
     print_complexity_table();
     // Written at once and checked: with stdout on a full disk (`6-cost > /dev/full`) the run
@@ -241,21 +237,21 @@ int main(int argc, char** argv) {
     // The prose right after the table (CPU only): the gradient's path from the last position
     // to the first, one step through attention and n through the LSTM.
     PathLengths paths;
-    if (!opt.no_claims && opt.device == "cpu") {
-        paths = path_lengths(opt.path_lens, cfg.d_model, cfg.heads);
+    if (!cfg.no_claims && cfg.device == "cpu") {
+        paths = path_lengths(cfg.path_lens, cfg.d_model, cfg.heads);
         print_path_lengths(paths, cfg.d_model);
     }
     print_cost_crossover(cfg.d_model);
 
-    std::printf("device = %s, batch = %d, d_model = %d\n", opt.device.c_str(), cfg.batch,
+    std::printf("device = %s, batch = %d, d_model = %d\n", cfg.device.c_str(), cfg.batch,
                 cfg.d_model);
     cli::flush_stdout_or_exit();
     double memory_mb = mem::physical_bytes() / MIB;
     std::vector<std::vector<Cell>> cuda_cells;  // the GPU measures the whole table in one go
 #ifdef WITH_CUDA
-    if (opt.device == "cuda") {
+    if (cfg.device == "cuda") {
         try {
-            CudaCostTable t = run_cost_table_cuda(opt.seq_lens, cfg.batch, cfg.d_model, cfg.heads,
+            CudaCostTable t = run_cost_table_cuda(cfg.seq_lens, cfg.batch, cfg.d_model, cfg.heads,
                                                   cfg.warmup, cfg.repeat);
             std::fprintf(stderr, "6-cost: %s, %.0f MB\n", t.device.c_str(), t.physical_mb);
             memory_mb = t.physical_mb;
@@ -275,11 +271,11 @@ int main(int argc, char** argv) {
     cli::flush_stdout_or_exit();
     std::vector<std::vector<Cell>> cells;
     bool any_skipped = false;
-    for (size_t k = 0; k < opt.seq_lens.size(); k++) {
-        const int n = opt.seq_lens[k];
+    for (size_t k = 0; k < cfg.seq_lens.size(); k++) {
+        const int n = cfg.seq_lens[k];
         std::vector<Cell> row;
         for (int m = 0; m < 3; m++) {
-            row.push_back(opt.device == "cuda" ? cuda_cells[k][size_t(m)]
+            row.push_back(cfg.device == "cuda" ? cuda_cells[k][size_t(m)]
                                                : run_cell(METHODS[m], n, cfg));
             any_skipped |= row.back().skipped;
         }
@@ -288,30 +284,30 @@ int main(int argc, char** argv) {
         cli::flush_stdout_or_exit();
         cells.push_back(row);
     }
-    if (any_skipped && opt.device == "cpu")
+    if (any_skipped && cfg.device == "cpu")
         std::printf(
             "(건너뜀: 예상 최대 메모리가 한도 %.0f MB 또는 지금 쓸 수 있는 메모리를 넘는 항목)\n",
             cfg.limit_bytes / MIB);
-    if (any_skipped && opt.device == "cuda")
+    if (any_skipped && cfg.device == "cuda")
         std::printf("(건너뜀: GPU 메모리 %.0f MB에 들어가지 않는 항목)\n", memory_mb);
 
     // The prose after the measured table (CPU only): where the memory curves cross.
-    if (!opt.no_claims && opt.device == "cpu") {
+    if (!cfg.no_claims && cfg.device == "cpu") {
         std::vector<double> naive_mb, lstm_mb;
         for (const std::vector<Cell>& row : cells) {
             naive_mb.push_back(row[0].skipped ? -1 : row[0].mb);
             lstm_mb.push_back(row[2].skipped ? -1 : row[2].mb);
         }
-        print_memory_crossover(opt.seq_lens, naive_mb, lstm_mb, cfg.batch, cfg.d_model, cfg.heads);
+        print_memory_crossover(cfg.seq_lens, naive_mb, lstm_mb, cfg.batch, cfg.d_model, cfg.heads);
     }
 
-    if (!opt.no_figures) {
+    if (!cfg.no_figures) {
         try {
             if (!paths.n.empty())
-                draw_path_lengths(paths, cfg.d_model, opt.figure_dir + "/6-path-length.png");
+                draw_path_lengths(paths, cfg.d_model, cfg.figure_dir + "/6-path-length.png");
             draw_figure(
-                opt.seq_lens, cells, memory_mb, opt.device == "cuda" ? "GPU" : "CPU",
-                opt.figure_dir + (opt.device == "cuda" ? "/6-cost-cuda.png" : "/6-cost.png"));
+                cfg.seq_lens, cells, memory_mb, cfg.device == "cuda" ? "GPU" : "CPU",
+                cfg.figure_dir + (cfg.device == "cuda" ? "/6-cost-cuda.png" : "/6-cost.png"));
         } catch (const std::exception& e) {
             std::fprintf(stderr, "6-cost: error: %s\n", e.what());
             return 1;
@@ -322,7 +318,7 @@ int main(int argc, char** argv) {
 
 namespace {
 
-Options::Options(int argc, char** argv) {
+Config::Config(int argc, char** argv) {
     cli::Parser cli("6-cost",
                     "Section 6: the cost of attention (complexity table, benchmark, figure 3)");
     double mem_limit_mb = 0;
@@ -330,13 +326,12 @@ Options::Options(int argc, char** argv) {
                "cuda: in build/bin/6-cost-cuda, built when nvcc is present");
     cli.option("--seq-lens", seq_lens,
                "sequence lengths n (the article: 128,256,512,1024,2048,4096)");
-    cli.option("--batch", cfg.batch, "batch size");
-    cli.option("--d-model", cfg.d_model, "model width (the LSTM's input and hidden width too)");
-    cli.option("--heads", cfg.heads, "attention heads");
+    cli.option("--batch", batch, "batch size");
+    cli.option("--d-model", d_model, "model width (the LSTM's input and hidden width too)");
+    cli.option("--heads", heads, "attention heads");
     // warmup + repeat runs are counted in one int: each is held to a million.
-    cli.option("--warmup", cfg.warmup, "untimed runs per cell").range(0, 1'000'000);
-    cli.option("--repeat", cfg.repeat, "timed runs per cell (the mean is printed)")
-        .range(1, 1'000'000);
+    cli.option("--warmup", warmup, "untimed runs per cell").range(0, 1'000'000);
+    cli.option("--repeat", repeat, "timed runs per cell (the mean is printed)").range(1, 1'000'000);
     cli.option("--mem-limit", mem_limit_mb, "MB a cell may need (0: the physical memory)", "MB");
     cli.figures(figure_dir, no_figures, "6-cost.png (figure 3) and 6-path-length.png");
     cli.option("--path-lens", path_lens, "n for the path-length measurement after the table",
@@ -363,35 +358,34 @@ Options::Options(int argc, char** argv) {
             if ((*lens)[k] <= (*lens)[k - 1])
                 cli.fail(std::string(name) +
                          " entries must increase, each once (e.g. 128,256,512)");
-    if (cfg.batch < 1) cli.fail("--batch must be at least 1");
-    if (cfg.d_model < 1 || cfg.heads < 1 || cfg.d_model % cfg.heads != 0)
+    if (batch < 1) cli.fail("--batch must be at least 1");
+    if (d_model < 1 || heads < 1 || d_model % heads != 0)
         cli.fail("--d-model must be a positive multiple of --heads");
-    if (device == "cuda" && cfg.d_model / cfg.heads > 128)
+    if (device == "cuda" && d_model / heads > 128)
         cli.fail(
             "--device cuda: the fused kernels take heads up to 128 wide, and d_model / heads = " +
-            std::to_string(cfg.d_model / cfg.heads) + "; use more --heads");
+            std::to_string(d_model / heads) + "; use more --heads");
     if (mem_limit_mb < 0)
         cli.fail("--mem-limit must be 0 (physical memory) or a positive number of MB");
-    cfg.limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * MIB : mem::physical_bytes();
+    limit_bytes = mem_limit_mb > 0 ? mem_limit_mb * MIB : mem::physical_bytes();
     {
         // The smallest cell holds at least its layer's weights and gradients, x and dy. When
         // that is more than the machine has, no cell can run: say so now, as chapter 3 does,
         // rather than print a table of skipped cells.
         const int n0 = *std::min_element(seq_lens.begin(), seq_lens.end());
-        const double D = cfg.d_model, io = 2.0 * cfg.batch * n0 * D * sizeof(float);
+        const double D = d_model, io = 2.0 * batch * n0 * D * sizeof(float);
         const double attention = 8 * D * D * sizeof(float) + io;           // W_qkv, W_o
         const double lstm = 2 * (8 * D * D + 4 * D) * sizeof(float) + io;  // W_ih, W_hh, b
         cli.require_memory(std::min(attention, lstm),
-                           "--batch " + std::to_string(cfg.batch) + " --d-model " +
-                               std::to_string(cfg.d_model) + " at n = " + std::to_string(n0));
+                           "--batch " + std::to_string(batch) + " --d-model " +
+                               std::to_string(d_model) + " at n = " + std::to_string(n0));
     }
     // The path length runs the naive attention layer and the LSTM at each --path-lens n before
     // the table (a cell of the table that cannot fit is skipped; this measurement has no skip).
     if (!no_claims && device == "cpu")
-        cli.require_memory(path_lengths_peak_bytes(path_lens, cfg.d_model, cfg.heads),
+        cli.require_memory(path_lengths_peak_bytes(path_lens, d_model, heads),
                            "--path-lens " + std::to_string(path_lens.back()) + " --d-model " +
-                               std::to_string(cfg.d_model) + " --heads " +
-                               std::to_string(cfg.heads));
+                               std::to_string(d_model) + " --heads " + std::to_string(heads));
     // The figures this run draws, checked before the measurement, not after it.
     std::vector<std::string> figures = {device == "cuda" ? "6-cost-cuda.png" : "6-cost.png"};
     if (!no_claims && device == "cpu") figures.push_back("6-path-length.png");
