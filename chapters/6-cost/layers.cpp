@@ -20,10 +20,9 @@ const char* method_name(Method m) {
     return "?";
 }
 
-// ------------------------------------------------------------------------------------------
-// The attention layer: section 3's forward (projection in, heads split, attention, heads
-// concatenated, projection out), then the same steps in reverse for the backward.
-// ------------------------------------------------------------------------------------------
+// ---- the attention layer ------------------------------------------------------------------
+// Section 3's forward (projection in, heads split, attention, heads concatenated, projection
+// out), then the same steps in reverse for the backward.
 
 AttentionLayer::AttentionLayer(int d_model_, int n_heads_, bool fused_, bool causal_)
     : d_model(d_model_), n_heads(n_heads_), fused(fused_), causal(causal_),
@@ -134,9 +133,8 @@ double AttentionLayer::predicted_peak_bytes(bool fused, int B, int n, int d_mode
     return fixed + peak + (double)sgemm_workspace_bytes_max();
 }
 
-// ------------------------------------------------------------------------------------------
-// The LSTM layer: owns the parameters and the states the backward needs.
-// ------------------------------------------------------------------------------------------
+// ---- the LSTM layer -----------------------------------------------------------------------
+// It owns the parameters and the states the backward needs.
 
 LstmLayer::LstmLayer(int d_)
     : d(d_), W_ih((size_t)4 * d_ * d_), W_hh((size_t)4 * d_ * d_), b((size_t)4 * d_),

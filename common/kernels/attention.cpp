@@ -196,10 +196,9 @@ size_t attention_naive_backward_workspace_bytes(int B, int h, int n, int d_k) {
            attention_naive_backward_workspace_floats(n, d_k) * sizeof(float);
 }
 
-// ------------------------------------------------------------------------------------------
-// naive: everything for all B*h*n*n pairs in memory, the way autograd would run the article's
+// ---- naive --------------------------------------------------------------------------------
+// Everything for all B*h*n*n pairs in memory, the way autograd would run the article's
 // scaled_dot_product_attention: S and P in the forward, dP and dS in the backward.
-// ------------------------------------------------------------------------------------------
 
 void attention_naive_forward(const float* Q, const float* K, const float* V, float* O, float* P,
                              int B, int h, int n, int d_k, bool causal) {
@@ -354,16 +353,15 @@ void attention_naive_backward(const float* Q, const float* K, const float* V, co
     }
 }
 
-// ------------------------------------------------------------------------------------------
-// fused (FlashAttention-2): Q is cut into Tr = ceil(n / Br) row tiles, K and V into
-// Tc = ceil(n / Bc) tiles. For each Q tile the K/V tiles stream past while the online softmax
-// keeps, per query row, the running max m and the running sum l of exp(S - m); the output is
-// rescaled whenever m grows. Only O and L = m + log(l) leave the kernel.
+// ---- fused (FlashAttention-2) -------------------------------------------------------------
+// Q is cut into Tr = ceil(n / Br) row tiles, K and V into Tc = ceil(n / Bc) tiles. For each Q
+// tile the K/V tiles stream past while the online softmax keeps, per query row, the running max
+// m and the running sum l of exp(S - m); the output is rescaled whenever m grows. Only O and
+// L = m + log(l) leave the kernel.
 //
 // One thread owns a whole (batch, head) slice. Every Q tile meets the same K and V tiles, so
 // the thread packs K^T and V into sgemm's panel layout once per slice, what a GPU kernel gets by
 // keeping its tiles in shared memory, and the tile products run without packing.
-// ------------------------------------------------------------------------------------------
 
 // Per thread: K^T and V packed (2 n d_k), an S tile (Br, LDT) and an O tile (Br, d_k).
 long attention_fused_forward_workspace_floats(int n, int d_k) {

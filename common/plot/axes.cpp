@@ -14,9 +14,7 @@
 
 namespace plot {
 
-// ============================================================================================
-// Axes state: limits and ticks (LineArtist, AxisState, AxesImpl, FigureImpl: internal.h)
-// ============================================================================================
+// ==== Axes state: limits and ticks (LineArtist, AxisState, AxesImpl, FigureImpl: internal.h) ====
 
 // ---- limits -------------------------------------------------------------------------------
 
@@ -178,9 +176,7 @@ void compute_ticks(AxisState& a, bool is_x, bool integer, double len_px, double 
     }
 }
 
-// ============================================================================================
-// Axes
-// ============================================================================================
+// ==== Axes ==================================================================================
 
 Axes::Axes(Figure* fig, int row, int col) : impl_(std::make_unique<AxesImpl>()) {
     impl_->fig = fig, impl_->F = fig->impl_.get(), impl_->row = row, impl_->col = col;

@@ -10,9 +10,7 @@
 
 namespace plot {
 
-// ============================================================================================
-// Canvas: RGB floats in 0..1, composited with "over" at a coverage in 0..1.
-// ============================================================================================
+// ==== Canvas: RGB floats in 0..1, composited with "over" at a coverage in 0..1 ==============
 
 Clip intersect(Clip a, Clip b) {
     return {std::max(a.x0, b.x0), std::max(a.y0, b.y0), std::min(a.x1, b.x1), std::min(a.y1, b.y1)};

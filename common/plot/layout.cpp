@@ -11,9 +11,7 @@
 
 namespace plot {
 
-// ============================================================================================
-// Layout: ticks, the boxes of every label, and the placement of the axes on the grid
-// ============================================================================================
+// ==== Layout: ticks, the boxes of every label, and the placement of the axes on the grid ====
 
 void invalidate(FigureImpl* F) { F->laid_out = false; }
 

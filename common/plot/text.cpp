@@ -27,9 +27,7 @@
 
 namespace plot {
 
-// ============================================================================================
-// Text: stb_truetype glyphs, cached per (glyph, size, quarter-pixel shift), alpha-blended.
-// ============================================================================================
+// ==== Text: stb_truetype glyphs, cached per (glyph, size, quarter-pixel shift), alpha-blended ===
 
 namespace {
 
@@ -237,9 +235,7 @@ Rect unite(const Rect& a, const Rect& b) {
     return {std::min(a.x0, b.x0), std::min(a.y0, b.y0), std::max(a.x1, b.x1), std::max(a.y1, b.y1)};
 }
 
-// ============================================================================================
-// Fonts and text, for callers
-// ============================================================================================
+// ==== Fonts and text, for callers ===========================================================
 
 std::string font_path() {
     const char* env = std::getenv("PLOT_FONT");
