@@ -97,7 +97,6 @@ std::string base_str(double base) {
 
 }  // namespace
 
-// Ticks of one axis for the view [lo, hi] drawn over len_px pixels.
 void compute_ticks(AxisState& a, bool is_x, bool integer, double len_px, double dpi) {
     a.ticks.clear();
     double vmin = std::min(a.lo, a.hi), vmax = std::max(a.lo, a.hi);

@@ -16,7 +16,6 @@ Clip intersect(Clip a, Clip b) {
     return {std::max(a.x0, b.x0), std::max(a.y0, b.y0), std::min(a.x1, b.x1), std::min(a.y1, b.y1)};
 }
 
-// The pixels whose centres lie inside a continuous box.
 Clip clip_of(double x0, double y0, double x1, double y1) {
     return {(int)std::ceil(x0 - 0.5), (int)std::ceil(y0 - 0.5), (int)std::floor(x1 - 0.5) + 1,
             (int)std::floor(y1 - 0.5) + 1};
@@ -158,7 +157,6 @@ void draw_marker(Canvas& cv, char m, double cx, double cy, double ms_px, double 
     }
 }
 
-// Signed distance to a rounded rectangle (negative inside).
 double rounded_rect_sd(double x, double y, double x0, double y0, double x1, double y1, double r) {
     double cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
     double qx = std::abs(x - cx) - ((x1 - x0) / 2 - r), qy = std::abs(y - cy) - ((y1 - y0) / 2 - r);

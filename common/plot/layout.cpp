@@ -15,8 +15,6 @@ namespace plot {
 
 void invalidate(FigureImpl* F) { F->laid_out = false; }
 
-// Positions of tick labels, axis labels and title for the current boxes and ticks.
-// With cv it draws them as well.
 Decor decorate(const AxesImpl& A, double dpi, Canvas* cv) {
     auto pt = [&](double p) { return p * dpi / 72; };
     const Axes::Box& b = A.box;

@@ -92,7 +92,6 @@ std::vector<int> utf8_decode(const std::string& s) {
 
 }  // namespace
 
-// Lays out "10^{3}": the part in ^{...} is a superscript at 0.7 of the size.
 TextLine layout_text(const std::string& s, double size_px) {
     const Font& f = get_font();
     TextLine line;
