@@ -233,7 +233,6 @@ namespace {
 Options::Options(int argc, char** argv) {
     cli::Parser cli("5-blocks",
                     "Section 5: Post-LN vs Pre-LN gradients at initialisation; the decoder");
-    bool no_decoder = false;
     cli.option("--depths", depths, "numbers of blocks L");
     cli.option("--init-seed", init_seed, "torch.manual_seed before building the model");
     cli.option("--data-seed", data_seed, "torch.manual_seed before drawing x and y");
@@ -243,9 +242,8 @@ Options::Options(int argc, char** argv) {
     cli.option("--digits", digits, "decimals of the printed ratios");
     cli.figures(figure_dir, no_figures, "5-blocks.png");
     cli.flag("--table-only", table_only, "print only the article's table");
-    cli.flag("--no-decoder", no_decoder, "the same as --table-only");
+    cli.flag("--no-decoder", table_only, "the same as --table-only");
     cli.parse(argc, argv);
-    table_only |= no_decoder;
     for (int L : depths)
         if (L < 1 || L > 256)
             cli.fail("--depths: " + std::to_string(L) + " blocks is not in 1..256");
