@@ -1,10 +1,7 @@
 // Section 3, "멀티헤드: 같은 예산을 여러 관점으로 쪼개기".
 //
-// Instead of one attention over d_model dims, h heads each attend over d_model / h dims:
-//   MultiHead(X) = Concat(head_1, ..., head_h) W_O
-//   head_i = Attention(X W_Q^(i), X W_K^(i), X W_V^(i))
-// Q, K and V come out of one fused Linear and are split into heads by a reshape; W_O (proj)
-// mixes the concatenated heads. The printed shapes follow the tensor through the module.
+// Instead of one attention over d_model dims, h heads each attend over d_model / h dims. The
+// printed shapes follow the tensor through the module.
 // Beyond the article: the parameter count for h = 1 ... 16 under the paper's dimension split
 // (always 4 d_model^2) and under independent full-size W_Q/W_K/W_V per head.
 //

@@ -1,13 +1,10 @@
 // Section 5, "부품을 블록으로 조립하기": blocks, Post-LN vs Pre-LN, and the decoder.
 //
-// A block is multi-head attention then a position-wise feed-forward net, each wrapped in a
-// residual connection and a LayerNorm. Where the LayerNorm sits changes how the gradient
-// reaches the lower blocks:
-//   Post-LN (the paper):  x = LayerNorm(x + Sublayer(x))
-//   Pre-LN:               x = x + Sublayer(LayerNorm(x))
-// The article measures, right after initialisation, the qkv weight-gradient norm of the last
-// block over the first for L = 6, 12, 24. Weights and data come from the torch-exact generator
-// (torch.manual_seed(0) for the model, manual_seed(1) for the data), so the digits are torch's.
+// Where a block's LayerNorm sits (blocks.h: Post-LN, the paper's, or Pre-LN) changes how the
+// gradient reaches the lower blocks. The article measures, right after initialisation, the qkv
+// weight-gradient norm of the last block over the first for L = 6, 12, 24. Weights and data
+// come from the torch-exact generator (torch.manual_seed(0) for the model, manual_seed(1) for
+// the data), so the digits are torch's.
 //
 // After the table (the output starts with the article's own lines), first the feed-forward net
 // as the prose before the listing describes it: about two thirds of a block's parameters, and
