@@ -112,11 +112,6 @@ struct Cell {
     double ms = 0, mb = 0;  // mean time of the timed runs, peak over them
 };
 
-double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 // Fills buf from U(-bound, bound) with the project's torch-like generator.
 void fill_uniform(mem::Buffer<float>& buf, float bound, torch_rng::Generator& rng) {
     rng.uniform_(buf.data(), buf.size(), -bound, bound);
@@ -132,7 +127,6 @@ double available_bytes() {
         if (key == "MemAvailable:") return kb * 1024.0;
     return 1e300;
 }
-
 
 // One cell: build the layer and its input, 2 warm-ups, then `repeat` timed forward+backward
 // runs; the peak tracked memory is taken over the timed runs (reset before each, like
@@ -192,9 +186,10 @@ Cell run_cell(Method method, int n, const Config& cfg) {
                 progress.show(line);
             }
             mem::reset_peak();
-            const double t0 = now_s();
+            const auto t0 = std::chrono::steady_clock::now();
             step();
-            const double dt = now_s() - t0;
+            const double dt =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             if (r >= cfg.warmup) {
                 seconds += dt;
                 peak = std::max(peak, (double)mem::peak_bytes());
