@@ -5,12 +5,10 @@
 // position-dependent vector to each token (the sinusoidal encoding of the paper) breaks that
 // symmetry. The numbers come from np.random.default_rng(7), exactly as in the article.
 //
-// It also draws figure 2: the sine dimensions of a 64 x 128 encoding, and the dot products of
-// position 32's encoding with its neighbours 32 +- 31.
-//
 // Read positional_encoding.h first (the article's listing), then this file: the experiment in
 // main(), with section 1's attention (chapters/1-self-attention/attention.h), and figure 2 at
-// the end.
+// the end: the sine dimensions of a 64 x 128 encoding, and the dot products of position 32's
+// encoding with its neighbours 32 +- 31.
 #include <cmath>
 #include <cstdio>
 #include <algorithm>
@@ -53,7 +51,6 @@ struct Options {  // the command line, parsed and checked below main
 
 int main(int argc, char** argv) {
     const Options opt(argc, argv);
-
     // X (n, d) and the three projections (d, d), scaled by 1/sqrt(d) so the scores stay O(1).
     const int n = opt.n, d = opt.d;
     numpy::Generator g{uint64_t(opt.seed)};

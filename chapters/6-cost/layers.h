@@ -1,8 +1,6 @@
 // Section 6's layers, the ones the table times and weighs: the article's multi-head attention
 // (section 3's module) with its n x n matrix in memory or fused, and an LSTM of the same width.
-// Chapter 6 reads, in this order (main.cpp's header says what each holds): reference.h/cpp (the
-// section's algorithms in plain loops), main.cpp, layers.h/cpp (this file; the definitions are
-// in layers.cpp), claims.h/cpp.
+// main.cpp's header gives the chapter's reading order; the definitions are in layers.cpp.
 //
 // Section 3's autograd module computes the same thing (tests/test_chapter6.cpp holds the two
 // against each other: the same weights, the same y, dx and weight gradients); these layers run

@@ -37,9 +37,7 @@
 //   attention_probe.h/.cpp  the attention weights of a module's last forward, which the
 //                     figure reads (the listings do not keep them)
 //   peer_torch.py     the same model and step in PyTorch, which `make bench` times beside ours
-// The model is section 5's EncoderDecoder (chapters/5-blocks/decoder.h, built on blocks.h,
-// section 3's MultiHeadAttention and section 4's positional_encoding); Adam and the warm-up
-// schedule are in common/optim.h.
+// Adam and the warm-up schedule are in common/optim.h.
 #if __has_include(<malloc.h>)  // mallopt: glibc (macOS has no malloc.h)
 #include <malloc.h>
 #endif
@@ -303,7 +301,6 @@ Options::Options(int argc, char** argv) {
 }
 
 // ---- the figure --------------------------------------------------------------------------------
-
 
 void draw_figure(const std::vector<double>& losses, EncoderDecoder& model, int64_t example,
                  const std::string& path) {
