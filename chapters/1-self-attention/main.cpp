@@ -54,7 +54,6 @@ struct Options {  // the command line, parsed and checked below main
 
 int main(int argc, char** argv) {
     const Options opt(argc, argv);
-
     // Four tokens, d_model = d_k = 4. One row of X per token: X (n, d_model), W_Q, W_K, W_V
     // (d_model, d_k).
     Tensor X = Tensor::from({{0, 0, 1, 0}, {1, 1, 1, 0}, {1, 1, 0, 1}, {0, 0, 0, 1}});

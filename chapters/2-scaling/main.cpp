@@ -95,7 +95,6 @@ struct Options {  // the command line, parsed and checked below main
 
 int main(int argc, char** argv) {
     const Options opt(argc, argv);
-
     // print(f"d_k={d:5d}  로짓 표준편차 {np.mean(std):6.2f} | ...")
     const std::vector<Means> table = experiment(opt.seed, opt.dims, opt.trials, opt.n_keys);
     for (size_t i = 0; i < opt.dims.size(); i++) {

@@ -46,7 +46,6 @@ struct Options {  // the command line, parsed and checked below main
 
 int main(int argc, char** argv) {
     const Options opt(argc, argv);
-
     // mha = MultiHeadAttention(d_model=512, n_heads=8); x = torch.randn(2, 10, 512)
     MultiHeadAttention mha(opt.d_model, opt.heads);
     mha.print_shapes = true;  // the listing's forward prints its intermediate shapes

@@ -179,7 +179,6 @@ struct Options {  // the command line, parsed and checked below main
     bool no_figures = false, table_only = false;
     Options(int argc, char** argv);
 };
-
 // g.back() / g.front(), or the run ends (exit code 1) where that is no finite ratio.
 double last_over_first(const std::vector<double>& g, int L, const char* name);
 
@@ -187,7 +186,6 @@ double last_over_first(const std::vector<double>& g, int L, const char* name);
 
 int main(int argc, char** argv) {
     const Options opt(argc, argv);
-
     std::vector<double> fig_post, fig_pre;
     int status = 0;  // a figure that cannot be written still lets the decoder's section print
     for (int L : opt.depths) {

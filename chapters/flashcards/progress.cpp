@@ -108,7 +108,6 @@ std::string format_progress(const Progress& p) {
 
 namespace {
 
-
 // A FIFO would hang the read and a device node would be renamed over: only a regular file (or
 // a link to one, or nothing yet) is a progress file.
 void refuse_not_regular(const std::string& shown, const std::string& target) {
