@@ -182,8 +182,8 @@ bench: $(BENCHES:%=$(BUILD)/bin/%) ## speed benchmarks, side by side with the pe
 # Debian lacks leaves the others to be installed); never needed by make, make build or make
 # test: bench-gemm loads the libraries at run time and names one that is missing.
 # Eigen is headers alone: its peer is a program of its own (bench/peers/eigen_gemm.cpp), built
-# by a sub-make once they are there, with the project's flags. GCC 12 warns of an uninitialised
-# register inside its own AVX-512 intrinsics as Eigen 3.4 uses them (a false positive there).
+# by a sub-make once they are there, with the project's flags. GCC warns of an uninitialised
+# register inside its own AVX-512 intrinsics as Eigen uses them (a false positive there).
 EIGEN_INC ?= /usr/include/eigen3
 PEER_LIBDIR = /usr/lib/$(shell $(CXX) -print-multiarch 2>/dev/null)
 PEER_NEEDS = $(PEER_LIBDIR)/libdnnl.so.2:libdnnl2 $(PEER_LIBDIR)/libblis.so.4:libblis4-openmp \

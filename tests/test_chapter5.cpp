@@ -279,7 +279,7 @@ TEST_CASE("chapter 5: the feed-forward net holds two thirds of a block and mixes
             CHECK_MESSAGE(same == (i != j), "changed " << j << ", row " << i);
         }
     }
-    // --table-only (and its former name --no-decoder) print the article's table alone.
+    // --table-only (and its alias --no-decoder) print the article's table alone.
     auto t = testutil::run("5-blocks", "--no-figures --depths 6 --table-only");
     CHECK(t.out == "L= 6 | Post-LN 마지막/첫 블록 = 1.8배 | Pre-LN  마지막/첫 블록 = 1.5배\n");
 }
