@@ -32,7 +32,7 @@
 #include "chapters/8-ablations/figures.h"
 #include "chapters/8-ablations/report.h"
 #include "chapters/8-ablations/rnn.h"
-#include "chapters/8-ablations/runner.h"
+#include "chapters/8-ablations/machinery/runner.h"
 #include "chapters/8-ablations/stats.h"
 #include "chapters/8-ablations/summary.h"
 #include "common/optim.h"

@@ -19,7 +19,7 @@
 #include "chapters/5-blocks/decoder.h"
 #include "chapters/7-translate/task.h"
 #include "chapters/7-translate/train.h"
-#include "chapters/8-ablations/runner.h"
+#include "chapters/8-ablations/machinery/runner.h"
 #include "chapters/8-ablations/stats.h"
 #include "chapters/8-ablations/variants.h"
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "chapters/8-ablations/experiments.h"
-#include "chapters/8-ablations/runner.h"
+#include "chapters/8-ablations/machinery/runner.h"
 #include "chapters/8-ablations/stats.h"
 
 namespace ablations {

@@ -1,5 +1,5 @@
 // Chapter 8's job runner (see runner.h): fork, a pipe per child, poll.
-#include "chapters/8-ablations/runner.h"
+#include "chapters/8-ablations/machinery/runner.h"
 
 #include <poll.h>
 #include <sys/wait.h>
