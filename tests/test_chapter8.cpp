@@ -28,13 +28,14 @@
 
 #include "chapters/1-self-attention/attention.h"
 #include "chapters/7-translate/attention_probe.h"
-#include "chapters/8-ablations/experiments.h"
 #include "chapters/8-ablations/figures.h"
+#include "chapters/8-ablations/machinery/records.h"
+#include "chapters/8-ablations/machinery/runner.h"
+#include "chapters/8-ablations/machinery/tsv.h"
 #include "chapters/8-ablations/report.h"
 #include "chapters/8-ablations/rnn.h"
-#include "chapters/8-ablations/machinery/runner.h"
+#include "chapters/8-ablations/runs.h"
 #include "chapters/8-ablations/stats.h"
-#include "chapters/8-ablations/summary.h"
 #include "common/optim.h"
 #include "common/program/format.h"
 #include "common/random.h"
@@ -532,11 +533,11 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
         CHECK_MESSAGE(runs.insert(r.name).second, r.name);  // each run declared once
         CHECK(&run_spec(r.name) == &r);
         CHECK(r.steps >= r.warmup);
-        // Only warmup_job reads lr and residual, and rnn_job lr: elsewhere a record would
-        // declare what its training did not do.
-        if (r.recipe != Recipe::warmup) CHECK_MESSAGE(r.residual, r.name);
-        if (r.recipe != Recipe::warmup && r.recipe != Recipe::rnn)
-            CHECK_MESSAGE(r.lr == 1, r.name);
+        // The neighbour task reads neither a variant nor lr, the LSTM no variant: there a
+        // record would declare what its training did not do.
+        if (r.recipe == train_neighbour || r.recipe == train_lstm)
+            CHECK_MESSAGE(!r.variant, r.name);
+        if (r.recipe == train_neighbour) CHECK_MESSAGE(r.lr == 1, r.name);
         // Every key declared in KEYS: its length, its range and what it measures.
         for (const char* key : r.keys) {
             CAPTURE(key);

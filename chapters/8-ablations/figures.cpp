@@ -12,7 +12,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "chapters/8-ablations/experiments.h"
+#include "chapters/8-ablations/report.h"
+#include "chapters/8-ablations/runs.h"
 #include "common/plot/plot.h"
 #include "common/program/format.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "chapters/8-ablations/summary.h"
+#include "chapters/8-ablations/stats.h"
 
 namespace ablations {
 
@@ -19,7 +19,7 @@ void draw_residual(const Records& r, const std::vector<Comparison>& c, const std
 void draw_first_step(const Records& r, const std::vector<Comparison>& c,
                      const std::string& path);
 
-// A claim's figure by its name (CLAIMS, experiments.h); throws naming a claim without one.
+// A claim's figure by its name (CLAIMS, table.h); throws naming a claim without one.
 using Draw = void (*)(const Records&, const std::vector<Comparison>&, const std::string&);
 Draw figure_of(const std::string& claim);
 

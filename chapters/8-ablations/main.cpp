@@ -67,10 +67,10 @@
 #include <tuple>
 #include <vector>
 
-#include "chapters/8-ablations/experiments.h"
 #include "chapters/8-ablations/figures.h"
+#include "chapters/8-ablations/machinery/tsv.h"
 #include "chapters/8-ablations/report.h"
-#include "chapters/8-ablations/summary.h"
+#include "chapters/8-ablations/runs.h"
 #include "common/program/atomic_file.h"
 #include "common/program/cli.h"
 #include "common/program/serialize.h"
@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
         for (const std::string& name : split_list(runs)) {
             if (!needed.count(name))
                 cli.fail("--runs: " + cli::quote(name) +
-                         " is no setting of the chosen claims; see experiments.h for the names");
+                         " is no setting of the chosen claims; see table.cpp for the names");
             asked.insert(name);
         }
         needed = asked;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "chapters/8-ablations/runs.h"
 #include "common/program/format.h"
 #include "common/program/terminal.h"
 
@@ -150,6 +151,14 @@ void report_comparisons(const std::vector<Comparison>& all, const std::string& c
                     verdict_korean(c.verdict), why.c_str());
     }
 }
+
+std::pair<double, double> self_weight_range(const Records& r) {
+    const std::vector<double> lo = values_of(r, "base:self_weight_min"),
+                              hi = values_of(r, "base:self_weight_max");
+    if (lo.empty()) throw std::runtime_error("no base run for the first-step weights");
+    return {*std::min_element(lo.begin(), lo.end()), *std::max_element(hi.begin(), hi.end())};
+}
+
 
 namespace {
 

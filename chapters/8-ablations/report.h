@@ -1,12 +1,13 @@
-// Chapter 8's printed report: for each claim (CLAIMS, experiments.h) its table over the seeds,
+// Chapter 8's printed report: for each claim (CLAIMS, table.h) its table over the seeds,
 // drawn from the runs' records, then each of its comparisons: the paired differences (a seed
 // whose baseline missed its floor marked), the test's estimate, interval and p, and the verdict
 // with why it is undecided where it is.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "chapters/8-ablations/summary.h"
+#include "chapters/8-ablations/stats.h"
 
 namespace ablations {
 
@@ -18,5 +19,9 @@ Report report_of(const std::string& claim);
 // The comparisons of one claim, as its report ends: the per-seed differences, the test and
 // the verdict (also the whole report of a claim that --runs left incomplete).
 void report_comparisons(const std::vector<Comparison>& all, const std::string& claim);
+
+// The smallest and the largest first-step self-attention weight over every seed's base run
+// (its records' self_weight_min and self_weight_max).
+std::pair<double, double> self_weight_range(const Records& r);
 
 }  // namespace ablations
