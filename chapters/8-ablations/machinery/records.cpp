@@ -1,4 +1,4 @@
-// Chapter 8's kept records, checked (see records.h).
+// Chapter 8's records, checked (see records.h).
 #include "chapters/8-ablations/machinery/records.h"
 
 #include <cmath>
