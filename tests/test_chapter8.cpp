@@ -992,11 +992,11 @@ void check_verdict(const std::vector<std::string>& f) {
 
 TEST_CASE("ablations: --summary is the same file twice and whatever the runs at once") {
     const std::string dir = "/tmp/transformer-test-ablations-" + std::to_string(::getpid());
-    // Every setting of two claims, and the neighbour task's two of the heads claim (--runs).
+    // Every setting of two claims, and the neighbour task's two of the heads claim (--runs):
+    // each kind of test (sign-flip, binomial, Fisher), whole reports and a partial one.
     const std::string args =
-        "--only warmup,positions,heads --runs warm-post,nowarm-post,nowarm-post-lr33,"
-        "nowarm-post-lr10,warm-pre,nowarm-pre,nowarm-pre-lr33,nowarm-pre-lr10,pos-sin,"
-        "pos-learned,pos2-sin,pos2-learned,nb-4,nb-1 --seeds 2 --scale 0.02 --no-figures";
+        "--only residual,positions,heads --runs warm-post,noresid-post,pos-sin,pos-learned,"
+        "pos2-sin,pos2-learned,nb-4,nb-1 --seeds 2 --scale 0.01 --no-figures";
     auto one = testutil::run("8-ablations", args + " --jobs 1 --summary " + dir + "-1.tsv");
     auto two = testutil::run("8-ablations", args + " --jobs 2 --summary " + dir + "-2.tsv");
     REQUIRE_MESSAGE(one.exit_code == 0, one.err);
@@ -1013,15 +1013,14 @@ TEST_CASE("ablations: --summary is the same file twice and whatever the runs at 
     CHECK(tables(one.out) == tables(two.out));
     CHECK(one.out.find("\n전체 시간: ") != std::string::npos);
     CHECK(one.err.empty());  // no progress line when stderr is not a terminal
-    for (const char* claim :
-         {"5절 \"원 논문이 학습률 워밍업", "4절 학습된 위치 벡터", "두 번째 실험: 숫자 8개"})
+    for (const char* claim : {"5절 잔차 연결", "4절 학습된 위치 벡터", "두 번째 실험: 숫자 8개"})
         CHECK(one.out.find(claim) != std::string::npos);
     CHECK(one.out.find("판정: ") != std::string::npos);
     CHECK(one.out.find("2절") == std::string::npos);  // only what --only asked for
     CHECK(one.out.find("7장의 모델(d_model = 64") == std::string::npos);  // nor base, heads-1
     const auto rows = tsv_rows(a);
-    // The header, the neighbour task's comparison, 3 positions and 7 warm-up comparisons.
-    REQUIRE(rows.size() == 12);
+    // The header, the neighbour task's comparison, 3 positions and the residual comparison.
+    REQUIRE(rows.size() == 6);
     CHECK(rows[1][3] == "nb-4:digit_accuracy");
     CHECK(rows[0] == std::vector<std::string>{"claim", "section", "metric", "baseline", "variant",
                                               "diff", "ci_low", "ci_high", "seeds", "threshold",
@@ -1050,7 +1049,7 @@ TEST_CASE("ablations: --summary is the same file twice and whatever the runs at 
     CHECK(seed_rows[0] == std::vector<std::string>{"claim", "run", "metric", "seed", "value"});
     std::vector<std::string> warm_post_seeds;
     for (const auto& row : seed_rows)
-        if (row[0] == "warmup" && row[1] == "warm-post" && row[2] == "exact")
+        if (row[0] == "residual" && row[1] == "warm-post" && row[2] == "exact")
             warm_post_seeds.push_back(row[3]);
     CHECK(warm_post_seeds == std::vector<std::string>{"0", "1"});
 }
