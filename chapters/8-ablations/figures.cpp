@@ -317,18 +317,6 @@ void draw_first_step(const Records& r, const std::vector<Comparison>& c,
                path);
 }
 
-Draw figure_of(const std::string& claim) {
-    static const std::map<std::string, Draw> figures = {
-        {"opening", draw_opening},
-        {"scaling", draw_scaling},   {"heads", draw_heads},   {"pruning", draw_pruning},
-        {"positions", draw_positions}, {"order", draw_order}, {"warmup", draw_warmup},
-        {"residual", draw_residual},   {"first-step", draw_first_step},
-    };
-    const auto it = figures.find(claim);
-    if (it == figures.end()) throw std::invalid_argument("no figure for the claim " + claim);
-    return it->second;
-}
-
 std::vector<std::string> comparison_labels(const std::vector<Comparison>& all,
                                            const std::string& claim) {
     std::vector<std::string> labels;

@@ -194,14 +194,6 @@ int main(int argc, char** argv) {
         figure_dir = partial_dir;
     }
     check_output(cli, summary, chosen);
-    for (const std::string& claim : chosen) {  // every claim has both: checked before training
-        try {
-            report_of(claim);
-            figure_of(claim);
-        } catch (const std::exception& e) {
-            cli.fail(std::string("chapter 8's table: ") + e.what());
-        }
-    }
     if (!keep_dir.empty()) {
         try {
             atomic_file::check_folder_writable(keep_dir);
@@ -287,10 +279,10 @@ int main(int argc, char** argv) {
         for (const char* run : c.runs)
             complete = complete && needed.count(run);
         if (complete) {
-            report_of(name)(r, cmp, scale);
-            figure([&] { figure_of(name)(r, cmp, figure_dir + "/8-" + name + ".png"); });
+            c.report(r, cmp, scale);
+            figure([&] { c.draw(r, cmp, figure_dir + "/8-" + name + ".png"); });
         } else if (name == "heads") {
-            report_of(name)(r, cmp, scale);
+            c.report(r, cmp, scale);
         } else if (std::any_of(cmp.begin(), cmp.end(),
                                [&](const Comparison& k) { return k.spec->claim == name; })) {
             std::printf("\n== %s (--runs: 설정 일부만) ==\n", name.c_str());

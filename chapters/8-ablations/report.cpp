@@ -160,8 +160,6 @@ std::pair<double, double> self_weight_range(const Records& r) {
 }
 
 
-namespace {
-
 void report_scaling(const Records& r, const std::vector<Comparison>& cmp, double scale) {
     const int s256 = steps_of("scaled-256", scale), s16 = steps_of("base", scale);
     std::printf("\n== 2절 \"이 나눗셈을 빼면 모델이 학습을 거의 하지 못합니다\" ==\n");
@@ -345,6 +343,8 @@ void report_positions(const Records& r, const std::vector<Comparison>& cmp, doub
     report_comparisons(cmp, "positions");
 }
 
+namespace {
+
 // One row per run of §5's 6 + 6 blocks: the peak learning rate, the seeds that diverged, the
 // last steps' loss of the others, exact match.
 struct DeepRow {
@@ -374,6 +374,8 @@ void report_deep_runs(const Records& r, const char* what, const std::vector<Deep
                     spread_pct(values_of(r, std::string(row.run) + ":exact"), 1).c_str());
     }
 }
+
+}  // namespace
 
 void report_warmup(const Records& r, const std::vector<Comparison>& cmp, double scale) {
     const int steps = steps_of("warm-post", scale);
@@ -483,20 +485,6 @@ void report_first_step(const Records& r, const std::vector<Comparison>& cmp, dou
     std::printf("셀프 어텐션 가중치가 정확히 1: %s\n",
                 w_min == 1.0 && w_max == 1.0 ? "예 (모든 씨앗)" : "아니오");
     report_comparisons(cmp, "first-step");
-}
-
-}  // namespace
-
-Report report_of(const std::string& claim) {
-    static const std::map<std::string, Report> reports = {
-        {"opening", report_opening},
-        {"scaling", report_scaling},     {"heads", report_heads},   {"pruning", report_pruning},
-        {"positions", report_positions}, {"order", report_order},  {"warmup", report_warmup},
-        {"residual", report_residual},   {"first-step", report_first_step},
-    };
-    const auto it = reports.find(claim);
-    if (it == reports.end()) throw std::invalid_argument("no report for the claim " + claim);
-    return it->second;
 }
 
 }  // namespace ablations

@@ -11,10 +11,17 @@
 
 namespace ablations {
 
-// A claim's report by its name; throws naming a claim without one (main checks every chosen
-// claim before any training, a test every claim). `scale` gives the runs' steps.
-using Report = void (*)(const Records& r, const std::vector<Comparison>& cmp, double scale);
-Report report_of(const std::string& claim);
+// Each claim's report (the table's CLAIMS name them): its table over the seeds, then its
+// comparisons.
+void report_opening(const Records& r, const std::vector<Comparison>& cmp, double scale);
+void report_scaling(const Records& r, const std::vector<Comparison>& cmp, double scale);
+void report_heads(const Records& r, const std::vector<Comparison>& cmp, double scale);
+void report_pruning(const Records& r, const std::vector<Comparison>& cmp, double scale);
+void report_positions(const Records& r, const std::vector<Comparison>& cmp, double scale);
+void report_order(const Records& r, const std::vector<Comparison>& cmp, double scale);
+void report_warmup(const Records& r, const std::vector<Comparison>& cmp, double scale);
+void report_residual(const Records& r, const std::vector<Comparison>& cmp, double scale);
+void report_first_step(const Records& r, const std::vector<Comparison>& cmp, double scale);
 
 // The comparisons of one claim, as its report ends: the per-seed differences, the test and
 // the verdict (also the whole report of a claim that --runs left incomplete).

@@ -8,12 +8,10 @@
 //   std::vector<double> adj = holm({0.01, 0.04, 0.03});   // family-wise adjusted
 #pragma once
 #include <cmath>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "chapters/8-ablations/machinery/runner.h"
 #include "chapters/8-ablations/table.h"
 
 namespace ablations {
@@ -74,8 +72,6 @@ const char* verdict_korean(Verdict v);  // 재현됨, 이 규모에서는 재현
                                         // 구성상 성립 (판정 아님)
 
 // ---- each comparison, from the runs' records ----------------------------------------------
-
-using Records = std::map<std::string, std::vector<const Record*>>;  // run name -> one per seed
 
 // "run:key": the record's scalar `key` of every seed's run, in seed order; throws naming a miss.
 std::vector<double> values_of(const Records& r, const std::string& run_key);

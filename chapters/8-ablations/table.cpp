@@ -1,5 +1,6 @@
 // Chapter 8's table (see table.h): every run, every claim and every comparison, each declared
-// once. A run's row names its recipe (runs.h) and its variant (variants.h).
+// once. A run's row names its recipe (runs.h) and its variant (variants.h), a claim's its report
+// (report.h) and its figure (figures.h).
 #include "chapters/8-ablations/table.h"
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "chapters/8-ablations/figures.h"
+#include "chapters/8-ablations/report.h"
 #include "chapters/8-ablations/rnn.h"
 #include "chapters/8-ablations/runs.h"
 
@@ -141,32 +144,32 @@ const std::vector<RunSpec> RUNS = {
 };
 
 const std::vector<ClaimSpec> CLAIMS = {
-    {"opening",
+    {"opening", report_opening, draw_opening,
      {"base", "lstm"},
      {{"Transformer (이 글)", "base:exact"}, {"LSTM + 어텐션 (지난 글)", "lstm:exact"}}},
-    {"scaling",
+    {"scaling", report_scaling, draw_scaling,
      {"base", "unscaled-16", "scaled-256", "unscaled-256"},
      {{"d_k=256 √d_k로 나눔", "scaled-256:exact"},
       {"d_k=256 나누지 않음", "unscaled-256:exact"},
       {"d_k=16 √d_k로 나눔", "base:exact"},
       {"d_k=16 나누지 않음", "unscaled-16:exact"}}},
-    {"heads",
+    {"heads", report_heads, draw_heads,
      {"base", "heads-1", "nb-4", "nb-1", "nb-4-fresh", "nb-1-fresh"},
      {{"숫자 읽기 헤드 4개", "base:exact"},
       {"숫자 읽기 헤드 1개", "heads-1:exact"},
       {"이웃 차이 헤드 4개", "nb-4:digit_accuracy"},
       {"이웃 차이 헤드 1개", "nb-1:digit_accuracy"}}},
-    {"pruning", {"base"}, {}},
-    {"positions",
+    {"pruning", report_pruning, draw_pruning, {"base"}, {}},
+    {"positions", report_positions, draw_positions,
      {"pos-sin", "pos-learned", "pos2-sin", "pos2-learned"},
      {{"사인 4자리 이하", "pos-sin:exact"},  // 1..9999: train_positions's max_digits = 4
       {"학습된 표 4자리 이하", "pos-learned:exact"},
       {"사인 긴 입력", "pos2-sin:exact_long_source"},
       {"학습된 표 긴 입력", "pos2-learned:exact_long_source"}}},
-    {"order",
+    {"order", report_order, draw_order,
      {"base", "nopos"},
      {{"사인 위치 (논문)", "base:exact"}, {"위치 벡터 없음", "nopos:exact"}}},
-    {"warmup",
+    {"warmup", report_warmup, draw_warmup,
      {"warm-post", "nowarm-post", "nowarm-post-lr33", "nowarm-post-lr10", "warm-pre", "nowarm-pre",
       "nowarm-pre-lr33", "nowarm-pre-lr10"},
      {{"Post-LN 워밍업 있음", "warm-post:exact"},
@@ -177,10 +180,10 @@ const std::vector<ClaimSpec> CLAIMS = {
       {"Pre-LN 없음 lr", "nowarm-pre:exact"},
       {"Pre-LN 없음 lr/3", "nowarm-pre-lr33:exact"},
       {"Pre-LN 없음 lr/10", "nowarm-pre-lr10:exact"}}},
-    {"residual",
+    {"residual", report_residual, draw_residual,
      {"warm-post", "noresid-post"},
      {{"Post-LN 잔차 있음", "warm-post:exact"}, {"Post-LN 잔차 없음", "noresid-post:exact"}}},
-    {"first-step",
+    {"first-step", report_first_step, draw_first_step,
      {"base"},
      {{"그대로", "base:first_digit_intact"},
       {"셀프 -> 평균", "base:first_digit_self_mean"},

@@ -16,6 +16,7 @@
 // `scale` (--scale) multiplies every run's steps and warm-up, so the tests run the same code in
 // seconds; 1 is the stated budget.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,11 +58,21 @@ struct Setting {
     const char* run_key;  // run:key, the key one of the run's keys
 };
 
-// One claim of the article: --only's name, its figure 8-<name>.png and every run its table and
-// figure read.
+struct Comparison;                                                  // stats.h
+using Records = std::map<std::string, std::vector<const Record*>>;  // run name -> one per seed
+// A claim's printed table and verdicts (report.h) and its figure (figures.h), from the runs'
+// records and the claim's comparisons; `scale` gives the runs' steps.
+using Report = void (*)(const Records& r, const std::vector<Comparison>& cmp, double scale);
+using Draw = void (*)(const Records& r, const std::vector<Comparison>& cmp,
+                      const std::string& path);
+
+// One claim of the article: --only's name, its figure 8-<name>.png, every run its table and
+// figure read, and the functions that print the one and draw the other.
 struct ClaimSpec {
     const char* name;  // opening, scaling, heads, pruning, positions, order, warmup,
                        // residual, first-step
+    Report report;
+    Draw draw;
     std::vector<const char*> runs;
     std::vector<Setting> settings;  // left to right; none for pruning (its panel is a curve)
 };
