@@ -7,9 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <numeric>
-#include <stdexcept>
 #include <vector>
 
 #include "chapters/8-ablations/report.h"

@@ -52,9 +52,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <functional>
 #include <cstdio>
-#include <map>
 #include <set>
 #include <string>
 #include <thread>

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -158,7 +157,6 @@ std::pair<double, double> self_weight_range(const Records& r) {
     if (lo.empty()) throw std::runtime_error("no base run for the first-step weights");
     return {*std::min_element(lo.begin(), lo.end()), *std::max_element(hi.begin(), hi.end())};
 }
-
 
 void report_scaling(const Records& r, const std::vector<Comparison>& cmp, double scale) {
     const int s256 = steps_of("scaled-256", scale), s16 = steps_of("base", scale);
