@@ -27,7 +27,7 @@ COMMON_OBJ  := $(COMMON_SRC:%.cpp=$(BUILD)/obj/%.o)
 LIB         := $(BUILD)/libcommon.a
 # A chapter's own code beside its main.cpp (every .cpp there but main.cpp): one archive, so a
 # later chapter, the tests and the benchmarks link what they use of earlier chapters.
-CHAPTER_SRC := $(filter-out %/main.cpp,$(wildcard chapters/*/*.cpp))
+CHAPTER_SRC := $(filter-out %/main.cpp,$(wildcard chapters/*/*.cpp chapters/*/*/*.cpp))
 CHAPTER_OBJ := $(CHAPTER_SRC:%.cpp=$(BUILD)/obj/%.o)
 CHAPTER_LIB := $(BUILD)/libchapters.a
 CHAPTERS    := $(sort $(patsubst chapters/%/,%,$(dir $(wildcard chapters/*/main.cpp))))

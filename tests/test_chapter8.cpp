@@ -28,13 +28,14 @@
 
 #include "chapters/1-self-attention/attention.h"
 #include "chapters/7-translate/attention_probe.h"
-#include "chapters/8-ablations/experiments.h"
 #include "chapters/8-ablations/figures.h"
+#include "chapters/8-ablations/machinery/records.h"
+#include "chapters/8-ablations/machinery/runner.h"
+#include "chapters/8-ablations/machinery/tsv.h"
 #include "chapters/8-ablations/report.h"
 #include "chapters/8-ablations/rnn.h"
-#include "chapters/8-ablations/runner.h"
+#include "chapters/8-ablations/runs.h"
 #include "chapters/8-ablations/stats.h"
-#include "chapters/8-ablations/summary.h"
 #include "common/optim.h"
 #include "common/program/format.h"
 #include "common/random.h"
@@ -532,11 +533,11 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
         CHECK_MESSAGE(runs.insert(r.name).second, r.name);  // each run declared once
         CHECK(&run_spec(r.name) == &r);
         CHECK(r.steps >= r.warmup);
-        // Only warmup_job reads lr and residual, and rnn_job lr: elsewhere a record would
-        // declare what its training did not do.
-        if (r.recipe != Recipe::warmup) CHECK_MESSAGE(r.residual, r.name);
-        if (r.recipe != Recipe::warmup && r.recipe != Recipe::rnn)
-            CHECK_MESSAGE(r.lr == 1, r.name);
+        // The neighbour task reads neither a variant nor lr, the LSTM no variant: there a
+        // record would declare what its training did not do.
+        if (r.recipe == train_neighbour || r.recipe == train_lstm)
+            CHECK_MESSAGE(!r.variant, r.name);
+        if (r.recipe == train_neighbour) CHECK_MESSAGE(r.lr == 1, r.name);
         // Every key declared in KEYS: its length, its range and what it measures.
         for (const char* key : r.keys) {
             CAPTURE(key);
@@ -556,8 +557,8 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
     for (const ClaimSpec& c : CLAIMS) {
         CAPTURE(c.name);
         CHECK(claims.insert(c.name).second);
-        CHECK_NOTHROW(figure_of(c.name));  // every claim has its figure
-        CHECK_NOTHROW(report_of(c.name));  // and its report
+        CHECK(bool(c.draw));  // every claim has its figure
+        CHECK(bool(c.report));  // and its report
         for (const char* run : c.runs) {
             CHECK_MESSAGE(runs.count(run), run);
             in_claims.insert(run);
@@ -579,8 +580,6 @@ TEST_CASE("ablations: the table: every comparison names its runs, its label and 
         for (const Setting& s : c.settings)
             check_run_key(c, s.run_key);
     }
-    CHECK_THROWS_AS(figure_of("nowhere"), std::invalid_argument);
-    CHECK_THROWS_AS(report_of("nowhere"), std::invalid_argument);
     CHECK_THROWS_AS(claim_spec("nowhere"), std::invalid_argument);
     for (const ClaimSpec& c : CLAIMS) {
         std::set<std::string> labels;
@@ -991,11 +990,11 @@ void check_verdict(const std::vector<std::string>& f) {
 
 TEST_CASE("ablations: --summary is the same file twice and whatever the runs at once") {
     const std::string dir = "/tmp/transformer-test-ablations-" + std::to_string(::getpid());
-    // Every setting of two claims, and the neighbour task's two of the heads claim (--runs).
+    // Every setting of two claims, and the neighbour task's two of the heads claim (--runs):
+    // each kind of test (sign-flip, binomial, Fisher), whole reports and a partial one.
     const std::string args =
-        "--only warmup,positions,heads --runs warm-post,nowarm-post,nowarm-post-lr33,"
-        "nowarm-post-lr10,warm-pre,nowarm-pre,nowarm-pre-lr33,nowarm-pre-lr10,pos-sin,"
-        "pos-learned,pos2-sin,pos2-learned,nb-4,nb-1 --seeds 2 --scale 0.02 --no-figures";
+        "--only residual,positions,heads --runs warm-post,noresid-post,pos-sin,pos-learned,"
+        "pos2-sin,pos2-learned,nb-4,nb-1 --seeds 2 --scale 0.01 --no-figures";
     auto one = testutil::run("8-ablations", args + " --jobs 1 --summary " + dir + "-1.tsv");
     auto two = testutil::run("8-ablations", args + " --jobs 2 --summary " + dir + "-2.tsv");
     REQUIRE_MESSAGE(one.exit_code == 0, one.err);
@@ -1012,15 +1011,14 @@ TEST_CASE("ablations: --summary is the same file twice and whatever the runs at 
     CHECK(tables(one.out) == tables(two.out));
     CHECK(one.out.find("\n전체 시간: ") != std::string::npos);
     CHECK(one.err.empty());  // no progress line when stderr is not a terminal
-    for (const char* claim :
-         {"5절 \"원 논문이 학습률 워밍업", "4절 학습된 위치 벡터", "두 번째 실험: 숫자 8개"})
+    for (const char* claim : {"5절 잔차 연결", "4절 학습된 위치 벡터", "두 번째 실험: 숫자 8개"})
         CHECK(one.out.find(claim) != std::string::npos);
     CHECK(one.out.find("판정: ") != std::string::npos);
     CHECK(one.out.find("2절") == std::string::npos);  // only what --only asked for
     CHECK(one.out.find("7장의 모델(d_model = 64") == std::string::npos);  // nor base, heads-1
     const auto rows = tsv_rows(a);
-    // The header, the neighbour task's comparison, 3 positions and 7 warm-up comparisons.
-    REQUIRE(rows.size() == 12);
+    // The header, the neighbour task's comparison, 3 positions and the residual comparison.
+    REQUIRE(rows.size() == 6);
     CHECK(rows[1][3] == "nb-4:digit_accuracy");
     CHECK(rows[0] == std::vector<std::string>{"claim", "section", "metric", "baseline", "variant",
                                               "diff", "ci_low", "ci_high", "seeds", "threshold",
@@ -1049,7 +1047,7 @@ TEST_CASE("ablations: --summary is the same file twice and whatever the runs at 
     CHECK(seed_rows[0] == std::vector<std::string>{"claim", "run", "metric", "seed", "value"});
     std::vector<std::string> warm_post_seeds;
     for (const auto& row : seed_rows)
-        if (row[0] == "warmup" && row[1] == "warm-post" && row[2] == "exact")
+        if (row[0] == "residual" && row[1] == "warm-post" && row[2] == "exact")
             warm_post_seeds.push_back(row[3]);
     CHECK(warm_post_seeds == std::vector<std::string>{"0", "1"});
 }
@@ -1128,9 +1126,45 @@ FromSeeds from_seeds(const std::string& file) {
 
 }  // namespace
 
-TEST_CASE("ablations: the README's Claims table is what bench/claims-table.sh makes of the TSV") {
+namespace {
+
+// The lines of `file` between its line that starts `<!-- NAME:begin` and the one that starts
+// `<!-- NAME:end`.
+std::string block_of(const std::string& file, const std::string& name) {
+    const std::string text = testutil::read_file(file);
+    const size_t begin = text.find("<!-- " + name + ":begin"),
+                 end = text.find("<!-- " + name + ":end");
+    REQUIRE(begin != std::string::npos);
+    REQUIRE(end != std::string::npos);
+    const size_t first = text.find('\n', begin) + 1;
+    return text.substr(first, end - first);
+}
+
+// What bench/claims-table.sh prints with `args`.
+std::string claims_table(const std::string& args) {
+    const std::string root = PROJECT_ROOT,
+                      out = "/tmp/transformer-test-claims-table-" + std::to_string(::getpid());
+    const std::string cmd = root + "/bench/claims-table.sh " + args + " >" + out + " 2>&1";
+    CHECK(std::system(cmd.c_str()) == 0);
+    const std::string text = testutil::read_file_abs(out);
+    std::remove(out.c_str());
+    return text;
+}
+
+// The guide's text (chapters/8-ablations/README.md) on one line: its sentences as tests build
+// them.
+std::string guide_text() {
+    std::string text = testutil::read_file("chapters/8-ablations/README.md");
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("ablations: the guide's and the README's claims tables are what claims-table.sh makes") {
     // figures/8-ablations.tsv is what `make ablations` wrote; its rows follow the rule, and the
-    // README's table between the claims markers is the script's output for it.
+    // guide's table between the claims markers is the script's output for it; the README's
+    // between its verdicts markers is the script's for the two K = 9 summaries.
     const std::string tsv = testutil::read_file("figures/8-ablations.tsv");
     const auto rows = tsv_rows(tsv);
     REQUIRE(rows.size() == COMPARISONS.size() + 1);
@@ -1156,19 +1190,15 @@ TEST_CASE("ablations: the README's Claims table is what bench/claims-table.sh ma
     // The summary is what the committed per-seed values give: every comparison recomputed
     // from figures/8-ablations-seeds.tsv, Holm's family included, is the same TSV.
     CHECK(summary_tsv(from_seeds("figures/8-ablations-seeds.tsv").comparisons) == tsv);
-    const std::string root = PROJECT_ROOT,
-                      out = "/tmp/transformer-test-claims-table-" + std::to_string(::getpid());
-    const std::string cmd =
-        root + "/bench/claims-table.sh " + root + "/figures/8-ablations.tsv >" + out + " 2>&1";
-    CHECK(std::system(cmd.c_str()) == 0);
-    const std::string table = testutil::read_file_abs(out);
-    std::remove(out.c_str());
-    const std::string readme = testutil::read_file("README.md");
-    const size_t begin = readme.find("<!-- claims:begin"), end = readme.find("<!-- claims:end");
-    REQUIRE(begin != std::string::npos);
-    REQUIRE(end != std::string::npos);
-    const size_t first = readme.find('\n', begin) + 1;
-    CHECK(readme.substr(first, end - first) == table);
+    const std::string table = claims_table(std::string(PROJECT_ROOT) + "/figures/8-ablations.tsv");
+    CHECK(block_of("chapters/8-ablations/README.md", "claims") == table);
+    // The README's short table: one row per primary comparison, its verdict in either block.
+    const std::string verdicts = claims_table("--verdicts");
+    CHECK(block_of("README.md", "verdicts") == verdicts);
+    size_t primaries = 0;
+    for (const ComparisonSpec& spec : COMPARISONS)
+        primaries += spec.family == Family::primary;
+    CHECK(std::count(verdicts.begin(), verdicts.end(), '\n') == long(primaries + 2));
     // Every row of the TSV is in the table: its family, test, estimate and interval, its valid
     // seeds, its p's and its verdict.
     for (size_t i = 1; i < rows.size(); i++) {
@@ -1181,11 +1211,11 @@ TEST_CASE("ablations: the README's Claims table is what bench/claims-table.sh ma
     }
 }
 
-TEST_CASE("ablations: the second block of seeds: its files agree, and the README says them") {
+TEST_CASE("ablations: the second block of seeds: its files agree, and the guide says them") {
     // Seeds 100-104 (`make ablations ABLATIONS_ARGS="--seed 100"`, whose summary and per-seed
     // file build/ablations-partial/ holds, committed as figures/8-ablations-100.tsv and
     // figures/8-ablations-seeds-100.tsv): the summary is what its per-seed file gives, and the
-    // README's sentence on the two blocks is made from the two per-seed files.
+    // guide's sentences on the two blocks are made from the two per-seed files.
     const FromSeeds first = from_seeds("figures/8-ablations-seeds.tsv"),
                     second = from_seeds("figures/8-ablations-seeds-100.tsv");
     CHECK(summary_tsv(second.comparisons) == testutil::read_file("figures/8-ablations-100.tsv"));
@@ -1218,10 +1248,9 @@ TEST_CASE("ablations: the second block of seeds: its files agree, and the README
         ". On the 8-9-syllable sources exact match averages " + mean(first, sin) + "% / " +
         mean(second, sin) + "% with sinusoids and " + mean(first, learned) + "% / " +
         mean(second, learned) + "% with a learned table.";
-    std::string readme = testutil::read_file("README.md");
-    std::replace(readme.begin(), readme.end(), '\n', ' ');
-    CHECK_MESSAGE(readme.find(sentence) != std::string::npos, sentence);
-    // The README's sentence on the runs of issue 47's second round, from both per-seed files.
+    const std::string guide = guide_text();
+    CHECK_MESSAGE(guide.find(sentence) != std::string::npos, sentence);
+    // The guide's sentence on the deep runs and the order claim, from both per-seed files.
     auto reaching = [](const FromSeeds& block, const std::string& key) {  // "k/n" at >= 50%
         const std::vector<double>& v = block.values.at(key);
         return std::to_string(std::count_if(v.begin(), v.end(), [](double x) { return x >= 50; })) +
@@ -1242,8 +1271,8 @@ TEST_CASE("ablations: the second block of seeds: its files agree, and the README
         ". Without position vectors exact match averages " + mean(first, "order nopos:exact") +
         "% / " + mean(second, "order nopos:exact") + "%, with sinusoids " +
         mean(first, "order base:exact") + "% / " + mean(second, "order base:exact") + "%.";
-    CHECK_MESSAGE(readme.find(deep) != std::string::npos, deep);
-    // The README's sentence on the opening and on the neighbour task's fresh seeds.
+    CHECK_MESSAGE(guide.find(deep) != std::string::npos, deep);
+    // The guide's sentence on the opening and on the neighbour task's fresh seeds.
     auto clock = [](const FromSeeds& block, const std::string& key) {  // mean of those reached
         double sum = 0;
         int n = 0;
@@ -1273,19 +1302,19 @@ TEST_CASE("ablations: the second block of seeds: its files agree, and the README
         clock(second, "opening base:seconds_to_level") + " for the Transformer and " +
         clock(first, "opening lstm:seconds_to_level") + " / " +
         clock(second, "opening lstm:seconds_to_level") +
-        " for the LSTM (in parentheses: the seeds that got there); the Transformer took less than "
+        " for the LSTM (in parentheses: the seeds that get there); the Transformer takes less than "
         "half the LSTM's time on " + count_side(first, time_row) + " / " +
         count_side(second, time_row) + " seeds. On the neighbour task's fresh seeds one head "
-        "needed more steps to 99% than four on " + count_side(first, steps_row) + " / " +
+        "needs more steps to 99% than four on " + count_side(first, steps_row) + " / " +
         count_side(second, steps_row) + " seeds.";
-    CHECK_MESSAGE(readme.find(opening) != std::string::npos, opening);
+    CHECK_MESSAGE(guide.find(opening) != std::string::npos, opening);
 }
 
-TEST_CASE("ablations: nine seeds a block: the files agree, and the README says the verdicts") {
+TEST_CASE("ablations: nine seeds a block: the files agree, and the guide says the verdicts") {
     // `make ablations ABLATIONS_SEEDS=9` (seeds 0-8) and with --seed 100 (100-108), the fewest
     // seeds at which a sign-flip or binomial primary can pass Holm over ten (2/2^9 < 0.05/10):
     // kept as figures/8-ablations-k9.tsv, figures/8-ablations-100-k9.tsv and their per-seed
-    // files. Each summary is what its per-seed file gives, and the README's sentence on them is
+    // files. Each summary is what its per-seed file gives, and the guide's sentence on them is
     // made from the two per-seed files.
     std::vector<FromSeeds> blocks;
     for (const int first : {0, 100}) {
@@ -1318,9 +1347,7 @@ TEST_CASE("ablations: nine seeds a block: the files agree, and the README says t
     }
     const std::string sentence = "Primary verdicts with nine seeds, 0-8 / 100-108: " + verdicts +
                                  ".";
-    std::string readme = testutil::read_file("README.md");
-    std::replace(readme.begin(), readme.end(), '\n', ' ');
-    CHECK_MESSAGE(readme.find(sentence) != std::string::npos, sentence);
+    CHECK_MESSAGE(guide_text().find(sentence) != std::string::npos, sentence);
 }
 
 namespace {
@@ -1349,8 +1376,8 @@ std::vector<pid_t> children_of(pid_t pid) {
 TEST_CASE("ablations: when the runner is terminated, its runs end with it") {
 #if defined(__linux__)
     // The runner in a process of its own, with two jobs that stay silent for 30 s (as a run
-    // does while it evaluates): a job learned that its parent had gone only at its next write
-    // to the pipe, so after a SIGTERM to 8-ablations alone its runs trained on for 17-22 s.
+    // does while it evaluates): a job that learned of its parent's end only at its next write
+    // to the pipe would train on long after a SIGTERM to 8-ablations alone.
     const pid_t runner = ::fork();
     REQUIRE(runner >= 0);
     if (runner == 0) {

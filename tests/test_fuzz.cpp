@@ -8,8 +8,8 @@
 // The seed is fixed: a failure repeats.
 #include "chapters/7-translate/checkpoint.h"
 #include "chapters/7-translate/train.h"
-#include "chapters/8-ablations/experiments.h"
-#include "chapters/8-ablations/runner.h"
+#include "chapters/8-ablations/runs.h"
+#include "chapters/8-ablations/machinery/runner.h"
 #include "chapters/flashcards/deck.h"
 #include "chapters/flashcards/progress.h"
 #include "common/program/serialize.h"

@@ -5,7 +5,8 @@
 //   the README as it is, through a file that replaces it only when whole;
 // - both scripts read FILE from the caller's folder;
 // - bench/readme-numbers.sh refuses a run that lacks a layer, a number or a line it names;
-// - bench/claims-table.sh refuses a field that is not what 8-ablations writes;
+// - bench/claims-table.sh refuses a field that is not what 8-ablations writes, and a primary
+//   comparison it has no words of the article for;
 // - tests/run-suite.sh deletes only the logs it wrote, checks its arguments, and counts a case
 //   failed only where it ran.
 #include <doctest/doctest.h>
@@ -40,16 +41,19 @@ std::string quote(const std::string& text) {
 }
 
 // A folder of its own, laid out as the repository (bench/ with its scripts and last-run.txt,
-// figures/8-ablations.tsv, tests/run-suite.sh, README.md), removed at the end of the test case.
+// figures/8-ablations*.tsv, tests/run-suite.sh, README.md and chapter 8's), removed at the end
+// of the test case.
 struct Scratch {
     std::string dir;
     explicit Scratch(const std::string& name)
         : dir("/tmp/transformer-test-scripts-" + std::to_string(::getpid()) + "-" + name) {
         const std::string cmd =
             "rm -rf " + quote(dir) + " && mkdir -p " + quote(dir) + "/bench " + quote(dir) +
-            "/figures " + quote(dir) + "/tests && cp " + quote(ROOT) + "/bench/*.sh " +
-            quote(ROOT) + "/bench/last-run.txt " + quote(dir) + "/bench/ && cp " + quote(ROOT) +
-            "/README.md " + quote(dir) + "/ && cp " + quote(ROOT) + "/figures/8-ablations.tsv " +
+            "/figures " + quote(dir) + "/tests " + quote(dir) + "/chapters/8-ablations && cp " +
+            quote(ROOT) + "/bench/*.sh " + quote(ROOT) + "/bench/last-run.txt " + quote(dir) +
+            "/bench/ && cp " + quote(ROOT) + "/README.md " + quote(dir) + "/ && cp " +
+            quote(ROOT) + "/chapters/8-ablations/README.md " + quote(dir) +
+            "/chapters/8-ablations/ && cp " + quote(ROOT) + "/figures/8-ablations*.tsv " +
             quote(dir) + "/figures/ && cp " + quote(ROOT) + "/tests/run-suite.sh " + quote(dir) +
             "/tests/";
         REQUIRE(std::system(cmd.c_str()) == 0);
@@ -155,13 +159,14 @@ std::vector<std::string> names_starting(const std::string& dir, const std::strin
 
 TEST_CASE("claims-table.sh and readme-numbers.sh: a README without one begin before one end") {
     Scratch s("markers");
-    const std::string readme = s.read("README.md");
     struct Script {
-        std::string name, program, args;
+        std::string file, name, program, args;
     };
     for (const Script& script :
-         {Script{"claims", "claims-table.sh", " --update"},
-          Script{"bench", "readme-numbers.sh", " bench/last-run.txt --update"}}) {
+         {Script{"chapters/8-ablations/README.md", "claims", "claims-table.sh", " --update"},
+          Script{"README.md", "verdicts", "claims-table.sh", " --update"},
+          Script{"README.md", "bench", "readme-numbers.sh", " bench/last-run.txt --update"}}) {
+        const std::string readme = s.read(script.file);
         const std::string begin = "<!-- " + script.name + ":begin",
                           end = "<!-- " + script.name + ":end";
         const size_t b = readme.find("\n" + begin) + 1, e = readme.find("\n" + end) + 1;
@@ -176,23 +181,25 @@ TEST_CASE("claims-table.sh and readme-numbers.sh: a README without one begin bef
         const std::string two_ends =
             readme.substr(0, after_end) + end + " -->\n" + readme.substr(after_end);
         for (const std::string& text : {second_begin, swapped_back, no_end, two_ends}) {
-            CAPTURE(script.program);
-            s.write("README.md", text);
+            CAPTURE(script.name);
+            s.write(script.file, text);
             const auto r = sh(s.dir, "bash bench/" + script.program + script.args);
             CHECK(r.exit_code == 1);
             CHECK_MESSAGE(
-                r.err.rfind(script.program + ": " + s.path("README.md") + " has ", 0) == 0, r.err);
+                r.err.rfind(script.program + ": " + s.path(script.file) + " has ", 0) == 0, r.err);
             CHECK(lines_in(r.err) == 1);
-            CHECK(s.read("README.md") == text);
-            CHECK(names_starting(s.dir, "README.md").size() == 1);  // no temporary file left
+            CHECK(s.read(script.file) == text);
+            const std::string folder = fs::path(s.path(script.file)).parent_path();
+            CHECK(names_starting(folder, "README.md").size() == 1);  // no temporary file left
         }
-        s.write("README.md", readme);
+        s.write(script.file, readme);
     }
 }
 
 TEST_CASE("claims-table.sh and readme-numbers.sh: a field's backslashes reach the README as is") {
     Scratch s("escapes");
-    const std::string readme = s.read("README.md");
+    const std::string readme = s.read("README.md"),
+                      guide = s.read("chapters/8-ablations/README.md");
     // awk -v would make these a tab and a newline, splitting the table's row and the line.
     const std::string tsv = s.read("figures/8-ablations.tsv");
     const size_t row = line_of(tsv, "unscaled-16:exact");
@@ -200,10 +207,11 @@ TEST_CASE("claims-table.sh and readme-numbers.sh: a field's backslashes reach th
     s.write("s.tsv", with_field(tsv, row, 1, "a\\tb\\nc"));
     auto r = sh(s.dir, "bash bench/claims-table.sh s.tsv --update");
     CHECK(r.exit_code == 0);
-    std::string now = s.read("README.md");
+    std::string now = s.read("chapters/8-ablations/README.md");
     CHECK(has(now, "| §2 | a\\tb\\nc | exploratory | sign-flip | exact_pp | base:exact | "
                    "unscaled-16:exact |"));
-    CHECK(lines_in(now) == lines_in(readme));
+    CHECK(lines_in(now) == lines_in(guide));
+    CHECK(s.read("README.md") == readme);
     s.write("run.txt",
             replaced(s.read("bench/last-run.txt"), "# cpu: AMD EPYC", "# cpu: AMD\\tEPYC\\n9"));
     r = sh(s.dir, "bash bench/readme-numbers.sh run.txt --update");
@@ -218,9 +226,9 @@ TEST_CASE("readme-block.sh: the README is replaced whole or not at all, its mode
     Scratch s("block");
     const std::string readme = s.read("README.md");
     const std::string call = "bash -c '. bench/readme-block.sh && readme_block_replace test " +
-                             std::string("\"$0\" claims \"$1\"' ");
+                             std::string("\"$0\" verdicts \"$1\"' ");
     // A text holding a marker line would leave two: refused, the README as it was.
-    auto r = sh(s.dir, call + "README.md \"$(printf 'row\\n<!-- claims:end -->')\"");
+    auto r = sh(s.dir, call + "README.md \"$(printf 'row\\n<!-- verdicts:end -->')\"");
     CHECK(r.exit_code == 1);
     CHECK(r.err.rfind("test: the new README.md would not be whole", 0) == 0);
     CHECK(lines_in(r.err) == 1);
@@ -239,10 +247,11 @@ TEST_CASE("readme-block.sh: the README is replaced whole or not at all, its mode
     REQUIRE(::stat(s.path("real/README.md").c_str(), &st) == 0);
     CHECK((st.st_mode & 07777) == 0640);
     const std::string now = s.read("real/README.md");
-    CHECK(has(now, "-->\n| one | row |\n<!-- claims:end -->\n"));
-    CHECK(now.substr(0, readme.find("<!-- claims:begin")) ==
-          readme.substr(0, readme.find("<!-- claims:begin")));
-    CHECK(now.substr(now.find("<!-- claims:end")) == readme.substr(readme.find("<!-- claims:end")));
+    CHECK(has(now, "-->\n| one | row |\n<!-- verdicts:end -->\n"));
+    CHECK(now.substr(0, readme.find("<!-- verdicts:begin")) ==
+          readme.substr(0, readme.find("<!-- verdicts:begin")));
+    CHECK(now.substr(now.find("<!-- verdicts:end")) ==
+          readme.substr(readme.find("<!-- verdicts:end")));
     CHECK(names_starting(s.path("real"), "README.md").size() == 1);
 }
 
@@ -411,10 +420,12 @@ TEST_CASE("readme-numbers.sh: a run without a layer, a number or a line it names
 
 TEST_CASE("claims-table.sh: a field that is not what 8-ablations writes is refused") {
     Scratch s("claims-fields");
-    const std::string tsv = s.read("figures/8-ablations.tsv"), readme = s.read("README.md");
+    const std::string tsv = s.read("figures/8-ablations.tsv"), readme = s.read("README.md"),
+                      guide = s.read("chapters/8-ablations/README.md");
     auto r = sh(s.dir, "bash bench/claims-table.sh --update");
     CHECK(r.exit_code == 0);
     CHECK(s.read("README.md") == readme);
+    CHECK(s.read("chapters/8-ablations/README.md") == guide);
     // The row of the d_k = 16 comparison (exploratory, sign-flip), line L of the file: its
     // interval, which a diff outside it is refused against.
     const size_t L = line_of(tsv, "unscaled-16:exact");
@@ -472,6 +483,7 @@ TEST_CASE("claims-table.sh: a field that is not what 8-ablations writes is refus
             r.err.rfind("claims-table.sh: " + s.path("s.tsv") + " line " + c.says, 0) == 0, r.err);
         CHECK(lines_in(r.err) == 1);
         CHECK(s.read("README.md") == readme);
+        CHECK(s.read("chapters/8-ablations/README.md") == guide);
     }
     s.write("s.tsv", "");
     r = sh(s.dir, "bash bench/claims-table.sh s.tsv");
@@ -491,6 +503,35 @@ TEST_CASE("claims-table.sh: a field that is not what 8-ablations writes is refus
     CHECK(r.err == "");
     CHECK(has(r.out, "| 1.00 [-inf, inf] | 1 / 1 | <-20 | 0.0625 | - | undecided |"));
     CHECK(has(r.out, "| nan [-inf, inf] | 0 / 0 |"));
+}
+
+TEST_CASE("claims-table.sh --verdicts: a primary comparison without the article's words") {
+    Scratch s("verdicts");
+    const std::string k9 = s.read("figures/8-ablations-k9.tsv"), readme = s.read("README.md"),
+                      guide = s.read("chapters/8-ablations/README.md");
+    auto r = sh(s.dir, "bash bench/claims-table.sh --verdicts");
+    CHECK(r.exit_code == 0);
+    CHECK(has(readme, r.out));
+    const size_t L = line_of(k9, "heads-1:exact");
+    REQUIRE(L > 1);
+    const std::string file = s.path("figures/8-ablations-k9.tsv"),
+                      at = " line " + std::to_string(L);
+    const std::string no_words = with_field(k9, L, 5, "heads-2:exact"),
+                      bad_field = with_field(k9, L, 11, "maybe");
+    for (const std::string& args : {"--verdicts", "--update"}) {
+        CAPTURE(args);
+        s.write("figures/8-ablations-k9.tsv", no_words);
+        r = sh(s.dir, "bash bench/claims-table.sh " + args);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err == "claims-table.sh: " + file + at +
+                           ": no words for the primary comparison heads-2:exact\n");
+        s.write("figures/8-ablations-k9.tsv", bad_field);  // checked as any summary is
+        r = sh(s.dir, "bash bench/claims-table.sh " + args);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.rfind("claims-table.sh: " + file + at + ": field 11 (verdict) is", 0) == 0);
+        CHECK(s.read("README.md") == readme);
+        CHECK(s.read("chapters/8-ablations/README.md") == guide);
+    }
 }
 
 namespace {

@@ -7,12 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <numeric>
-#include <stdexcept>
 #include <vector>
 
-#include "chapters/8-ablations/experiments.h"
+#include "chapters/8-ablations/report.h"
+#include "chapters/8-ablations/runs.h"
 #include "common/plot/plot.h"
 #include "common/program/format.h"
 
@@ -314,18 +313,6 @@ void draw_first_step(const Records& r, const std::vector<Comparison>& c,
     two_panels(r, c, "first-step",
                "첫 숫자 정답 (%)", "첫 생성 스텝: 셀프 어텐션은 <시작> 자신만 봄 (" + weight + ")",
                path);
-}
-
-Draw figure_of(const std::string& claim) {
-    static const std::map<std::string, Draw> figures = {
-        {"opening", draw_opening},
-        {"scaling", draw_scaling},   {"heads", draw_heads},   {"pruning", draw_pruning},
-        {"positions", draw_positions}, {"order", draw_order}, {"warmup", draw_warmup},
-        {"residual", draw_residual},   {"first-step", draw_first_step},
-    };
-    const auto it = figures.find(claim);
-    if (it == figures.end()) throw std::invalid_argument("no figure for the claim " + claim);
-    return it->second;
 }
 
 std::vector<std::string> comparison_labels(const std::vector<Comparison>& all,

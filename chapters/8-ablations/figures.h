@@ -5,10 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "chapters/8-ablations/summary.h"
+#include "chapters/8-ablations/stats.h"
 
 namespace ablations {
 
+// Each claim's figure (the table's CLAIMS name them).
+void draw_opening(const Records& r, const std::vector<Comparison>& c, const std::string& path);
 void draw_scaling(const Records& r, const std::vector<Comparison>& c, const std::string& path);
 void draw_heads(const Records& r, const std::vector<Comparison>& c, const std::string& path);
 void draw_pruning(const Records& r, const std::vector<Comparison>& c, const std::string& path);
@@ -18,10 +20,6 @@ void draw_warmup(const Records& r, const std::vector<Comparison>& c, const std::
 void draw_residual(const Records& r, const std::vector<Comparison>& c, const std::string& path);
 void draw_first_step(const Records& r, const std::vector<Comparison>& c,
                      const std::string& path);
-
-// A claim's figure by its name (CLAIMS, experiments.h); throws naming a claim without one.
-using Draw = void (*)(const Records&, const std::vector<Comparison>&, const std::string&);
-Draw figure_of(const std::string& claim);
 
 // The comparisons' panel's column names for `claim`: each comparison's own label, in the order
 // of `all`, for those in percentage points (the others are drawn beside their values).

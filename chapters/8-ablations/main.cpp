@@ -22,27 +22,21 @@
 //   §5 first-step  at the first step "첫 단어를 정하는 정보는 사실상 전부 인코더-디코더
 //                  어텐션에서"
 // Every run is repeated over K seeds (--seeds, default 5), the variant and its baseline paired
-// by seed; a seed whose baseline stays below its competence floor is reported and left out.
-// Each comparison declares in table.cpp (COMPARISONS) its threshold, its floor, the test that
-// fits its outcome (an exact sign-flip test for graded outcomes, seed counts for outcomes that
-// succeed or fail) and its family (one primary comparison per claim, Holm-Bonferroni over them
-// at 5% family-wise; the rest exploratory): 재현됨 when the test rejects with the estimate on
-// the claim's side, 이 규모에서는 재현되지 않음 when it rejects with it on the other, 판단 보류
-// when it does not reject. What the model's structure fixes is printed as an identity, not
-// judged. No setting was tuned until a claim agreed.
-// The claims that need no training are computed in their own chapters (2: the slope, 5: the
-// parameter split and the position-wise check, 6: the path length and the memory crossover).
+// by seed, and each comparison is judged by the exact test the table declares for it.
+// README.md beside this file is the guide: the runs, the families of tests, the floors, the
+// seed blocks, what K decides, how to run a part and how to read the TSV files.
 //
-// Read in this order: experiments.h (the runs, what each measures, the comparisons and their
-// thresholds), table.cpp (every run, claim and comparison, declared once: the jobs, the tables,
-// the figures and the TSV are made from it), variants.h/.cpp (the listings' variants, as forward
-// hooks), rnn.h/.cpp (the previous article's model, the opening's baseline), experiments.cpp,
-// stats.h/.cpp (the interval and the verdict rule), summary.h/.cpp (each comparison computed
-// from the runs' records, and the --summary TSV), report.h/.cpp (each claim's table and
-// verdicts), main.cpp (this file: the options, then every chosen claim's runs, report and
-// figure), runner.h/.cpp (the runs as parallel processes), figures.h/.cpp (one figure per
-// claim). The model is chapters/5-blocks/decoder.h, the trainer
-// chapters/7-translate/train.h.
+// Read in this order:
+//   table.h, table.cpp              the table: every run, claim and comparison, declared once
+//   variants.h/.cpp, rnn.h/.cpp     the ablations: what a run changes in chapter 7's model or
+//                                   its training; the previous article's LSTM, the baseline
+//   runs.h/.cpp                     the recipes that train a run for one seed and measure it
+//   stats.h/.cpp                    the exact tests; each comparison, its verdict, the family
+//   report.h/.cpp, figures.h/.cpp   each claim's table and verdicts; its figure
+//   main.cpp                        this file: the options, then the chosen claims' runs
+// and machinery/, around them: runner (the runs as forked processes, kept records, progress),
+// records (what a kept record must hold), tsv (the --summary files). The model is
+// chapters/5-blocks/decoder.h, the trainer chapters/7-translate/train.h.
 //
 //   make ablations                             everything, K seeds (see the Makefile)
 //   build/bin/8-ablations --only warmup,heads  some claims only
@@ -58,19 +52,17 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <functional>
 #include <cstdio>
-#include <map>
 #include <set>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
-#include "chapters/8-ablations/experiments.h"
 #include "chapters/8-ablations/figures.h"
+#include "chapters/8-ablations/machinery/tsv.h"
 #include "chapters/8-ablations/report.h"
-#include "chapters/8-ablations/summary.h"
+#include "chapters/8-ablations/runs.h"
 #include "common/program/atomic_file.h"
 #include "common/program/cli.h"
 #include "common/program/serialize.h"
@@ -181,7 +173,7 @@ int main(int argc, char** argv) {
         for (const std::string& name : split_list(runs)) {
             if (!needed.count(name))
                 cli.fail("--runs: " + cli::quote(name) +
-                         " is no setting of the chosen claims; see experiments.h for the names");
+                         " is no setting of the chosen claims; see table.cpp for the names");
             asked.insert(name);
         }
         needed = asked;
@@ -200,14 +192,6 @@ int main(int argc, char** argv) {
         figure_dir = partial_dir;
     }
     check_output(cli, summary, chosen);
-    for (const std::string& claim : chosen) {  // the table's claims all have both, checked now
-        try {
-            report_of(claim);
-            figure_of(claim);
-        } catch (const std::exception& e) {
-            cli.fail(std::string("chapter 8's table: ") + e.what());
-        }
-    }
     if (!keep_dir.empty()) {
         try {
             atomic_file::check_folder_writable(keep_dir);
@@ -293,10 +277,10 @@ int main(int argc, char** argv) {
         for (const char* run : c.runs)
             complete = complete && needed.count(run);
         if (complete) {
-            report_of(name)(r, cmp, scale);
-            figure([&] { figure_of(name)(r, cmp, figure_dir + "/8-" + name + ".png"); });
+            c.report(r, cmp, scale);
+            figure([&] { c.draw(r, cmp, figure_dir + "/8-" + name + ".png"); });
         } else if (name == "heads") {
-            report_of(name)(r, cmp, scale);
+            c.report(r, cmp, scale);
         } else if (std::any_of(cmp.begin(), cmp.end(),
                                [&](const Comparison& k) { return k.spec->claim == name; })) {
             std::printf("\n== %s (--runs: 설정 일부만) ==\n", name.c_str());

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "chapters/8-ablations/runs.h"
 #include "common/program/format.h"
 #include "common/program/terminal.h"
 
@@ -151,7 +151,12 @@ void report_comparisons(const std::vector<Comparison>& all, const std::string& c
     }
 }
 
-namespace {
+std::pair<double, double> self_weight_range(const Records& r) {
+    const std::vector<double> lo = values_of(r, "base:self_weight_min"),
+                              hi = values_of(r, "base:self_weight_max");
+    if (lo.empty()) throw std::runtime_error("no base run for the first-step weights");
+    return {*std::min_element(lo.begin(), lo.end()), *std::max_element(hi.begin(), hi.end())};
+}
 
 void report_scaling(const Records& r, const std::vector<Comparison>& cmp, double scale) {
     const int s256 = steps_of("scaled-256", scale), s16 = steps_of("base", scale);
@@ -336,6 +341,8 @@ void report_positions(const Records& r, const std::vector<Comparison>& cmp, doub
     report_comparisons(cmp, "positions");
 }
 
+namespace {
+
 // One row per run of §5's 6 + 6 blocks: the peak learning rate, the seeds that diverged, the
 // last steps' loss of the others, exact match.
 struct DeepRow {
@@ -365,6 +372,8 @@ void report_deep_runs(const Records& r, const char* what, const std::vector<Deep
                     spread_pct(values_of(r, std::string(row.run) + ":exact"), 1).c_str());
     }
 }
+
+}  // namespace
 
 void report_warmup(const Records& r, const std::vector<Comparison>& cmp, double scale) {
     const int steps = steps_of("warm-post", scale);
@@ -474,20 +483,6 @@ void report_first_step(const Records& r, const std::vector<Comparison>& cmp, dou
     std::printf("셀프 어텐션 가중치가 정확히 1: %s\n",
                 w_min == 1.0 && w_max == 1.0 ? "예 (모든 씨앗)" : "아니오");
     report_comparisons(cmp, "first-step");
-}
-
-}  // namespace
-
-Report report_of(const std::string& claim) {
-    static const std::map<std::string, Report> reports = {
-        {"opening", report_opening},
-        {"scaling", report_scaling},     {"heads", report_heads},   {"pruning", report_pruning},
-        {"positions", report_positions}, {"order", report_order},  {"warmup", report_warmup},
-        {"residual", report_residual},   {"first-step", report_first_step},
-    };
-    const auto it = reports.find(claim);
-    if (it == reports.end()) throw std::invalid_argument("no report for the claim " + claim);
-    return it->second;
 }
 
 }  // namespace ablations

@@ -1,13 +1,18 @@
 // Chapter 8's statistics: a trained result is a distribution over seeds, and a verdict comes
-// from an exact test over the seeds, never from one run.
+// from an exact test over the seeds, never from one run. First the tests; then each comparison
+// of the table (COMPARISONS) read from the runs' records, seed by seed, with its test and
+// verdict, and Holm's correction over the primary ones.
 //
 //   double p = sign_flip_p({-31.2, -28.0, -35.5}, -20);  // differences against a threshold
 //   double f = fisher_p(4, 4, 0, 4);                      // 4 of 4 seeds against 0 of 4
 //   std::vector<double> adj = holm({0.01, 0.04, 0.03});   // family-wise adjusted
 #pragma once
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "chapters/8-ablations/table.h"
 
 namespace ablations {
 
@@ -55,14 +60,6 @@ std::pair<double, double> newcombe_interval(int a, int n1, int b, int n2);
 // p.size()); the members not in `p` count as p = 1, which is what a missing test can show.
 std::vector<double> holm(const std::vector<double>& p, size_t m = 0);
 
-// Where a claim puts the difference: below the threshold, above it, or within ±threshold.
-enum class Side { below, above, within };
-struct Rule {
-    Side side;
-    double threshold;  // for Side::within, the half-width of the band (> 0)
-};
-std::string rule_text(const Rule& r);  // "<-20", ">-1", "±2": the TSV's threshold column
-
 // reproduced: the test rejects at 5% (after Holm's adjustment where the comparison is a
 // primary one) with the estimate on the claim's side; not reproduced: it rejects with the
 // estimate on the other side; undecided: it does not reject, or too few seeds are valid.
@@ -73,5 +70,31 @@ const char* verdict_id(Verdict v);      // reproduced, not_reproduced, undecided
                                         // holds_by_construction (the TSV)
 const char* verdict_korean(Verdict v);  // 재현됨, 이 규모에서는 재현되지 않음, 판단 보류,
                                         // 구성상 성립 (판정 아님)
+
+// ---- each comparison, from the runs' records ----------------------------------------------
+
+// "run:key": the record's scalar `key` of every seed's run, in seed order; throws naming a miss.
+std::vector<double> values_of(const Records& r, const std::string& run_key);
+
+struct Comparison {
+    const ComparisonSpec* spec;
+    std::vector<double> baseline, variant, diff;  // per seed; diff = variant - weight * baseline
+    std::vector<bool> valid;                      // per seed: the baseline reached its floor
+    int valid_count = 0;
+    Interval ci;     // the estimate (ci.mean) and its interval, by the test (machinery/tsv.h)
+    int successes_baseline = 0, successes_variant = 0;  // fisher; binomial: the variant's k
+    double p = NAN, p_adj = NAN;  // NAN: none
+    Verdict verdict = Verdict::undecided;
+    bool too_few = false;  // fewer than MIN_VALID_SEEDS valid seeds
+};
+// A comparison alone: its test, and its verdict as an exploratory one (p_adj = p). baseline
+// is ignored (zeros) where the spec has none.
+Comparison compare(const ComparisonSpec& spec, std::vector<double> baseline,
+                   std::vector<double> variant);
+Comparison compare(const Records& r, const ComparisonSpec& spec);
+// The family: Holm over the primary comparisons of `all` at 5% family-wise, `family_size` the
+// primaries declared (the ones not run count as p = 1; 0: those of COMPARISONS), each
+// primary's p_adj and verdict set from it.
+void judge_family(std::vector<Comparison>& all, size_t family_size = 0);
 
 }  // namespace ablations

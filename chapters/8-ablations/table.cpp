@@ -1,11 +1,18 @@
-// Chapter 8's table (see experiments.h): every run, every claim and every comparison, each
-// declared once; the jobs, the report, the figures and the --summary TSV are made from it.
+// Chapter 8's table (see table.h): every run, every claim and every comparison, each declared
+// once. A run's row names its recipe (runs.h) and its variant (variants.h), a claim's its report
+// (report.h) and its figure (figures.h).
+#include "chapters/8-ablations/table.h"
+
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
 
-#include "chapters/8-ablations/experiments.h"
+#include "chapters/8-ablations/figures.h"
+#include "chapters/8-ablations/report.h"
 #include "chapters/8-ablations/rnn.h"
+#include "chapters/8-ablations/runs.h"
 
 namespace ablations {
 
@@ -57,199 +64,112 @@ const ModelConfig RNN = {.layers = 1, .d_model = RNN_HIDDEN, .heads = 1};
 const std::vector<RunSpec> RUNS = {
     // chapter 7's model (2 + 2 blocks, d_model 64, 4 heads, Pre-LN); then its heads removed one
     // by one and greedily (§3), and its first generation step taken apart (§5)
-    {.name = "base", .recipe = Recipe::base, .model = {}, .steps = 2000, .warmup = 200,
+    {.name = "base", .recipe = train_base, .model = {}, .steps = 2000, .warmup = 200,
      .cost = 95, .fixed_cost = 25, .keys = BASE_KEYS},
     // 1 head (d_k = 64): the same parameter count (§3)
-    {.name = "heads-1", .recipe = Recipe::chapter7, .model = {.heads = 1}, .steps = 2000,
+    {.name = "heads-1", .recipe = train_variant, .model = {.heads = 1}, .steps = 2000,
      .warmup = 200, .cost = 45, .keys = trained({"init_attention_peak"})},
     // without the 1/sqrt(d_k), d_k = 16 (§2)
-    {.name = "unscaled-16", .recipe = Recipe::chapter7, .model = {}, .scaled = false,
+    {.name = "unscaled-16", .recipe = train_variant, .model = {}, .variant = unscaled,
      .steps = 2000, .warmup = 200, .cost = 50, .keys = trained({"init_attention_peak"})},
     // d_k = 256 needs d_model 256, sixteen times a layer's cost: 1 + 1 blocks, 400 steps (§2)
-    {.name = "scaled-256", .recipe = Recipe::chapter7, .model = WIDE, .steps = 400, .warmup = 40,
+    {.name = "scaled-256", .recipe = train_variant, .model = WIDE, .steps = 400, .warmup = 40,
      .cost = 35, .keys = trained({"init_attention_peak"})},
-    {.name = "unscaled-256", .recipe = Recipe::chapter7, .model = WIDE, .scaled = false,
+    {.name = "unscaled-256", .recipe = train_variant, .model = WIDE, .variant = unscaled,
      .steps = 400, .warmup = 40, .cost = 35, .keys = trained({"init_attention_peak"})},
     // trained on 1..9999 only (a tenth of the numbers: 1000 steps), sinusoidal or learned
     // positions; scored in range and on five-digit numbers (§4)
-    {.name = "pos-sin", .recipe = Recipe::positions, .model = {}, .steps = 1000, .warmup = 100,
+    {.name = "pos-sin", .recipe = train_positions, .model = {}, .steps = 1000, .warmup = 100,
      .cost = 25, .keys = POSITIONS_KEYS},
-    {.name = "pos-learned", .recipe = Recipe::positions, .model = LEARNED, .steps = 1000,
+    {.name = "pos-learned", .recipe = train_positions, .model = LEARNED, .steps = 1000,
      .warmup = 100, .cost = 25,
      .keys = plus(POSITIONS_KEYS, {"src_pos_row_change", "tgt_pos_row_change"})},
     // trained on sources of at most POS2_MAX_SYLLABLES syllables (every target position
     // trained), scored on sources of 8 or 9: source positions 7 and 8 are the only thing new;
     // a learned table's rows 7 and 8 never had a gradient, a sinusoid's need none (§4)
-    {.name = "pos2-sin", .recipe = Recipe::source_lengths, .model = {}, .steps = 1000,
+    {.name = "pos2-sin", .recipe = train_source_lengths, .model = {}, .steps = 1000,
      .warmup = 100, .cost = 25,
      .keys = SOURCE_LENGTHS_KEYS},
-    {.name = "pos2-learned", .recipe = Recipe::source_lengths, .model = LEARNED, .steps = 1000,
+    {.name = "pos2-learned", .recipe = train_source_lengths, .model = LEARNED, .steps = 1000,
      .warmup = 100, .cost = 25,
      .keys = SOURCE_LENGTHS_KEYS},
     // the neighbour task (neighbour_targets): one encoder block, 4 heads (d_k = 16) against 1
-    // (d_k = 64), the same parameter count; 1000 steps, chosen on pilot seeds never scored:
-    // with them every pilot's 4-head model reached 99% on validation (§3)
-    {.name = "nb-4", .recipe = Recipe::neighbour, .model = NEIGHBOUR_4, .steps = 1000,
+    // (d_k = 64), the same parameter count; 1000 steps, chosen on pilot seeds that are never
+    // scored: with them every pilot's 4-head model reaches 99% on validation (§3)
+    {.name = "nb-4", .recipe = train_neighbour, .model = NEIGHBOUR_4, .steps = 1000,
      .warmup = 100, .cost = 6, .keys = NEIGHBOUR_KEYS},
-    {.name = "nb-1", .recipe = Recipe::neighbour, .model = NEIGHBOUR_1, .steps = 1000,
+    {.name = "nb-1", .recipe = train_neighbour, .model = NEIGHBOUR_1, .steps = 1000,
      .warmup = 100, .cost = 6, .keys = NEIGHBOUR_KEYS},
-    // the same two on a fresh block of seeds (2000 on), for the speed metric judged on them:
-    // nb-4 and nb-1's steps to 99% were seen on seeds 0-4 and 100-104 before it was declared
-    {.name = "nb-4-fresh", .recipe = Recipe::neighbour, .model = NEIGHBOUR_4,
+    // the same two on a fresh block of seeds (2000 on), which judge the speed metric: nb-4's
+    // and nb-1's steps to 99% on seeds 0-4 and 100-104 suggest it, so they do not judge it
+    {.name = "nb-4-fresh", .recipe = train_neighbour, .model = NEIGHBOUR_4,
      .seed_offset = 2000, .steps = 1000, .warmup = 100, .cost = 6, .keys = NEIGHBOUR_KEYS},
-    {.name = "nb-1-fresh", .recipe = Recipe::neighbour, .model = NEIGHBOUR_1,
+    {.name = "nb-1-fresh", .recipe = train_neighbour, .model = NEIGHBOUR_1,
      .seed_offset = 2000, .steps = 1000, .warmup = 100, .cost = 6, .keys = NEIGHBOUR_KEYS},
     // 6 + 6 blocks (depth is what Post-LN is about), d_model 32 to pay for it; Post-LN and
     // Pre-LN, with the warm-up or its peak learning rate from the first step (§5)
-    {.name = "warm-post", .recipe = Recipe::warmup, .model = DEEP_POST, .steps = 500,
+    {.name = "warm-post", .recipe = train_deep, .model = DEEP_POST, .steps = 500,
      .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
-    {.name = "nowarm-post", .recipe = Recipe::warmup, .model = DEEP_POST, .warm = false,
+    {.name = "nowarm-post", .recipe = train_deep, .model = DEEP_POST, .variant = no_warmup,
      .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
-    {.name = "warm-pre", .recipe = Recipe::warmup, .model = DEEP_PRE, .steps = 500,
+    {.name = "warm-pre", .recipe = train_deep, .model = DEEP_PRE, .steps = 500,
      .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
-    {.name = "nowarm-pre", .recipe = Recipe::warmup, .model = DEEP_PRE, .warm = false,
+    {.name = "nowarm-pre", .recipe = train_deep, .model = DEEP_PRE, .variant = no_warmup,
      .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
     // the same no-warm-up runs at a third and a tenth of that peak: is it the warm-up, or only
     // a lower learning rate, that Post-LN needs? (§5)
-    {.name = "nowarm-post-lr33", .recipe = Recipe::warmup, .model = DEEP_POST, .warm = false,
+    {.name = "nowarm-post-lr33", .recipe = train_deep, .model = DEEP_POST, .variant = no_warmup,
      .lr = 1.0 / 3, .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
-    {.name = "nowarm-post-lr10", .recipe = Recipe::warmup, .model = DEEP_POST, .warm = false,
+    {.name = "nowarm-post-lr10", .recipe = train_deep, .model = DEEP_POST, .variant = no_warmup,
      .lr = 0.1, .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
-    {.name = "nowarm-pre-lr33", .recipe = Recipe::warmup, .model = DEEP_PRE, .warm = false,
+    {.name = "nowarm-pre-lr33", .recipe = train_deep, .model = DEEP_PRE, .variant = no_warmup,
      .lr = 1.0 / 3, .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
-    {.name = "nowarm-pre-lr10", .recipe = Recipe::warmup, .model = DEEP_PRE, .warm = false,
+    {.name = "nowarm-pre-lr10", .recipe = train_deep, .model = DEEP_PRE, .variant = no_warmup,
      .lr = 0.1, .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
     // the 6 + 6 Post-LN blocks with the warm-up and without their residual connections (§5)
-    {.name = "noresid-post", .recipe = Recipe::warmup, .model = DEEP_POST, .residual = false,
+    {.name = "noresid-post", .recipe = train_deep, .model = DEEP_POST, .variant = no_residuals,
      .steps = 500, .warmup = 100, .cost = 25, .keys = trained({"peak_lr"})},
     // chapter 7's model without position vectors: the encoder sees each source as a set of
     // syllables (§4)
-    {.name = "nopos", .recipe = Recipe::chapter7, .model = NO_POSITIONS, .steps = 2000,
+    {.name = "nopos", .recipe = train_variant, .model = NO_POSITIONS, .steps = 2000,
      .warmup = 200, .cost = 45, .keys = trained({"init_attention_peak"})},
     // the previous article's model, an LSTM encoder-decoder with Bahdanau's attention, about
     // the base model's parameters, chapter 7's budget and schedule (at its width); the factor
     // on the schedule chosen from 1/3, 1, 3 and 10 on validation with two pilot seeds never
     // scored (1000, 1001): the fewest steps to LEVEL_PERCENT, then the best final validation,
     // so that the baseline runs at its best (the opening)
-    {.name = "lstm", .recipe = Recipe::rnn, .model = RNN, .lr = 3, .steps = 2000,
+    {.name = "lstm", .recipe = train_lstm, .model = RNN, .lr = 3, .steps = 2000,
      .warmup = 200, .cost = 50,
      .keys = trained({"exact_validation", "steps_to_level", "seconds_to_level", "parameters"})},
 };
 
-const std::vector<KeySpec> KEYS = {
-    // every run chapter 7's trainer trains (train_record)
-    {"loss", Length::steps, Range::loss, "the training loss of every step"},
-    {"diverged_at", Length::one, Range::step, "the step whose loss was not finite; 0: none"},
-    {"seconds", Length::one, Range::nonnegative, "the training's wall time"},
-    {"exact", Length::one, Range::percent, "exact match on the test set, %"},
-    {"init_attention_peak", Length::one, Range::weight,
-     "before training: the mean over queries of the largest attention weight"},
-    // the base run's pruning (prune), chosen on validation, scored on test
-    {"exact_validation_without_head", Length::all_heads, Range::percent,
-     "validation exact match with each head removed alone"},
-    {"prune_order", Length::all_heads, Range::head_order,
-     "the heads, least harmful on validation first"},
-    {"exact_validation_pruned", Length::all_heads, Range::percent,
-     "validation exact match after removing the first 1, 2, ... heads of the order"},
-    {"exact_test_pruned", Length::all_heads, Range::percent, "the same on the test set"},
-    {"exact_kind_removed", Length::kinds, Range::percent,
-     "test exact match with every head of one kind of attention removed"},
-    {"exact_validation", Length::one, Range::percent, "validation exact match, every head kept"},
-    {"exact_pruned_third", Length::one, Range::percent,
-     "test exact match with the first third of the order removed"},
-    {"prunable_heads", Length::one, Range::head_number,
-     "the most heads removable for under 1 point of validation"},
-    {"exact_prunable_removed", Length::one, Range::percent, "test exact match with those removed"},
-    // the base run's first generation step (first_step)
-    {"self_weight_min", Length::one, Range::weight, "the first step's smallest self weight"},
-    {"self_weight_max", Length::one, Range::weight, "the first step's largest self weight"},
-    {"decode_max_diff", Length::one, Range::nonnegative,
-     "the first step by hand against EncoderDecoder::decode: largest probability difference"},
-    {"first_digit_intact", Length::one, Range::percent, "first digit right, the model intact, %"},
-    {"first_digit_self_mean", Length::one, Range::percent,
-     "first digit right, self-attention's output averaged, %"},
-    {"first_digit_cross_mean", Length::one, Range::percent,
-     "first digit right, cross-attention's output averaged, %"},
-    {"first_digit_cross_uniform", Length::one, Range::percent,
-     "first digit right, cross-attention's weights uniform, %"},
-    {"first_step_total_variation", Length::first_steps, Range::weight,
-     "the first step's total variation from the intact model's distribution"},
-    // §4's positions
-    {"exact_five_digit", Length::one, Range::percent, "exact match on five-digit numbers"},
-    {"train_max_digits", Length::one, Range::length, "the most digits training drew"},
-    {"train_max_syllables", Length::one, Range::length, "the longest source training drew"},
-    {"src_pos_row_change", Length::learned_rows, Range::nonnegative,
-     "how far each row of the learned source table moved in training"},
-    {"tgt_pos_row_change", Length::learned_rows, Range::nonnegative,
-     "how far each row of the learned target table moved in training"},
-    {"exact_long_source", Length::one, Range::percent,
-     "exact match on sources of 8 or 9 syllables"},
-    {"test_min_syllables", Length::one, Range::length, "the shortest source of that test"},
-    // §3's neighbour task
-    {"digit_accuracy", Length::one, Range::percent, "test digits right, %"},
-    {"validation_steps", Length::evaluations, Range::step, "the steps validation was scored at"},
-    {"validation_accuracy_curve", Length::evaluations, Range::percent,
-     "validation digits right at those steps, %"},
-    {"steps_to_99", Length::one, Range::or_never,
-     "the first of those steps with 99% or more; inf: none"},
-    {"head_left_weight", Length::model_heads, Range::weight,
-     "each head's mean weight on the left neighbour, on validation"},
-    {"head_right_weight", Length::model_heads, Range::weight,
-     "each head's mean weight on the right neighbour, on validation"},
-    {"max_head_left_weight", Length::one, Range::weight, "the largest of head_left_weight"},
-    {"max_head_right_weight", Length::one, Range::weight, "the largest of head_right_weight"},
-    // §5's warm-up
-    {"peak_lr", Length::one, Range::positive, "the schedule's peak learning rate"},
-    // the opening: the clock to LEVEL_PERCENT on validation, and the LSTM's size
-    {"steps_to_level", Length::one, Range::or_never,
-     "the first step validation was scored at and reached LEVEL_PERCENT exact; inf: never"},
-    {"seconds_to_level", Length::one, Range::or_never,
-     "the training's wall time to that step; inf: never"},
-    {"parameters", Length::one, Range::positive, "the model's parameter count"},
-    // every record: run_settings
-    {"seed", Length::one, Range::declared, "the run's seed"},
-    {"steps", Length::one, Range::declared, "the training steps at its --scale"},
-    {"warmup", Length::one, Range::declared, "the warm-up steps at its --scale"},
-    {"layers", Length::one, Range::declared, "encoder blocks (= decoder blocks)"},
-    {"d_model", Length::one, Range::declared, "the model's width"},
-    {"heads", Length::one, Range::declared, "heads per attention"},
-    {"pre_ln", Length::one, Range::declared, "1: Pre-LN, 0: Post-LN"},
-    {"learned_positions", Length::one, Range::declared,
-     "1: a learned table, 0: sinusoids or none (no_positions)"},
-    {"no_positions", Length::one, Range::declared, "1: no position vectors at all"},
-    {"scaled", Length::one, Range::declared, "1: scores divided by sqrt(d_k), 0: not"},
-    {"warm", Length::one, Range::declared, "1: the paper's warm-up, 0: the peak from step 1"},
-    {"lr", Length::one, Range::declared, "the factor on the paper's learning-rate schedule"},
-    {"residual", Length::one, Range::declared, "1: residual connections, 0: removed"},
-};
-
 const std::vector<ClaimSpec> CLAIMS = {
-    {"opening",
+    {"opening", report_opening, draw_opening,
      {"base", "lstm"},
      {{"Transformer (이 글)", "base:exact"}, {"LSTM + 어텐션 (지난 글)", "lstm:exact"}}},
-    {"scaling",
+    {"scaling", report_scaling, draw_scaling,
      {"base", "unscaled-16", "scaled-256", "unscaled-256"},
      {{"d_k=256 √d_k로 나눔", "scaled-256:exact"},
       {"d_k=256 나누지 않음", "unscaled-256:exact"},
       {"d_k=16 √d_k로 나눔", "base:exact"},
       {"d_k=16 나누지 않음", "unscaled-16:exact"}}},
-    {"heads",
+    {"heads", report_heads, draw_heads,
      {"base", "heads-1", "nb-4", "nb-1", "nb-4-fresh", "nb-1-fresh"},
      {{"숫자 읽기 헤드 4개", "base:exact"},
       {"숫자 읽기 헤드 1개", "heads-1:exact"},
       {"이웃 차이 헤드 4개", "nb-4:digit_accuracy"},
       {"이웃 차이 헤드 1개", "nb-1:digit_accuracy"}}},
-    {"pruning", {"base"}, {}},
-    {"positions",
+    {"pruning", report_pruning, draw_pruning, {"base"}, {}},
+    {"positions", report_positions, draw_positions,
      {"pos-sin", "pos-learned", "pos2-sin", "pos2-learned"},
-     {{"사인 4자리 이하", "pos-sin:exact"},  // 1..9999: positions_job's max_digits = 4
+     {{"사인 4자리 이하", "pos-sin:exact"},  // 1..9999: train_positions's max_digits = 4
       {"학습된 표 4자리 이하", "pos-learned:exact"},
       {"사인 긴 입력", "pos2-sin:exact_long_source"},
       {"학습된 표 긴 입력", "pos2-learned:exact_long_source"}}},
-    {"order",
+    {"order", report_order, draw_order,
      {"base", "nopos"},
      {{"사인 위치 (논문)", "base:exact"}, {"위치 벡터 없음", "nopos:exact"}}},
-    {"warmup",
+    {"warmup", report_warmup, draw_warmup,
      {"warm-post", "nowarm-post", "nowarm-post-lr33", "nowarm-post-lr10", "warm-pre", "nowarm-pre",
       "nowarm-pre-lr33", "nowarm-pre-lr10"},
      {{"Post-LN 워밍업 있음", "warm-post:exact"},
@@ -260,10 +180,10 @@ const std::vector<ClaimSpec> CLAIMS = {
       {"Pre-LN 없음 lr", "nowarm-pre:exact"},
       {"Pre-LN 없음 lr/3", "nowarm-pre-lr33:exact"},
       {"Pre-LN 없음 lr/10", "nowarm-pre-lr10:exact"}}},
-    {"residual",
+    {"residual", report_residual, draw_residual,
      {"warm-post", "noresid-post"},
      {{"Post-LN 잔차 있음", "warm-post:exact"}, {"Post-LN 잔차 없음", "noresid-post:exact"}}},
-    {"first-step",
+    {"first-step", report_first_step, draw_first_step,
      {"base"},
      {{"그대로", "base:first_digit_intact"},
       {"셀프 -> 평균", "base:first_digit_self_mean"},
@@ -347,6 +267,15 @@ const std::vector<ComparisonSpec> COMPARISONS = {
      .rule = {Side::below, -50}, .label = "교차 -> 평균", .family = Family::identity},
 };
 
+std::string rule_text(const Rule& r) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%s%g", r.side == Side::below   ? "<"
+                                       : r.side == Side::above ? ">"
+                                                               : "±",
+                  r.threshold);
+    return b;
+}
+
 const char* family_id(Family f) {
     switch (f) {
         case Family::primary:
@@ -381,17 +310,13 @@ const ClaimSpec& claim_spec(const std::string& name) {
     throw std::invalid_argument("no claim \"" + name + "\" in chapter 8's table");
 }
 
-const KeySpec& key_spec(const std::string& name) {
-    for (const KeySpec& k : KEYS)
-        if (name == k.name) return k;
-    throw std::invalid_argument("no record key \"" + name + "\" in chapter 8's table");
-}
-
 const RunSpec& run_spec(const std::string& name) {
     for (const RunSpec& r : RUNS)
         if (name == r.name) return r;
     throw std::invalid_argument("no run \"" + name + "\" in chapter 8's table");
 }
+
+int scaled_steps(int steps, double scale) { return std::max(1, int(std::lround(steps * scale))); }
 
 int steps_of(const std::string& run, double scale) {
     return scaled_steps(run_spec(run).steps, scale);

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/optim.h"
+
 namespace ablations {
 
 namespace {
@@ -64,6 +66,22 @@ void set_residual(Linear& first, Linear& last, bool on) {
 }
 
 }  // namespace
+
+// The variants the table names (see variants.h), then the switches they set.
+void unscaled(EncoderDecoder& m, translate::TrainConfig&) { set_score_scaling(m, false); }
+
+void no_residuals(EncoderDecoder& m, translate::TrainConfig&) { set_residuals(m, false); }
+
+double peak_lr(const translate::TrainConfig& tc, int d_model) {
+    return optim::noam_lr(tc.warmup, d_model, tc.warmup, tc.lr);
+}
+
+void no_warmup(EncoderDecoder& m, translate::TrainConfig& tc) {
+    const double peak = peak_lr(tc, m.d_model);
+    tc.schedule = [peak, d = m.d_model, warmup = tc.warmup, lr = tc.lr](int step) {
+        return step <= warmup ? peak : optim::noam_lr(step, d, warmup, lr);
+    };
+}
 
 void set_score_scaling(MultiHeadAttention& a, bool on) {
     set_unscaled(a.qkv, on, a.qkv.weight.size(0) / 3, a.d_head);  // Q: the first third

@@ -1,16 +1,27 @@
-// Chapter 8's variants of section 3's and section 5's modules, built around the listings
-// without changing a line of them: each is a forward hook (common/nn.h) on one of the module's
-// Linears, which adds an operation to what the Linear takes or gives. With none set, every
-// module computes what its listing computes; set, the operation is the one the variant names,
-// on the same floats (so an unscaled run, say, trains exactly as one written into the listing).
-// The attention weights are read through chapter 7's probe,
-// chapters/7-translate/attention_probe.h.
+// Chapter 8's variants: what a run changes in chapter 7's model or its training. The model's
+// are built around the listings of sections 3 and 5 without changing a line of them: each is a
+// forward hook (common/nn.h) on one of a module's Linears, which adds an operation to what the
+// Linear takes or gives. With none set, every module computes what its listing computes; set,
+// the operation is the one the variant names, on the same floats (so an unscaled run, say,
+// trains exactly as one written into the listing). The attention weights are read through
+// chapter 7's probe, chapters/7-translate/attention_probe.h. The variants that need no hook
+// (one head, learned positions, none, Post-LN) are chapter 7's ModelConfig, in the table's row.
 #pragma once
 #include <vector>
 
 #include "chapters/5-blocks/decoder.h"
+#include "chapters/7-translate/train.h"
 
 namespace ablations {
+
+// A run's variant (table.h: RunSpec::variant), applied to its model once it is built and to its
+// training before it starts.
+using Variant = void (*)(EncoderDecoder& m, translate::TrainConfig& tc);
+void unscaled(EncoderDecoder& m, translate::TrainConfig& tc);      // §2: set_score_scaling off
+void no_residuals(EncoderDecoder& m, translate::TrainConfig& tc);  // §5: set_residuals off
+// §5: no warm-up: the schedule's peak, peak_lr, from step 1, then the same decay after it.
+void no_warmup(EncoderDecoder& m, translate::TrainConfig& tc);
+double peak_lr(const translate::TrainConfig& tc, int d_model);  // noam_lr at the warm-up's end
 
 // Every attention of the model computes softmax(Q K^T / sqrt(d_k)) (on) or softmax(Q K^T): off,
 // a hook multiplies the Q part of the Q projection's output by sqrt(d_k), which the listing's

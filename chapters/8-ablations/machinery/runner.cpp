@@ -1,5 +1,5 @@
 // Chapter 8's job runner (see runner.h): fork, a pipe per child, poll.
-#include "chapters/8-ablations/runner.h"
+#include "chapters/8-ablations/machinery/runner.h"
 
 #include <poll.h>
 #include <sys/wait.h>
@@ -273,8 +273,8 @@ std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool sh
 #if defined(__linux__)
                 // A run outlives nothing: when 8-ablations ends (Ctrl-C reaches the whole
                 // process group, but SIGTERM or SIGKILL from a process manager only the parent),
-                // its runs get SIGTERM. Without this they trained on until their next write to
-                // the pipe failed (17-22 s, hostile-user audit).
+                // its runs get SIGTERM. Without it they would train on until their next write
+                // to the pipe failed, which a run that is evaluating does not make for seconds.
                 ::prctl(PR_SET_PDEATHSIG, SIGTERM);
                 if (::getppid() != parent) ::_exit(1);  // the parent ended before prctl
 #endif
