@@ -412,6 +412,7 @@ $(BUILD)/bin/tests: $(TEST_OBJ) $(CHAPTER_LIB) $(LIB)
 
 # Optional parts keep their rules beside their sources.
 -include $(wildcard cuda/*.mk)
+include chapters/web.mk
 
 # What `make` builds beside chapter 7 (see `all`): the units of `build` that take longest,
 # longest first, more than half of the CPU time `build` takes after `make`'s own build, so that

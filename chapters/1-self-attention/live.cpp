@@ -74,19 +74,21 @@ std::string center(const std::string& s, int w) {
     return std::string(size_t(pad - pad / 2), ' ') + s + std::string(size_t(pad / 2), ' ');
 }
 
+}  // namespace
+
 std::string token_name(int j) { return std::to_string(j + 1) + "번"; }
 
-// A score: 4 decimals like --explain, and -inf as torch prints it.
 std::string score_text(float s) {
     if (std::isinf(s)) return s < 0 ? "-inf" : "inf";
     return fixed(s, 4);
 }
 
-// A weight: 4 decimals, and "0" for a weight that is exactly zero (what the mask gives), so
-// the screen tells it apart from a small weight that rounds to 0.0000.
 std::string weight_text(float w) { return w == 0.0f ? "0" : fixed(w, 4); }
 
-}  // namespace
+std::string status_text(const Model& m, const View& v) {
+    return v.causal ? " causal 마스크: j > i인 점수는 -inf, softmax 뒤 그 가중치는 정확히 0"
+                    : " 마스크 없음: 쿼리마다 키 " + std::to_string(m.n()) + "개를 모두 봅니다";
+}
 
 std::string row_text(const Tensor& t, int r) {
     const int rows = int(t.size(0)), cols = int(t.size(1));
@@ -286,9 +288,7 @@ Frame render(const Model& m, const View& view, int W, int H, Colors colors) {
     v.query = std::clamp(v.query, 0, m.n() - 1);
     const Block head = header_block(m, v), steps = steps_block(m, v);
     const Block heat = heat_block(m, v, colors);
-    const std::string status =
-        v.causal ? " causal 마스크: j > i인 점수는 -inf, softmax 뒤 그 가중치는 정확히 0"
-                 : " 마스크 없음: 쿼리마다 키 " + std::to_string(m.n()) + "개를 모두 봅니다";
+    const std::string status = status_text(m, v);
     const int status_w = term::display_width(status);
     const int stacked_w = std::max({head.width, steps.width, heat.width, status_w});
     const int wide_w = std::max({head.width, steps.width + GAP + heat.width, status_w});

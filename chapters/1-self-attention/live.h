@@ -48,6 +48,16 @@ struct View {
     bool causal = false;  // the causal mask is on
 };
 
+// The texts the screen is made of, which the web page (web/) shows too.
+std::string token_name(int j);  // token j (0-based) as the article names it: "1번"
+// A score: 4 decimals like --explain, and -inf as torch prints it.
+std::string score_text(float s);
+// A weight: 4 decimals, and "0" for a weight that is exactly zero (what the mask gives), so
+// the screen tells it apart from a small weight that rounds to 0.0000.
+std::string weight_text(float w);
+// The line under the grid: what the mask does, or that there is none.
+std::string status_text(const Model& m, const View& v);
+
 struct Action {
     enum Kind { None, Select, Prev, Next, Mask, Quit } kind = None;
     int token = 0;  // for Select: the query token, 0-based

@@ -11,15 +11,18 @@
 //
 // The folder, in reading order:
 //   attention.h   the article's listing: scaled_dot_product_attention and the causal mask
+//   tokens.h      the four tokens and the weights W_Q, W_K, W_V
 //   main.cpp      this file: the four tokens, the printed block, --explain, and the figure at
 //                 the end
 //   live.h, .cpp  --live: the widget (its numbers, the screen, the key map, the line mode)
+//   web/          the widget as a web page: live.h's numbers compiled to WebAssembly
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "chapters/1-self-attention/attention.h"
 #include "chapters/1-self-attention/live.h"
+#include "chapters/1-self-attention/tokens.h"
 #include "common/plot/plot.h"
 #include "common/program/cli.h"
 #include "common/program/format.h"
@@ -54,12 +57,9 @@ struct Options {  // the command line, parsed and checked below main
 
 int main(int argc, char** argv) {
     const Options opt(argc, argv);
-    // Four tokens, d_model = d_k = 4. One row of X per token: X (n, d_model), W_Q, W_K, W_V
-    // (d_model, d_k).
-    Tensor X = Tensor::from({{0, 0, 1, 0}, {1, 1, 1, 0}, {1, 1, 0, 1}, {0, 0, 0, 1}});
-    Tensor W_Q = Tensor::from({{0, -1, -1, -1}, {-1, 1, 1, -1}, {0, -1, 1, 1}, {0, -1, -1, 0}});
-    Tensor W_K = Tensor::from({{0, -1, 0, 1}, {1, -1, 0, 1}, {1, 1, -1, -1}, {0, 1, 1, 0}});
-    Tensor W_V = Tensor::from({{1, 0, 2, 0}, {0, 2, 0, 1}, {2, 1, 0, 0}, {0, 0, 1, 2}});
+    // Four tokens, d_model = d_k = 4 (tokens.h). One row of X per token: X (n, d_model), W_Q,
+    // W_K, W_V (d_model, d_k).
+    const auto [X, W_Q, W_K, W_V] = article_tokens();
     const int n = int(X.size(0));
 
     // Query, key and value: three roles for the same tokens.

@@ -10,6 +10,7 @@
 //   session.{h,cpp}   a session: the order of the cards, what each key does, the --stats counts
 //   screen.{h,cpp}    the layout in display columns, mouse hit areas, the full-screen key map
 //   text.{h,cpp}      what they share: cards::Error and a few text and file helpers
+//   web/              the deck as a web page: this folder's session compiled to WebAssembly
 // Text width, key decoding, raw mode, the key reader and the screen drawing are in
 // common/program/terminal.h (chapter 1's --live uses them too; chapters 5, 6 and 8 the text width).
 //

@@ -53,6 +53,39 @@ std::string spread(const std::string& left, const std::string& right, int width)
 
 }  // namespace
 
+Texts texts(const Session& s) {
+    const int N = int(s.deck.cards.size());
+    const Card& card = s.card();
+    Counts c = count(s.deck, s.progress, s.session);
+    Texts t;
+    int today_done = 0;
+    for (int k = 0; k < s.plan.today; k++)
+        if (s.rated_now.count(s.deck.cards[size_t(s.plan.order[size_t(k)])].number)) today_done++;
+    t.title = "트랜스포머 마스터 카드 (" + std::to_string(N) + "장)";
+    t.today = "세션 " + std::to_string(s.session) + "  오늘 " + std::to_string(today_done) + "/" +
+              std::to_string(s.plan.today);
+    t.counts = "본 카드 " + std::to_string(c.seen) + "/" + std::to_string(N) + "  쉬움 " +
+               std::to_string(c.easy) + "  보통 " + std::to_string(c.medium) + "  어려움 " +
+               std::to_string(c.hard);
+    std::string tag;
+    auto it = s.progress.cards.find(card.number);
+    if (auto mine = s.rated_now.find(card.number); mine != s.rated_now.end())
+        tag = "평가함: " + std::string(rating_name(mine->second));  // this run's rating
+    else if (it == s.progress.cards.end())
+        tag = "새 카드";
+    else if (due_in(it->second) <= s.session)
+        tag = "복습, 상자 " + std::to_string(it->second.box);
+    else
+        tag = "미리 보기, 세션 " + std::to_string(due_in(it->second)) + " 예정";
+    t.label = std::to_string(s.pos + 1) + "/" + std::to_string(s.plan.order.size()) + "  " +
+              std::to_string(card.number) + "번 카드  " + tag + (s.flipped ? "  (답)" : "");
+    t.status = s.message;
+    if (t.status.empty())
+        t.status = s.flipped ? "얼마나 잘 기억났나요? 1 쉬움  2 보통  3 어려움"
+                             : "Space, Enter 또는 카드를 클릭하면 답이 보여요";
+    return t;
+}
+
 Frame render(Session& s, int W, int H, bool unicode) {
     const Glyphs& g = unicode ? UNICODE_GLYPHS : ASCII_GLYPHS;
     Frame f;
@@ -67,19 +100,11 @@ Frame render(Session& s, int W, int H, bool unicode) {
     const int N = int(s.deck.cards.size());
     const Card& card = s.card();
     Counts c = count(s.deck, s.progress, s.session);
+    const Texts t = texts(s);
 
     // Title and progress bar.
-    int today_done = 0;
-    for (int k = 0; k < s.plan.today; k++)
-        if (s.rated_now.count(s.deck.cards[size_t(s.plan.order[size_t(k)])].number)) today_done++;
-    f.lines.push_back(spread(" 트랜스포머 마스터 카드 (" + std::to_string(N) + "장)",
-                             "세션 " + std::to_string(s.session) + "  오늘 " +
-                                 std::to_string(today_done) + "/" +
-                                 std::to_string(s.plan.today) + " ",
-                             W));
-    std::string counts = "  본 카드 " + std::to_string(c.seen) + "/" + std::to_string(N) +
-                         "  쉬움 " + std::to_string(c.easy) + "  보통 " + std::to_string(c.medium) +
-                         "  어려움 " + std::to_string(c.hard) + " ";
+    f.lines.push_back(spread(" " + t.title, t.today + " ", W));
+    std::string counts = "  " + t.counts + " ";
     int bar = W - 3 - term::display_width(counts);
     if (bar < 5) {
         counts = "  " + std::to_string(c.seen) + "/" + std::to_string(N) + " ";
@@ -113,19 +138,7 @@ Frame render(Session& s, int W, int H, bool unicode) {
     f.max_scroll = std::max(0, int(content.size()) - visible);
     s.scroll = std::clamp(s.scroll, 0, f.max_scroll);
 
-    std::string tag;
-    auto it = s.progress.cards.find(card.number);
-    if (auto mine = s.rated_now.find(card.number); mine != s.rated_now.end())
-        tag = "평가함: " + std::string(rating_name(mine->second));  // this run's rating
-    else if (it == s.progress.cards.end())
-        tag = "새 카드";
-    else if (due_in(it->second) <= s.session)
-        tag = "복습, 상자 " + std::to_string(it->second.box);
-    else
-        tag = "미리 보기, 세션 " + std::to_string(due_in(it->second)) + " 예정";
-    std::string label = std::to_string(s.pos + 1) + "/" + std::to_string(s.plan.order.size()) +
-                        "  " + std::to_string(card.number) + "번 카드  " + tag +
-                        (s.flipped ? "  (답)" : "");
+    std::string label = t.label;
     int room = W - 6;
     if (term::display_width(label) > room) label = term::fit(label, room);
     int top_fill = W - 5 - term::display_width(label);
@@ -144,12 +157,7 @@ Frame render(Session& s, int W, int H, bool unicode) {
     f.lines.push_back(std::string(g.bl) + repeat(g.h, bottom_fill) + more + g.h + g.br);
     for (int r = box_top; r < box_top + box_rows; r++) f.hits.push_back({r, 0, W, Action::Flip});
 
-    // Status line: what just happened, or what to do next.
-    std::string status = s.message;
-    if (status.empty())
-        status = s.flipped ? "얼마나 잘 기억났나요? 1 쉬움  2 보통  3 어려움"
-                           : "Space, Enter 또는 카드를 클릭하면 답이 보여요";
-    f.lines.push_back(term::fit(" " + status, W));
+    f.lines.push_back(term::fit(" " + t.status, W));
     if (H <= 0) return f;
 
     // Buttons for the mouse, then the key help.

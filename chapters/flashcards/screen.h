@@ -17,6 +17,16 @@ struct Frame {
     int max_scroll = 0;              // content lines hidden below a full card box
 };
 
+// The words of the screen apart from its layout, which the web page (web/) shows too.
+struct Texts {
+    std::string title;   // "트랜스포머 마스터 카드 (20장)"
+    std::string today;   // "세션 3  오늘 2/20": this session's cards rated of those due or new
+    std::string counts;  // "본 카드 5/20  쉬움 2  보통 2  어려움 1"
+    std::string label;   // "1/20  7번 카드  복습, 상자 1": where in the session, which card
+    std::string status;  // what just happened, or what to do next
+};
+Texts texts(const Session& s);
+
 // height > 0: exactly `height` lines (the card box scrolls); height == 0: as tall as the card
 // needs, without the key-help rows (the plain frames printed when stdin is not a terminal).
 // unicode: box drawing and block characters; otherwise ASCII only.

@@ -34,8 +34,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <unistd.h>
@@ -524,10 +524,12 @@ long cache_bytes(int level) {
     for (int index = 0; index < 8; index++) {
         const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
         auto read = [&](const char* name) {
-            std::ifstream f(dir + "/" + name);
-            std::string word;
-            f >> word;
-            return word;
+            char word[64] = "";
+            if (FILE* f = std::fopen((dir + "/" + name).c_str(), "r")) {
+                if (std::fscanf(f, "%63s", word) != 1) word[0] = 0;
+                std::fclose(f);
+            }
+            return std::string(word);
         };
         if (read("level") != std::to_string(level) || read("type") == "Instruction") continue;
         const std::string size = read("size");  // "1024K", "32M"

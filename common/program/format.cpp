@@ -1,8 +1,8 @@
 #include "common/program/format.h"
 
-#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 std::string fixed(double v, int digits) {
@@ -14,10 +14,15 @@ std::string fixed(double v, int digits) {
 std::string py_repr(double v) {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    // Shortest round-trip digits in scientific form, e.g. "1.1920928955078125e-07".
+    // Shortest round-trip digits in scientific form, e.g. "1.1920928955078125e-07": the first
+    // precision whose correctly rounded digits read back as v (what std::to_chars gives, and
+    // not every standard library has a floating-point to_chars).
     char buf[64];
-    auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-    std::string s(buf, res.ptr);
+    for (int p = 0; p <= 16; p++) {
+        std::snprintf(buf, sizeof buf, "%.*e", p, v);
+        if (std::strtod(buf, nullptr) == v) break;
+    }
+    std::string s(buf);
     bool neg = s[0] == '-';
     if (neg) s.erase(0, 1);
     size_t e = s.find('e');
