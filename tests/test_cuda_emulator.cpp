@@ -4,6 +4,7 @@
 
 #include "chapters/6-cost/reference.h"
 #include "common/kernels/gemm.h"
+#include "cuda/emu/checks.h"
 #include "cuda/emu/planted_race.cuh"
 #include "cuda/kernels.h"
 #include "cuda/launch.h"

@@ -1,5 +1,4 @@
-# The emulator's own checks (included by cuda/cuda.mk). The emulator itself is one header,
-# cuda/emu/emulator.h, that every cuda/*.cu compiles against when nvcc is not the compiler.
+# The emulator's own checks (included by cuda/cuda.mk).
 
 .PHONY: emu-tsan emu-racecheck
 
@@ -17,10 +16,11 @@ endif
 
 # ThreadSanitizer over the emulator's OS-thread mode: the real kernels must be race-free and
 # the planted missing __syncthreads (cuda/emu/planted_race.cuh) must be reported.
-$(BUILD)/bin/emu-tsan: cuda/emu/emu_tsan.cpp \
+$(BUILD)/bin/emu-tsan: cuda/emu/emu_tsan.cpp $(EMU_RT_OBJ:$(BUILD)/obj/%.o=%.cpp) \
                        $(wildcard cuda/*.cu cuda/*.h cuda/emu/*.h cuda/emu/*.cuh)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 -O1 -g -fsanitize=thread -DEMU_THREADS -Wall -Wextra -I. $< -o $@
+	$(CXX) -std=c++20 -O1 -g -fsanitize=thread -DEMU_THREADS -Wall -Wextra -I. \
+	    $(filter %.cpp,$^) -o $@
 
 emu-tsan: $(BUILD)/bin/emu-tsan ## ThreadSanitizer catches a planted missing __syncthreads in the emulator
 	@export TSAN_OPTIONS="halt_on_error=1 exitcode=66"; \

@@ -6,6 +6,7 @@
 // hand), so that no test here passes without its check.
 #include <doctest.h>
 
+#include "cuda/emu/checks.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
 #include "tests/child.h"
