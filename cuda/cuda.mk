@@ -125,8 +125,8 @@ ifeq ($(EMU_RACECHECK),1)
 EMU_INSTRUMENT := -fsanitize=thread,alignment --param=tsan-instrument-func-entry-exit=0 -g1 \
                   -fno-optimize-sibling-calls -DEMU_INSTRUMENTED
 EMU_HOOK_OBJ := $(BUILD)/obj/cuda/emu/racecheck.o
-# The planted bugs of each check (cuda/emu/racecheck_tests.cpp), in the suite.
-EMU_CHECK_TESTS := $(BUILD)/emu/cuda/emu/racecheck_tests.o
+# The planted bugs of each check, in the suite (a test unit with kernels of its own).
+EMU_CHECK_TESTS := $(BUILD)/obj/tests/test_emulator_checks.o
 endif
 
 # The instrumentation as the objects were last built with it: a file that changes only when
@@ -147,21 +147,23 @@ $(EMU_FLAGS_STAMP): emu-flags-check
 # at each launch, with no hand-written call. The preprocessed unit (.lb.ii) is what g++ compiles
 # (and ccache caches); its line markers keep every diagnostic and line table on the source. The
 # number of checks inserted stays beside the object (.lb-checks), for the test that holds it to
-# the source's count of __launch_bounds__.
+# the source's count of __launch_bounds__. (A test unit compiled so goes without the tests'
+# precompiled header: the preprocessed unit holds its headers already.)
 EMU_LB := perl cuda/emu/launch_bounds.pl
+EMU_LB_FLAGS = $(filter-out -include $(TEST_PCH),$(CXXFLAGS)) $(EMU_INSTRUMENT)
 define emu_lb_compile
-	$(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -DEMU_LAUNCH_BOUNDS_PASS -MT $@ -MF $(@:.o=.d) \
-	    -E -x c++ $< -o $(@:.o=.ii)
+	$(CXX) $(EMU_LB_FLAGS) -DEMU_LAUNCH_BOUNDS_PASS -MT $@ -MF $(@:.o=.d) -E -x c++ $< \
+	    -o $(@:.o=.ii)
 	$(EMU_LB) $(@:.o=.ii) > $(@:.o=.lb.ii)
 	grep -o '{ ::emu::check_launch_bounds(' $(@:.o=.lb.ii) | wc -l > $(@:.o=.lb-checks)
-	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(EMU_INSTRUMENT) -c $(@:.o=.lb.ii) -o $@
+	$(CXX) $(filter-out -MMD -MP,$(EMU_LB_FLAGS)) -c $(@:.o=.lb.ii) -o $@
 	@rm -f $(@:.o=.ii) $(@:.o=.lb.ii)
 endef
 $(BUILD)/emu/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(emu_lb_compile)
-$(BUILD)/emu/cuda/emu/racecheck_tests.o: cuda/emu/racecheck_tests.cpp cuda/emu/launch_bounds.pl \
-                                         cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
+$(BUILD)/obj/tests/test_emulator_checks.o: tests/test_emulator_checks.cpp cuda/emu/launch_bounds.pl \
+                                           cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(emu_lb_compile)
 # The emulator's sgemm is its largest unit (every tile shape, instrumented): it compiles at -O1.
@@ -171,9 +173,8 @@ $(BUILD)/emu/cuda/sgemm.o: private CXXFLAGS += -O1
 $(BUILD)/obj/tests/test_cuda_emulator.o: CXXFLAGS += $(EMU_INSTRUMENT)
 $(BUILD)/obj/tests/test_cuda_emulator.o: $(EMU_FLAGS_STAMP)
 
-$(BUILD)/bin/tests: $(EMU_KERNEL_OBJ) $(EMU_CHECK_TESTS) $(EMU_RT_OBJ) $(EMU_HOOK_OBJ) \
-                    $(EMU_REG_OBJ)
+$(BUILD)/bin/tests: $(EMU_KERNEL_OBJ) $(EMU_RT_OBJ) $(EMU_HOOK_OBJ) $(EMU_REG_OBJ)
 
--include $(EMU_KERNEL_OBJ:.o=.d) $(EMU_RT_OBJ:.o=.d) $(EMU_HOOK_OBJ:.o=.d) $(EMU_CHECK_TESTS:.o=.d)
+-include $(EMU_KERNEL_OBJ:.o=.d) $(EMU_RT_OBJ:.o=.d) $(EMU_HOOK_OBJ:.o=.d)
 
 include cuda/emu/emu.mk cuda/bench/bench.mk

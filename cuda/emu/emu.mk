@@ -5,7 +5,7 @@
 # ---- the access checks ----------------------------------------------------------------------
 # On in every emulator build with GCC (cuda/cuda.mk, EMU_RACECHECK): the suite's kernels all run
 # under them. emu-racecheck runs only their cases: every kernel in cuda/ at small sizes, and a
-# planted bug per check (cuda/emu/racecheck_tests.cpp, "emulator checks:").
+# planted bug per check (tests/test_emulator_checks.cpp, "emulator checks:").
 ifeq ($(EMU_RACECHECK),1)
 emu-racecheck: $(BUILD)/bin/tests ## the emulator's access checks: every kernel, and planted bugs
 	$(RUNNER) $(BUILD)/bin/tests -tc='emulator checks:*'
