@@ -169,9 +169,9 @@ $(BUILD)/obj/tests/test_emulator_checks.o: tests/test_emulator_checks.cpp cuda/e
 # The emulator's sgemm is its largest unit (every tile shape, instrumented): it compiles at -O1.
 # The emulator's results are compared with tolerances, never bit for bit.
 $(BUILD)/emu/cuda/sgemm.o: private CXXFLAGS += -O1
-# The test source with kernels of its own.
-$(BUILD)/obj/tests/test_cuda_emulator.o: CXXFLAGS += $(EMU_INSTRUMENT)
-$(BUILD)/obj/tests/test_cuda_emulator.o: $(EMU_FLAGS_STAMP)
+# The kernels of tests/test_cuda_emulator.cpp, apart from its test cases, which need no hooks.
+$(BUILD)/obj/tests/emu_kernels.o: CXXFLAGS += $(EMU_INSTRUMENT)
+$(BUILD)/obj/tests/emu_kernels.o: $(EMU_FLAGS_STAMP)
 
 $(BUILD)/bin/tests: $(EMU_KERNEL_OBJ) $(EMU_RT_OBJ) $(EMU_HOOK_OBJ) $(EMU_REG_OBJ)
 

@@ -9,8 +9,8 @@
 
 #include "cuda/emu/checks.h"
 #include "cuda/kernels.h"
-#include "cuda/launch.h"
 #include "tests/child.h"
+#include "tests/emu.h"
 
 #include <cmath>
 #include <regex>
@@ -25,32 +25,12 @@
 #ifdef EMU_INSTRUMENTED
 namespace {
 
-template <class Launch>
-std::string launch_error(Launch launch) {
-    try {
-        launch();
-    } catch (const std::exception& e) {
-        cudaGetLastError();
-        return e.what();
-    }
-    return "";
-}
-
 // A planted fault that no check catches kills the child only, quietly (tests/child.h).
 using testutil::ChildResult;
 template <class F>
 ChildResult in_child(F f) {
     return testutil::in_child(f, true);
 }
-
-// With one check turned off for the scope.
-struct Without {
-    unsigned saved;
-    explicit Without(unsigned check) : saved(emu::config().checks) {
-        emu::config().checks &= ~check;
-    }
-    ~Without() { emu::config().checks = saved; }
-};
 
 gpu::Buffer<float> filled(size_t n, unsigned seed = 1) {
     std::vector<float> v(n);
