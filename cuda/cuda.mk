@@ -43,7 +43,7 @@ test: cuda-test
 
 # ptxas's report of each object (-Xptxas -v) goes beside it (.ptxas), for the emulator's
 # register table (below); the rest of nvcc's messages go to the terminal. An object without
-# its report (built before reports were kept) is compiled again.
+# its report beside it is compiled again.
 $(BUILD)/cuda/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -Xptxas -v -MMD -MP -c $< -o $@ 2>$(@:.o=.ptxas) || \
