@@ -1,6 +1,5 @@
-// How a block runs (cuda/emu/scheduler.cpp): by default one fiber per CUDA thread, all on one
-// OS thread, a barrier a yield to the block's scheduler; with EMU_THREADS (make emu-tsan) one
-// std::thread per CUDA thread and std::barrier. A warp's lanes meet at its operations (the
+// How a block runs (cuda/emu/scheduler.cpp): its threads as fibers, or with EMU_THREADS as OS
+// threads (cuda/README.md says when each); a warp's lanes meet at its operations (the
 // rendezvous); blocks run on a few workers, each with its fibers and shared memory.
 #pragma once
 #include "cuda/emu/memory.h"
