@@ -16,11 +16,10 @@ endif
 
 # ThreadSanitizer over the emulator's OS-thread mode: the real kernels must be race-free and
 # the planted missing __syncthreads (cuda/emu/planted_race.cuh) must be reported.
-$(BUILD)/bin/emu-tsan: cuda/emu/emu_tsan.cpp $(EMU_RT_OBJ:$(BUILD)/obj/%.o=%.cpp) \
-                       $(wildcard cuda/*.cu cuda/*.h cuda/emu/*.h cuda/emu/*.cuh)
+$(BUILD)/bin/emu-tsan: cuda/emu/emu_tsan.cpp \
+                       $(wildcard cuda/*.cu cuda/*.h cuda/emu/*.h cuda/emu/*.cpp cuda/emu/*.cuh)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 -O1 -g -fsanitize=thread -DEMU_THREADS -Wall -Wextra -I. \
-	    $(filter %.cpp,$^) -o $@
+	$(CXX) -std=c++20 -O1 -g -fsanitize=thread -DEMU_THREADS -Wall -Wextra -I. $< -o $@
 
 emu-tsan: $(BUILD)/bin/emu-tsan ## ThreadSanitizer catches a planted missing __syncthreads in the emulator
 	@export TSAN_OPTIONS="halt_on_error=1 exitcode=66"; \
