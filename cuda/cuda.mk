@@ -162,8 +162,8 @@ endef
 $(BUILD)/emu/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(emu_lb_compile)
-$(BUILD)/obj/tests/test_emulator_checks.o: tests/test_emulator_checks.cpp cuda/emu/launch_bounds.pl \
-                                           cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
+$(BUILD)/obj/tests/test_emulator_checks.o: tests/test_emulator_checks.cpp \
+        cuda/emu/launch_bounds.pl cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(emu_lb_compile)
 # The emulator's sgemm is its largest unit (every tile shape, instrumented): it compiles at -O1.
