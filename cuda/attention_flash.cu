@@ -29,9 +29,10 @@
 //   1 per 6 in dQ and 1 per 8 in dK/dV (there a row of the tile feeds two products and stays
 //   in registers between them). What it costs is registers: whole rows, 2 (forward), 3 (dQ) or
 //   4 (dK/dV) of D floats per thread plus the tile row in flight. At D = 64 the forward fits in
-//   166 registers; dQ and dK/dV reach ptxas's 255 and spill 44 and 444 bytes to local memory;
-//   at D = 128 all three spill. And every score is one chain of D dependent FMAs: a warp
-//   issues one of them per FMA latency, and only other warps fill the gaps.
+//   registers; dQ and dK/dV reach ptxas's 255 and spill to local memory; at D = 128 all three
+//   spill (make cuda-ptxas-report: ptxas's figures). And every score is one chain of D
+//   dependent FMAs: a warp issues one of them per FMA latency, and only other warps fill the
+//   gaps.
 // 2 register_tiled  FlashAttention-2's tiling with register tiles, like the register-tiled
 //                   sgemm (the default). What changes, and why:
 //   - A row's work is split over 8 threads and a thread works on 4 rows: every tile product is
@@ -44,26 +45,8 @@
 //   - The backward is one pass per key tile, dQ added to global memory with atomics, as
 //     FlashAttention-2 does: 5 products, not 7.
 //   - Exponentials in base 2 on the special-function unit, float4 global loads where aligned.
-//   Occupancy is not what it buys: at D = 64 both versions keep 8 to 12 warps on an SM.
-//
-// ptxas's report (nvcc 13.0, -O3, sm_90), and the warps an SM can then hold, computed from it
-// with sm_90's limits (64K registers, 228 KB shared memory, 1 KB of it kept per block):
-//   kernel (threads per block)   D   registers  spilled   shared memory  warps per SM
-//   v1 forward (32)             32       99         -          12 KB          17
-//                               64      166         -          20 KB          10
-//                              128      255      88 B          36 KB           6
-//   v1 backward dQ (32)         32      156         -           8 KB          12
-//                               64      255      44 B          16 KB           8
-//                              128      255    1208 B          32 KB           6
-//   v1 backward dK, dV (32)     32      214         -         8.3 KB           9
-//                               64      255     444 B        16.3 KB           8
-//                              128      255    2764 B        32.3 KB           6
-//   v2 forward (128)            32      128         -          44 KB          16
-//                               64      168         -          68 KB          12
-//                              128      165         -         116 KB           4
-//   v2 backward (128)           32      168         -        70.5 KB          12
-//                               64      254         -       102.5 KB           8
-//                              128      249         -       166.5 KB           4
+//   Occupancy is not what it buys: version 2's registers and shared memory per block leave an
+//   SM about as many warps as version 1's registers do.
 // gpu-bench times version 1 beside version 2 (and both beside the naive path) on a GPU.
 //
 // ---- version 2 in detail ------------------------------------------------------------------

@@ -43,7 +43,7 @@ test: cuda-test
 
 # ptxas's report of each object (-Xptxas -v) goes beside it (.ptxas), for the emulator's
 # register table (below); the rest of nvcc's messages go to the terminal. An object without
-# its report (built before reports were kept) is compiled again.
+# its report beside it is compiled again.
 $(BUILD)/cuda/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -Xptxas -v -MMD -MP -c $< -o $@ 2>$(@:.o=.ptxas) || \
@@ -66,14 +66,14 @@ $(BUILD)/cuda/ptxas/%.txt: %.cu ptxas-every-time
 	@$(NVCC) $(NVCCFLAGS) -Xptxas -v -c $< -o $(@:.txt=.o) >$@ 2>&1 || { cat $@; exit 1; }
 cuda-ptxas-report: $(PTXAS_REPORTS) ## ptxas's report (registers, spills) of every kernel source
 
-# The emulator's register table (cuda/emu/registers.h): ptxas's register count of every kernel
+# The emulator's register table (cuda/emu/checks.h): ptxas's register count of every kernel
 # in cuda/*.cu, from the reports the objects above leave, so ptxas runs no more than it does
 # for them. Linked into every emulator program (EMU_REG_OBJ); without nvcc, none is.
 EMU_REG_OBJ := $(BUILD)/emu/kernel_registers.o
 $(BUILD)/emu/kernel_registers.cpp: $(KERNEL_OBJ) cuda/emu/kernel_registers.pl
 	@mkdir -p $(dir $@)
 	perl cuda/emu/kernel_registers.pl $(KERNEL_OBJ:.o=.ptxas) > $@.tmp && mv $@.tmp $@
-$(EMU_REG_OBJ): $(BUILD)/emu/kernel_registers.cpp cuda/emu/registers.h | deps
+$(EMU_REG_OBJ): $(BUILD)/emu/kernel_registers.cpp cuda/emu/checks.h | deps
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 # The test source compiled by g++ against the real runtime; the kernels come from nvcc.
@@ -102,8 +102,12 @@ endif
 # links the kernels (the "cuda emulator:" cases); cuda/bench/bench.mk links them into
 # 6-cost-emu and gpu-bench-emu, which the tests run at small sizes.
 EMU_KERNEL_OBJ := $(KERNEL_SRC:%.cu=$(BUILD)/emu/%.o)
+# The emulator itself (cuda/emu/*.cpp): compiled once, by the rule of every .cpp, at the
+# project's flags and never instrumented, and linked into every emulator program; the hooks
+# only where the kernels call them.
+EMU_RT_OBJ := $(addprefix $(BUILD)/obj/cuda/emu/,runtime.o scheduler.o checks.o)
 
-# The access checks (cuda/emu/emulator.h, emu::access): every object that holds kernels is
+# The access checks (cuda/emu/racecheck.cpp, emu::access): every object that holds kernels is
 # compiled with GCC's ThreadSanitizer instrumentation (every load and store a call) and linked
 # with cuda/emu/racecheck.cpp, the hooks, in place of its runtime; so every kernel any emulator
 # build launches (the suite, 6-cost-emu, gpu-bench-emu) runs under them: a shared-memory race
@@ -120,9 +124,9 @@ EMU_RACECHECK ?= $(if $(or $(PORT_CLANG),$(findstring -fsanitize,$(EXTRA_CXXFLAG
 ifeq ($(EMU_RACECHECK),1)
 EMU_INSTRUMENT := -fsanitize=thread,alignment --param=tsan-instrument-func-entry-exit=0 -g1 \
                   -fno-optimize-sibling-calls -DEMU_INSTRUMENTED
-EMU_HOOK_OBJ := $(BUILD)/emu/cuda/emu/racecheck.o
-# The planted bugs of each check (cuda/emu/racecheck_tests.cpp), in the suite.
-EMU_CHECK_TESTS := $(BUILD)/emu/cuda/emu/racecheck_tests.o
+EMU_HOOK_OBJ := $(BUILD)/obj/cuda/emu/racecheck.o
+# The planted bugs of each check, in the suite (a test unit with kernels of its own).
+EMU_CHECK_TESTS := $(BUILD)/obj/tests/test_emulator_checks.o
 endif
 
 # The instrumentation as the objects were last built with it: a file that changes only when
@@ -143,36 +147,34 @@ $(EMU_FLAGS_STAMP): emu-flags-check
 # at each launch, with no hand-written call. The preprocessed unit (.lb.ii) is what g++ compiles
 # (and ccache caches); its line markers keep every diagnostic and line table on the source. The
 # number of checks inserted stays beside the object (.lb-checks), for the test that holds it to
-# the source's count of __launch_bounds__.
+# the source's count of __launch_bounds__. (A test unit compiled so goes without the tests'
+# precompiled header: the preprocessed unit holds its headers already.)
 EMU_LB := perl cuda/emu/launch_bounds.pl
+EMU_LB_FLAGS = $(filter-out -include $(TEST_PCH),$(CXXFLAGS)) $(EMU_INSTRUMENT)
 define emu_lb_compile
-	$(CXX) $(CXXFLAGS) $(EMU_INSTRUMENT) -DEMU_LAUNCH_BOUNDS_PASS -MT $@ -MF $(@:.o=.d) \
-	    -E -x c++ $< -o $(@:.o=.ii)
+	$(CXX) $(EMU_LB_FLAGS) -DEMU_LAUNCH_BOUNDS_PASS -MT $@ -MF $(@:.o=.d) -E -x c++ $< \
+	    -o $(@:.o=.ii)
 	$(EMU_LB) $(@:.o=.ii) > $(@:.o=.lb.ii)
 	grep -o '{ ::emu::check_launch_bounds(' $(@:.o=.lb.ii) | wc -l > $(@:.o=.lb-checks)
-	$(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(EMU_INSTRUMENT) -c $(@:.o=.lb.ii) -o $@
+	$(CXX) $(filter-out -MMD -MP,$(EMU_LB_FLAGS)) -c $(@:.o=.lb.ii) -o $@
 	@rm -f $(@:.o=.ii) $(@:.o=.lb.ii)
 endef
 $(BUILD)/emu/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(emu_lb_compile)
-$(BUILD)/emu/cuda/emu/racecheck_tests.o: cuda/emu/racecheck_tests.cpp cuda/emu/launch_bounds.pl \
-                                         cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
+$(BUILD)/obj/tests/test_emulator_checks.o: tests/test_emulator_checks.cpp \
+        cuda/emu/launch_bounds.pl cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(emu_lb_compile)
 # The emulator's sgemm is its largest unit (every tile shape, instrumented): it compiles at -O1.
 # The emulator's results are compared with tolerances, never bit for bit.
 $(BUILD)/emu/cuda/sgemm.o: private CXXFLAGS += -O1
-# The hooks themselves: never instrumented.
-$(BUILD)/emu/cuda/emu/racecheck.o: cuda/emu/racecheck.cpp | deps
-	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -MT $@ -MF $(@:.o=.d) -c $< -o $@
-# The test source with kernels of its own.
-$(BUILD)/obj/tests/test_cuda_emulator.o: CXXFLAGS += $(EMU_INSTRUMENT)
-$(BUILD)/obj/tests/test_cuda_emulator.o: $(EMU_FLAGS_STAMP)
+# The kernels of tests/test_cuda_emulator.cpp, apart from its test cases, which need no hooks.
+$(BUILD)/obj/tests/emu_kernels.o: CXXFLAGS += $(EMU_INSTRUMENT)
+$(BUILD)/obj/tests/emu_kernels.o: $(EMU_FLAGS_STAMP)
 
-$(BUILD)/bin/tests: $(EMU_KERNEL_OBJ) $(EMU_CHECK_TESTS) $(EMU_HOOK_OBJ) $(EMU_REG_OBJ)
+$(BUILD)/bin/tests: $(EMU_KERNEL_OBJ) $(EMU_RT_OBJ) $(EMU_HOOK_OBJ) $(EMU_REG_OBJ)
 
--include $(EMU_KERNEL_OBJ:.o=.d) $(EMU_HOOK_OBJ:.o=.d) $(EMU_CHECK_TESTS:.o=.d)
+-include $(EMU_KERNEL_OBJ:.o=.d) $(EMU_RT_OBJ:.o=.d) $(EMU_HOOK_OBJ:.o=.d)
 
 include cuda/emu/emu.mk cuda/bench/bench.mk

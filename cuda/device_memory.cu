@@ -1,9 +1,9 @@
 // Tracked device allocations (gpu::Buffer): current and peak bytes, like mem:: on the CPU.
 //
 // Freed blocks are cached and handed out again for the same rounded size, as PyTorch's caching
-// allocator does: cudaMalloc and cudaFree cost tens of microseconds each, and cudaFree waits for
-// the device, so without the cache every timed step of chapter 6 would include them. The
-// counts are the bytes handed out (torch.cuda.memory_allocated), not the cache.
+// allocator does: cudaMalloc and cudaFree are costly calls, and cudaFree waits for the device, so
+// without the cache every timed step of chapter 6 would include them. The counts are the bytes
+// handed out (torch.cuda.memory_allocated), not the cache.
 #include "cuda/launch.h"
 
 #include <cstring>

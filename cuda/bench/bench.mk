@@ -33,14 +33,12 @@ $(BUILD)/emu/chapters/6-cost/%.o: chapters/6-cost/%.cpp | deps
 	$(CXX) $(CXXFLAGS) -DWITH_CUDA -c $< -o $@
 
 $(BUILD)/bin/6-cost-emu: $(EMU_CH6_OBJ) $(BUILD)/emu/cuda/bench/cost_bench.o $(EMU_KERNEL_OBJ) \
-                         $(EMU_HOOK_OBJ) $(EMU_REG_OBJ) \
-                         $(CHAPTER_LIB) $(LIB)
+                         $(EMU_RT_OBJ) $(EMU_HOOK_OBJ) $(EMU_REG_OBJ) $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/bin/gpu-bench-emu: $(BUILD)/emu/cuda/bench/gpu_bench.o $(EMU_KERNEL_OBJ) $(EMU_HOOK_OBJ) \
-                            $(EMU_REG_OBJ) $(CHAPTER_LIB) \
-                            $(LIB)
+$(BUILD)/bin/gpu-bench-emu: $(BUILD)/emu/cuda/bench/gpu_bench.o $(EMU_KERNEL_OBJ) $(EMU_RT_OBJ) \
+                            $(EMU_HOOK_OBJ) $(EMU_REG_OBJ) $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make gpu-bundle: copy the third-party files the build reads (doctest, the two stb headers, the
 # NanumGothic font) into .gpu-deps/ (git-ignored), for a GPU machine that cannot install Debian
-# packages (the lent machines have no network). Carry .gpu-deps/ there; cuda/bench/gpu-check.sh
-# builds against it when it is present.
+# packages (one without network). Carry .gpu-deps/ there; cuda/bench/gpu-check.sh builds against
+# it when it is present.
 set -eu
 DOCTEST_INC=${DOCTEST_INC:-/usr/include/doctest}
 STB_INC=${STB_INC:-/usr/include/stb}

@@ -29,13 +29,13 @@
 #      (cells that do not fit are skipped)
 #   6. the PyTorch peer: PYTHON=/path/to/python, else the first of /usr/bin/python3 and
 #      python3 whose torch sees CUDA                     -> torch-peer.txt
-# The time plan (PLAN below): each step's own limit, at the default budget of 480 s (8 minutes,
-# inside a lent machine's 10-minute command with its start), adding up to 470 s, 10 s left for
-# the work between steps (the spill check, nvidia-smi, the verdicts). GPU_CHECK_SECONDS=S scales
-# every limit by S/480, so that they always fit S; the script refuses to start when the plan's
-# limits add up to more than its budget. A step that reaches its limit is cut and fails the run
-# (the plan was too tight there, not the check passed), and none runs past the budget from the
-# start: a step that would is cut to the time left, and one with under 15 s left is skipped.
+# The time plan (PLAN below): each step's own limit, at the default budget of 480 s (8 minutes),
+# adding up to 470 s, 10 s left for the work between steps (the spill check, nvidia-smi, the
+# verdicts). GPU_CHECK_SECONDS=S scales every limit by S/480, so that they always fit S; the script
+# refuses to start when the plan's limits add up to more than its budget. A step that reaches its
+# limit is cut and fails the run (the plan was too tight there, not the check passed), and none runs
+# past the budget from the start: a step that would is cut to the time left, and one with under 15 s
+# left is skipped.
 # At most 8 files of results are written (nvidia-smi.txt and summary.txt too), besides the
 # build. The verdict, the last line of summary.txt, names every check that failed and every
 # one that did not run: PASSED (exit status 0) only when every check ran and passed; FAILED
@@ -46,12 +46,11 @@
 # NVIDIA_TF32_OVERRIDE=0 for every step: no TF32 anywhere. Each step's time is printed, and the
 # total at the end.
 #
-# On a machine without network (the lent GPU machines): run `make gpu-bundle` where the Debian
-# packages are, carry .gpu-deps/ along, and the build below uses it. GPU_CHECK_DIR=dir puts
-# every output in dir instead of gpu-check/<time>, the build too (dir/build, unless the first
-# argument names another build folder; without GPU_CHECK_DIR it is build/). The CPU side is
-# built for AVX2 + FMA, the path the CPU tests cover, whatever the GPU machine's processor (its
-# AVX-512 path is compile-tested only).
+# On a machine without network: run `make gpu-bundle` where the Debian packages are, carry
+# .gpu-deps/ along, and the build below uses it. GPU_CHECK_DIR=dir puts every output in dir instead
+# of gpu-check/<time>, the build too (dir/build, unless the first argument names another build
+# folder; without GPU_CHECK_DIR it is build/). The CPU side is built for AVX2 + FMA, the path the
+# CPU tests cover, whatever the GPU machine's processor (its AVX-512 path is compile-tested only).
 #
 # The verdicts, each on its own input (the suite feeds them canned tool outputs:
 # tests/test_cuda_emulator.cpp):
@@ -83,7 +82,7 @@ PLAN=(
 # Spills that are named and explained: "ERE on the demangled kernel name -- why". Any other
 # spill fails the run.
 why_v1="FlashAttention version 1 (one thread per row) keeps whole rows in registers; its ptxas"
-why_v1+=" table in cuda/attention_flash.cu lists these spills; version 2 must not spill"
+why_v1+=" report spills these (cuda/attention_flash.cu); version 2 must not spill"
 EXPLAINED_SPILLS=(
     "flash_v1::forward_kernel<128>\\( -- $why_v1"
     "flash_v1::backward_dq_kernel<(64|128)>\\( -- $why_v1"

@@ -1,12 +1,11 @@
-# The emulator's own checks (included by cuda/cuda.mk). The emulator itself is one header,
-# cuda/emu/emulator.h, that every cuda/*.cu compiles against when nvcc is not the compiler.
+# The emulator's own checks (included by cuda/cuda.mk).
 
 .PHONY: emu-tsan emu-racecheck
 
 # ---- the access checks ----------------------------------------------------------------------
 # On in every emulator build with GCC (cuda/cuda.mk, EMU_RACECHECK): the suite's kernels all run
 # under them. emu-racecheck runs only their cases: every kernel in cuda/ at small sizes, and a
-# planted bug per check (cuda/emu/racecheck_tests.cpp, "emulator checks:").
+# planted bug per check (tests/test_emulator_checks.cpp, "emulator checks:").
 ifeq ($(EMU_RACECHECK),1)
 emu-racecheck: $(BUILD)/bin/tests ## the emulator's access checks: every kernel, and planted bugs
 	$(RUNNER) $(BUILD)/bin/tests -tc='emulator checks:*'
@@ -18,7 +17,7 @@ endif
 # ThreadSanitizer over the emulator's OS-thread mode: the real kernels must be race-free and
 # the planted missing __syncthreads (cuda/emu/planted_race.cuh) must be reported.
 $(BUILD)/bin/emu-tsan: cuda/emu/emu_tsan.cpp \
-                       $(wildcard cuda/*.cu cuda/*.h cuda/emu/*.h cuda/emu/*.cuh)
+                       $(wildcard cuda/*.cu cuda/*.h cuda/emu/*.h cuda/emu/*.cpp cuda/emu/*.cuh)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 -O1 -g -fsanitize=thread -DEMU_THREADS -Wall -Wextra -I. $< -o $@
 

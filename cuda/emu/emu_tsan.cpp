@@ -1,5 +1,6 @@
 // `make emu-tsan`: the emulator with one OS thread per CUDA thread (EMU_THREADS), built with
-// -fsanitize=thread. In that mode a missing __syncthreads is a real data race.
+// -fsanitize=thread. In that mode a missing __syncthreads is a real data race. One unit: the
+// kernels and the emulator's own sources are included whole.
 //
 //   emu-tsan clean     the tiled sgemms (checked and unchecked loops, few rows, split-K), the
 //                      reductions and both FlashAttention versions at small shapes:
@@ -8,7 +9,10 @@
 //                      ThreadSanitizer must report a data race
 #include "cuda/attention_flash.cu"
 #include "cuda/device_memory.cu"
+#include "cuda/emu/checks.cpp"
 #include "cuda/emu/planted_race.cuh"
+#include "cuda/emu/runtime.cpp"
+#include "cuda/emu/scheduler.cpp"
 #include "cuda/reduce.cu"
 #include "cuda/sgemm.cu"
 #include "cuda/softmax.cu"

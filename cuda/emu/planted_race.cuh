@@ -27,8 +27,8 @@ __global__ void planted_tiled_matmul_kernel(const float* A, const float* B, floa
     if (i < M && j < N) C[(long)i * N + j] = acc;
 }
 
-inline void planted_tiled_matmul(const float* A, const float* B, float* C, int M, int N, int K,
-                                 bool with_first_barrier) {
+void planted_tiled_matmul(const float* A, const float* B, float* C, int M, int N, int K,
+                          bool with_first_barrier) {
     launch_kernel(
         planted_tiled_matmul_kernel,
         dim3((N + PLANTED_TILE - 1) / PLANTED_TILE, (M + PLANTED_TILE - 1) / PLANTED_TILE),

@@ -1,14 +1,16 @@
 // The "emulator checks:" cases of the suite (make emu-racecheck runs them alone): the emulator's
-// access checks (cuda/emu/emulator.h, emu::access), which exist where the kernels are compiled
+// access checks (cuda/emu/racecheck.cpp, emu::access), which exist where the kernels are compiled
 // with the access hooks (every GCC emulator build, cuda/cuda.mk). First every kernel in cuda/ at
 // small sizes, which must run clean; then one planted bug per check, each caught and named, and
 // each missed with its check turned off (or, for the carved tiles, with the tiles carved by
-// hand), so that no test here passes without its check.
+// hand), so that no test here passes without its check. This unit is compiled as the kernels
+// are, and holds nothing where they have no hooks.
 #include <doctest.h>
 
+#include "cuda/emu/checks.h"
 #include "cuda/kernels.h"
-#include "cuda/launch.h"
 #include "tests/child.h"
+#include "tests/emu.h"
 
 #include <cmath>
 #include <regex>
@@ -20,20 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifdef EMU_INSTRUMENTED
 namespace {
-
-static_assert(emu::instrumented(), "emu-racecheck is built with EMU_INSTRUMENT (cuda/emu/emu.mk)");
-
-template <class Launch>
-std::string launch_error(Launch launch) {
-    try {
-        launch();
-    } catch (const std::exception& e) {
-        cudaGetLastError();
-        return e.what();
-    }
-    return "";
-}
 
 // A planted fault that no check catches kills the child only, quietly (tests/child.h).
 using testutil::ChildResult;
@@ -41,15 +31,6 @@ template <class F>
 ChildResult in_child(F f) {
     return testutil::in_child(f, true);
 }
-
-// With one check turned off for the scope.
-struct Without {
-    unsigned saved;
-    explicit Without(unsigned check) : saved(emu::config().checks) {
-        emu::config().checks &= ~check;
-    }
-    ~Without() { emu::config().checks = saved; }
-};
 
 gpu::Buffer<float> filled(size_t n, unsigned seed = 1) {
     std::vector<float> v(n);
@@ -69,13 +50,13 @@ bool lines_resolve() {
     static const bool yes = [] {
         const std::string s = emu::resolve_code_addresses(
             emu::code_at(reinterpret_cast<const char*>(&lines_resolve) + 1));
-        return s.find("racecheck_tests.cpp:") != std::string::npos;
+        return s.find("test_emulator_checks.cpp:") != std::string::npos;
     }();
     return yes;
 }
 // "file:LINE" where lines resolve, else "code address".
 std::string at_line(int line) {
-    return lines_resolve() ? "cuda/emu/racecheck_tests.cpp:" + std::to_string(line)
+    return lines_resolve() ? "tests/test_emulator_checks.cpp:" + std::to_string(line)
                            : std::string("code address");
 }
 
@@ -902,7 +883,8 @@ TEST_CASE("emulator checks: a float4's members through a misaligned pointer are 
     CHECK_MESSAGE(e.find("misaligned member access within float4 at ") != std::string::npos, e);
     CHECK_MESSAGE(e.find("(4 bytes past a 16-byte boundary) by thread ") != std::string::npos, e);
     CHECK_MESSAGE(
-        e.find("racecheck_tests.cpp:" + std::to_string(FLOAT4_MEMBERS_LINE)) != std::string::npos,
+        e.find("test_emulator_checks.cpp:" + std::to_string(FLOAT4_MEMBERS_LINE)) !=
+            std::string::npos,
         e);
     CHECK(run(4).empty());
     CHECK(result() == 26.0f);  // 5 + 6 + 7 + 8
@@ -963,3 +945,4 @@ TEST_CASE("emulator checks: __launch_bounds__ through macros, and never in a str
     CHECK(r.exited);
     CHECK_MESSAGE(r.text == "1", r.text);
 }
+#endif
