@@ -2,12 +2,14 @@
 # (cuda/*.cu) two ways and the device test program; cuda/emu/emu.mk holds the emulator's own
 # checks (emu-tsan), cuda/bench/bench.mk the programs that time the kernels (chapter 6 on the
 # GPU, gpu-bench) and gpu-check.
-#   with nvcc:     `make build` (and so `make test`) also builds $(BUILD)/bin/cuda-tests (the
-#                  CUDA test cases on a device) and $(BUILD)/bin/6-cost-cuda (chapter 6 with
-#                  --device cuda); `make test` runs cuda-tests too (its device cases are skipped
-#                  when no GPU is visible).
-#   without nvcc:  nothing here is built for a device; the emulator tests in $(BUILD)/bin/tests
-#                  still run.
+#   CUDA=1:  `make build` (and so `make test`) also builds with nvcc $(BUILD)/bin/cuda-tests (the
+#            CUDA test cases on a device) and $(BUILD)/bin/6-cost-cuda (chapter 6 with --device
+#            cuda); `make test` runs cuda-tests too (its device cases are skipped when no GPU is
+#            visible), and the emulator checks each launch against ptxas's register counts.
+#   CUDA=0:  nothing here is built for a device; the emulator tests in $(BUILD)/bin/tests run.
+# CUDA is 1 where nvcc is and nvidia-smi lists a GPU, else 0: without a GPU the device programs
+# cannot run, and nvcc is the longest compile there is. `make CUDA=1 test` builds them anyway
+# (CI does: every kernel then compiles with nvcc, and ptxas checks sgemm for spills).
 # CUDA_ARCH=sm_80 (say) overrides the target; default: the visible GPU's, else sm_90 (+ PTX).
 
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
@@ -24,14 +26,18 @@ CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
 KERNEL_SRC := $(wildcard cuda/*.cu)
 KERNEL_OBJ := $(KERNEL_SRC:%.cu=$(BUILD)/cuda/%.o)
 
+export CUDA ?= $(if $(and $(NVCC),$(shell nvidia-smi -L 2>/dev/null | grep -m1 GPU)),1,0)
 # Sanitizer builds (make sanitize) leave the CUDA runtime out: ASan and cudart do not mix.
-CUDA_ENABLED := $(if $(and $(NVCC),$(if $(findstring -fsanitize,$(EXTRA_CXXFLAGS)),,yes)),yes,)
+CUDA_SANITIZED := $(findstring -fsanitize,$(EXTRA_CXXFLAGS))
+CUDA_ENABLED := $(if $(and $(NVCC),$(filter 1,$(CUDA))),$(if $(CUDA_SANITIZED),,yes))
+CUDA_WHY := $(if $(NVCC),$(if $(filter 1,$(CUDA)),sanitizer build,no GPU),no nvcc)
+CUDA_HOW := $(if $(and $(NVCC),$(filter-out 1,$(CUDA))),make CUDA=1 builds them; )
 
 ifeq ($(MAKELEVEL),0)
 ifneq ($(CUDA_ENABLED),)
 $(info cuda: nvcc found ($(NVCC)); building the CUDA programs for $(CUDA_ARCH) + PTX $(CUDA_COMPUTE))
 else
-$(info cuda: $(if $(NVCC),sanitizer build,no nvcc); CUDA programs not built (the emulator tests still run))
+$(info cuda: $(CUDA_WHY); CUDA programs not built ($(CUDA_HOW)the emulator tests still run))
 endif
 endif
 
@@ -92,9 +98,10 @@ cuda-test: $(BUILD)/bin/cuda-tests ## run the CUDA test cases on the GPU (skippe
 -include $(KERNEL_OBJ:.o=.d) $(wildcard $(BUILD)/cuda/obj/tests/*.d)
 else
 cuda-test:
-	@echo "cuda-test: nvcc not found (set NVCC=/path/to/nvcc); the emulator cases run in make test"
+	@echo "cuda-test: $(CUDA_WHY): CUDA programs not built ($(CUDA_HOW)the emulator cases run in make test)"
 cuda-ptxas-report:
-	@echo "cuda-ptxas-report: nvcc not found (set NVCC=/path/to/nvcc)"; exit 1
+	@echo "cuda-ptxas-report: $(CUDA_WHY), so nothing is compiled with nvcc$(if $(CUDA_HOW), \
+	  (make CUDA=1 cuda-ptxas-report))$(if $(NVCC),, (set NVCC=/path/to/nvcc))"; exit 1
 endif
 
 # ---- the same kernels on the emulator, on every machine ----------------------------------------

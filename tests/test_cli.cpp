@@ -211,7 +211,7 @@ TEST_CASE("cli: a long run whose output cannot be written stops before its work,
 }
 
 TEST_CASE("cli: the test runners' report that cannot be written is a failure, not a pass") {
-    // `tests > /dev/full` (and cuda-tests, built where nvcc is) must not exit 0 with doctest's
+    // `tests > /dev/full` (and cuda-tests, built with CUDA=1) must not exit 0 with doctest's
     // result lost: the runner (tests/main.cpp) ends with the same check as every program. A
     // filter that selects no case keeps the child quick.
     std::vector<std::string> runners = {"tests"};

@@ -389,7 +389,7 @@ TEST_CASE("cuda emulator: every kernel with __launch_bounds__ gets its check fro
 // 0 with 0 passed. Only where nvcc built cuda-tests.
 TEST_CASE("cuda emulator: cuda-tests fails, naming the runtime's error, when a device is needed") {
     if (!std::filesystem::exists(std::string(PROJECT_BIN) + "/cuda-tests")) {
-        MESSAGE("no build/bin/cuda-tests (it is built where nvcc is): not checked");
+        MESSAGE("no build/bin/cuda-tests (make CUDA=1 builds it): not checked");
         return;
     }
     setenv("CUDA_TESTS_NEED_DEVICE", "1", 1);
@@ -1085,8 +1085,8 @@ TEST_CASE("emulator checks: a cudaMemcpy or cudaMemset past a buffer is named") 
 
 // A block over the registers a block may have: a GPU refuses the launch
 // (cudaErrorLaunchOutOfResources). The count is ptxas's, which the build records for every kernel
-// in cuda/ where nvcc is (cuda/emu/checks.h); register_heavy_kernel, which nvcc never compiles,
-// is given one. One of the planted bugs `make emu-racecheck` runs.
+// in cuda/ that nvcc compiles (CUDA=1, cuda/emu/checks.h); register_heavy_kernel, which nvcc
+// never compiles, is given one. One of the planted bugs `make emu-racecheck` runs.
 
 TEST_CASE("emulator checks: a block over the kernel's register budget is refused") {
     gpu::Buffer<int> out(1024);
@@ -1127,9 +1127,9 @@ TEST_CASE("emulator checks: a block over the kernel's register budget is refused
 // Where nvcc built the register table, it names every kernel in cuda/ as this program does
 // (nvcc's names for anonymous namespaces read as g++'s, templates, static kernels), and a launch
 // finds its kernel's count. Without nvcc there is no table, and nothing to match.
-TEST_CASE("emulator checks: every kernel in cuda/ has its ptxas register count where nvcc is") {
+TEST_CASE("emulator checks: every kernel in cuda/ has its ptxas register count with CUDA=1") {
     if (!emu::register_table_linked()) {
-        MESSAGE("no register table (no nvcc): the register check has no counts");
+        MESSAGE("no register table (CUDA=0: nothing compiled with nvcc): the check has no counts");
         return;
     }
     CHECK(emu_kernel_register_count >= 40);

@@ -390,7 +390,7 @@ mkdir -p "$OUT"
 # Steps append to their files (the build and gpu-bench's build share one): start them empty.
 rm -f "$OUT"/{summary.txt,nvidia-smi.txt,build.log,cuda-tests.txt,gpu-bench.txt} \
       "$OUT"/{chapter6-cuda.txt,6-cost-cuda.png,cost-cuda.txt,torch-peer.txt}
-MAKE_VARS=(ARCH_FLAGS="-mavx2 -mfma" NVCC_WERROR=)
+MAKE_VARS=(ARCH_FLAGS="-mavx2 -mfma" NVCC_WERROR= CUDA=1)
 if [ -d .gpu-deps ]; then
     MAKE_VARS+=(DOCTEST_INC="$PWD/.gpu-deps/doctest" STB_INC="$PWD/.gpu-deps/stb"
                 FONT="$PWD/.gpu-deps/NanumGothic.ttf")

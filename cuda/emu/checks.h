@@ -136,9 +136,10 @@ std::vector<const void*> launched_kernels();  // each launched so far (a templat
 
 // ---- the register budget (checks.cpp) -----------------------------------------------------
 // A launch whose block needs more registers than a block may have fails as on a GPU. The
-// counts are ptxas's: where nvcc is, the build links a table of every cuda/*.cu kernel's
-// (cuda/emu/kernel_registers.pl: emu_kernel_register_table, by mangled name); without it the
-// check has nothing to check, but for the counts the tests give (set_kernel_registers).
+// counts are ptxas's: where nvcc compiles the kernels (CUDA=1), the build links a table of every
+// cuda/*.cu kernel's (cuda/emu/kernel_registers.pl: emu_kernel_register_table, by mangled
+// name); without it the check has nothing to check, but for the counts the tests give
+// (set_kernel_registers).
 struct KernelRegisters {
     const char* name;  // mangled, as ptxas names the entry function
     int registers;     // per thread
