@@ -56,17 +56,15 @@ ifeq ($(filter-out $(PARALLEL_GOALS),$(or $(MAKECMDGOALS),all)),)
 MAKEFLAGS += -j$(JOBS)
 endif
 endif
-# While chapter 7 trains (one thread, about a minute) the other core would idle: there `make`
-# starts building the longest units of what `make test` builds (`prebuild`, at the end of this
-# file: the emulator's and nvcc's sgemm, the largest test units ...), niced, in the same pool of
-# jobs, its output in $(BUILD)/prebuild.log, and waits for them after chapter 7; `make test`
-# builds the rest, short units that share both cores well, and runs the suite. The set is sized
-# so that both stay within their times on 2 cores (README). It never runs beside chapter 6,
-# which times itself. A failure there is said (the log's end) and fails `make`; an interrupted
-# make stops it (its whole process group). PREBUILD=0 leaves it all to `make test`.
+# While chapter 7 trains (one thread) the other core would idle: there `make` starts on what
+# `make test` builds (`prebuild`, at the end of this file: the longest units first, then the rest
+# of `build`), niced, in the same pool of jobs, its output in $(BUILD)/prebuild.log, and stops it
+# when chapter 7 ends (make deletes a unit it was compiling; `make test` builds what is left, and
+# reports any failure). It never runs beside chapter 6, which times itself. PREBUILD=0 leaves it
+# all to `make test`.
 PREBUILD ?= 1
 PREBUILD_BESIDE := 7-translate
-all: ## build the chapters (and beside chapter 7 the tests' longest units), run every chapter
+all: ## build the chapters, run chapters 1 to 7 (beside chapter 7, start on what make test builds)
 	@$(MAKE) --no-print-directory chapters
 	@# One chapter at a time, even under make -j: chapter 6 times itself, and the logs stay apart.
 	@pid=; trap 's=$$?; [ -z "$$pid" ] || { kill -TERM -- -$$pid; wait $$pid; }; exit $$s' EXIT; \
@@ -77,10 +75,7 @@ all: ## build the chapters (and beside chapter 7 the tests' longest units), run 
 	    pid=$$!; set +m; \
 	  fi; \
 	  $(MAKE) --no-print-directory run-$$c || exit 1; \
-	done; \
-	[ -z "$$pid" ] || { wait $$pid; rc=$$?; pid=; [ $$rc = 0 ] || { tail -30 $(BUILD)/prebuild.log; \
-	  echo "make: the units built beside chapter 7 failed (above; $(BUILD)/prebuild.log)"; \
-	  exit $$rc; }; }
+	done
 
 chapters: deps $(CHAPTERS:%=$(BUILD)/bin/%) ## build the chapter programs only
 
@@ -415,18 +410,15 @@ $(BUILD)/bin/tests: $(TEST_OBJ) $(CHAPTER_LIB) $(LIB)
 include chapters/web.mk
 
 # What `make` builds beside chapter 7 (see `all`): the units of `build` that take longest,
-# longest first, more than half of the CPU time `build` takes after `make`'s own build, so that
-# `make` and `make test` each stay within their times (README). Goals of one sub-make, not
-# prerequisites of prebuild: as prerequisites their order would be lost (while the phony deps
-# every object waits for runs, make starts whatever does not wait for it and goes on from
-# there).
-PREBUILD_UNITS := $(BUILD)/emu/cuda/sgemm.o $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/sgemm.o) \
-    $(EMU_CHECK_TESTS) \
-    $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/attention_flash.o) \
-    $(addprefix $(BUILD)/obj/tests/,test_flashcards.o test_cuda_emulator.o test_chapter6.o \
-      test_chapter8.o main.o)
+# longest first, so that `make test` is not left waiting on one of them at its end, then the
+# rest of `build`. Goals of one sub-make, not prerequisites of prebuild: as prerequisites their
+# order would be lost (while the phony deps every object waits for runs, make starts whatever
+# does not wait for it and goes on from there).
+PREBUILD_UNITS := $(EMU_CHECK_TESTS) $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/sgemm.o) \
+    $(addprefix $(BUILD)/obj/tests/,test_flashcards.o test_chapter8.o test_cuda_emulator.o) \
+    $(BUILD)/emu/cuda/sgemm.o $(BUILD)/emu/cuda/bench/gpu_bench.o
 .PHONY: prebuild
 prebuild:
-	@$(MAKE) --no-print-directory $(PREBUILD_UNITS)
+	@$(MAKE) --no-print-directory $(PREBUILD_UNITS) build
 
 -include $(COMMON_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CHAPTER_OBJ:.o=.d) $(wildcard $(BUILD)/obj/chapters/*/*.d) $(wildcard $(BUILD)/obj/bench/*.d)
