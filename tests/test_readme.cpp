@@ -1,9 +1,12 @@
-// README.md, the page a newcomer starts from: every repository path it names in backticks exists,
-// every `make TARGET` it names is a target `make help` lists, its table of contents and "How to
-// read the code" stay near the top, and its links lead to its sections. A renamed file, a target
-// taken out of the Makefile or a retitled section fails here, not in a reader's terminal.
+// README.md, the page a newcomer starts from, and the guides it links (Markdown files it names):
+// every repository path they name in backticks exists; every `make TARGET` they name is one
+// `make help` lists, and every target `make help` lists is in the README; every option they give
+// a program (`build/bin/NAME --option`) is one its --help lists; the README's table of contents
+// and code guide stay near the top, and its links lead to its sections. A renamed file, a
+// target taken out of the Makefile or a retitled section fails here, not in a reader's terminal.
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -141,45 +144,93 @@ std::string anchor(const std::string& heading) {
     return a;
 }
 
-}  // namespace
-
-TEST_CASE("readme: every repository path it names in backticks exists") {
-    const std::string readme = testutil::read_file("README.md");
-    const std::string gitignore = testutil::read_file(".gitignore");
-    int checked = 0;
-    for (const std::string& span : code_spans(readme))
-        for (const std::string& word : shell_words(span)) {
-            if (!looks_like_path(word) || build_output(word, gitignore)) continue;
-            checked++;
-            CHECK_MESSAGE(std::filesystem::exists(std::string(PROJECT_ROOT) + "/" + word),
-                          "README.md names `" << word << "`, which is not in the repository "
-                          << "(write paths from the repository's root)");
-        }
-    CHECK(checked > 50);  // the chapter guide and the code map alone name more
+// README.md and the guides it names (the folders' README.md files among its paths).
+std::vector<std::string> readme_and_guides() {
+    std::vector<std::string> files = {"README.md"};
+    for (const std::string& span : code_spans(testutil::read_file("README.md")))
+        for (const std::string& word : shell_words(span))
+            if (looks_like_path(word) && word.size() > 10 &&
+                word.compare(word.size() - 10, 10, "/README.md") == 0 &&
+                std::find(files.begin(), files.end(), word) == files.end())
+                files.push_back(word);
+    return files;
 }
 
-TEST_CASE("readme: every make target it names is one make help lists") {
-    const std::string readme = testutil::read_file("README.md");
+}  // namespace
+
+TEST_CASE("readme: every repository path it and its guides name in backticks exists") {
+    const std::string gitignore = testutil::read_file(".gitignore");
+    const std::vector<std::string> files = readme_and_guides();
+    CHECK(files.size() >= 3);  // README.md, chapter 8's guide, cuda/'s guide
+    for (const std::string& file : files) {
+        // A guide may name a file of its own folder by its name alone.
+        const std::filesystem::path root = PROJECT_ROOT, folder = root / file;
+        int checked = 0;
+        for (const std::string& span : code_spans(testutil::read_file(file)))
+            for (const std::string& word : shell_words(span)) {
+                if (!looks_like_path(word) || build_output(word, gitignore)) continue;
+                checked++;
+                CHECK_MESSAGE((std::filesystem::exists(root / word) ||
+                               (file != "README.md" &&
+                                std::filesystem::exists(folder.parent_path() / word))),
+                              file << " names `" << word << "`, which is not in the repository "
+                                   << "(write paths from the repository's root)");
+            }
+        CHECK_MESSAGE(checked > 3, file << " names " << checked << " paths");
+    }
+}
+
+TEST_CASE("readme: every option it and its guides give a program is one the program lists") {
+    int checked = 0;
+    for (const std::string& file : readme_and_guides())
+        for (const std::string& span : code_spans(testutil::read_file(file))) {
+            const std::vector<std::string> words = shell_words(span);
+            for (size_t i = 0; i < words.size(); i++) {
+                if (words[i].rfind("build/bin/", 0) != 0 || words[i].find('<') != std::string::npos)
+                    continue;
+                const std::string program = words[i].substr(10);
+                const std::string help = testutil::run(program, "--help").out;
+                // `build/bin/NAME --option [value] --option ...`, each option as --help names it
+                for (size_t j = i + 1; j < words.size() && words[j].rfind("--", 0) == 0; j++) {
+                    checked++;
+                    CHECK_MESSAGE(help.find("  " + words[j] + " ") != std::string::npos,
+                                  file << " gives `" << span << "`: " << program
+                                       << " --help lists no " << words[j]);
+                    if (j + 1 < words.size() && words[j + 1].rfind("--", 0) != 0) j++;
+                }
+            }
+        }
+    CHECK(checked >= 3);
+}
+
+TEST_CASE("readme: the make targets it names are the ones make help lists, both ways") {
     const std::set<std::string> targets = help_targets();
     REQUIRE(targets.count("test") == 1);
     REQUIRE(targets.count("ch1") == 1);
+    std::set<std::string> in_readme;
     int checked = 0;
-    for (const std::string& span : code_spans(readme)) {
-        const std::vector<std::string> words = shell_words(span);
-        for (size_t i = 0; i < words.size(); i++) {
-            if (words[i] != "make") continue;
-            // `make [-j2] [VAR=value ...] target ...`, up to the end of the command.
-            for (size_t j = i + 1; j < words.size(); j++) {
-                const std::string& w = words[j];
-                if (w == "|" || w == "&&" || w == ";" || w == "||") break;
-                if (w[0] == '-' || w.find('=') != std::string::npos) continue;
-                checked++;
-                CHECK_MESSAGE(targets.count(w) == 1,
-                              "README.md names `make " << w << "`, which make help does not list");
+    for (const std::string& file : readme_and_guides()) {
+        for (const std::string& span : code_spans(testutil::read_file(file))) {
+            const std::vector<std::string> words = shell_words(span);
+            for (size_t i = 0; i < words.size(); i++) {
+                if (words[i] != "make") continue;
+                // `make [-j2] [VAR=value ...] target ...`, up to the end of the command.
+                for (size_t j = i + 1; j < words.size(); j++) {
+                    const std::string& w = words[j];
+                    if (w == "|" || w == "&&" || w == ";" || w == "||") break;
+                    if (w[0] == '-' || w.find('=') != std::string::npos) continue;
+                    checked++;
+                    if (file == "README.md") in_readme.insert(w);
+                    CHECK_MESSAGE(targets.count(w) == 1,
+                                  file << " names `make " << w << "`: make help has no such");
+                }
             }
         }
     }
     CHECK(checked > 10);
+    for (const std::string& t : targets)
+        CHECK_MESSAGE(in_readme.count(t) == 1,
+                      "make help lists " << t << ", which README.md does not name");
 }
 
 TEST_CASE("readme: its table of contents and the code guide come first, and the links lead on") {
