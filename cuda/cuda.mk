@@ -177,7 +177,9 @@ $(BUILD)/obj/tests/test_emulator_checks.o: tests/test_emulator_checks.cpp \
 # The emulator's results are compared with tolerances, never bit for bit.
 $(BUILD)/emu/cuda/sgemm.o: private CXXFLAGS += -O1
 # The kernels of tests/test_cuda_emulator.cpp, apart from its test cases, which need no hooks.
-$(BUILD)/obj/tests/emu_kernels.o: CXXFLAGS += $(EMU_INSTRUMENT)
+# private: a target's variables reach its prerequisites, and the tests' precompiled header
+# built with the hooks' flags would be refused by every other test unit.
+$(BUILD)/obj/tests/emu_kernels.o: private CXXFLAGS += $(EMU_INSTRUMENT)
 $(BUILD)/obj/tests/emu_kernels.o: $(EMU_FLAGS_STAMP)
 
 $(BUILD)/bin/tests: $(EMU_KERNEL_OBJ) $(EMU_RT_OBJ) $(EMU_HOOK_OBJ) $(EMU_REG_OBJ)
