@@ -11,10 +11,10 @@
 
 .PHONY: gpu-check gpu-bundle
 
-CH6_SRC := $(wildcard chapters/6-cost/*.cpp)
-# Chapter 6 compiled WITH_CUDA: g++ with the same flags for both programs (the kernels are what
-# differ), so 6-cost-cuda links the objects 6-cost-emu's rules below build, not a second copy.
-EMU_CH6_OBJ := $(CH6_SRC:chapters/6-cost/%.cpp=$(BUILD)/emu/chapters/6-cost/%.o)
+# Chapter 6's main.cpp compiled WITH_CUDA (its other files are in $(CHAPTER_LIB) as they are):
+# g++ with the same flags for both programs (the kernels are what differ), so 6-cost-cuda links
+# the object 6-cost-emu's rule below builds, not a second copy.
+EMU_CH6_OBJ := $(BUILD)/emu/chapters/6-cost/main.o
 
 ifneq ($(CUDA_ENABLED),)
 build: $(BUILD)/bin/6-cost-cuda
@@ -28,7 +28,7 @@ $(BUILD)/bin/6-cost-cuda: $(EMU_CH6_OBJ) $(BUILD)/cuda/cuda/bench/cost_bench.o $
 endif
 
 # ---- on the emulator, on every machine ---------------------------------------------------------
-$(BUILD)/emu/chapters/6-cost/%.o: chapters/6-cost/%.cpp | deps
+$(EMU_CH6_OBJ): chapters/6-cost/main.cpp | deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -DWITH_CUDA -c $< -o $@
 
