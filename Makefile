@@ -410,15 +410,15 @@ $(BUILD)/bin/tests: $(TEST_OBJ) $(CHAPTER_LIB) $(LIB)
 include chapters/web.mk
 
 # What `make` builds beside chapter 7 (see `all`): the units of `build` that take longest,
-# longest first, so that `make test` is not left waiting on one of them at its end, then the
-# rest of `build`. Goals of one sub-make, not prerequisites of prebuild: as prerequisites their
-# order would be lost (while the phony deps every object waits for runs, make starts whatever
-# does not wait for it and goes on from there).
+# longest first, so that `make test` is not left waiting on one of them at its end, then (a
+# second sub-make) the rest of `build`. Goals of a sub-make, not prerequisites of prebuild: as
+# prerequisites their order would be lost (while the phony deps every object waits for runs,
+# make starts whatever does not wait for it and goes on from there).
 PREBUILD_UNITS := $(EMU_CHECK_TESTS) $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/sgemm.o) \
-    $(addprefix $(BUILD)/obj/tests/,test_flashcards.o test_chapter8.o test_cuda_emulator.o) \
+    $(addprefix $(BUILD)/obj/tests/,test_chapter8.o test_cuda_emulator.o test_flashcards.o) \
     $(BUILD)/emu/cuda/sgemm.o $(BUILD)/emu/cuda/bench/gpu_bench.o
 .PHONY: prebuild
 prebuild:
-	@$(MAKE) --no-print-directory $(PREBUILD_UNITS) build
+	@$(MAKE) --no-print-directory $(PREBUILD_UNITS) && $(MAKE) --no-print-directory build
 
 -include $(COMMON_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CHAPTER_OBJ:.o=.d) $(wildcard $(BUILD)/obj/chapters/*/*.d) $(wildcard $(BUILD)/obj/bench/*.d)
