@@ -56,26 +56,27 @@ ifeq ($(filter-out $(PARALLEL_GOALS),$(or $(MAKECMDGOALS),all)),)
 MAKEFLAGS += -j$(JOBS)
 endif
 endif
-# While chapter 7 trains (one thread) the other core would idle: there `make` starts on what
-# `make test` builds (`prebuild`, at the end of this file: the longest units first, then the rest
-# of `build`), niced, in the same pool of jobs, its output in $(BUILD)/prebuild.log, and stops it
-# when chapter 7 ends (make deletes a unit it was compiling; `make test` builds what is left, and
-# reports any failure). It never runs beside chapter 6, which times itself. PREBUILD=0 leaves it
-# all to `make test`.
+# While chapter 7 trains (one thread) the other core would idle: there `make` builds, one at a
+# time and niced, the longest units of what `make test` builds (`prebuild`, at the end of this
+# file), its output in $(BUILD)/prebuild.log. When chapter 7 ends it lets the unit in progress
+# finish and starts no other; `make test` builds the rest (and reports a failure of theirs). It
+# never runs beside chapter 6, which times itself. PREBUILD=0 leaves it all to `make test`.
 PREBUILD ?= 1
 PREBUILD_BESIDE := 7-translate
+PREBUILD_STOP := $(BUILD)/prebuild.stop
 all: ## build the chapters, run chapters 1 to 7 (beside chapter 7, start on what make test builds)
 	@$(MAKE) --no-print-directory chapters
 	@# One chapter at a time, even under make -j: chapter 6 times itself, and the logs stay apart.
 	@pid=; trap 's=$$?; [ -z "$$pid" ] || { kill -TERM -- -$$pid; wait $$pid; }; exit $$s' EXIT; \
-	trap 'exit 130' INT; trap 'exit 143' TERM; \
+	trap 'exit 130' INT; trap 'exit 143' TERM; rm -f $(PREBUILD_STOP); \
 	for c in $(RUN_BY_MAKE); do \
 	  if [ $$c = $(PREBUILD_BESIDE) ] && [ "$(PREBUILD)" = 1 ]; then \
 	    set -m; nice -n 19 $(MAKE) --no-print-directory prebuild >$(BUILD)/prebuild.log 2>&1 & \
 	    pid=$$!; set +m; \
 	  fi; \
 	  $(MAKE) --no-print-directory run-$$c || exit 1; \
-	done
+	done; \
+	[ -z "$$pid" ] || { touch $(PREBUILD_STOP); wait $$pid; pid=; rm -f $(PREBUILD_STOP); }
 
 chapters: deps $(CHAPTERS:%=$(BUILD)/bin/%) ## build the chapter programs only
 
@@ -409,16 +410,16 @@ $(BUILD)/bin/tests: $(TEST_OBJ) $(CHAPTER_LIB) $(LIB)
 -include $(wildcard cuda/*.mk)
 include chapters/web.mk
 
-# What `make` builds beside chapter 7 (see `all`): the units of `build` that take longest,
-# longest first, so that `make test` is not left waiting on one of them at its end, then (a
-# second sub-make) the rest of `build`. Goals of a sub-make, not prerequisites of prebuild: as
-# prerequisites their order would be lost (while the phony deps every object waits for runs,
-# make starts whatever does not wait for it and goes on from there).
-PREBUILD_UNITS := $(EMU_CHECK_TESTS) $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/sgemm.o) \
+# What `make` builds beside chapter 7 (see `all`): the units of `build` that take longest, longest
+# first, so that `make test` is not left waiting on one of them at its end; each by a make of its
+# own, so that `all` can stop between two.
+PREBUILD_UNITS := $(if $(CUDA_ENABLED),$(BUILD)/cuda/cuda/sgemm.o) $(EMU_CHECK_TESTS) \
     $(addprefix $(BUILD)/obj/tests/,test_chapter8.o test_cuda_emulator.o test_flashcards.o) \
-    $(BUILD)/emu/cuda/sgemm.o $(BUILD)/emu/cuda/bench/gpu_bench.o
+    $(BUILD)/emu/cuda/sgemm.o $(BUILD)/obj/bench/gemm.o $(BUILD)/emu/cuda/bench/gpu_bench.o \
+    $(addprefix $(BUILD)/obj/tests/,test_chapter6.o test_scripts.o test_peers.o test_chapter7.o)
 .PHONY: prebuild
 prebuild:
-	@$(MAKE) --no-print-directory $(PREBUILD_UNITS) && $(MAKE) --no-print-directory build
+	@for u in $(PREBUILD_UNITS); do [ -e $(PREBUILD_STOP) ] && exit 0; \
+	  $(MAKE) -j1 --no-print-directory $$u || exit; done
 
 -include $(COMMON_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CHAPTER_OBJ:.o=.d) $(wildcard $(BUILD)/obj/chapters/*/*.d) $(wildcard $(BUILD)/obj/bench/*.d)
