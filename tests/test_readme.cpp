@@ -190,7 +190,7 @@ TEST_CASE("readme: every option it and its guides give a program is one the prog
                     continue;
                 const std::string program = words[i].substr(10);
                 if (program.find("cuda") != std::string::npos &&
-                    !std::filesystem::exists(std::string(PROJECT_BIN) + "/" + program)) {
+                    !std::filesystem::exists(std::filesystem::path(PROJECT_BIN) / program)) {
                     MESSAGE(program << " is not built here (CUDA=0): its options not checked");
                     continue;
                 }

@@ -518,15 +518,15 @@ TEST_CASE("claims-table.sh --verdicts: a primary comparison without the article'
                       at = " line " + std::to_string(L);
     const std::string no_words = with_field(k9, L, 5, "heads-2:exact"),
                       bad_field = with_field(k9, L, 11, "maybe");
-    for (const std::string& args : {"--verdicts", "--update"}) {
+    for (const char* args : {"--verdicts", "--update"}) {
         CAPTURE(args);
         s.write("figures/8-ablations-k9.tsv", no_words);
-        r = sh(s.dir, "bash bench/claims-table.sh " + args);
+        r = sh(s.dir, std::string("bash bench/claims-table.sh ") + args);
         CHECK(r.exit_code == 1);
         CHECK(r.err == "claims-table.sh: " + file + at +
                            ": no words for the primary comparison heads-2:exact\n");
         s.write("figures/8-ablations-k9.tsv", bad_field);  // checked as any summary is
-        r = sh(s.dir, "bash bench/claims-table.sh " + args);
+        r = sh(s.dir, std::string("bash bench/claims-table.sh ") + args);
         CHECK(r.exit_code == 1);
         CHECK(r.err.rfind("claims-table.sh: " + file + at + ": field 11 (verdict) is", 0) == 0);
         CHECK(s.read("README.md") == readme);
