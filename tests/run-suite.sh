@@ -2,7 +2,8 @@
 # The doctest suite on every core: `make test` and `make sanitize` run it through this script.
 #
 #   tests/run-suite.sh JOBS LOG_DIR PROGRAM [RUNNER...]
-#   SUITE_ORDER=FILE   the slow cases to start first (default tests/slow-cases.txt)
+#   SUITE_ORDER=FILE   the slow cases to start first (default tests/slow-cases.txt; none where
+#                      FILE is missing)
 #
 # The suite's test cases, in doctest's order, are cut into slices: each slow case that ORDER
 # names is a slice of its own, and the cases between them are cut into about 8 x JOBS slices
@@ -19,7 +20,8 @@
 # LOG_DIR is a new folder, an empty one, or one this script wrote (its file .run-suite-logs says
 # so; a folder holding only the names below is taken as one from before that file): the script
 # deletes there only the files it writes (cases.txt, slices.txt, durations.txt, slice-N.log,
-# slice-N.rc), and refuses any other folder, or a file, with the files in it left alone.
+# slice-N.rc), and refuses any other folder, or a file, with the files in it left alone. One run
+# at a time writes there: a second one, while the first runs, is refused (exit 1).
 set -uo pipefail
 me=tests/run-suite.sh
 if [ $# -lt 3 ]; then
@@ -44,6 +46,12 @@ fi
 if [ ! -f "$program" ]; then
     echo "$me: PROGRAM $program is not a file: the test program (build/bin/tests; make" \
         "build makes it) (usage: $me JOBS LOG_DIR PROGRAM [RUNNER...])" >&2
+    exit 2
+fi
+# ORDER is read whole before the slices start: a FIFO or a device would block or never end.
+if [ -e "$order" ] && { [ ! -f "$order" ] || [ ! -r "$order" ]; }; then
+    echo "$me: SUITE_ORDER $order is not a readable file: name a file of lines" \
+        "SECONDS<TAB>NAME (as tests/slow-cases.txt), or a missing one for none" >&2
     exit 2
 fi
 
@@ -78,6 +86,16 @@ elif [ -e "$logs" ] || [ -L "$logs" ]; then
 else
     mkdir -p -- "$logs" || exit 1
 fi
+# One run at a time in LOG_DIR: the marker is the lock (flock(1)), on fd 9 of this script, which
+# the kernel releases however the script ends. Only the script holds it: the slices do not get
+# fd 9 (a process a test leaves behind for a moment would hold it past the end), and the script
+# starts no process it does not wait for (no <(...)).
+exec 9>>"$logs/$marker" || exit 1
+if ! flock -n 9; then
+    echo "$me: another run is writing its logs in $logs; wait for it to end, or name another" \
+        "LOG_DIR" >&2
+    exit 1
+fi
 echo "tests/run-suite.sh writes its logs here and deletes only its own files" >"$logs/$marker" ||
     exit 1
 for f in "$logs"/*; do
@@ -101,7 +119,7 @@ if [ -r "$order" ]; then
         [ -n "$name" ] || continue
         k=$(printf '%s\n' "$names" | grep -nxF -- "$name" | head -1 | cut -d: -f1)
         [ -n "$k" ] && [ -z "${slow[$k]:-}" ] && slow[$k]=1 && firsts+=("$k $k")
-    done < <(grep -v '^#' "$order")
+    done <<<"$(grep -v '^#' "$order")"
 fi
 # The others: runs of consecutive cases between the slow ones, at most `per` cases a slice.
 rest=$((count - ${#slow[@]}))
@@ -132,7 +150,7 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 export runner program logs
 xargs -P "$jobs" -L 1 bash -c '
     $runner "$program" --duration=true --first=$1 --last=$2 >"$logs/slice-$0.log" 2>&1
-    echo $? >"$logs/slice-$0.rc"' <"$logs/slices.txt"
+    echo $? >"$logs/slice-$0.rc"' <"$logs/slices.txt" 9>&-
 
 # A slice's cases: doctest's summary counts every case before its range as passed, and it is
 # printed when the slice ends or crashes (its signal handler: the total is then the cases up to
@@ -146,13 +164,13 @@ failed=0 notrun=0 status=0
 while read -r s first last; do
     k=$((last - first + 1))
     rc=$(cat "$logs/slice-$s.rc" 2>/dev/null || echo missing)
-    read -r total f timed errors < <(awk '
+    read -r total f timed errors <<<"$(awk '
         /^\[doctest\] test cases:/ {
             total = $4; f = $0; sub(/ failed.*/, "", f); sub(/.*\| */, "", f) }
         /: (FATAL )?ERROR: / { error = 1 }
         /^[0-9]+\.[0-9]+ s: / { timed++; errors += error; error = 0 }
         END { print (total == "" ? "-" : total), (f == "" ? "-" : f), timed + 0, errors + 0 }' \
-        "$logs/slice-$s.log" 2>/dev/null || echo "- - 0 0")
+        "$logs/slice-$s.log" 2>/dev/null || echo "- - 0 0")"
     if [ "$rc" = missing ] || [ "$rc" = 126 ] || [ "$rc" = 127 ]; then
         ran=0 f=0
     elif [ "$f" != - ]; then

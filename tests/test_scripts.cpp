@@ -7,8 +7,8 @@
 // - bench/readme-numbers.sh refuses a run that lacks a layer, a number or a line it names;
 // - bench/claims-table.sh refuses a field that is not what 8-ablations writes, and a primary
 //   comparison it has no words of the article for;
-// - tests/run-suite.sh deletes only the logs it wrote, checks its arguments, and counts a case
-//   failed only where it ran.
+// - tests/run-suite.sh deletes only the logs it wrote, checks its arguments, runs one at a time
+//   in a LOG_DIR, and counts a case failed only where it ran.
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -575,9 +575,10 @@ struct Suite : Scratch {
     explicit Suite(const std::string& name) : Scratch(name) {
         write("fake", FAKE_SUITE);
         REQUIRE(::chmod(path("fake").c_str(), 0755) == 0);
+        write("order.txt", "");  // no slow cases
     }
     Sh run(const std::string& args, const std::string& env = "") const {
-        return sh(dir, "SUITE_ORDER=/dev/null " + env + " bash tests/run-suite.sh " + args);
+        return sh(dir, "SUITE_ORDER=order.txt " + env + " bash tests/run-suite.sh " + args);
     }
 };
 
@@ -647,6 +648,26 @@ TEST_CASE("run-suite.sh: deletes only the files it wrote, in a folder it made") 
     r = s.run("2 old ./fake");
     CHECK(r.exit_code == 0);
     CHECK(has(r.out, "tests: 20 of 20 test cases passed, 0 failed"));
+}
+
+TEST_CASE("run-suite.sh: one run at a time in LOG_DIR; a SUITE_ORDER that is not a file") {
+    Suite s("suite-lock");
+    auto r = s.run("1 logs ./fake");
+    REQUIRE(r.exit_code == 0);
+    // A second run while one holds the folder is refused; the first one's logs stay.
+    s.write("logs/slice-0.log", "the first run's slice");
+    r = s.run("1 logs ./fake", "flock logs/.run-suite-logs");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err ==
+          "tests/run-suite.sh: another run is writing its logs in logs; wait for it to end, or "
+          "name another LOG_DIR\n");
+    CHECK(s.read("logs/slice-0.log") == "the first run's slice");
+    // ORDER is read before the slices start: a FIFO would block that read for ever.
+    REQUIRE(::mkfifo(s.path("fifo").c_str(), 0600) == 0);
+    r = s.run("1 logs ./fake", "timeout 20 env SUITE_ORDER=fifo");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("tests/run-suite.sh: SUITE_ORDER fifo is not a readable file", 0) == 0);
+    CHECK(lines_in(r.err) == 1);
 }
 
 TEST_CASE("run-suite.sh: a case counts as failed only where it ran") {
