@@ -92,10 +92,11 @@ readme_block_replace() {
     trap 'rm -f -- "$readme_block_tmp"' EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
-    if ! README_BLOCK_TEXT=$text awk -v lb="$lb" -v le="$le" '
-            NR == lb { print; print ENVIRON["README_BLOCK_TEXT"]; next }
+    # TEXT comes on stdin: in the environment, Linux caps one string at 128 KiB.
+    if ! awk -v lb="$lb" -v le="$le" '
+            NR == lb { print; while ((getline line < "/dev/stdin") > 0) print line; next }
             NR > lb && NR < le { next }
-            { print }' "$target" >"$readme_block_tmp" ||
+            { print }' "$target" <<<"$text" >"$readme_block_tmp" ||
         ! chmod --reference="$target" -- "$readme_block_tmp"; then
         echo "$program: cannot write the new $readme to $readme_block_tmp; it is left as it was" >&2
         readme_block_done

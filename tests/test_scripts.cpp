@@ -222,6 +222,22 @@ TEST_CASE("claims-table.sh and readme-numbers.sh: a field's backslashes reach th
     CHECK(s.read("bench/last-run.txt") == s.read("run.txt"));
 }
 
+TEST_CASE("claims-table.sh --update: a table over 128 KiB reaches the README") {
+    // More than one environment string holds (Linux: 128 KiB), less than the 1 MiB FILE limit.
+    Scratch s("big-table");
+    const std::string tsv = s.read("figures/8-ablations.tsv");
+    const size_t header = tsv.find('\n') + 1;
+    std::string big = tsv;
+    while (big.size() < 200'000)
+        big += tsv.substr(header);
+    s.write("big.tsv", big);
+    const auto r = sh(s.dir, "bash bench/claims-table.sh big.tsv --update");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err == "");
+    CHECK(r.out.size() > 128 * 1024);
+    CHECK(has(s.read("chapters/8-ablations/README.md"), "-->\n" + r.out + "<!-- claims:end"));
+}
+
 TEST_CASE("readme-block.sh: the README is replaced whole or not at all, its mode and link kept") {
     Scratch s("block");
     const std::string readme = s.read("README.md");
