@@ -37,16 +37,16 @@ readme_input_check claims-table.sh "$input" "a file: run make ablations"
 # seed); seeds and valid counts; threshold a side (<, > or ±) and a number; verdict one of four
 # words; test, family one of theirs; p and p_adj four decimals in 0..1, or - for none.
 comparisons() {
-    CLAIMS_INPUT=$1 awk -F'\t' '
+    CLAIMS_INPUT=$1 awk -F'\t' "$readme_awk_visible"'
     BEGIN {
-        file = ENVIRON["CLAIMS_INPUT"]
+        file = visible(ENVIRON["CLAIMS_INPUT"])
         split("claim section metric baseline variant diff ci_low ci_high seeds threshold" \
               " verdict valid test family p p_adj", name, " ")
         header = name[1]; shown = name[1]
         for (i = 2; i <= 16; i++) { header = header "\t" name[i]; shown = shown ", " name[i] }
     }
     function refuse(what) {
-        printf "claims-table.sh: %s line %d: %s\n", file, NR, what > "/dev/stderr"
+        printf "claims-table.sh: %s line %d: %s\n", file, NR, visible(what) > "/dev/stderr"
         failed = 1
         exit 1
     }
@@ -110,7 +110,7 @@ comparisons() {
 verdicts() {
     local k9=$root/figures/8-ablations-k9.tsv k9b=$root/figures/8-ablations-100-k9.tsv
     comparisons "$k9" >/dev/null && comparisons "$k9b" >/dev/null || return 1
-    awk -F'\t' -v first="$k9" '
+    awk -F'\t' -v first="$k9" "$readme_awk_visible"'
         BEGIN {
             says["base:exact"] = "attention alone \"번역 성능에서 기존 모델을 앞질렀고\""
             says["base:seconds_to_level"] = "\"학습 시간은 오히려 크게 줄었습니다\""
@@ -133,7 +133,7 @@ verdicts() {
         FILENAME == first {
             if (!($5 in says)) {
                 printf "claims-table.sh: %s line %d: no words for the primary comparison %s\n",
-                    FILENAME, FNR, $5 > "/dev/stderr"
+                    visible(FILENAME), FNR, visible($5) > "/dev/stderr"
                 failed = 1
                 exit 1
             }

@@ -25,10 +25,10 @@ readme_script_args() {
         case "$a" in
         --update) update=1 ;;
         -h | --help) sed -n '2,15p' "$script" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        -*) echo "$program: unknown option '$a' (see --help)" >&2; exit 2 ;;
+        -*) echo "$program: unknown option ${a@Q} (see --help)" >&2; exit 2 ;;
         *)
             if [ -n "$input" ]; then
-                echo "$program: two $noun named ('$input', '$a'); name one FILE" >&2
+                echo "$program: two $noun named (${input@Q}, ${a@Q}); name one FILE" >&2
                 exit 2
             fi
             input=$a ;;
@@ -53,6 +53,22 @@ readme_input_check() {
         exit 1
     fi
 }
+
+# For the scripts' awk programs (awk "$readme_awk_visible"'...'): visible(s) is s with its
+# control characters shown as \r, \t or \xNN, as a refusal quotes a field: a CR from a CRLF file
+# would send the terminal's cursor back over the message, an escape would reach the terminal.
+# shellcheck disable=SC2016
+readme_awk_visible='
+function visible(s,   out, c, controls, i) {
+    for (i = 1; i < 32; i++) controls = controls sprintf("%c", i)
+    while (match(s, /[\001-\037\177]/)) {
+        c = substr(s, RSTART, 1)
+        out = out substr(s, 1, RSTART - 1) (c == "\r" ? "\\r" : c == "\t" ? "\\t" : \
+              sprintf("\\x%02x", c == "\177" ? 127 : index(controls, c)))
+        s = substr(s, RSTART + 1)
+    }
+    return out s
+}'
 
 # The README's markers: "BEGINS ENDS FIRST_BEGIN_LINE FIRST_END_LINE LINES" of FILE for NAME.
 readme_block_markers() {

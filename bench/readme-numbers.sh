@@ -50,7 +50,7 @@ if [ -z "$input" ]; then
 fi
 readme_input_check readme-numbers.sh "$input" "a file: a bench run, as build/bench.txt"
 
-lines=$(README_NUMBERS_INPUT=$input awk '
+lines=$(README_NUMBERS_INPUT=$input awk "$readme_awk_visible"'
     function number(x) { return x ~ /^[0-9]+(\.[0-9]+)?$/ }
     function positive(x) { return number(x) && x + 0 > 0 }
     function whole(x) { return x ~ /^[1-9][0-9]*$/ }
@@ -142,7 +142,7 @@ lines=$(README_NUMBERS_INPUT=$input awk '
         if (why != "") {
             printf "readme-numbers.sh: %s: %s; run the benchmarks again (the script" \
                    " without FILE runs make bench)\n",
-                   ENVIRON["README_NUMBERS_INPUT"], why > "/dev/stderr"
+                   visible(ENVIRON["README_NUMBERS_INPUT"]), visible(why) > "/dev/stderr"
             exit 1
         }
         printf "- `make bench` on %s (%s cores), %s, load average %s before and %s after:", cpu,

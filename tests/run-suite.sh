@@ -39,7 +39,7 @@ case $jobs in
 *) jobs_ok=1 ;;
 esac
 if [ "$jobs_ok" = 0 ]; then
-    echo "$me: JOBS is '$jobs': it is the number of processes, a whole number from 1 to 9999" \
+    echo "$me: JOBS is ${jobs@Q}: it is the number of processes, a whole number from 1 to 9999" \
         "(usage: $me JOBS LOG_DIR PROGRAM [RUNNER...])" >&2
     exit 2
 fi

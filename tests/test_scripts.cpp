@@ -327,6 +327,20 @@ TEST_CASE("claims-table.sh and readme-numbers.sh: a FIFO, a device or a huge FIL
     }
 }
 
+TEST_CASE("scripts: an option's CR is shown as bash quotes it, not sent to the terminal") {
+    // Quoted as bash quotes it ($'...'): a CR sent raw would move the cursor over the line.
+    const std::string option = " \"$(printf -- '--x\\r')\"";
+    for (const char* script :
+         {"bench/claims-table.sh", "bench/readme-numbers.sh", "cuda/bench/gpu-check.sh"}) {
+        CAPTURE(script);
+        const auto r = sh(ROOT, std::string("bash ") + script + option);
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.rfind(fs::path(script).filename().string() + ": unknown option $'--x\\r' (see",
+                          0) == 0);
+        CHECK(lines_in(r.err) == 1);
+    }
+}
+
 namespace {
 
 // The text without its lines that hold `part`.
@@ -373,6 +387,14 @@ std::string with_word(const std::string& text, const std::string& prefix, int fi
     return text.substr(0, at) + line + text.substr(end);
 }
 
+// `text` with each line ending in "\r\n", as an editor on Windows saves it.
+std::string crlf(const std::string& text) {
+    std::string out;
+    for (char c : text)
+        out += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    return out;
+}
+
 // `text` with the first line that starts with `prefix` replaced by `line`.
 std::string with_line(const std::string& text, const std::string& prefix, const std::string& line) {
     const auto [at, end] = line_starting(text, prefix);
@@ -416,6 +438,8 @@ TEST_CASE("readme-numbers.sh: a run without a layer, a number or a line it names
         {with_word(run, "chapter 7 training step: ours ", 0, 5, "?"),
          "training step has no \"ours N ms\""},
         {"", "no bench-layers table"},
+        // The CR is shown, not sent: it would move the cursor back over the line.
+        {crlf(run), "x\\r\" for its ratio, not a number and x; run the benchmarks again"},
     };
     for (const Case& c : cases) {
         CAPTURE(c.says);
@@ -486,6 +510,8 @@ TEST_CASE("claims-table.sh: a field that is not what 8-ablations writes is refus
         {with_field(tsv, L, 14, "main"), Ls + ": field 14 (family) is \"main\", not primary"},
         {with_field(tsv, L, 15, "1.5"), Ls + ": field 15 (p) is \"1.5\", not a probability"},
         {with_field(tsv, L, 16, "0.5x"), Ls + ": field 16 (p_adj) is \"0.5x\", not a probability"},
+        {with_field(tsv, L, 6, "1\r\x1b[2J"),
+         Ls + ": field 6 (diff) is \"1\\r\\x1b[2J\", not a number"},
         {with_field(tsv, 1, 11, "verdict\r"), "1: not the header of an 8-ablations summary"},
         {tsv.substr(0, tsv.find('\n') + 1), "1: the header alone: no comparison under it"},
     };
@@ -623,6 +649,9 @@ TEST_CASE("run-suite.sh: a usage line without its arguments; JOBS a whole number
         CHECK(lines_in(r.err) == 1);
         CHECK(!fs::exists(s.path("logs")));
     }
+    r = s.run("\"$(printf '1\\r')\" logs ./fake");  // a CR shown, not sent to the terminal
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("tests/run-suite.sh: JOBS is $'1\\r': ", 0) == 0);
 }
 
 TEST_CASE("run-suite.sh: deletes only the files it wrote, in a folder it made") {

@@ -369,14 +369,14 @@ case "${1:-}" in
         exit $?
         ;;
     -*)
-        echo "gpu-check.sh: unknown option $1 (see the comment at its top)" >&2
+        echo "gpu-check.sh: unknown option ${1@Q} (see the comment at its top)" >&2
         exit 2
         ;;
 esac
 
 DEADLINE=${GPU_CHECK_SECONDS:-$PLAN_BUDGET}
 if ! [[ $DEADLINE =~ ^[0-9]+$ ]] || [ "$DEADLINE" -lt 1 ]; then
-    echo "gpu-check.sh: GPU_CHECK_SECONDS=$DEADLINE: give a whole number of seconds" >&2
+    echo "gpu-check.sh: GPU_CHECK_SECONDS=${DEADLINE@Q}: give a whole number of seconds" >&2
     exit 2
 fi
 if ! plan=$(check_plan); then
