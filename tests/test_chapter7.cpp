@@ -69,6 +69,8 @@ TEST_CASE("translate: syllables and malformed words") {
     CHECK(kn::syllables("만오천") == std::vector<std::string>{"만", "오", "천"});
     CHECK(kn::syllables("").empty());
     CHECK_THROWS_AS(kn::syllables("\xEB\xA7"), std::invalid_argument);  // cut inside 만
+    CHECK_THROWS_AS(kn::syllables("\xF5\x80\x80\x80"), std::invalid_argument);  // no such lead
+    CHECK_THROWS_AS(kn::syllables("\xC1\x81"), std::invalid_argument);          // an overlong 'A'
     CHECK(kn::syllable_set().size() == 13);
     for (const char* bad : {"일십", "일만", "십십", "천만", "이삼", "", "영", "오a"})
         CHECK_THROWS_AS(kn::from_words(bad), std::invalid_argument);

@@ -89,6 +89,13 @@ TEST_CASE("cli: quote() keeps a value on one line and out of the terminal's cont
     CHECK(cli::quote("\xc2\x9b"
                      "2J") == "'\\xc2\\x9b2J'");               // C1 CSI: escaped
     CHECK(cli::quote("\xff\xe0\x80") == "'\\xff\\xe0\\x80'");  // not UTF-8
+    // Nor these: leads 0xF5-0xFF, beyond U+10FFFF, overlong forms, a surrogate.
+    CHECK(cli::quote("\xf8\x80\x80") == "'\\xf8\\x80\\x80'");
+    CHECK(cli::quote("\xf5\x80\x80\x80") == "'\\xf5\\x80\\x80\\x80'");
+    CHECK(cli::quote("\xf4\x90\x80\x80") == "'\\xf4\\x90\\x80\\x80'");
+    CHECK(cli::quote("\xc1\x81\xe0\x80\xaf") == "'\\xc1\\x81\\xe0\\x80\\xaf'");
+    CHECK(cli::quote("\xed\xa0\x80") == "'\\xed\\xa0\\x80'");
+    CHECK(cli::quote("\xf0\x9f\x98\x80") == "'\xf0\x9f\x98\x80'");  // U+1F600 stays
 }
 
 TEST_CASE("cli: a bad value is shown quoted and escaped, in one line") {

@@ -374,6 +374,16 @@ TEST_CASE("plot: a missing font ends with one line naming the package") {
     CHECK_NOTHROW(plot::check_font());
 }
 
+TEST_CASE("plot: a title's bytes that are not UTF-8 are not a letter") {
+    // "\xC1\x81", an overlong 'A', draws as two bad bytes (term::decode_utf8 decodes).
+    auto png = [](const std::string& title) {
+        plot::Figure fig(2, 1, 50);
+        fig.subplot(1, 1, 0).set_title(title);
+        return fig.png_bytes();
+    };
+    CHECK(png("\xC1\x81") != png("A"));
+}
+
 TEST_CASE("plot: bad arguments are refused with a message") {
     plot::Figure fig(2, 2, 50);
     plot::Axes& ax = fig.subplot(1, 2, 0);

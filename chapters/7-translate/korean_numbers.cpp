@@ -1,5 +1,7 @@
 #include "chapters/7-translate/korean_numbers.h"
 
+#include "common/program/terminal.h"
+
 #include <stdexcept>
 
 namespace korean_numbers {
@@ -29,21 +31,12 @@ std::string to_words(int64_t n) {
 std::vector<std::string> syllables(const std::string& text) {
     std::vector<std::string> out;
     for (size_t i = 0; i < text.size();) {
-        unsigned char c = static_cast<unsigned char>(text[i]);
-        size_t len = c < 0x80           ? 1
-                     : (c >> 5) == 0x6  ? 2
-                     : (c >> 4) == 0xE  ? 3
-                     : (c >> 3) == 0x1E ? 4
-                                        : 0;
-        if (len == 0 || i + len > text.size())
-            throw std::invalid_argument("syllables: malformed UTF-8 at byte " + std::to_string(i) +
+        const size_t at = i;
+        char32_t c;
+        if (!term::decode_utf8(text, i, c))
+            throw std::invalid_argument("syllables: malformed UTF-8 at byte " + std::to_string(at) +
                                         " of \"" + text + "\"");
-        for (size_t k = 1; k < len; k++)
-            if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2)
-                throw std::invalid_argument("syllables: malformed UTF-8 at byte " +
-                                            std::to_string(i + k) + " of \"" + text + "\"");
-        out.push_back(text.substr(i, len));
-        i += len;
+        out.push_back(text.substr(at, i - at));
     }
     return out;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/plot/internal.h"
+#include "common/program/terminal.h"
 
 // Static copies: another file of the project may define the same stb implementations.
 #define STBTT_STATIC
@@ -67,25 +68,12 @@ const Font& get_font() {
     return ref;
 }
 
+// The code points of s; a byte that does not start a well-formed character is U+FFFD.
 std::vector<int> utf8_decode(const std::string& s) {
     std::vector<int> out;
     for (size_t i = 0; i < s.size();) {
-        unsigned char c = s[i];
-        int cp = 0xFFFD, n = 1;
-        if (c < 0x80) cp = c;
-        else if ((c >> 5) == 6) cp = c & 0x1F, n = 2;
-        else if ((c >> 4) == 14) cp = c & 0x0F, n = 3;
-        else if ((c >> 3) == 30) cp = c & 0x07, n = 4;
-        if (n > 1) {
-            if (i + n > s.size()) n = 1, cp = 0xFFFD;
-            for (int k = 1; k < n; ++k) {
-                unsigned char d = s[i + k];
-                if ((d >> 6) != 2) { n = 1, cp = 0xFFFD; break; }
-                cp = (cp << 6) | (d & 0x3F);
-            }
-        }
-        out.push_back(cp);
-        i += n;
+        char32_t c;
+        out.push_back(term::decode_utf8(s, i, c) ? int(c) : 0xFFFD);
     }
     return out;
 }

@@ -2,6 +2,7 @@
 
 #include "common/memory.h"
 #include "common/program/atomic_file.h"
+#include "common/program/terminal.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -121,23 +122,15 @@ std::string quote(const std::string& s) {
             continue;
         }
         // A UTF-8 sequence: kept when well formed and not a C1 control (U+0080..U+009F).
-        const int len = b >= 0xF0 && b < 0xF5 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 && b < 0xE0 ? 2 : 0;
-        const char32_t least = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;  // no overlong form
-        bool ok = len > 0 && i + len <= s.size();
-        char32_t c = len == 2 ? b & 0x1F : len == 3 ? b & 0x0F : b & 0x07;
-        for (int k = 1; ok && k < len; k++) {
-            const unsigned char t = (unsigned char)s[i + k];
-            ok = (t & 0xC0) == 0x80;
-            c = (c << 6) | (t & 0x3F);
-        }
-        ok = ok && c >= least && c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF) && c >= 0xA0;
-        if (!ok) {
+        size_t next = i;
+        char32_t c;
+        if (!term::decode_utf8(s, next, c) || c < 0xA0) {
             hex(b);
             i++;
             continue;
         }
-        out.append(s, i, size_t(len));
-        i += size_t(len);
+        out.append(s, i, next - i);
+        i = next;
     }
     return out + "'";
 }
