@@ -637,6 +637,11 @@ TEST_CASE("flashcards: display width of mixed Hangul and ASCII, and wrapping by 
     CHECK(term::display_width("🤖") == 2);
     CHECK(term::display_width("─│╭") == 3);            // box drawing: narrow
     CHECK(term::codepoint_width(0x1b) == -1);
+    // Zero width, as a terminal draws them: format characters (Cf: the bidi isolates U+2066 and
+    // U+2069, an interlinear annotation anchor, a tag), nonspacing and enclosing marks (Mn, Me)
+    // in any block; a prepended concatenation mark (Cf, U+0600) shows.
+    CHECK(term::display_width("a\u2066b\u2069c\uFFF9\U000E0001\U0001D167\U00011A01\u20DD") == 3);
+    CHECK(term::codepoint_width(0x0600) == 1);
 
     // Wrapping: each line at most the width, no text lost, list items hang.
     std::string text =
