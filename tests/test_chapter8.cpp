@@ -1615,6 +1615,33 @@ TEST_CASE("ablations: a FIFO or a device where a kept record goes stops the run 
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("ablations: out of memory, one line that names the problem") {
+    if (*PROJECT_RUNNER) {
+        MESSAGE("skipped: under " PROJECT_RUNNER " a limit would hold the runner too");
+        return;
+    }
+#if defined(__SANITIZE_ADDRESS__)
+    MESSAGE("skipped: ASan maps terabytes of shadow memory and opens files of its own");
+    return;
+#endif
+    const std::string tmp = "/tmp/transformer-test-ablations-limit-" + std::to_string(::getpid());
+    auto under = [&](const std::string& limit) {  // stderr of two runs under `ulimit LIMIT`
+        const std::string cmd = "exec </dev/null >/dev/null 2>" + tmp + ".err && ulimit " +
+                                limit + " && exec " + testutil::program_command("8-ablations") +
+                                " --runs base,nb-4 --seeds 1 --scale 0.001 --no-figures "
+                                "--partial-dir " + tmp;
+        CHECK(WEXITSTATUS(std::system(cmd.c_str())) == 1);
+        const std::string err = testutil::read_file_abs(tmp + ".err");
+        std::remove((tmp + ".err").c_str());
+        std::filesystem::remove_all(tmp);
+        return err;
+    };
+    // The runs' std::bad_alloc, in chapter 7's words (cli::error_text).
+    const std::string err = under("-v 50000");
+    CHECK_MESSAGE(err.find("base/0: out of memory: the sizes asked for need more than this "
+                           "machine has; use smaller values") != std::string::npos, err);
+}
+
 TEST_CASE("ablations: only the full default run writes the committed summary and figures") {
     const std::string dir = "/tmp/transformer-test-partial-" + std::to_string(::getpid());
     std::filesystem::remove_all(dir);

@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
                               .causal = opt.mask_name == "causal"},
                              opt.plain);
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "1-self-attention: error: %s\n", e.what());
+            std::fprintf(stderr, "1-self-attention: error: %s\n", cli::error_text(e));
             return 1;
         }
     }
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
             Tensor causal = scaled_dot_product_attention(Q, K, V, causal_mask(n)).second;
             draw_figure(plain, causal, opt.figure_dir + "/1-self-attention.png");
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "1-self-attention: error: %s\n", e.what());
+            std::fprintf(stderr, "1-self-attention: error: %s\n", cli::error_text(e));
             status = 1;
         }
     }

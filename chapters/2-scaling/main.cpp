@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
         try {
             draw_figure(dks, rows, opt.n_keys, opt.figure_dir + "/2-scaling.png");
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "2-scaling: error: %s\n", e.what());
+            std::fprintf(stderr, "2-scaling: error: %s\n", cli::error_text(e));
             return 1;
         }
     }

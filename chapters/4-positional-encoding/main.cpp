@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
         try {
             draw_figure(opt.figure_dir + "/4-positional-encoding.png");
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "4-positional-encoding: error: %s\n", e.what());
+            std::fprintf(stderr, "4-positional-encoding: error: %s\n", cli::error_text(e));
             return 1;
         }
     }

@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
         try {
             draw_figure(fig_post, fig_pre, opt.figure_dir + "/5-blocks.png");
         } catch (const std::exception& e) {  // said, and the decoder's section still prints
-            std::fprintf(stderr, "5-blocks: error: %s\n", e.what());
+            std::fprintf(stderr, "5-blocks: error: %s\n", cli::error_text(e));
             status = 1;
         }
     }

@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
                 cuda_cells.push_back(row);
             }
         } catch (const std::exception& e) {  // a CUDA error, or a kernel refusing its input
-            std::fprintf(stderr, "6-cost: error: %s\n", e.what());
+            std::fprintf(stderr, "6-cost: error: %s\n", cli::error_text(e));
             return 1;
         }
     }
@@ -304,7 +304,7 @@ int main(int argc, char** argv) {
                 cfg.seq_lens, cells, memory_mb, cfg.device == "cuda" ? "GPU" : "CPU",
                 cfg.figure_dir + (cfg.device == "cuda" ? "/6-cost-cuda.png" : "/6-cost.png"));
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "6-cost: error: %s\n", e.what());
+            std::fprintf(stderr, "6-cost: error: %s\n", cli::error_text(e));
             return 1;
         }
     }

@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
             model = std::move(l.model);
             losses = std::move(l.losses);
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "7-translate: error: %s\n", e.what());
+            std::fprintf(stderr, "7-translate: error: %s\n", cli::error_text(e));
             return 1;
         }
     } else {
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
         try {
             save_model(opt.save_path, *model, mc, losses);
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "7-translate: error: %s\n", e.what());
+            std::fprintf(stderr, "7-translate: error: %s\n", cli::error_text(e));
             return 1;
         }
         std::printf("가중치를 %s에 저장했습니다\n", opt.save_path.c_str());
@@ -217,7 +217,7 @@ int main(int argc, char** argv) {
         try {
             draw_figure(losses, *model, example, opt.figure_dir + "/7-translate.png");
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "7-translate: error: %s\n", e.what());
+            std::fprintf(stderr, "7-translate: error: %s\n", cli::error_text(e));
             return 1;
         }
     }
@@ -294,7 +294,7 @@ Options::Options(int argc, char** argv) {
         try {
             serialize::check_writable(save_path);
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "7-translate: error: %s\n", e.what());
+            std::fprintf(stderr, "7-translate: error: %s\n", cli::error_text(e));
             std::exit(1);
         }
     }

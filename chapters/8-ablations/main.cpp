@@ -85,7 +85,7 @@ void check_output(const cli::Parser& cli, const std::string& summary,
             serialize::check_writable(seeds_path(summary));
         }
     } catch (const std::exception& e) {
-        cli.fail("--summary " + summary + ": " + e.what());
+        cli.fail("--summary " + summary + ": " + cli::error_text(e));
     }
 }
 
@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
                 "배율)\n",
                 reused, keep_dir.c_str());
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "8-ablations: error: %s\n", e.what());
+        std::fprintf(stderr, "8-ablations: error: %s\n", cli::error_text(e));
         return 1;
     }
     Records r;
@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
         try {
             draw();
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "8-ablations: error: %s\n", e.what());
+            std::fprintf(stderr, "8-ablations: error: %s\n", cli::error_text(e));
             status = 1;
         }
     };
@@ -292,7 +292,7 @@ int main(int argc, char** argv) {
             atomic_file::write(summary, summary_tsv(cmp), {.create_folders = false});
             atomic_file::write(seeds_path(summary), seeds_tsv(r, cmp), {.create_folders = false});
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "8-ablations: error: %s\n", e.what());
+            std::fprintf(stderr, "8-ablations: error: %s\n", cli::error_text(e));
             status = 1;
         }
     }

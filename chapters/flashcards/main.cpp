@@ -249,7 +249,7 @@ int main(int argc, char** argv) {
         return 1;
     } catch (const std::exception& e) {
         std::fflush(stdout);
-        std::fprintf(stderr, "flashcards: %s\n", e.what());
+        std::fprintf(stderr, "flashcards: %s\n", cli::error_text(e));
         return 1;
     }
 }

@@ -181,6 +181,17 @@ std::string shortest(double v) {
 
 char g_program[64] = "program";  // for the handler below, which may run when memory is gone
 
+}  // namespace
+
+const char* error_text(const std::exception& e) {
+    if (dynamic_cast<const std::bad_alloc*>(&e))
+        return "out of memory: the sizes asked for need more than this machine has; use "
+               "smaller values";
+    return e.what();
+}
+
+namespace {
+
 // An exception nobody caught ends the program with one line, not "terminate called after
 // throwing an instance of 'std::bad_alloc'" and a core dump. Most often it is std::bad_alloc:
 // sizes larger than the machine can hold. What the program printed before is flushed first:
@@ -190,12 +201,8 @@ char g_program[64] = "program";  // for the handler below, which may run when me
     const char* message = "unknown error";
     try {
         if (std::exception_ptr e = std::current_exception()) std::rethrow_exception(e);
-    } catch (const std::bad_alloc&) {
-        message = "out of memory: the sizes asked for need more than this machine has; use "
-                  "smaller values";
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "%s: error: %s\n", g_program, e.what());
-        std::_Exit(1);
+        message = error_text(e);
     } catch (...) {
     }
     std::fprintf(stderr, "%s: error: %s\n", g_program, message);

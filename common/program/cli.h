@@ -27,6 +27,7 @@
 // written; if not (a full disk, an I/O error) it prints
 // "<program>: error: cannot write output: <reason>" and the exit code is 1.
 #pragma once
+#include <exception>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -112,6 +113,9 @@ bool parse_int_list(const std::string& s, std::vector<int>& out,
 // stdout is flushed and checked, and a failed write ends the program with exit code 1 and
 // "<program>: error: cannot write output: <reason>".
 void check_stdout_at_exit(const std::string& program);
+// What an error line says of an exception: its what(), but "out of memory: ..." for
+// std::bad_alloc (whose what() is "std::bad_alloc"), as an uncaught one ends a program.
+const char* error_text(const std::exception& e);
 // For a loop that prints as it reads its input (a line mode): flushes stdout now and, where a
 // write failed, ends the program as the exit check does (exit code 1, "<program>: error:
 // cannot write output: <reason>") instead of reading on with nowhere to print: `yes 3 |

@@ -22,6 +22,7 @@
 
 #include "common/kernels/parallel.h"
 #include "common/program/atomic_file.h"
+#include "common/program/cli.h"
 #include "common/program/read_file.h"
 #include "common/program/terminal.h"
 
@@ -99,7 +100,7 @@ bool parse_record_line(const std::string& line, Record& record) {
         write_all(fd, format_record(r));
         ::_exit(0);
     } catch (const std::exception& e) {
-        write_all(fd, std::string("ERR ") + e.what() + "\n");
+        write_all(fd, std::string("ERR ") + cli::error_text(e) + "\n");
         ::_exit(1);
     }
 }
