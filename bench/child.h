@@ -33,9 +33,9 @@ constexpr int TIMED_OUT = 124;
 // Runs argv (argv[0] looked up on PATH when it has no '/') with `env` added to this process's
 // environment, calls on_line for each line of its stdout (its stderr is ours); returns its exit
 // status, 128 + the signal's number when a signal ended it, 127 when it could not be started,
-// -1 when no child could be made, TIMED_OUT when it ran past timeout_s seconds (> 0; 0: no
-// limit): it is then killed (SIGKILL), so a peer that hangs costs the benchmark its limit and
-// no more. The child gets SIGKILL when this process ends (Linux: the
+// -1 when no child could be made (said on stderr, with the reason), TIMED_OUT when it ran past
+// timeout_s seconds (> 0; 0: no limit): it is then killed (SIGKILL), so a peer that hangs costs
+// the benchmark its limit and no more. The child gets SIGKILL when this process ends (Linux: the
 // parent-death signal): a SIGTERM from a process manager reaches the benchmark alone, and its
 // peer would otherwise run on, re-parented to init, timing for nobody (a PyTorch peer then ends
 // in a BrokenPipeError, an OpenBLAS child keeps every core busy). SIGKILL, not SIGTERM: a peer
@@ -66,20 +66,26 @@ inline int run_child(const std::vector<std::string>& argv,
     // fd: the child's stdout; failed: closed by a successful exec (O_CLOEXEC), or carrying the
     // errno of a failed one, which the parent puts into words (strerror is not for a child).
     int fd[2], failed[2];
-    if (::pipe(fd) != 0) return -1;
+    auto no_child = [&](int err) {  // said here: the caller knows only the -1
+        std::fprintf(stderr, "%s: cannot start it: %s\n", argv[0].c_str(), std::strerror(err));
+        return -1;
+    };
+    if (::pipe(fd) != 0) return no_child(errno);
     if (::pipe2(failed, O_CLOEXEC) != 0) {
+        const int err = errno;
         ::close(fd[0]);
         ::close(fd[1]);
-        return -1;
+        return no_child(err);
     }
     std::fflush(stdout);
     std::fflush(stderr);
     [[maybe_unused]] const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
+        const int err = errno;
         for (int f : {fd[0], fd[1], failed[0], failed[1]})
             ::close(f);
-        return -1;
+        return no_child(err);
     }
     if (pid == 0) {
 #if defined(__linux__)

@@ -1615,7 +1615,7 @@ TEST_CASE("ablations: a FIFO or a device where a kept record goes stops the run 
     std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("ablations: out of memory, one line that names the problem") {
+TEST_CASE("ablations: out of memory or of open files, one line that names the problem") {
     if (*PROJECT_RUNNER) {
         MESSAGE("skipped: under " PROJECT_RUNNER " a limit would hold the runner too");
         return;
@@ -1626,20 +1626,24 @@ TEST_CASE("ablations: out of memory, one line that names the problem") {
 #endif
     const std::string tmp = "/tmp/transformer-test-ablations-limit-" + std::to_string(::getpid());
     auto under = [&](const std::string& limit) {  // stderr of two runs under `ulimit LIMIT`
-        const std::string cmd = "exec </dev/null >/dev/null 2>" + tmp + ".err && ulimit " +
-                                limit + " && exec " + testutil::program_command("8-ablations") +
-                                " --runs base,nb-4 --seeds 1 --scale 0.001 --no-figures "
-                                "--partial-dir " + tmp;
+        const std::string cmd = "exec </dev/null >/dev/null 2>" + tmp + ".err && ulimit " + limit +
+                                " && exec " + testutil::program_command("8-ablations") +
+                                " --runs base,nb-4 --seeds 1 --scale 0.001 --no-figures" +
+                                " --partial-dir " + tmp;
         CHECK(WEXITSTATUS(std::system(cmd.c_str())) == 1);
         const std::string err = testutil::read_file_abs(tmp + ".err");
         std::remove((tmp + ".err").c_str());
         std::filesystem::remove_all(tmp);
         return err;
     };
+    // The pipe to the second run: strerror's reason.
+    CHECK(under("-n 5") ==
+          "8-ablations: error: cannot create a pipe for a job: Too many open files\n");
     // The runs' std::bad_alloc, in chapter 7's words (cli::error_text).
     const std::string err = under("-v 50000");
     CHECK_MESSAGE(err.find("base/0: out of memory: the sizes asked for need more than this "
-                           "machine has; use smaller values") != std::string::npos, err);
+                           "machine has; use smaller values") != std::string::npos,
+                  err);
 }
 
 TEST_CASE("ablations: only the full default run writes the committed summary and figures") {

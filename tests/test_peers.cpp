@@ -19,6 +19,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <vector>
 
@@ -37,6 +38,31 @@ TEST_CASE("peers: a child past its time limit is killed, and said so") {
     CHECK(lines == std::vector<std::string>{"a\n", "b"});
     lines.clear();
     CHECK(bench::run_child({"sh", "-c", "kill -SEGV $$"}, {}, keep, 30) == 128 + SIGSEGV);
+}
+
+TEST_CASE("peers: a child that cannot be made is said, with the reason") {
+    // In a process of its own with no file descriptor to spare, run_child's pipe fails.
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::dup2(fds[1], STDERR_FILENO);
+        const rlimit three{3, 3};  // stdin, stdout, stderr
+        ::setrlimit(RLIMIT_NOFILE, &three);
+        std::_Exit(bench::run_child({"true"}, {}, [](const std::string&) {}) == -1 ? 0 : 1);
+    }
+    ::close(fds[1]);
+    std::string err;
+    char buf[256];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+        err.append(buf, size_t(n));
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(err == "true: cannot start it: Too many open files\n");
 }
 
 namespace {

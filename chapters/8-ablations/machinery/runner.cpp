@@ -265,11 +265,15 @@ std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool sh
     while (next < order.size() || !running.empty()) {
         while (next < order.size() && int(running.size()) < std::max(1, parallel)) {
             int fds[2];
-            if (::pipe(fds) != 0) throw std::runtime_error("cannot create a pipe for a job");
+            if (::pipe(fds) != 0)
+                throw std::runtime_error(std::string("cannot create a pipe for a job: ") +
+                                         std::strerror(errno));
             const size_t j = order[next++];
             [[maybe_unused]] const pid_t parent = ::getpid();
             const pid_t pid = ::fork();
-            if (pid < 0) throw std::runtime_error("cannot start a process for " + jobs[j].name);
+            if (pid < 0)
+                throw std::runtime_error("cannot start a process for " + jobs[j].name + ": " +
+                                         std::strerror(errno));
             if (pid == 0) {
 #if defined(__linux__)
                 // A run outlives nothing: when 8-ablations ends (Ctrl-C reaches the whole
@@ -292,7 +296,8 @@ std::vector<Record> run_jobs(const std::vector<Job>& jobs, int parallel, bool sh
         for (const Running& r : running)
             pfds.push_back({r.fd, POLLIN, 0});
         if (::poll(pfds.data(), pfds.size(), 500) < 0 && errno != EINTR)
-            throw std::runtime_error("poll failed while waiting for the jobs");
+            throw std::runtime_error(std::string("poll failed while waiting for the jobs: ") +
+                                     std::strerror(errno));
         for (size_t k = 0; k < running.size();) {
             Running& r = running[k];
             char buf[65536];
