@@ -124,6 +124,12 @@ float* TensorImpl::grad_data() {
     return grad->data();
 }
 
+float* TensorImpl::grad_data(bool& fresh) {
+    fresh = !grad;
+    if (fresh) grad = std::make_shared<mem::Buffer<float>>(size_t(numel), mem::uninit);
+    return grad->data();
+}
+
 Tensor& Tensor::requires_grad_(bool on) {
     checked(impl).requires_grad = on;
     return *this;

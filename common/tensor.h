@@ -80,7 +80,11 @@ struct TensorImpl {
     const char* op = "leaf";
     std::vector<std::shared_ptr<TensorImpl>> parents;
     BackwardFn backward;
-    float* grad_data();
+    float* grad_data();  // the gradient buffer, allocated zeroed on first use
+    // For a backward that writes every element of this gradient: the buffer, allocated without
+    // the zero fill when there is none yet. Then `fresh` is true and the caller stores (=) what
+    // it would add (+=): the same values, with no pass over the buffer to zero it first.
+    float* grad_data(bool& fresh);
 };
 
 // Records `out` as produced by `op` from `inputs` when gradients are wanted: if grad mode is on

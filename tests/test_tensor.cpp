@@ -1,5 +1,6 @@
 // common/tensor + ops: forward values on hand-computed cases, and every op's backward against
 // central finite differences.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -283,6 +284,42 @@ TEST_CASE("autograd: a reused node accumulates, and a second backward after zero
         CHECK_FALSE((a * 2.0f).requires_grad());
     }
     CHECK((a * 2.0f).requires_grad());
+}
+
+TEST_CASE("autograd: a gradient a backward writes whole is right in memory that held garbage") {
+    // Where a backward writes every element of an input's gradient, the new buffer is not zero
+    // filled but stored into (TensorImpl::grad_data(fresh)). Blocks of 1 MiB and up are reused
+    // (common/memory.h): filled with NaN and freed before the backward, they are what its new
+    // gradients get, and a backward that added into one would give NaN where zeros give numbers.
+    const int64_t n = 256 * 1024;  // floats: 1 MiB, every big tensor below
+    auto gradients = [&](float garbage) {
+        Tensor x = random_tensor({256, 1024}, 1), w = random_tensor({1024}, 2),
+               b = random_tensor({1024}, 3), B = random_tensor({4, 64, 64}, 4),
+               W = random_tensor({64, 64}, 5), W2 = random_tensor({64, 64}, 6);
+        Tensor mask = Tensor::zeros({1024}), R = random_tensor({4096, 64}, 7);
+        for (int64_t j = 0; j < 1024; j += 3) mask.data()[j] = 1;
+        Tensor h = relu(layer_norm(x, w, b)) * x / 3.0f;       // unary, same shapes, a scalar
+        h = softmax(masked_fill(h, mask, 0.5f), -1);           // a mask broadcast over rows
+        h = permute(reshape(h, {4, 64, 1024}), {0, 2, 1});     // (4, 1024, 64)
+        h = reshape(matmul(h, B), {4096, 64});                 // batched products
+        h = linear(matmul(h, W2), W);                          // a flat product, a linear
+        Tensor loss = sum(h * R);
+        {
+            std::vector<mem::Buffer<float>> blocks;
+            for (int k = 0; k < 24; k++) {
+                blocks.emplace_back(size_t(n), mem::uninit);
+                std::fill(blocks.back().data(), blocks.back().data() + n, garbage);
+            }
+        }  // freed: kept for reuse
+        loss.backward();
+        std::vector<float> out;
+        for (const Tensor* t : {&x, &w, &b, &B, &W, &W2})
+            for (float g : t->grad().to_vector()) out.push_back(g);
+        return out;
+    };
+    const std::vector<float> clean = gradients(0.0f), dirty = gradients(NAN);
+    CHECK(std::all_of(clean.begin(), clean.end(), [](float g) { return std::isfinite(g); }));
+    CHECK(dirty == clean);
 }
 
 TEST_CASE("autograd: a reshape shares its input's gradient only where that is the whole of it") {
