@@ -525,6 +525,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
     out.impl->shape = s;
     out.impl->numel = x.numel();
     out.impl->data = x.impl->data;  // same storage, same element order
+    out.impl->offset = x.impl->offset;
     out.impl->view = true;          // and so the same gradient (Tensor::backward may share it)
     return record(out, "reshape", {x}, [x](TensorImpl& self) {
         bool fresh;
@@ -975,8 +976,22 @@ Tensor slice(const Tensor& x, int dim, int64_t start, int64_t end, int64_t step)
 }
 
 Tensor select(const Tensor& x, int64_t i) {
-    Shape rest(x.shape().begin() + 1, x.shape().end());
-    return reshape(slice(x, 0, i, i + 1), rest);
+    if (x.dim() < 1 || i < 0 || i >= x.size(0))
+        fail("select", "index " + std::to_string(i) + " out of range for shape " +
+                           shape_str(x.shape()));
+    Tensor out;
+    out.impl = std::make_shared<TensorImpl>();
+    out.impl->shape.assign(x.shape().begin() + 1, x.shape().end());
+    out.impl->numel = numel_of(out.impl->shape);
+    out.impl->data = x.impl->data;  // part i of x's elements, in place
+    out.impl->offset = x.impl->offset + i * out.impl->numel;
+    return record(out, "select", {x}, [x, i](TensorImpl& self) {
+        const float* g = self.grad->data();
+        float* gx = grad_of(x) + i * self.numel;
+        const int64_t n = self.numel;
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) gx[j] += g[j];
+    });
 }
 
 void slice_assign(Tensor& dst, int dim, int64_t start, int64_t step, const Tensor& src) {

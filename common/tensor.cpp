@@ -85,8 +85,8 @@ TensorImpl& checked(const std::shared_ptr<TensorImpl>& p) {
 
 const Shape& Tensor::shape() const { return checked(impl).shape; }
 int64_t Tensor::numel() const { return checked(impl).numel; }
-float* Tensor::data() { return checked(impl).data->data(); }
-const float* Tensor::data() const { return checked(impl).data->data(); }
+float* Tensor::data() { return checked(impl).data->data() + impl->offset; }
+const float* Tensor::data() const { return checked(impl).data->data() + impl->offset; }
 
 int64_t Tensor::size(int d) const {
     int n = dim();
@@ -155,6 +155,7 @@ Tensor Tensor::detach() const {
     t.impl->shape = shape();
     t.impl->numel = numel();
     t.impl->data = impl->data;
+    t.impl->offset = impl->offset;
     return t;
 }
 

@@ -220,6 +220,12 @@ TEST_CASE("autograd: matmul, linear and shape ops") {
     gradcheck({x}, [](auto& v) { return permute(v[0], {2, 0, 1}); }, "permute");
     gradcheck({x}, [](auto& v) { return unsqueeze(v[0], 1); }, "unsqueeze");
     gradcheck({x}, [](auto& v) { return index_select(v[0], {1, 0, 1}); }, "index_select");
+    // select is a view: part i of its input's storage, and its gradient goes to that part
+    gradcheck({x}, [](auto& v) { return select(v[0], 1) * select(v[0], 0); }, "select");
+    CHECK(select(x, 1).data() == x.data() + 15);
+    CHECK(select(select(x, 1), 2).data() == x.data() + 25);
+    CHECK(select(reshape(select(x, 1), {5, 3}), 1).to_vector() ==
+          std::vector<float>(x.data() + 18, x.data() + 21));
     gradcheck(
         {W},
         [](auto& v) {
