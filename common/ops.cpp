@@ -760,20 +760,22 @@ namespace {
 constexpr int LN_ROWS = 8;
 
 // Mean and 1/std of rows r0..r0+n of x (R, D), into mean_rstd (2 per row); n is a template
-// argument so the interleaved loops over the rows are unrolled.
+// argument so the interleaved loops over the rows are unrolled. cols: room for n * D floats.
 template <int n>
-void ln_row_stats(const float* x, int64_t D, int64_t r0, float eps, float* mean_rstd) {
-    const float* row[n];
+void ln_row_stats(const float* x, int64_t D, int64_t r0, float eps, float* mean_rstd,
+                  float* cols) {
+    // The n rows side by side, (D, n): column j of them is the run cols[j * n, j * n + n), so
+    // each interleaved step below reads one vector, where reading the rows in place would take
+    // n loads a row apart (a gather) for every step of each sum.
+    for (int r = 0; r < n; r++)
+        for (int64_t j = 0; j < D; j++) cols[j * n + r] = x[(r0 + r) * D + j];
     double m[n], v[n];
-    for (int r = 0; r < n; r++) {
-        row[r] = x + (r0 + r) * D;
-        m[r] = v[r] = 0;
-    }
+    for (int r = 0; r < n; r++) m[r] = v[r] = 0;
     for (int64_t j = 0; j < D; j++)
-        for (int r = 0; r < n; r++) m[r] += row[r][j];
+        for (int r = 0; r < n; r++) m[r] += cols[j * n + r];
     for (int r = 0; r < n; r++) m[r] /= double(D);
     for (int64_t j = 0; j < D; j++)
-        for (int r = 0; r < n; r++) v[r] += (row[r][j] - m[r]) * (row[r][j] - m[r]);
+        for (int r = 0; r < n; r++) v[r] += (cols[j * n + r] - m[r]) * (cols[j * n + r] - m[r]);
     for (int r = 0; r < n; r++) {
         v[r] /= double(D);  // biased variance, as torch
         mean_rstd[2 * (r0 + r)] = float(m[r]);
@@ -808,26 +810,31 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
     const float* bias = b.defined() ? b.data() : nullptr;    // (D) or none
     float* o = out.data();
     const int64_t blocks = R / LN_ROWS;  // full blocks; the last R % LN_ROWS rows one by one
-#pragma omp parallel for if (x.numel() > PARALLEL)
-    for (int64_t k = 0; k < blocks + R % LN_ROWS; k++) {
-        const int64_t r0 = k < blocks ? k * LN_ROWS : blocks * LN_ROWS + (k - blocks);
-        const int n = k < blocks ? LN_ROWS : 1;
-        if (n == LN_ROWS) ln_row_stats<LN_ROWS>(in, D, r0, eps, mean_rstd->data());
-        else ln_row_stats<1>(in, D, r0, eps, mean_rstd->data());
-        for (int64_t r = r0; r < r0 + n; r++) {
-            const float* row = in + r * D;
-            float* y = o + r * D;
-            const float m = (*mean_rstd)[2 * r], rstd = (*mean_rstd)[2 * r + 1];
-            // Three passes over the row (it stays in L1), each one rounding: the scale and the
-            // shift are never fused into one multiply-add, which would round differently.
+#pragma omp parallel if (x.numel() > PARALLEL)
+    {
+        std::vector<float> cols(size_t(LN_ROWS * D));  // ln_row_stats's room, one per thread
+#pragma omp for
+        for (int64_t k = 0; k < blocks + R % LN_ROWS; k++) {
+            const int64_t r0 = k < blocks ? k * LN_ROWS : blocks * LN_ROWS + (k - blocks);
+            const int n = k < blocks ? LN_ROWS : 1;
+            float* stats = mean_rstd->data();
+            if (n == LN_ROWS) ln_row_stats<LN_ROWS>(in, D, r0, eps, stats, cols.data());
+            else ln_row_stats<1>(in, D, r0, eps, stats, cols.data());
+            for (int64_t r = r0; r < r0 + n; r++) {
+                const float* row = in + r * D;
+                float* y = o + r * D;
+                const float m = (*mean_rstd)[2 * r], rstd = (*mean_rstd)[2 * r + 1];
+                // Three passes over the row (it stays in L1), each one rounding: the scale and
+                // the shift are never fused into one multiply-add, which would round differently.
 #pragma omp simd
-            for (int64_t j = 0; j < D; j++) y[j] = (row[j] - m) * rstd;
-            if (weight)
+                for (int64_t j = 0; j < D; j++) y[j] = (row[j] - m) * rstd;
+                if (weight)
 #pragma omp simd
-                for (int64_t j = 0; j < D; j++) y[j] *= weight[j];
-            if (bias)
+                    for (int64_t j = 0; j < D; j++) y[j] *= weight[j];
+                if (bias)
 #pragma omp simd
-                for (int64_t j = 0; j < D; j++) y[j] += bias[j];
+                    for (int64_t j = 0; j < D; j++) y[j] += bias[j];
+            }
         }
     }
     return record(out, "layer_norm", {x, w, b}, [x, w, b, R, D, mean_rstd](TensorImpl& self) {

@@ -255,6 +255,23 @@ TEST_CASE("autograd: a tensor used twice, by one op or by several, gets every te
         "an intermediate used three times");
 }
 
+TEST_CASE("tensor: layer_norm's rows summed side by side give each row's own bits") {
+    // layer_norm takes the statistics of 8 rows at once (their columns side by side), the rows
+    // past the last 8 one at a time: each row must come out as it does alone.
+    for (int64_t D : {64, 37}) {
+        const Tensor x = random_tensor({9, D}, 21, -3, 5), w = random_tensor({D}, 22),
+                     b = random_tensor({D}, 23);
+        const std::vector<float> all = layer_norm(x, w, b).to_vector();
+        for (int64_t r = 0; r < 9; r++) {
+            CAPTURE(D);
+            CAPTURE(r);
+            const Tensor row = Tensor::from({x.data() + r * D, x.data() + (r + 1) * D}, {1, D});
+            CHECK(layer_norm(row, w, b).to_vector() ==
+                  std::vector<float>(all.begin() + r * D, all.begin() + (r + 1) * D));
+        }
+    }
+}
+
 TEST_CASE("autograd: softmax, masking, reductions, layer_norm, cross_entropy") {
     Tensor s = random_tensor({2, 4, 4}, 21, -2, 2);
     gradcheck({s}, [](auto& v) { return softmax(v[0], -1); }, "softmax");
