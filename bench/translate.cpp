@@ -6,12 +6,18 @@
 // peer reads, so both sides run the same token ids in the same order. A step is what
 // translate::train does per batch: the teacher-forced loss, backward, Adam's update, zero_grad.
 // Each side reports the median of --steps timed steps after --warmup untimed ones.
+// Ours is also set against its FLOPs (bench/step_flops.h, from each batch's padded shapes): a
+// step's time over the time its products take at the one-thread multiply-add peak
+// (bench/peak.h), measured before and after the timed steps; the median over the steps.
 // --d-model, --heads and --layers time chapter 8's other shapes (e.g. 256, 1, 1) on both sides.
 //
+//   chapter 7 step FLOPs: P GFLOP in products, E elementwise; ... ours F.FFx its FLOP time
 //   chapter 7 training step: ours X ms, PyTorch Y ms (R.RRx)      R = Y / X
 #include "bench/child.h"
 #include "bench/median.h"
 #include "bench/openblas.h"
+#include "bench/peak.h"
+#include "bench/step_flops.h"
 #include "chapters/7-translate/train.h"
 #include "common/kernels/parallel.h"
 #include "common/optim.h"
@@ -145,6 +151,7 @@ int main(int argc, char** argv) {
     auto model = make_model(mc);
     optim::Adam adam(model->parameters());
     std::vector<double> ms;  // (steps) the timed steps
+    const double peak_before = bench::peak_gflops(1);
     for (int s = 0; s < warmup + steps; s++) {
         const auto t0 = std::chrono::steady_clock::now();
         Tensor loss = batch_loss(*model, batches[size_t(s)]);
@@ -155,14 +162,32 @@ int main(int argc, char** argv) {
                               std::chrono::steady_clock::now() - t0).count();
         if (s >= warmup) ms.push_back(dt);
     }
+    const double peak = (peak_before + bench::peak_gflops(1)) / 2;  // GFLOP/s
     const double ours = bench::median(ms);
     int64_t tokens = 0;
     for (const Batch& b : batches) tokens += b.tokens;
+    // Each timed step over its products' time at the peak; the mean FLOPs of a timed step.
+    std::vector<double> ratio;
+    bench::StepFlops mean;
+    for (int s = warmup; s < warmup + steps; s++) {
+        const Batch& b = batches[size_t(s)];
+        const bench::StepFlops f = bench::step_flops(b.B, b.S, b.T, mc.d_model, mc.heads,
+                                                     mc.layers, TGT_VOCAB,
+                                                     model->num_parameters());
+        ratio.push_back(ms[size_t(s - warmup)] / (f.products / (peak * 1e6)));
+        mean.products += f.products / steps;
+        mean.elementwise += f.elementwise / steps;
+    }
 
     std::printf("chapter 7's model: %d + %d %s blocks, d_model %d, %d heads, batch 64, "
                 "%.1f real tokens a batch; one thread each, median of %d steps after %d\n",
                 mc.layers, mc.layers, placement_name(mc.placement), mc.d_model, mc.heads,
                 double(tokens) / double(batches.size()), steps, warmup);
+    std::printf("chapter 7 step FLOPs: %.3f GFLOP in products (GEMMs, attention's two), %.3f "
+                "elementwise; the products at the one-thread multiply-add peak (%.1f GFLOP/s "
+                "around the steps) take %.2f ms: ours %.2fx its FLOP time\n",
+                mean.products * 1e-9, mean.elementwise * 1e-9, peak,
+                mean.products / (peak * 1e6), bench::median(ratio));
     if (no_peer) {
         std::printf("chapter 7 training step: ours %.1f ms\n", ours);
         return 0;

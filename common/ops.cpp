@@ -34,6 +34,28 @@ float* grad_of(const Tensor& t) {
     return t.defined() && t.impl->requires_grad ? t.impl->grad_data() : nullptr;
 }
 
+// The same for a backward that writes every element of the input's gradient once: `fresh` says
+// the buffer was allocated just now, unfilled (TensorImpl::grad_data(fresh)), and is to be
+// stored into rather than added to.
+float* grad_whole(const Tensor& t, bool& fresh) {
+    fresh = false;
+    return t.defined() && t.impl->requires_grad ? t.impl->grad_data(fresh) : nullptr;
+}
+
+// Runs body(store) with `store` a type that says whether its writes into a gradient store (a
+// fresh buffer) or add, so each loop in it is compiled both ways, with no test per element;
+// put(store, g, v) is the write.
+template <class F>
+void with_store(bool fresh, F body) {
+    if (fresh) body(std::true_type{});
+    else body(std::false_type{});
+}
+template <bool Store>
+void put(std::bool_constant<Store>, float& dst, float v) {
+    if constexpr (Store) dst = v;
+    else dst += v;
+}
+
 constexpr int64_t PARALLEL = 1 << 15;  // elementwise loops below this size stay serial
 
 // ---- broadcasting ----------------------------------------------------------------------------
@@ -134,6 +156,9 @@ Tensor binary(const Tensor& a, const Tensor& b, const char* op, F f, DA dfa, DB 
     if (bc.kind == Broadcast::same) {
 #pragma omp parallel for simd if (bc.n > PARALLEL)
         for (int64_t i = 0; i < bc.n; i++) o[i] = f(x[i], y[i]);
+    } else if (bc.kind == Broadcast::b_suffix && bc.nb == 1) {  // a scalar b
+#pragma omp simd
+        for (int64_t i = 0; i < bc.n; i++) o[i] = f(x[i], y[0]);
     } else if (bc.kind == Broadcast::b_suffix) {
         for (int64_t r = 0; r < bc.n; r += bc.nb)
 #pragma omp simd
@@ -143,25 +168,46 @@ Tensor binary(const Tensor& a, const Tensor& b, const char* op, F f, DA dfa, DB 
     }
     return record(out, op, {a, b}, [a, b, bc, dfa, dfb](TensorImpl& self) {
         const float *x = a.data(), *y = b.data(), *g = self.grad->data();
-        float *ga = grad_of(a), *gb = grad_of(b);
         const int64_t n = bc.n, nb = bc.nb;
         // Each gradient element receives its terms in the same order as the general loop below
         // (gb[j]: run after run), so the vector loops change no result.
         if (bc.kind == Broadcast::same) {
+            // a and b may be one tensor (x + x): its buffer, fresh for a, is added to for b.
+            bool fresh_a, fresh_b;
+            float* ga = grad_whole(a, fresh_a);
+            float* gb = grad_whole(b, fresh_b);
             if (ga)
+                with_store(fresh_a, [&](auto store) {
 #pragma omp simd
-                for (int64_t i = 0; i < n; i++) ga[i] += g[i] * dfa(x[i], y[i]);
+                    for (int64_t i = 0; i < n; i++) put(store, ga[i], g[i] * dfa(x[i], y[i]));
+                });
             if (gb)
+                with_store(fresh_b, [&](auto store) {
 #pragma omp simd
-                for (int64_t i = 0; i < n; i++) gb[i] += g[i] * dfb(x[i], y[i]);
-        } else if (bc.kind == Broadcast::b_suffix) {
-            for (int64_t r = 0; r < n && ga; r += nb)
+                    for (int64_t i = 0; i < n; i++) put(store, gb[i], g[i] * dfb(x[i], y[i]));
+                });
+            return;
+        }
+        float* gb = grad_of(b);
+        if (bc.kind == Broadcast::b_suffix) {
+            bool fresh;
+            float* ga = grad_whole(a, fresh);
+            if (ga)
+                with_store(fresh, [&](auto store) {
+                    if (nb == 1)  // a scalar b
 #pragma omp simd
-                for (int64_t j = 0; j < nb; j++) ga[r + j] += g[r + j] * dfa(x[r + j], y[j]);
+                        for (int64_t i = 0; i < n; i++) put(store, ga[i], g[i] * dfa(x[i], y[0]));
+                    else
+                        for (int64_t r = 0; r < n; r += nb)
+#pragma omp simd
+                            for (int64_t j = 0; j < nb; j++)
+                                put(store, ga[r + j], g[r + j] * dfa(x[r + j], y[j]));
+                });
             for (int64_t r = 0; r < n && gb; r += nb)
 #pragma omp simd
                 for (int64_t j = 0; j < nb; j++) gb[j] += g[r + j] * dfb(x[r + j], y[j]);
         } else {
+            float* ga = grad_of(a);
             for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) {
                 if (ga) ga[ia] += g[i] * dfa(x[ia], y[ib]);
                 if (gb) gb[ib] += g[i] * dfb(x[ia], y[ib]);
@@ -181,16 +227,20 @@ Tensor unary(const Tensor& x, const char* op, F f, DF df) {
     for (int64_t i = 0; i < n; i++) o[i] = f(in[i]);
     return record(out, op, {x}, [x, df](TensorImpl& self) {
         const float *in = x.data(), *o = self.data->data(), *g = self.grad->data();
-        float* gx = grad_of(x);
+        bool fresh;
+        float* gx = grad_whole(x, fresh);
         const int64_t n = self.numel;  // a local, so the stores to gx cannot change it
-        #pragma omp simd
-        for (int64_t i = 0; i < n; i++) gx[i] += g[i] * df(in[i], o[i]);
+        with_store(fresh, [&](auto store) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) put(store, gx[i], g[i] * df(in[i], o[i]));
+        });
     });
 }
 
-// Copies src (shape in_shape) permuted by dims into dst, or accumulates the inverse (dst += ).
+// Copies src (shape in_shape) permuted by dims into dst, or (inverse) the other way: adds src,
+// laid out permuted, into dst, or stores it there where `store`.
 void permute_copy(const float* src, const Shape& in_shape, const std::vector<int>& dims, float* dst,
-                  bool inverse_accumulate) {
+                  bool inverse, bool store = false) {
     size_t nd = dims.size();
     std::vector<int64_t> in_stride(nd, 1), out_shape(nd), stride(nd);
     for (size_t d = nd - 1; d-- > 0;) in_stride[d] = in_stride[d + 1] * in_shape[d + 1];
@@ -216,7 +266,13 @@ void permute_copy(const float* src, const Shape& in_shape, const std::vector<int
             float* row_dst = dst + r * inner;
             // Rows are short (d_head = 16 floats when the attention splits its heads): plain
             // vector loops, not a memcpy call per row.
-            if (inverse_accumulate) {
+            if (inverse && store) {
+                if (s_inner == 1)
+#pragma omp simd
+                    for (int64_t k = 0; k < inner; k++) dst[off + k] = row_src[k];
+                else
+                    for (int64_t k = 0; k < inner; k++) dst[off + k * s_inner] = row_src[k];
+            } else if (inverse) {
                 if (s_inner == 1)
 #pragma omp simd
                     for (int64_t k = 0; k < inner; k++) dst[off + k] += row_src[k];
@@ -378,28 +434,35 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     }
     return record(out, "matmul", {a, b}, [a, b, bc, flat, rowsA, M, N, K](TensorImpl& self) {
         const float *A = a.data(), *B = b.data(), *G = self.grad->data();
-        float *gA = grad_of(a), *gB = grad_of(b);
+        // Each batch of a and b takes one product's gradient, unless broadcast: then the
+        // gradients are whole, and a fresh one is stored into (beta = 0) rather than added to.
+        // (a and b one tensor: a's fresh buffer is b's to add to, region by region after a's.)
+        const bool whole = flat || bc.kind == Broadcast::same;
+        bool fresh_a = false, fresh_b = false;
+        float* gA = whole ? grad_whole(a, fresh_a) : grad_of(a);
+        float* gB = whole ? grad_whole(b, fresh_b) : grad_of(b);
+        const float beta_a = fresh_a ? 0.0f : 1.0f, beta_b = fresh_b ? 0.0f : 1.0f;
         if (flat) {
             // dA = G @ B^T, dB = A^T @ G over all rows at once.
             if (gA) sgemm(false, true, int(rowsA), int(K), int(N), 1.0f, G, int(N), B, int(N),
-                          1.0f, gA, int(K));
+                          beta_a, gA, int(K));
             if (gB) sgemm(true, false, int(K), int(N), int(rowsA), 1.0f, A, int(K), G, int(N),
-                          1.0f, gB, int(N));
+                          beta_b, gB, int(N));
             return;
         }
         const bool small = M <= SMALL_DIM && N <= SMALL_DIM && K <= SMALL_DIM;
         for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) {
             if (small) {
                 if (gA) small_matmul(false, true, M, K, N, G + i * M * N, B + ib * K * N,
-                                     gA + ia * M * K, true);
+                                     gA + ia * M * K, !fresh_a);
                 if (gB) small_matmul(true, false, K, N, M, A + ia * M * K, G + i * M * N,
-                                     gB + ib * K * N, true);
+                                     gB + ib * K * N, !fresh_b);
                 return;
             }
             if (gA) sgemm(false, true, int(M), int(K), int(N), 1.0f, G + i * M * N, int(N),
-                          B + ib * K * N, int(N), 1.0f, gA + ia * M * K, int(K));
+                          B + ib * K * N, int(N), beta_a, gA + ia * M * K, int(K));
             if (gB) sgemm(true, false, int(K), int(N), int(M), 1.0f, A + ia * M * K, int(K),
-                          G + i * M * N, int(N), 1.0f, gB + ib * K * N, int(N));
+                          G + i * M * N, int(N), beta_b, gB + ib * K * N, int(N));
         });
     });
 }
@@ -428,9 +491,10 @@ Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
     }
     return record(out, "linear", {x, W, b}, [x, W, b, rows, in, outf](TensorImpl& self) {
         const float* G = self.grad->data();  // (rows, out)
-        if (float* gx = grad_of(x))
+        bool fresh;
+        if (float* gx = grad_whole(x, fresh))  // fresh: beta = 0, C unread
             sgemm(false, false, int(rows), int(in), int(outf), 1.0f, G, int(outf), W.data(),
-                  int(in), 1.0f, gx, int(in));
+                  int(in), fresh ? 0.0f : 1.0f, gx, int(in));
         if (float* gW = grad_of(W))
             sgemm(true, false, int(outf), int(in), int(rows), 1.0f, G, int(outf), x.data(),
                   int(in), 1.0f, gW, int(in));
@@ -461,13 +525,17 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
     out.impl->shape = s;
     out.impl->numel = x.numel();
     out.impl->data = x.impl->data;  // same storage, same element order
+    out.impl->offset = x.impl->offset;
     out.impl->view = true;          // and so the same gradient (Tensor::backward may share it)
     return record(out, "reshape", {x}, [x](TensorImpl& self) {
-        float* gx = grad_of(x);
+        bool fresh;
+        float* gx = grad_whole(x, fresh);
         const float* g = self.grad->data();
         const int64_t n = self.numel;
-        #pragma omp simd
-        for (int64_t i = 0; i < n; i++) gx[i] += g[i];
+        if (fresh) std::memcpy(gx, g, size_t(n) * sizeof(float));
+        else
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) gx[i] += g[i];
     });
 }
 
@@ -500,7 +568,9 @@ Tensor permute(const Tensor& x, const std::vector<int>& dims_in) {
             grad_of(x)[0] += self.grad->data()[0];
             return;
         }
-        permute_copy(self.grad->data(), x.shape(), dims, grad_of(x), true);
+        bool fresh;
+        float* gx = grad_whole(x, fresh);
+        permute_copy(self.grad->data(), x.shape(), dims, gx, true, fresh);
     });
 }
 
@@ -543,14 +613,17 @@ Tensor softmax(const Tensor& x, int dim) {
     return record(out, "softmax", {x}, [x, R, C](TensorImpl& self) {
         // dx = p * (g - sum_j g_j p_j): the Jacobian diag(p) - p p^T applied to g.
         const float *p = self.data->data(), *g = self.grad->data();
-        float* gx = grad_of(x);
+        bool fresh;
+        float* gx = grad_whole(x, fresh);
+        with_store(fresh, [&](auto store) {
 #pragma omp parallel for if (R * C > PARALLEL)
-        for (int64_t r = 0; r < R; r++) {
-            double dot = 0;
-            for (int64_t j = 0; j < C; j++) dot += double(g[r * C + j]) * p[r * C + j];
-            for (int64_t j = 0; j < C; j++)
-                gx[r * C + j] += p[r * C + j] * (g[r * C + j] - float(dot));
-        }
+            for (int64_t r = 0; r < R; r++) {
+                double dot = 0;
+                for (int64_t j = 0; j < C; j++) dot += double(g[r * C + j]) * p[r * C + j];
+                for (int64_t j = 0; j < C; j++)
+                    put(store, gx[r * C + j], p[r * C + j] * (g[r * C + j] - float(dot)));
+            }
+        });
     });
 }
 
@@ -584,15 +657,32 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value) {
     if (bc.out != x.shape())
         fail("masked_fill", "mask " + shape_str(mask.shape()) + " does not broadcast to " +
                                 shape_str(x.shape()));
+    // Row by row along x's last dim (C): the mask's row for each x row comes from broadcasting
+    // the dims before it, and inside a row the mask steps by 1 (its last dim is C) or 0 (1).
+    const int64_t C = x.dim() ? x.size(-1) : 1;
+    const Shape x_rows(x.shape().begin(), x.shape().end() - (x.dim() ? 1 : 0));
+    const Shape m_rows(mask.shape().begin(), mask.shape().end() - (mask.dim() ? 1 : 0));
+    const int64_t step = mask.dim() && mask.size(-1) == C ? 1 : 0, m_len = step ? C : 1;
+    const Broadcast rows = broadcast(x_rows, m_rows, "masked_fill");
     Tensor out = Tensor::uninitialized(x.shape());
     const float *in = x.data(), *m = mask.data();
     float* o = out.data();
-    for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) { o[i] = m[ib] != 0 ? value : in[ia]; });
-    return record(out, "masked_fill", {x}, [x, mask, bc](TensorImpl& self) {
+    for_each(rows, [&](int64_t r, int64_t, int64_t mr) {
+        const float* mrow = m + mr * m_len;
+#pragma omp simd
+        for (int64_t j = 0; j < C; j++) o[r * C + j] = mrow[j * step] != 0 ? value : in[r * C + j];
+    });
+    return record(out, "masked_fill", {x}, [x, mask, rows, C, step, m_len](TensorImpl& self) {
         const float *m = mask.data(), *g = self.grad->data();
-        float* gx = grad_of(x);
-        for_each(bc, [&](int64_t i, int64_t ia, int64_t ib) {
-            if (m[ib] == 0) gx[ia] += g[i];
+        bool fresh;
+        float* gx = grad_whole(x, fresh);
+        with_store(fresh, [&](auto store) {
+            for_each(rows, [&](int64_t r, int64_t, int64_t mr) {
+                const float* mrow = m + mr * m_len;
+#pragma omp simd
+                for (int64_t j = 0; j < C; j++)
+                    put(store, gx[r * C + j], mrow[j * step] != 0 ? 0.0f : g[r * C + j]);
+            });
         });
     });
 }
@@ -670,20 +760,22 @@ namespace {
 constexpr int LN_ROWS = 8;
 
 // Mean and 1/std of rows r0..r0+n of x (R, D), into mean_rstd (2 per row); n is a template
-// argument so the interleaved loops over the rows are unrolled.
+// argument so the interleaved loops over the rows are unrolled. cols: room for n * D floats.
 template <int n>
-void ln_row_stats(const float* x, int64_t D, int64_t r0, float eps, float* mean_rstd) {
-    const float* row[n];
+void ln_row_stats(const float* x, int64_t D, int64_t r0, float eps, float* mean_rstd,
+                  float* cols) {
+    // The n rows side by side, (D, n): column j of them is the run cols[j * n, j * n + n), so
+    // each interleaved step below reads one vector, where reading the rows in place would take
+    // n loads a row apart (a gather) for every step of each sum.
+    for (int r = 0; r < n; r++)
+        for (int64_t j = 0; j < D; j++) cols[j * n + r] = x[(r0 + r) * D + j];
     double m[n], v[n];
-    for (int r = 0; r < n; r++) {
-        row[r] = x + (r0 + r) * D;
-        m[r] = v[r] = 0;
-    }
+    for (int r = 0; r < n; r++) m[r] = v[r] = 0;
     for (int64_t j = 0; j < D; j++)
-        for (int r = 0; r < n; r++) m[r] += row[r][j];
+        for (int r = 0; r < n; r++) m[r] += cols[j * n + r];
     for (int r = 0; r < n; r++) m[r] /= double(D);
     for (int64_t j = 0; j < D; j++)
-        for (int r = 0; r < n; r++) v[r] += (row[r][j] - m[r]) * (row[r][j] - m[r]);
+        for (int r = 0; r < n; r++) v[r] += (cols[j * n + r] - m[r]) * (cols[j * n + r] - m[r]);
     for (int r = 0; r < n; r++) {
         v[r] /= double(D);  // biased variance, as torch
         mean_rstd[2 * (r0 + r)] = float(m[r]);
@@ -718,32 +810,39 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
     const float* bias = b.defined() ? b.data() : nullptr;    // (D) or none
     float* o = out.data();
     const int64_t blocks = R / LN_ROWS;  // full blocks; the last R % LN_ROWS rows one by one
-#pragma omp parallel for if (x.numel() > PARALLEL)
-    for (int64_t k = 0; k < blocks + R % LN_ROWS; k++) {
-        const int64_t r0 = k < blocks ? k * LN_ROWS : blocks * LN_ROWS + (k - blocks);
-        const int n = k < blocks ? LN_ROWS : 1;
-        if (n == LN_ROWS) ln_row_stats<LN_ROWS>(in, D, r0, eps, mean_rstd->data());
-        else ln_row_stats<1>(in, D, r0, eps, mean_rstd->data());
-        for (int64_t r = r0; r < r0 + n; r++) {
-            const float* row = in + r * D;
-            float* y = o + r * D;
-            const float m = (*mean_rstd)[2 * r], rstd = (*mean_rstd)[2 * r + 1];
-            // Three passes over the row (it stays in L1), each one rounding: the scale and the
-            // shift are never fused into one multiply-add, which would round differently.
+#pragma omp parallel if (x.numel() > PARALLEL)
+    {
+        std::vector<float> cols(size_t(LN_ROWS * D));  // ln_row_stats's room, one per thread
+#pragma omp for
+        for (int64_t k = 0; k < blocks + R % LN_ROWS; k++) {
+            const int64_t r0 = k < blocks ? k * LN_ROWS : blocks * LN_ROWS + (k - blocks);
+            const int n = k < blocks ? LN_ROWS : 1;
+            float* stats = mean_rstd->data();
+            if (n == LN_ROWS) ln_row_stats<LN_ROWS>(in, D, r0, eps, stats, cols.data());
+            else ln_row_stats<1>(in, D, r0, eps, stats, cols.data());
+            for (int64_t r = r0; r < r0 + n; r++) {
+                const float* row = in + r * D;
+                float* y = o + r * D;
+                const float m = (*mean_rstd)[2 * r], rstd = (*mean_rstd)[2 * r + 1];
+                // Three passes over the row (it stays in L1), each one rounding: the scale and
+                // the shift are never fused into one multiply-add, which would round differently.
 #pragma omp simd
-            for (int64_t j = 0; j < D; j++) y[j] = (row[j] - m) * rstd;
-            if (weight)
+                for (int64_t j = 0; j < D; j++) y[j] = (row[j] - m) * rstd;
+                if (weight)
 #pragma omp simd
-                for (int64_t j = 0; j < D; j++) y[j] *= weight[j];
-            if (bias)
+                    for (int64_t j = 0; j < D; j++) y[j] *= weight[j];
+                if (bias)
 #pragma omp simd
-                for (int64_t j = 0; j < D; j++) y[j] += bias[j];
+                    for (int64_t j = 0; j < D; j++) y[j] += bias[j];
+            }
         }
     }
     return record(out, "layer_norm", {x, w, b}, [x, w, b, R, D, mean_rstd](TensorImpl& self) {
         const float *in = x.data(), *g = self.grad->data();
         const float* weight = w.defined() ? w.data() : nullptr;  // (D) or none
-        float *gx = grad_of(x), *gw = grad_of(w), *gb = grad_of(b);
+        float *gw = grad_of(w), *gb = grad_of(b);
+        bool fresh;
+        float* gx = grad_whole(x, fresh);
         std::vector<float> xhat(LN_ROWS * D), dxhat(LN_ROWS * D);  // (LN_ROWS, D) each
         double s1[LN_ROWS], s2[LN_ROWS];  // per row: sum of dxhat, of dxhat * xhat
         for (int64_t r0 = 0; r0 < R; r0 += LN_ROWS) {
@@ -776,8 +875,12 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
                 const float m1 = float(s1[r] / double(D)), m2 = float(s2[r] / double(D));
                 const float *xh = xhat.data() + r * D, *dxh = dxhat.data() + r * D;
                 float* gxr = gx + (r0 + r) * D;
+                if (fresh)
 #pragma omp simd
-                for (int64_t j = 0; j < D; j++) gxr[j] += rstd * (dxh[j] - m1 - xh[j] * m2);
+                    for (int64_t j = 0; j < D; j++) gxr[j] = rstd * (dxh[j] - m1 - xh[j] * m2);
+                else
+#pragma omp simd
+                    for (int64_t j = 0; j < D; j++) gxr[j] += rstd * (dxh[j] - m1 - xh[j] * m2);
             }
         }
     });
@@ -880,8 +983,22 @@ Tensor slice(const Tensor& x, int dim, int64_t start, int64_t end, int64_t step)
 }
 
 Tensor select(const Tensor& x, int64_t i) {
-    Shape rest(x.shape().begin() + 1, x.shape().end());
-    return reshape(slice(x, 0, i, i + 1), rest);
+    if (x.dim() < 1 || i < 0 || i >= x.size(0))
+        fail("select", "index " + std::to_string(i) + " out of range for shape " +
+                           shape_str(x.shape()));
+    Tensor out;
+    out.impl = std::make_shared<TensorImpl>();
+    out.impl->shape.assign(x.shape().begin() + 1, x.shape().end());
+    out.impl->numel = numel_of(out.impl->shape);
+    out.impl->data = x.impl->data;  // part i of x's elements, in place
+    out.impl->offset = x.impl->offset + i * out.impl->numel;
+    return record(out, "select", {x}, [x, i](TensorImpl& self) {
+        const float* g = self.grad->data();
+        float* gx = grad_of(x) + i * self.numel;
+        const int64_t n = self.numel;
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) gx[j] += g[j];
+    });
 }
 
 void slice_assign(Tensor& dst, int dim, int64_t start, int64_t step, const Tensor& src) {

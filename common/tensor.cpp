@@ -85,8 +85,8 @@ TensorImpl& checked(const std::shared_ptr<TensorImpl>& p) {
 
 const Shape& Tensor::shape() const { return checked(impl).shape; }
 int64_t Tensor::numel() const { return checked(impl).numel; }
-float* Tensor::data() { return checked(impl).data->data(); }
-const float* Tensor::data() const { return checked(impl).data->data(); }
+float* Tensor::data() { return checked(impl).data->data() + impl->offset; }
+const float* Tensor::data() const { return checked(impl).data->data() + impl->offset; }
 
 int64_t Tensor::size(int d) const {
     int n = dim();
@@ -124,6 +124,12 @@ float* TensorImpl::grad_data() {
     return grad->data();
 }
 
+float* TensorImpl::grad_data(bool& fresh) {
+    fresh = !grad;
+    if (fresh) grad = std::make_shared<mem::Buffer<float>>(size_t(numel), mem::uninit);
+    return grad->data();
+}
+
 Tensor& Tensor::requires_grad_(bool on) {
     checked(impl).requires_grad = on;
     return *this;
@@ -149,6 +155,7 @@ Tensor Tensor::detach() const {
     t.impl->shape = shape();
     t.impl->numel = numel();
     t.impl->data = impl->data;
+    t.impl->offset = impl->offset;
     return t;
 }
 

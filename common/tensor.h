@@ -6,8 +6,8 @@
 //   Tensor attn = softmax(scores, -1);
 //   loss.backward();  W_Q.grad()                       // gradients accumulate with +=
 //
-// Storage is row-major and contiguous. `reshape` shares storage; `transpose`/`permute` copy
-// (simple beats clever here). Every op's backward sits next to its forward in ops.cpp.
+// Storage is row-major and contiguous. `reshape` and `select` share storage; `transpose`/`permute`
+// copy (simple beats clever here). Every op's backward sits next to its forward in ops.cpp.
 // A shape mismatch throws std::invalid_argument naming the op and both shapes.
 #pragma once
 #include <cstdint>
@@ -73,14 +73,19 @@ using BackwardFn = std::function<void(TensorImpl& out)>;
 struct TensorImpl {
     Shape shape;
     int64_t numel = 0;
-    std::shared_ptr<mem::Buffer<float>> data;  // shared between reshape views
+    std::shared_ptr<mem::Buffer<float>> data;  // shared between views (reshape, select)
+    int64_t offset = 0;  // where this tensor's elements start in data: a select's view
     std::shared_ptr<mem::Buffer<float>> grad;  // same element order as data; a view may share it
     bool requires_grad = false;
     bool view = false;  // reshape: parents[0]'s elements in the same order (see backward)
     const char* op = "leaf";
     std::vector<std::shared_ptr<TensorImpl>> parents;
     BackwardFn backward;
-    float* grad_data();
+    float* grad_data();  // the gradient buffer, allocated zeroed on first use
+    // For a backward that writes every element of this gradient: the buffer, allocated without
+    // the zero fill when there is none yet. Then `fresh` is true and the caller stores (=) what
+    // it would add (+=): the same values, with no pass over the buffer to zero it first.
+    float* grad_data(bool& fresh);
 };
 
 // Records `out` as produced by `op` from `inputs` when gradients are wanted: if grad mode is on
@@ -161,7 +166,8 @@ Tensor index_select(const Tensor& x, const std::vector<int64_t>& index);
 Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids, const Shape& ids_shape);
 // x[..., start:end:step] along dim (Python's pe[:, 0::2]); end = -1 means "to the end".
 Tensor slice(const Tensor& x, int dim, int64_t start, int64_t end = -1, int64_t step = 1);
-// x[i] along dim 0 (Python's qkv[0]): the remaining dims, sharing nothing with x.
+// x[i] along dim 0 (Python's qkv[0]): the remaining dims, a view of x's storage (as torch's),
+// so that splitting a tensor into parts copies nothing.
 Tensor select(const Tensor& x, int64_t i);
 Tensor concat(const std::vector<Tensor>& xs, int dim);
 // dst[..., start::step] = src along dim, in place and without history (building constants).

@@ -1,9 +1,11 @@
 // common/tensor + ops: forward values on hand-computed cases, and every op's backward against
 // central finite differences.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
 #include "chapters/1-self-attention/attention.h"
+#include "common/kernels/parallel.h"
 #include "common/tensor.h"
 #include "tests/util.h"
 
@@ -219,6 +221,12 @@ TEST_CASE("autograd: matmul, linear and shape ops") {
     gradcheck({x}, [](auto& v) { return permute(v[0], {2, 0, 1}); }, "permute");
     gradcheck({x}, [](auto& v) { return unsqueeze(v[0], 1); }, "unsqueeze");
     gradcheck({x}, [](auto& v) { return index_select(v[0], {1, 0, 1}); }, "index_select");
+    // select is a view: part i of its input's storage, and its gradient goes to that part
+    gradcheck({x}, [](auto& v) { return select(v[0], 1) * select(v[0], 0); }, "select");
+    CHECK(select(x, 1).data() == x.data() + 15);
+    CHECK(select(select(x, 1), 2).data() == x.data() + 25);
+    CHECK(select(reshape(select(x, 1), {5, 3}), 1).to_vector() ==
+          std::vector<float>(x.data() + 18, x.data() + 21));
     gradcheck(
         {W},
         [](auto& v) {
@@ -246,6 +254,23 @@ TEST_CASE("autograd: a tensor used twice, by one op or by several, gets every te
             return layer_norm(h, Tensor(), Tensor()) + matmul(h, h) + h;
         },
         "an intermediate used three times");
+}
+
+TEST_CASE("tensor: layer_norm's rows summed side by side give each row's own bits") {
+    // layer_norm takes the statistics of 8 rows at once (their columns side by side), the rows
+    // past the last 8 one at a time: each row must come out as it does alone.
+    for (int64_t D : {64, 37}) {
+        const Tensor x = random_tensor({9, D}, 21, -3, 5), w = random_tensor({D}, 22),
+                     b = random_tensor({D}, 23);
+        const std::vector<float> all = layer_norm(x, w, b).to_vector();
+        for (int64_t r = 0; r < 9; r++) {
+            CAPTURE(D);
+            CAPTURE(r);
+            const Tensor row = Tensor::from({x.data() + r * D, x.data() + (r + 1) * D}, {1, D});
+            CHECK(layer_norm(row, w, b).to_vector() ==
+                  std::vector<float>(all.begin() + r * D, all.begin() + (r + 1) * D));
+        }
+    }
 }
 
 TEST_CASE("autograd: softmax, masking, reductions, layer_norm, cross_entropy") {
@@ -283,6 +308,45 @@ TEST_CASE("autograd: a reused node accumulates, and a second backward after zero
         CHECK_FALSE((a * 2.0f).requires_grad());
     }
     CHECK((a * 2.0f).requires_grad());
+}
+
+TEST_CASE("autograd: a gradient a backward writes whole is right in memory that held garbage") {
+    // Where a backward writes every element of an input's gradient, the new buffer is not zero
+    // filled but stored into (TensorImpl::grad_data(fresh)). Blocks of 1 MiB and up are reused
+    // (common/memory.h): filled with NaN and freed before the backward, they are what its new
+    // gradients get, and a backward that added into one would give NaN where zeros give numbers.
+    const int64_t n = 256 * 1024;  // floats: 1 MiB, every big tensor below
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);  // a thread that spins in wait costs more than these loops
+    auto gradients = [&](float garbage) {
+        Tensor x = random_tensor({256, 1024}, 1), w = random_tensor({1024}, 2),
+               b = random_tensor({1024}, 3), B = random_tensor({4, 64, 64}, 4),
+               W = random_tensor({64, 64}, 5), W2 = random_tensor({64, 64}, 6);
+        Tensor mask = Tensor::zeros({1024}), R = random_tensor({4096, 64}, 7);
+        for (int64_t j = 0; j < 1024; j += 3) mask.data()[j] = 1;
+        Tensor h = relu(layer_norm(x, w, b)) * x / 3.0f;       // unary, same shapes, a scalar
+        h = softmax(masked_fill(h, mask, 0.5f), -1);           // a mask broadcast over rows
+        h = permute(reshape(h, {4, 64, 1024}), {0, 2, 1});     // (4, 1024, 64)
+        h = reshape(matmul(h, B), {4096, 64});                 // batched products
+        h = linear(matmul(h, W2), W);                          // a flat product, a linear
+        Tensor loss = sum(h * R);
+        {
+            std::vector<mem::Buffer<float>> blocks;
+            for (int k = 0; k < 16; k++) {
+                blocks.emplace_back(size_t(n), mem::uninit);
+                std::fill(blocks.back().data(), blocks.back().data() + n, garbage);
+            }
+        }  // freed: kept for reuse
+        loss.backward();
+        std::vector<float> out;
+        for (const Tensor* t : {&x, &w, &b, &B, &W, &W2})
+            for (float g : t->grad().to_vector()) out.push_back(g);
+        return out;
+    };
+    const std::vector<float> clean = gradients(0.0f), dirty = gradients(NAN);
+    CHECK(std::all_of(clean.begin(), clean.end(), [](float g) { return std::isfinite(g); }));
+    CHECK(dirty == clean);
+    omp_set_num_threads(threads);
 }
 
 TEST_CASE("autograd: a reshape shares its input's gradient only where that is the whole of it") {

@@ -4,7 +4,8 @@
 // run without a shell, and ends with it, as a torch peer's rerun ends with the peer;
 // bench-translate names a missing temporary folder before it times, and its torch peer a bad
 // batches file; an uncaught exception keeps what stdout was given; the multiply-add peak
-// (bench/peak.h) counts only updates it ran.
+// (bench/peak.h) counts only updates it ran; bench-translate counts a step's products as torch
+// does.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 
 #include "bench/openblas.h"
 #include "bench/peak.h"
+#include "bench/step_flops.h"
 #include "common/program/cli.h"
 #include "tests/child.h"
 #include "tests/util.h"
@@ -334,6 +336,15 @@ TEST_CASE("yardstick: the multiply-add peak runs every update it counts") {
     const double g = bench::peak_gflops(2, 0.002, 1);
     CHECK(std::isfinite(g));
     CHECK(g > 0);
+}
+
+TEST_CASE("bench-translate: a step's products are the FLOPs torch counts for it") {
+    // torch 1.13's aten mm, addmm and bmm, 2 M N K each, over one step (forward and backward) of
+    // chapters/7-translate/peer_torch.py's model at these shapes: the same model, counted by
+    // another hand. Heads, vocabulary and parameters change no product.
+    CHECK(bench::step_flops(64, 10, 7, 64, 4, 2, 13, 0).products == 772'448'256.0);
+    CHECK(bench::step_flops(64, 9, 8, 64, 4, 2, 13, 0).products == 772'571'136.0);
+    CHECK(bench::step_flops(3, 5, 4, 64, 4, 2, 13, 0).products == 18'920'448.0);
 }
 
 TEST_CASE("bench-translate's torch peer: a bad --batches file is one line naming file and line") {

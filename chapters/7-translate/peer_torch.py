@@ -25,6 +25,11 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 import torch_blas  # noqa: E402  (bench/torch_blas.py: the BLAS under torch, named)
 
+# One thread, as ours: torch.set_num_threads(1) (below) does not reach the system's OpenBLAS
+# under Debian's torch (BLAS_INFO=generic), which starts a thread per core unless told before
+# it loads.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
 try:
     import torch
     import torch.nn as nn
