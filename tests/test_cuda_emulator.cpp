@@ -114,6 +114,28 @@ TEST_CASE("cuda emulator: one __syncthreads line through a helper from two arms 
           }).empty());
 }
 
+// The barrier check compares the places addr2line names, whole: in a checkout at a path with a
+// space, a place cut at its first space would make every barrier call one.
+TEST_CASE("cuda emulator: addr2line's places keep a file name's spaces") {
+    const std::string file = "/tmp/내 작업/transformer/tests/emu_kernels.cpp";
+    const std::string helper = "inlined_barrier_helper(int*, int)\n" + file +
+                               ":41 (discriminator 2)\nhelper_barrier_kernel(int*, bool)\n";
+    const auto frames = emu::parse_frames("0x00000000000012a4\n" + helper + file +
+                                              ":56\n0x00000000000012f0\n" + helper + file +
+                                              ":60 (discriminator 1)\n0x0000000000001300\n??\n"
+                                              "??:0\n",
+                                          3);
+    REQUIRE(frames.size() == 3);
+    REQUIRE(frames[0].size() == 2);
+    REQUIRE(frames[1].size() == 2);
+    CHECK(frames[0][0].func == "inlined_barrier_helper(int*, int)");
+    CHECK(frames[0][0].place == file + ":41");
+    CHECK(frames[0][1].func == "helper_barrier_kernel(int*, bool)");
+    CHECK(frames[0][1].place == file + ":56");
+    CHECK(frames[1][1].place == file + ":60");
+    CHECK(frames[2].empty());
+}
+
 TEST_CASE("cuda emulator: misuse is reported, not hung") {
     gpu::Buffer<int> out(64);
     CHECK_THROWS_WITH_AS(launch_kernel(divergent_barrier_kernel, dim3(1), dim3(32), 0, out.data()),
