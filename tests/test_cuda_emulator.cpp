@@ -433,7 +433,8 @@ namespace {
 // cuda/bench/gpu-check.sh with `args` (its verdict modes): exit status and output.
 std::pair<int, std::string> gpu_check(const std::string& args) {
     const std::string cmd =
-        "bash '" + std::string(PROJECT_ROOT) + "/cuda/bench/gpu-check.sh' " + args + " 2>&1";
+        "bash " + testutil::quote(std::string(PROJECT_ROOT) + "/cuda/bench/gpu-check.sh") + " " +
+        args + " 2>&1";
     std::string out;
     if (FILE* p = popen(cmd.c_str(), "r")) {
         char buf[512];
@@ -663,9 +664,9 @@ TEST_CASE("cuda emulator: gpu-check's step limits add up to within its budget") 
     CHECK(steps == 10);
     CHECK(total <= 480);
     const std::string copy = "/tmp/transformer-test-plan-" + std::to_string(getpid()) + ".sh";
-    const std::string sed = "sed 's/^    \"build 90\"/    \"build 400\"/' '" +
-                            std::string(PROJECT_ROOT) + "/cuda/bench/gpu-check.sh' > '" + copy +
-                            "'";
+    const std::string script = std::string(PROJECT_ROOT) + "/cuda/bench/gpu-check.sh";
+    const std::string sed = "sed 's/^    \"build 90\"/    \"build 400\"/' " +
+                            testutil::quote(script) + " > '" + copy + "'";
     REQUIRE(std::system(sed.c_str()) == 0);
     const std::string planted = "bash '" + copy + "' --plan >/dev/null 2>&1";
     CHECK(WEXITSTATUS(std::system(planted.c_str())) == 1);
