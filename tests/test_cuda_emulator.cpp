@@ -826,14 +826,15 @@ TEST_CASE("cuda emulator: gpu-bench --quick fails on a planted mismatch and a pl
 
 // GPU_CHECK_DIR puts every output of gpu-check under its folder, the build folder too. A dry
 // run without a GPU: stand-ins for nvidia-smi, make and nvcc (each records its arguments and
-// creates the files it is asked for) on PATH, the script run from a scratch folder that holds
-// only links to cuda/ and chapters/; afterwards nothing but the links may lie outside DIR.
+// creates the files it is asked for) on PATH, the script run from a scratch folder at a path
+// with a space that holds only links to cuda/ and chapters/ and a .gpu-deps/ (make gets it by
+// relative paths); afterwards nothing but those may lie outside DIR.
 TEST_CASE("cuda emulator: gpu-check with GPU_CHECK_DIR writes everything there, build included") {
     namespace fs = std::filesystem;
     char tmpl[] = "/tmp/transformer-gpu-check-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
-    const fs::path root = tmpl, work = root / "work", fake = root / "fake";
-    fs::create_directories(work);
+    const fs::path root = tmpl, work = root / "내 작업", fake = root / "fake";
+    fs::create_directories(work / ".gpu-deps");
     fs::create_directories(fake / "bin");
     fs::create_directory_symlink(fs::path(PROJECT_ROOT) / "cuda", work / "cuda");
     fs::create_directory_symlink(fs::path(PROJECT_ROOT) / "chapters", work / "chapters");
@@ -872,6 +873,9 @@ TEST_CASE("cuda emulator: gpu-check with GPU_CHECK_DIR writes everything there, 
     const std::string make_args = read(fake / "make.args"), nvcc_args = read(fake / "nvcc.args");
     CHECK_MESSAGE(make_args.find("BUILD=out/build ") != std::string::npos, make_args);
     CHECK_MESSAGE(make_args.find(" out/build/bin/cuda-tests") != std::string::npos, make_args);
+    CHECK_MESSAGE(make_args.find(" DOCTEST_INC=.gpu-deps/doctest STB_INC=.gpu-deps/stb "
+                                 "FONT=.gpu-deps/NanumGothic.ttf ") != std::string::npos,
+                  make_args);
     CHECK_MESSAGE(nvcc_args.find("-o out/build/bin/gpu-bench") != std::string::npos, nvcc_args);
     CHECK(fs::exists(work / "out" / "summary.txt"));
     // No compute-sanitizer and SKIP_SANITIZER=1: its four tools are named as not run.
@@ -898,7 +902,7 @@ TEST_CASE("cuda emulator: gpu-check with GPU_CHECK_DIR writes everything there, 
     std::string outside;
     for (const fs::directory_entry& e : fs::directory_iterator(work))
         if (e.path().filename() != "out" && e.path().filename() != "cuda" &&
-            e.path().filename() != "chapters")
+            e.path().filename() != "chapters" && e.path().filename() != ".gpu-deps")
             outside += e.path().filename().string() + " ";
     CHECK_MESSAGE(outside.empty(), "written outside GPU_CHECK_DIR: " << outside);
     // Without GPU_CHECK_DIR: results in gpu-check/<time>, the build in build/.
