@@ -3,6 +3,9 @@
 # `make help` lists the targets. Paths below can be overridden: `make STB_INC=/opt/stb`.
 
 SHELL      := bash
+# make runs in the checkout's root and names every path relative to it: its functions split
+# words at spaces, and the checkout's own path may hold them. An absolute path is quoted where
+# a recipe needs one (in the shell: "$$PWD/...").
 BUILD      ?= build
 CXX        ?= g++
 DOCTEST_INC ?= /usr/include/doctest
@@ -116,20 +119,20 @@ SAN_REPORT := ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:
 # GCC's two runtimes keep two report files, and UBSan's ignores log_path: tests/san/report_path.cpp,
 # linked into every program here, points both at SANITIZER_REPORT_PREFIX before main().
 SAN_FLAGS := -fsanitize=address,undefined
-SAN_REPORT_OBJ := $(abspath $(SAN_BUILD))/san/report_path.o
+SAN_REPORT_OBJ := $(SAN_BUILD)/san/report_path.o
 sanitize: ## the whole suite built with AddressSanitizer + UBSan and run (minutes: build and suite)
 	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS) $(dir $(SAN_REPORT_OBJ))
 	$(CXX) -std=c++20 -O1 -Wall -Wextra -c tests/san/report_path.cpp -o $(SAN_REPORT_OBJ)
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) \
 	    EXTRA_CXXFLAGS='$(SAN_FLAGS) -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
 	    EXTRA_LDFLAGS='$(SAN_FLAGS) $(SAN_REPORT_OBJ)' build
-	@logs=$(abspath $(SAN_LOGS)); \
-	SANITIZER_REPORT_PREFIX=$$logs/report \
-	ASAN_OPTIONS="log_path=$$logs/asan:detect_leaks=1:$$ASAN_OPTIONS" \
+	@logs="$$PWD/$(SAN_LOGS)"; \
+	SANITIZER_REPORT_PREFIX="$$logs/report" \
+	ASAN_OPTIONS="log_path='$$logs/asan':detect_leaks=1:$$ASAN_OPTIONS" \
 	UBSAN_OPTIONS="print_stacktrace=1:$$UBSAN_OPTIONS" \
 	  bash tests/run-suite.sh $(TEST_JOBS) $(SAN_BUILD)/test-logs $(SAN_BUILD)/bin/tests \
 	  $(RUNNER) | tee $(SAN_BUILD)/tests.log; status=$${PIPESTATUS[0]}; \
-	reported=$$(grep -lE '$(SAN_REPORT)' $$logs/* 2>/dev/null); \
+	reported=$$(grep -lE '$(SAN_REPORT)' $(SAN_LOGS)/* 2>/dev/null); \
 	reports=$$(cat /dev/null $$reported | grep -cE '$(SAN_REPORT)'); \
 	cases=$$(tail -1 $(SAN_BUILD)/tests.log | grep -oE '[0-9]+ of [0-9]+ test cases passed'); \
 	for f in $$reported; do echo "== $$f"; head -60 "$$f"; done; \

@@ -66,7 +66,7 @@ $(WEB_NPM): tests/web/package.json tests/web/package-lock.json | web-browser
 	@touch $@
 
 test-web: web-browser web $(WEB_NPM) ## the web pages in headless chromium (tests/web/)
-	@CHROMIUM=$(CHROMIUM) WEB=$(WEB) NODE_PATH=$(abspath $(WEB_TEST))/node_modules \
+	@CHROMIUM=$(CHROMIUM) WEB=$(WEB) NODE_PATH="$$PWD/$(WEB_TEST)/node_modules" \
 	  node --test --test-reporter=spec --test-reporter-destination=stdout \
 	  --test-reporter=tap --test-reporter-destination=$(WEB_TEST)/tap.txt tests/web/*.test.js; \
 	rc=$$?; tap=$(WEB_TEST)/tap.txt; n=$$(sed -n 's/^# tests //p' $$tap); \

@@ -22,12 +22,13 @@ struct Make {
     std::string out;  // stdout and stderr together
 };
 
-// `make -s ARGS` in the project, from an empty environment: a make that runs the tests hands
-// down its jobserver and its variables (OPENMP=0 among them, in that build).
-Make run_make(const std::string& args) {
+// `make -s ARGS` in the project (or the copy of it at root), from an empty environment: a make
+// that runs the tests hands down its jobserver and its variables (OPENMP=0 among them, in that
+// build).
+Make run_make(const std::string& args, const std::string& root = PROJECT_ROOT) {
     const std::string out = "/tmp/transformer-test-make-" + std::to_string(::getpid()) + ".out";
-    const std::string cmd = "env -i PATH=\"$PATH\" make -s -C '" + std::string(PROJECT_ROOT) +
-                            "' " + args + " >" + out + " 2>&1";
+    const std::string cmd = "env -i PATH=\"$PATH\" make -s -C " + testutil::quote(root) + " " +
+                            args + " >" + out + " 2>&1";
     const int status = std::system(cmd.c_str());
     Make m{WIFEXITED(status) ? WEXITSTATUS(status) : -1, testutil::read_file_abs(out)};
     std::remove(out.c_str());
@@ -158,6 +159,35 @@ TEST_CASE("build: what make builds beside chapter 7 are units that make test wou
     CHECK(prebuild.size() >= 5);
     for (const std::string& unit : prebuild)
         CHECK_MESSAGE(std::binary_search(all.begin(), all.end(), unit), unit);
+}
+
+TEST_CASE("build: in a checkout at a path with a space, the recipes quote the path") {
+    // make's functions split words at spaces: a recipe that hands one the checkout's absolute
+    // path names a file beside the checkout (make sanitize's object once overwrote "/tmp/내" for
+    // a checkout at "/tmp/내 작업/..."). Dry runs of make sanitize (its sub-make's build
+    // included) and emu-racecheck (the emulator's recipes) in such a checkout, a tree of links
+    // to this one's sources: wherever its path appears, a quote opens it.
+    if (std::system("command -v make >/dev/null 2>&1") != 0) {
+        MESSAGE("not run: this machine has no make");
+        return;
+    }
+    const std::string dir = "/tmp/transformer-test-space-" + std::to_string(::getpid());
+    const std::string root = dir + "/내 작업/transformer", quoted = testutil::quote(root);
+    const std::string cmd = "rm -rf '" + dir + "' && mkdir -p " + quoted + " && cd " +
+                            testutil::quote(PROJECT_ROOT) + " && cp -rs \"$PWD\"/Makefile " +
+                            "\"$PWD\"/common \"$PWD\"/chapters \"$PWD\"/cuda \"$PWD\"/bench " +
+                            "\"$PWD\"/tests " + quoted;
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    const Make m = run_make("-n NVCC= sanitize emu-racecheck", root);
+    CHECK_MESSAGE(m.exit_code == 0, m.out);
+    CHECK(m.out.find("report_path.o") != std::string::npos);  // (both recipes were reached)
+    CHECK(m.out.find("emu/cuda/sgemm.lb.ii") != std::string::npos);
+    std::filesystem::remove_all(dir);
+    for (size_t at = 0; (at = m.out.find(root, at)) != std::string::npos; at++) {
+        const size_t from = m.out.rfind('\n', at) + 1;  // (npos + 1: the first line)
+        CHECK_MESSAGE((at > 0 && (m.out[at - 1] == '\'' || m.out[at - 1] == '"')),
+                      "unquoted in: " << m.out.substr(from, m.out.find('\n', at) - from));
+    }
 }
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -70,8 +70,9 @@ size_t count(const std::string& s, const std::string& what) {
 // they are meant for is drawn). Returns the script's status.
 int pty_script(const std::string& dir, const std::string& body) {
     std::ofstream(dir + "/drive.sh")
-        << "OUT=" << dir << "/screen.out; BIN=\"" << testutil::program_command("1-self-attention")
-        << "\"; DIR=" << dir << "\n"
+        << "OUT=" << dir << "/screen.out; BIN=" << testutil::quote(testutil::program_command(
+                                                         "1-self-attention"))
+        << "; DIR=" << dir << "\n"
         << "waitfor() { for i in $(seq 400); do [ \"$(grep -aoF -- \"$1\" \"$OUT\" 2>/dev/null | "
            "wc -l)\" -ge \"$2\" ] && return 0; sleep 0.05; done; return 1; }\n"
         << body << "\n";
@@ -494,7 +495,8 @@ TEST_CASE(
         int rc = pty_script(
             dir, "(waitfor '" + ENTER_SEQ.substr(1) + "' 1; waitfor '끝내기' 1; " + way.keys +
                      "; waitfor 'icanon' 1) | TERM=xterm timeout 30 script -qec \"stty rows 24 "
-                     "cols 80; trap true INT; sh -c 'echo \\$\\$ >$DIR/pid; exec $BIN --live'; "
+                     "cols 80; trap true INT; sh -c 'echo \\$\\$ >$DIR/pid; exec \\\"\\$0\\\" "
+                     "\\\"\\$@\\\" --live' $BIN; "
                      "echo status \\$?; stty -a\" /dev/null >$OUT 2>&1");
         CHECK(rc == 0);
         std::string screen = testutil::read_file_abs(dir + "/screen.out");

@@ -261,10 +261,11 @@ TEST_CASE("chapter6: progress is one line rewritten in place on a terminal, noth
     // script(1) gives the program a pseudo-terminal; what it wrote there comes back in the
     // typescript (stdout and stderr together).
     const std::string log = "/tmp/transformer-test-6-cost-tty-" + std::to_string(::getpid());
-    const std::string cmd = "script -qec '" + testutil::program_command("6-cost") +
-                            " --seq-lens 16,32 --batch 1 --d-model 32 --heads 4 --warmup 1 "
-                            "--repeat 2 --no-figures' " +
-                            log + " >/dev/null 2>&1 </dev/null";
+    const std::string cmd = "script -qec " +
+                            testutil::quote(testutil::program_command("6-cost") +
+                                            " --seq-lens 16,32 --batch 1 --d-model 32 --heads 4 "
+                                            "--warmup 1 --repeat 2 --no-figures") +
+                            " " + log + " >/dev/null 2>&1 </dev/null";
     REQUIRE(std::system(cmd.c_str()) == 0);
     const std::string tty = testutil::read_file_abs(log);
     std::remove(log.c_str());
@@ -496,7 +497,8 @@ TEST_CASE("chapter6: the README's CPU numbers are what bench/readme-numbers.sh m
     const std::string root = PROJECT_ROOT,
                       out = "/tmp/transformer-test-readme-numbers-" + std::to_string(::getpid());
     const std::string cmd =
-        root + "/bench/readme-numbers.sh " + root + "/bench/last-run.txt >" + out + " 2>&1";
+        testutil::quote(root + "/bench/readme-numbers.sh") + " " +
+        testutil::quote(root + "/bench/last-run.txt") + " >" + out + " 2>&1";
     CHECK(std::system(cmd.c_str()) == 0);
     const std::string lines = testutil::read_file_abs(out);
     std::remove(out.c_str());

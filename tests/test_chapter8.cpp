@@ -1144,7 +1144,8 @@ std::string block_of(const std::string& file, const std::string& name) {
 std::string claims_table(const std::string& args) {
     const std::string root = PROJECT_ROOT,
                       out = "/tmp/transformer-test-claims-table-" + std::to_string(::getpid());
-    const std::string cmd = root + "/bench/claims-table.sh " + args + " >" + out + " 2>&1";
+    const std::string cmd =
+        testutil::quote(root + "/bench/claims-table.sh") + " " + args + " >" + out + " 2>&1";
     CHECK(std::system(cmd.c_str()) == 0);
     const std::string text = testutil::read_file_abs(out);
     std::remove(out.c_str());
@@ -1190,7 +1191,8 @@ TEST_CASE("ablations: the guide's and the README's claims tables are what claims
     // The summary is what the committed per-seed values give: every comparison recomputed
     // from figures/8-ablations-seeds.tsv, Holm's family included, is the same TSV.
     CHECK(summary_tsv(from_seeds("figures/8-ablations-seeds.tsv").comparisons) == tsv);
-    const std::string table = claims_table(std::string(PROJECT_ROOT) + "/figures/8-ablations.tsv");
+    const std::string table =
+        claims_table(testutil::quote(std::string(PROJECT_ROOT) + "/figures/8-ablations.tsv"));
     CHECK(block_of("chapters/8-ablations/README.md", "claims") == table);
     // The README's short table: one row per primary comparison, its verdict in either block.
     const std::string verdicts = claims_table("--verdicts");

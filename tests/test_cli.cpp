@@ -158,6 +158,25 @@ TEST_CASE("cli: --help names what each option takes") {
     }
 }
 
+// A checkout's path may hold spaces and Hangul, and every program a test starts goes through
+// tests/util.h into a shell line: here one is reached through such a folder (a link to
+// build/bin inside it) and run from there.
+TEST_CASE("cli: a program at a path with a space and Hangul runs, in such a folder") {
+    struct Link {
+        std::filesystem::path path;
+        ~Link() {
+            std::error_code ignored;
+            std::filesystem::remove(path, ignored);
+        }
+    };
+    const std::string name = "내 작업 " + std::to_string(::getpid());
+    std::filesystem::create_directory_symlink(".", std::string(PROJECT_BIN) + "/" + name);
+    const Link link{std::string(PROJECT_BIN) + "/" + name};
+    const testutil::Run r = testutil::run_in(link.path.string(), name + "/flashcards", "--help");
+    CHECK_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(r.out.find("  --deck FILE ") != std::string::npos);
+}
+
 namespace {
 
 // Runs build/bin/<program> <args> with stdout sent to `out` (a shell redirection target) and

@@ -114,6 +114,28 @@ TEST_CASE("cuda emulator: one __syncthreads line through a helper from two arms 
           }).empty());
 }
 
+// The barrier check compares the places addr2line names, whole: in a checkout at a path with a
+// space, a place cut at its first space would make every barrier call one.
+TEST_CASE("cuda emulator: addr2line's places keep a file name's spaces") {
+    const std::string file = "/tmp/내 작업/transformer/tests/emu_kernels.cpp";
+    const std::string helper = "inlined_barrier_helper(int*, int)\n" + file +
+                               ":41 (discriminator 2)\nhelper_barrier_kernel(int*, bool)\n";
+    const auto frames = emu::parse_frames("0x00000000000012a4\n" + helper + file +
+                                              ":56\n0x00000000000012f0\n" + helper + file +
+                                              ":60 (discriminator 1)\n0x0000000000001300\n??\n"
+                                              "??:0\n",
+                                          3);
+    REQUIRE(frames.size() == 3);
+    REQUIRE(frames[0].size() == 2);
+    REQUIRE(frames[1].size() == 2);
+    CHECK(frames[0][0].func == "inlined_barrier_helper(int*, int)");
+    CHECK(frames[0][0].place == file + ":41");
+    CHECK(frames[0][1].func == "helper_barrier_kernel(int*, bool)");
+    CHECK(frames[0][1].place == file + ":56");
+    CHECK(frames[1][1].place == file + ":60");
+    CHECK(frames[2].empty());
+}
+
 TEST_CASE("cuda emulator: misuse is reported, not hung") {
     gpu::Buffer<int> out(64);
     CHECK_THROWS_WITH_AS(launch_kernel(divergent_barrier_kernel, dim3(1), dim3(32), 0, out.data()),
@@ -411,7 +433,8 @@ namespace {
 // cuda/bench/gpu-check.sh with `args` (its verdict modes): exit status and output.
 std::pair<int, std::string> gpu_check(const std::string& args) {
     const std::string cmd =
-        "bash '" + std::string(PROJECT_ROOT) + "/cuda/bench/gpu-check.sh' " + args + " 2>&1";
+        "bash " + testutil::quote(std::string(PROJECT_ROOT) + "/cuda/bench/gpu-check.sh") + " " +
+        args + " 2>&1";
     std::string out;
     if (FILE* p = popen(cmd.c_str(), "r")) {
         char buf[512];
@@ -641,9 +664,9 @@ TEST_CASE("cuda emulator: gpu-check's step limits add up to within its budget") 
     CHECK(steps == 10);
     CHECK(total <= 480);
     const std::string copy = "/tmp/transformer-test-plan-" + std::to_string(getpid()) + ".sh";
-    const std::string sed = "sed 's/^    \"build 90\"/    \"build 400\"/' '" +
-                            std::string(PROJECT_ROOT) + "/cuda/bench/gpu-check.sh' > '" + copy +
-                            "'";
+    const std::string script = std::string(PROJECT_ROOT) + "/cuda/bench/gpu-check.sh";
+    const std::string sed = "sed 's/^    \"build 90\"/    \"build 400\"/' " +
+                            testutil::quote(script) + " > '" + copy + "'";
     REQUIRE(std::system(sed.c_str()) == 0);
     const std::string planted = "bash '" + copy + "' --plan >/dev/null 2>&1";
     CHECK(WEXITSTATUS(std::system(planted.c_str())) == 1);
@@ -803,14 +826,15 @@ TEST_CASE("cuda emulator: gpu-bench --quick fails on a planted mismatch and a pl
 
 // GPU_CHECK_DIR puts every output of gpu-check under its folder, the build folder too. A dry
 // run without a GPU: stand-ins for nvidia-smi, make and nvcc (each records its arguments and
-// creates the files it is asked for) on PATH, the script run from a scratch folder that holds
-// only links to cuda/ and chapters/; afterwards nothing but the links may lie outside DIR.
+// creates the files it is asked for) on PATH, the script run from a scratch folder at a path
+// with a space that holds only links to cuda/ and chapters/ and a .gpu-deps/ (make gets it by
+// relative paths); afterwards nothing but those may lie outside DIR.
 TEST_CASE("cuda emulator: gpu-check with GPU_CHECK_DIR writes everything there, build included") {
     namespace fs = std::filesystem;
     char tmpl[] = "/tmp/transformer-gpu-check-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
-    const fs::path root = tmpl, work = root / "work", fake = root / "fake";
-    fs::create_directories(work);
+    const fs::path root = tmpl, work = root / "내 작업", fake = root / "fake";
+    fs::create_directories(work / ".gpu-deps");
     fs::create_directories(fake / "bin");
     fs::create_directory_symlink(fs::path(PROJECT_ROOT) / "cuda", work / "cuda");
     fs::create_directory_symlink(fs::path(PROJECT_ROOT) / "chapters", work / "chapters");
@@ -849,6 +873,9 @@ TEST_CASE("cuda emulator: gpu-check with GPU_CHECK_DIR writes everything there, 
     const std::string make_args = read(fake / "make.args"), nvcc_args = read(fake / "nvcc.args");
     CHECK_MESSAGE(make_args.find("BUILD=out/build ") != std::string::npos, make_args);
     CHECK_MESSAGE(make_args.find(" out/build/bin/cuda-tests") != std::string::npos, make_args);
+    CHECK_MESSAGE(make_args.find(" DOCTEST_INC=.gpu-deps/doctest STB_INC=.gpu-deps/stb "
+                                 "FONT=.gpu-deps/NanumGothic.ttf ") != std::string::npos,
+                  make_args);
     CHECK_MESSAGE(nvcc_args.find("-o out/build/bin/gpu-bench") != std::string::npos, nvcc_args);
     CHECK(fs::exists(work / "out" / "summary.txt"));
     // No compute-sanitizer and SKIP_SANITIZER=1: its four tools are named as not run.
@@ -875,7 +902,7 @@ TEST_CASE("cuda emulator: gpu-check with GPU_CHECK_DIR writes everything there, 
     std::string outside;
     for (const fs::directory_entry& e : fs::directory_iterator(work))
         if (e.path().filename() != "out" && e.path().filename() != "cuda" &&
-            e.path().filename() != "chapters")
+            e.path().filename() != "chapters" && e.path().filename() != ".gpu-deps")
             outside += e.path().filename().string() + " ";
     CHECK_MESSAGE(outside.empty(), "written outside GPU_CHECK_DIR: " << outside);
     // Without GPU_CHECK_DIR: results in gpu-check/<time>, the build in build/.

@@ -73,7 +73,7 @@ cards::Deck small_deck(int n) {
 }
 
 std::string run_args(const std::string& progress) {
-    return "--deck " + DECK + " --progress " + progress;
+    return "--deck " + testutil::quote(DECK) + " --progress " + testutil::quote(progress);
 }
 
 }  // namespace
@@ -850,9 +850,10 @@ TEST_CASE("flashcards: the full-screen program in a pseudo-terminal, and TERM=du
         std::string out = dir + "/screen.out";
         std::string cmd = "(for i in $(seq 200); do grep -q '1049h' " + out +
                           " 2>/dev/null && break; sleep 0.05; done; printf '" + keys +
-                          "') | TERM=" + term_name + " timeout 30 script -qec '" +
-                          testutil::program_command("flashcards") + " " + run_args(path) +
-                          "' /dev/null >" + out + " 2>&1";
+                          "') | TERM=" + term_name + " timeout 30 script -qec " +
+                          testutil::quote(testutil::program_command("flashcards") + " " +
+                                          run_args(path)) +
+                          " /dev/null >" + out + " 2>&1";
         int status = std::system(cmd.c_str());
         CHECK(WIFEXITED(status));
         CHECK(WEXITSTATUS(status) == 0);
@@ -875,9 +876,10 @@ TEST_CASE("flashcards: the full-screen program in a pseudo-terminal, and TERM=du
         fs::create_directory(sub);
         std::string cmd = "(for i in $(seq 200); do grep -q '1049h' " + out +
                           " 2>/dev/null && break; sleep 0.05; done; rmdir " + sub + "; touch " +
-                          sub + "; printf ' 3') | TERM=xterm timeout 30 script -qec '" +
-                          testutil::program_command("flashcards") + " " +
-                          run_args(sub + "/p.tsv") + "' /dev/null >" + out + " 2>&1";
+                          sub + "; printf ' 3') | TERM=xterm timeout 30 script -qec " +
+                          testutil::quote(testutil::program_command("flashcards") + " " +
+                                          run_args(sub + "/p.tsv")) +
+                          " /dev/null >" + out + " 2>&1";
         int status = std::system(cmd.c_str());
         CHECK(WIFEXITED(status));
         CHECK(WEXITSTATUS(status) == 1);
@@ -891,9 +893,10 @@ TEST_CASE("flashcards: the full-screen program in a pseudo-terminal, and TERM=du
 
     // A dumb terminal gets the line mode: no escape codes at all.
     fs::remove(path);
-    std::string cmd = "printf 'space\\n2\\nq\\n' | TERM=dumb timeout 30 script -qec '" +
-                      testutil::program_command("flashcards") + " " + run_args(path) +
-                      "' /dev/null >" + dir + "/dumb.out 2>&1";
+    std::string cmd = "printf 'space\\n2\\nq\\n' | TERM=dumb timeout 30 script -qec " +
+                      testutil::quote(testutil::program_command("flashcards") + " " +
+                                      run_args(path)) +
+                      " /dev/null >" + dir + "/dumb.out 2>&1";
     CHECK(std::system(cmd.c_str()) == 0);
     screen = slurp(dir + "/dumb.out");
     CHECK(screen.find('\x1b') == std::string::npos);

@@ -361,9 +361,10 @@ TEST_CASE("bench-gemm: readme-numbers.sh gives the peers' geometric mean, or ref
     auto lines = [&](const std::string& peers_line) {
         std::ofstream(dir + "/run.txt") << run.substr(0, at) << peers_line << "\n"
                                         << run.substr(at);
-        const int status = std::system(("bash '" + root + "/bench/readme-numbers.sh' '" + dir +
-                                        "/run.txt' >'" + dir + "/out' 2>'" + dir + "/err'")
-                                           .c_str());
+        const int status =
+            std::system(("bash " + testutil::quote(root + "/bench/readme-numbers.sh") + " '" + dir +
+                         "/run.txt' >'" + dir + "/out' 2>'" + dir + "/err'")
+                            .c_str());
         std::string out = testutil::read_file_abs(dir + "/out");
         for (size_t k; (k = out.find("\n  ")) != std::string::npos;)
             out.replace(k, 3, " ");

@@ -114,8 +114,8 @@ bool build_output(const std::string& path, const std::string& gitignore) {
 // Makefile from an empty environment: the make running the tests hands down its variables.
 std::set<std::string> help_targets() {
     const std::string out = "/tmp/transformer-test-readme-help-" + std::to_string(::getpid());
-    const std::string cmd = "env -i PATH=\"$PATH\" make -s --no-print-directory -C '" +
-                            std::string(PROJECT_ROOT) + "' help >" + out + " 2>&1";
+    const std::string cmd = "env -i PATH=\"$PATH\" make -s --no-print-directory -C " +
+                            testutil::quote(PROJECT_ROOT) + " help >" + out + " 2>&1";
     const int status = std::system(cmd.c_str());
     const std::string text = testutil::read_file_abs(out);
     std::remove(out.c_str());

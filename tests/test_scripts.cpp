@@ -32,13 +32,7 @@ namespace fs = std::filesystem;
 
 const std::string ROOT = PROJECT_ROOT;
 
-// Quoted for sh: 'text', each ' inside as '\''.
-std::string quote(const std::string& text) {
-    std::string q = "'";
-    for (char c : text)
-        q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
+using testutil::quote;
 
 // A folder of its own, laid out as the repository (bench/ with its scripts and last-run.txt,
 // figures/8-ablations*.tsv, tests/run-suite.sh, README.md and chapter 8's), removed at the end

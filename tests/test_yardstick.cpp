@@ -66,8 +66,9 @@ namespace {
 std::string scratch_copy() {
     const std::string dir = "/tmp/transformer-test-yardstick-" + std::to_string(::getpid());
     const std::string root = PROJECT_ROOT;
-    REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "/bench' && cp '" + root +
-                         "/bench/readme-numbers.sh' '" + root + "/bench/readme-block.sh' '" + dir +
+    REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "/bench' && cp " +
+                         testutil::quote(root + "/bench/readme-numbers.sh") + " " +
+                         testutil::quote(root + "/bench/readme-block.sh") + " '" + dir +
                          "/bench/'")
                             .c_str()) == 0);
     std::ofstream(dir + "/README.md") << "before\n<!-- bench:begin -->\nold\n<!-- bench:end -->\n";

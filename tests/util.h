@@ -90,10 +90,19 @@ inline std::string program_path(const std::string& program) {
     return path;
 }
 
+// text quoted for sh: 'text', each ' inside as '\''. Every path a test puts into a shell line
+// goes through it: the checkout's path may hold spaces (and so may every path under it).
+inline std::string quote(const std::string& text) {
+    std::string q = "'";
+    for (char c : text)
+        q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
 // The shell command that starts build/bin/<program>: the RUNNER, then the program's path.
 inline std::string program_command(const std::string& program) {
-    const std::string runner = PROJECT_RUNNER;
-    return runner.empty() ? program_path(program) : runner + " " + program_path(program);
+    const std::string runner = PROJECT_RUNNER, path = quote(program_path(program));
+    return runner.empty() ? path : runner + " " + path;
 }
 
 // Runs build/bin/<program> <args> (a shell fragment; no stdin) in the folder `dir` ("": this
@@ -110,7 +119,7 @@ inline Run run_in(const std::string& dir, const std::string& program, const std:
         std::ofstream f(in);
         f << stdin_text;
     }
-    std::string cmd = (dir.empty() ? "" : "cd '" + dir + "' && ") +
+    std::string cmd = (dir.empty() ? "" : "cd " + quote(dir) + " && ") +
                       (timeout_s > 0 ? "timeout -k 5 " + std::to_string(timeout_s) + " " : "") +
                       program_command(program) + " " + args + " <" + in + " >" + tmp +
                       ".out 2>" + tmp + ".err";

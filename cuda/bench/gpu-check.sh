@@ -391,9 +391,12 @@ mkdir -p "$OUT"
 rm -f "$OUT"/{summary.txt,nvidia-smi.txt,build.log,cuda-tests.txt,gpu-bench.txt} \
       "$OUT"/{chapter6-cuda.txt,6-cost-cuda.png,cost-cuda.txt,torch-peer.txt}
 MAKE_VARS=(ARCH_FLAGS="-mavx2 -mfma" NVCC_WERROR= CUDA=1)
+# .gpu-deps/ by relative paths (make runs here, and its functions split words at spaces, which
+# the checkout's path may hold); the programs find the font through PLOT_FONT from any folder.
 if [ -d .gpu-deps ]; then
-    MAKE_VARS+=(DOCTEST_INC="$PWD/.gpu-deps/doctest" STB_INC="$PWD/.gpu-deps/stb"
-                FONT="$PWD/.gpu-deps/NanumGothic.ttf")
+    MAKE_VARS+=(DOCTEST_INC=.gpu-deps/doctest STB_INC=.gpu-deps/stb
+                FONT=.gpu-deps/NanumGothic.ttf)
+    export PLOT_FONT="$PWD/.gpu-deps/NanumGothic.ttf"
 fi
 export NVIDIA_TF32_OVERRIDE=0
 SEQ_LENS=128,256,512,1024,2048,4096,8192,16384

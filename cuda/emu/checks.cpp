@@ -169,11 +169,6 @@ std::pair<std::string, uintptr_t> object_of(uintptr_t a) {
     return {found.file, found.rel};
 }
 
-// One frame of a code address's chain of inlined calls: the function (addr2line -f -C) and the
-// place, file:line (cut at its first space: a discriminator).
-struct CodeFrame {
-    std::string func, place;
-};
 std::mutex& frames_mutex() {
     static std::mutex m;
     return m;
@@ -185,6 +180,36 @@ std::unordered_map<uintptr_t, std::vector<CodeFrame>>& frames_known() {
     static std::unordered_map<uintptr_t, std::vector<CodeFrame>> m;
     return m;
 }
+std::vector<std::vector<CodeFrame>> parse_frames(const std::string& text, size_t n) {
+    std::vector<std::vector<CodeFrame>> frames(n);
+    size_t k = n;  // the address being read: none before the first header
+    bool stop = false, name_next = true;
+    std::string func;
+    for (size_t at = 0, end; at < text.size(); at = end + 1) {
+        end = std::min(text.find('\n', at), text.size());
+        std::string l = text.substr(at, end - at);
+        if (l.size() == 18 && l.compare(0, 2, "0x") == 0 &&
+            l.find_first_not_of("0123456789abcdef", 2) == std::string::npos) {
+            k = k == n ? 0 : k + 1;  // the next address's header
+            stop = false, name_next = true;
+            continue;
+        }
+        if (k >= n || stop) continue;
+        if (name_next) {
+            func = l, name_next = false;
+            continue;
+        }
+        name_next = true;
+        const size_t d = l.rfind(" (discriminator ");
+        if (d != std::string::npos && l.back() == ')') l.resize(d);
+        // The frames end where addr2line knows no more: a function it names without a
+        // place (no line tables there) ends them with an empty place.
+        stop = l.empty() || l.find("??") != std::string::npos;
+        if (func.find("??") == 0) stop = true;
+        else frames[k].push_back({func, stop ? std::string() : l});
+    }
+    return frames;
+}
 // Asks addr2line for the frames of every address of addrs not known yet: one process per object
 // file for all of them (each addr2line reads the file's symbols and line tables, most of its
 // time). With -a it names each address before that address's (function, place) line pairs.
@@ -195,14 +220,16 @@ void look_up_frames(const std::vector<uintptr_t>& addrs) {
     for (uintptr_t a : addrs) {
         if (!known.emplace(a, std::vector<CodeFrame>()).second) continue;  // asked before
         const auto [file, rel] = object_of(a);
-        if (file.empty() || file.find('\'') != std::string::npos) continue;
+        if (file.empty()) continue;
         size_t f = 0;
         while (f < by_file.size() && by_file[f].first != file) f++;
         if (f == by_file.size()) by_file.push_back({file, {}});
         by_file[f].second.push_back({a, rel});
     }
     for (const auto& [file, list] : by_file) {
-        std::string cmd = "addr2line -a -f -C -i -e '" + file + "'";
+        std::string cmd = "addr2line -a -f -C -i -e '";  // the file quoted for sh
+        for (char c : file) cmd += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        cmd += "'";
         char hex[24];
         for (const auto& a_rel : list) {
             std::snprintf(hex, sizeof hex, " 0x%lx", (unsigned long)a_rel.second);
@@ -211,35 +238,15 @@ void look_up_frames(const std::vector<uintptr_t>& addrs) {
         cmd += " 2>/dev/null";
         FILE* pipe = popen(cmd.c_str(), "r");
         if (!pipe) continue;
-        size_t k = list.size();  // the address being read: none before the first header
-        bool stop = false, name_next = true;
-        std::string func;
-        char line[1024];
-        while (std::fgets(line, sizeof line, pipe)) {
-            std::string l(line);
-            if (!l.empty() && l.back() == '\n') l.pop_back();
-            if (l.size() == 18 && l.compare(0, 2, "0x") == 0 &&
-                l.find_first_not_of("0123456789abcdef", 2) == std::string::npos) {
-                k = k == list.size() ? 0 : k + 1;  // the next address's header
-                stop = false, name_next = true;
-                continue;
-            }
-            if (k >= list.size() || stop) continue;
-            if (name_next) {
-                func = l, name_next = false;
-                continue;
-            }
-            name_next = true;
-            l.resize(std::min(l.size(), l.find(' ')));
-            // The frames end where addr2line knows no more: a function it names without a
-            // place (no line tables there) ends them with an empty place.
-            stop = l.empty() || l.find("??") != std::string::npos;
-            if (func.find("??") == 0) stop = true;
-            else known[list[k].first].push_back({func, stop ? std::string() : l});
-        }
+        std::string out;
+        char buf[4096];
+        for (size_t got; (got = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, got);
         pclose(pipe);
+        const std::vector<std::vector<CodeFrame>> frames = parse_frames(out, list.size());
+        for (size_t k = 0; k < list.size(); k++) known[list[k].first] = frames[k];
     }
 }
+
 // The frames of the code at a return address pc (the call instruction before it, pc - 1) or,
 // func, of the function that starts at pc.
 std::vector<CodeFrame> code_frames(uintptr_t pc, bool func) {

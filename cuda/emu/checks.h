@@ -117,6 +117,16 @@ constexpr Did did(bool write) { return write ? Did::write : Did::read; }
 // run_grid turns them into file:line (resolve_code_addresses) once the launch has stopped.
 std::string code_at(const void* pc);
 std::string resolve_code_addresses(std::string msg);
+// One frame of a code address's chain of inlined calls: the function (addr2line -f -C) and the
+// place, "file:line".
+struct CodeFrame {
+    std::string func, place;
+};
+// What `addr2line -a -f -C -i` printed for n addresses -> each one's frames, innermost first:
+// a line "0x" and 16 hex digits heads each address, then two lines a frame, the function and
+// "file:line" or "file:line (discriminator N)" (a file's name may hold spaces). The frames end
+// where a place or a function is unknown ("??").
+std::vector<std::vector<CodeFrame>> parse_frames(const std::string& text, size_t n);
 // Whether two code addresses are one source call (a compiler's copies of one call).
 bool same_source_call(const void* a, const void* b);
 std::string thread_name(int tid);  // the running block's thread tid
