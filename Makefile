@@ -304,11 +304,14 @@ CXXFLAGS += $(if $(PORT_CLANG),-Wno-pass-failed)
 LDFLAGS += $(PORT_OMP_LDFLAGS)
 NEEDS += $(PORT_NEED)
 # The tests name the float path they run on (tests/util.h: the CPU, and the flags that change
-# how the compiler orders and vectorises float arithmetic: `make sanitize` is another path), and
-# run the programs through RUNNER.
+# how the compiler orders and vectorises float arithmetic: `make sanitize` is another path), run
+# the programs through RUNNER, and find the checkout at PROJECT_ROOT_FROM_BIN from the folder of
+# their own program, where the programs are: a copied or moved checkout tests its own.
 FLOAT_FLAGS := $(strip $(OPT) $(ARCH_FLAGS) $(PORT_OMP_CXXFLAGS) $(EXTRA_CXXFLAGS))
-$(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_CPU='"$(PORT_CPU)"' -DPROJECT_RUNNER='"$(RUNNER)"' \
-    -DPROJECT_FLOAT_FLAGS='"$(subst ',,$(subst ",,$(subst \,,$(FLOAT_FLAGS))))"'
+TEST_DEFINES := -DPROJECT_CPU='"$(PORT_CPU)"' -DPROJECT_RUNNER='"$(RUNNER)"' \
+    -DPROJECT_FLOAT_FLAGS='"$(subst ',,$(subst ",,$(subst \,,$(FLOAT_FLAGS))))"' \
+    -DPROJECT_ROOT_FROM_BIN='"$(shell realpath -m --relative-to='$(BUILD)/bin' .)"'
+$(BUILD)/obj/tests/%.o: CXXFLAGS += $(TEST_DEFINES)
 
 # aarch64: Debian's cross compiler builds everything but the nvcc parts into $(CROSS_BUILD), and
 # the test suite runs under qemu-user, which also runs every program the tests start. It runs with
@@ -346,8 +349,6 @@ $(BUILD)/obj/common/plot/%.o: CXXFLAGS += -ffp-contract=off
 $(BUILD)/obj/chapters/2-scaling/%.o: CXXFLAGS += -ffp-contract=off
 # Adam's loop takes a square root: without errno to set, it is a vector loop (same results).
 $(BUILD)/obj/common/optim.o: CXXFLAGS += -fno-math-errno
-
-$(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -DPROJECT_ROOT='"$(CURDIR)"'
 
 # The test units hold assertions, processes and files; the arithmetic under test is the
 # library's, at -O2. So they compile at -O1, which takes a third less time (and far less under

@@ -85,8 +85,7 @@ $(EMU_REG_OBJ): $(BUILD)/emu/kernel_registers.cpp cuda/emu/checks.h | deps
 # The test source compiled by g++ against the real runtime; the kernels come from nvcc.
 $(BUILD)/cuda/obj/tests/%.o: tests/%.cpp | deps
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -DCUDA_DEVICE_BUILD -I$(CUDA_HOME)/include \
-	    -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -DPROJECT_ROOT='"$(CURDIR)"' -c $< -o $@
+	$(CXX) $(CXXFLAGS) $(TEST_DEFINES) -DCUDA_DEVICE_BUILD -I$(CUDA_HOME)/include -c $< -o $@
 
 $(BUILD)/bin/cuda-tests: $(BUILD)/cuda/obj/tests/test_cuda_kernels.o $(BUILD)/obj/tests/main.o $(KERNEL_OBJ) $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)

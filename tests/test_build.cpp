@@ -86,6 +86,45 @@ TEST_CASE("build: a compiler without OpenMP is reported in one line") {
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("build: a copied checkout's tests run its own programs on its own files") {
+    // The tests ran the programs and read the files at paths compiled into them: in a copy whose
+    // chapter 3 was broken, chapter 3's test ran the original's program, and passed. Here a copy
+    // of this test program, in a copy of the checkout that holds a broken chapter 3 and its own
+    // expected output, runs that test: it fails, on the copy's program and the copy's file.
+    namespace fs = std::filesystem;
+    if (*PROJECT_RUNNER) {  // the broken chapter is a shell script, which a RUNNER cannot start
+        MESSAGE("skipped: under " PROJECT_RUNNER " a shell script cannot stand for a program");
+        return;
+    }
+    const fs::path self = fs::read_symlink("/proc/self/exe"), root = PROJECT_ROOT;
+    const fs::path in_root = fs::relative(self.parent_path(), root);
+    if (in_root.empty() || *in_root.begin() == "..") {
+        MESSAGE("not run: the build folder is outside the checkout, so no copy holds it");
+        return;
+    }
+    // In the build folder: one file system, where the test program can be linked, not copied.
+    const fs::path copy = self.parent_path().parent_path() /
+                          ("test-copy-" + std::to_string(::getpid())),
+                   bin = copy / in_root;
+    fs::create_directories(bin);
+    fs::create_directories(copy / "tests/expected");
+    std::error_code linked;
+    fs::create_hard_link(self, bin / self.filename(), linked);
+    if (linked) fs::copy_file(self, bin / self.filename());
+    std::ofstream(bin / "3-multi-head") << "#!/bin/sh\necho BROKEN\n";
+    fs::permissions(bin / "3-multi-head", fs::perms::owner_all);
+    std::ofstream(copy / "tests/expected/3-multi-head.txt") << "the copy's own expected output\n";
+    const std::string out = (copy / "out").string(),
+                      cmd = "cd '" + copy.string() + "' && '" + (bin / self.filename()).string() +
+                            "' -tc='chapter 3: default output*' >'" + out + "' 2>&1";
+    const int status = std::system(cmd.c_str());
+    const std::string said = testutil::read_file_abs(out);
+    CHECK_MESSAGE(!(WIFEXITED(status) && WEXITSTATUS(status) == 0), said);
+    CHECK_MESSAGE(said.find("BROKEN") != std::string::npos, said);
+    CHECK_MESSAGE(said.find("the copy's own expected output") != std::string::npos, said);
+    fs::remove_all(copy);
+}
+
 TEST_CASE("build: without OpenMP, one thread answers every question the kernels ask") {
     // common/kernels/parallel.h stands in for <omp.h> in an OPENMP=0 build; with OpenMP it is
     // <omp.h>.
