@@ -337,7 +337,24 @@ portability: ## build and test: clang 14 and 16, AVX2, no AVX2, aarch64 (qemu), 
 	@MAKE='$(MAKE)' PORT_DIR='$(PORT_DIR)' bash .ci/portability
 
 # ---- compile ---------------------------------------------------------------------------
-$(BUILD)/obj/%.o: %.cpp | deps
+# $(call stamp,NAME,TEXT): the file $(BUILD)/stamps/NAME holding TEXT, for what must be rebuilt
+# when, and only when, TEXT changes. Every object depends on the compiler and the flags it is
+# built with (FLAGS_STAMP: CXX, ARCH_FLAGS and the CPU it names, OpenMP, the sanitizers), the
+# test units also on theirs, the emulator's kernels on their instrumentation (cuda/cuda.mk); an
+# archive on the list of its members. The rule below rewrites the file when TEXT differs from
+# what it holds: so a dry run (make -n) lists what a change rebuilds, and writes nothing, nor
+# does a make that builds nothing (make help).
+stamp = $(eval STAMP_$(1) := $(subst ','\'',$(strip $(2))))$(if $(shell \
+  [ "$$(cat $(BUILD)/stamps/$(1) 2>/dev/null)" = '$(STAMP_$(1))' ] || echo changed), \
+  $(eval $(BUILD)/stamps/$(1): stamp-changed))$(BUILD)/stamps/$(1)
+.PHONY: stamp-changed
+stamp-changed:
+$(BUILD)/stamps/%:
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(STAMP_$*)' > $@
+FLAGS_STAMP := $(call stamp,cxx,$(CXX) $(CXXFLAGS) $(PORT_CPU))
+$(BUILD)/bin/peer-eigen-gemm: $(FLAGS_STAMP)
+$(BUILD)/obj/%.o: %.cpp $(FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
@@ -349,6 +366,9 @@ $(BUILD)/obj/common/plot/%.o: CXXFLAGS += -ffp-contract=off
 $(BUILD)/obj/chapters/2-scaling/%.o: CXXFLAGS += -ffp-contract=off
 # Adam's loop takes a square root: without errno to set, it is a vector loop (same results).
 $(BUILD)/obj/common/optim.o: CXXFLAGS += -fno-math-errno
+
+TEST_STAMP := $(call stamp,tests,$(TEST_DEFINES))
+$(TEST_OBJ): $(TEST_STAMP)
 
 # The test units hold assertions, processes and files; the arithmetic under test is the
 # library's, at -O2. So they compile at -O1, which takes a third less time (and far less under
@@ -368,7 +388,7 @@ TEST_PCH := $(BUILD)/pch/tests/pch.h
 $(TEST_PCH): tests/pch.h
 	@mkdir -p $(dir $@)
 	@cp $< $@
-$(TEST_PCH).gch: $(TEST_PCH) | deps
+$(TEST_PCH).gch: $(TEST_PCH) $(FLAGS_STAMP) $(TEST_STAMP) | deps
 	$(CXX) $(CXXFLAGS) -O1 -isystem $(DOCTEST_INC) -x c++-header $< -o $@
 TEST_PCH_USERS := $(filter-out %/main.o $(TEST_BITS),$(TEST_OBJ))
 $(TEST_PCH_USERS): $(TEST_PCH).gch
@@ -376,16 +396,14 @@ $(TEST_PCH_USERS): private CXXFLAGS += -isystem $(DOCTEST_INC) -include $(TEST_P
 -include $(TEST_PCH).d
 endif
 
-# Each archive also depends on a file naming its members, rewritten only when the list changes,
-# so a source that is deleted or moved does not leave its old object inside the archive.
-members = $(shell mkdir -p $(BUILD); f=$(BUILD)/$(1).members; \
-            [ "$$(cat $$f 2>/dev/null)" = "$(2)" ] || echo "$(2)" > $$f; echo $$f)
-$(LIB): $(COMMON_OBJ) $(call members,libcommon,$(COMMON_OBJ))
+# Each archive also depends on a stamp naming its members, so a source that is deleted or moved
+# does not leave its old object inside the archive.
+$(LIB): $(COMMON_OBJ) $(call stamp,libcommon,$(COMMON_OBJ))
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $(filter %.o,$^)
 
-$(CHAPTER_LIB): $(CHAPTER_OBJ) $(call members,libchapters,$(CHAPTER_OBJ))
+$(CHAPTER_LIB): $(CHAPTER_OBJ) $(call stamp,libchapters,$(CHAPTER_OBJ))
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $(filter %.o,$^)

@@ -86,6 +86,45 @@ TEST_CASE("build: a compiler without OpenMP is reported in one line") {
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("build: a change of compiler flags rebuilds what it changes, and nothing else") {
+    // No object depended on its flags: `make OPENMP=0 chapters` in a built tree linked objects
+    // built with OpenMP (undefined omp_get_num_threads), and ARCH_FLAGS or CXX rebuilt nothing.
+    // In an empty $(BUILD), the stamps of one configuration are made and two objects stand as
+    // if compiled with it: one of the library, and an emulator kernel, which also depends on its
+    // instrumentation. Dry runs with other flags then list what each change rebuilds.
+    if (std::system("command -v make >/dev/null 2>&1") != 0) {
+        MESSAGE("not run: this machine has no make");
+        return;
+    }
+    const std::string build = "/tmp/transformer-test-flags-" + std::to_string(::getpid());
+    const std::string library = build + "/obj/common/random.o",
+                      kernel = build + "/emu/cuda/softmax.o";
+    // OPENMP=0 as the configuration built: its probe is the quickest.
+    const Make made = run_make("NVCC= OPENMP=0 BUILD=" + build + " " + build + "/stamps/cxx " +
+                               build + "/stamps/emu");
+    REQUIRE_MESSAGE(made.exit_code == 0, made.out);
+    for (const std::string& o : {library, kernel}) {  // (newer than the stamps)
+        std::filesystem::create_directories(std::filesystem::path(o).parent_path());
+        std::ofstream(o).put('\n');
+    }
+    const auto rebuilt = [&](const std::string& vars) {  // which of the two make would compile
+        const Make m =
+            run_make("-n NVCC= BUILD=" + build + " " + vars + " " + library + " " + kernel);
+        REQUIRE_MESSAGE(m.exit_code == 0, m.out);
+        std::string which;
+        std::istringstream in(m.out);
+        for (std::string word, prev; in >> word; prev = word)
+            if (prev == "-o") which += word == library ? "lib " : word == kernel ? "kernel " : "";
+        return which;
+    };
+    CHECK(rebuilt("OPENMP=0") == "");
+    CHECK(rebuilt("OPENMP=0 EMU_RACECHECK=0") == "kernel ");
+    CHECK(rebuilt("OPENMP=0 ARCH_FLAGS=-march=x86-64") == "lib kernel ");
+    CHECK(rebuilt("") == "lib kernel ");  // OpenMP's
+    CHECK(rebuilt("OPENMP=0") == "");     // the dry runs changed nothing
+    std::filesystem::remove_all(build);
+}
+
 TEST_CASE("build: a copied checkout's tests run its own programs on its own files") {
     // The tests ran the programs and read the files at paths compiled into them: in a copy whose
     // chapter 3 was broken, chapter 3's test ran the original's program, and passed. Here a copy
