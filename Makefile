@@ -227,9 +227,19 @@ comma := ,
 OMP_PROBE := \#include <omp.h>\nint main() {\n    int n = 0;\n\#pragma omp parallel for \
   schedule(dynamic) reduction(+ : n)\n    for (int i = 0; i < 64; i++) n += omp_get_thread_num() \
   >= 0;\n    return n == 64 ? 0 : 1;\n}\n
-# $(call probe,SOURCE,FLAGS): yes if $(CXX) FLAGS builds SOURCE into a program that runs.
-probe = $(shell d=$$(mktemp -d) && printf '$(1)' > $$d/p.cpp && $(CXX) $(2) $$d/p.cpp -o $$d/p \
-  >/dev/null 2>&1 && $(RUNNER) $$d/p && echo yes; rm -rf $$d)
+# $(call probe,SOURCE,FLAGS): yes if $(CXX) FLAGS builds SOURCE into a program that runs, empty
+# if it does not while an empty program builds and runs. Anything else (no temporary folder: a
+# TMPDIR that names none; a compiler or RUNNER that runs nothing) stops make, naming it, rather
+# than being taken for an answer about SOURCE.
+probe = $(call probe_answer,$(shell d=$$(mktemp -d 2>&1) || \
+  { echo "$$d: set TMPDIR to a folder that can be written"; exit; }; \
+  printf '$(1)' > $$d/p.cpp && printf 'int main() { return 0; }\n' > $$d/c.cpp && \
+  if $(CXX) $(2) $$d/p.cpp -o $$d/p >/dev/null 2>&1 && $(RUNNER) $$d/p; then echo yes; \
+  elif $(CXX) $$d/c.cpp -o $$d/c >$$d/log 2>&1 && $(RUNNER) $$d/c >>$$d/log 2>&1; then echo no; \
+  else echo "$(CXX) builds and runs no program, not even an empty one: $$(head -2 $$d/log)"; fi; \
+  rm -rf $$d))
+probe_answer = $(if $(filter-out yes no,$(1))$(if $(1),,x),$(error probe: $(or $(1),the shell \
+  answered nothing)),$(filter yes,$(1)))
 may_install = $(if $(shell command -v apt-get),$(shell [ "$$(id -u)" = 0 ] || sudo -n true \
   2>/dev/null && echo yes))
 

@@ -22,12 +22,12 @@ struct Make {
     std::string out;  // stdout and stderr together
 };
 
-// `make -s ARGS` in the project, from an empty environment: a make that runs the tests hands
-// down its jobserver and its variables (OPENMP=0 among them, in that build).
-Make run_make(const std::string& args) {
+// `make -s ARGS` in the project, from an empty environment but ENV: a make that runs the tests
+// hands down its jobserver and its variables (OPENMP=0 among them, in that build).
+Make run_make(const std::string& args, const std::string& env = "") {
     const std::string out = "/tmp/transformer-test-make-" + std::to_string(::getpid()) + ".out";
-    const std::string cmd = "env -i PATH=\"$PATH\" make -s -C '" + std::string(PROJECT_ROOT) +
-                            "' " + args + " >" + out + " 2>&1";
+    const std::string cmd = "env -i PATH=\"$PATH\" " + env + " make -s -C '" +
+                            std::string(PROJECT_ROOT) + "' " + args + " >" + out + " 2>&1";
     const int status = std::system(cmd.c_str());
     Make m{WIFEXITED(status) ? WEXITSTATUS(status) : -1, testutil::read_file_abs(out)};
     std::remove(out.c_str());
@@ -84,6 +84,27 @@ TEST_CASE("build: a compiler without OpenMP is reported in one line") {
     CHECK(serial.exit_code == 0);
     CHECK(lines_starting(serial.out, "openmp:").empty());
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("build: a probe that cannot run stops make, naming why, and blames no compiler") {
+    if (std::system("command -v make >/dev/null 2>&1") != 0) {
+        MESSAGE("not run: this machine has no make");
+        return;
+    }
+    // A TMPDIR that names no folder: the probe's mktemp fails. Taken for the compiler's answer,
+    // it made an OPENMP=0 build that said the compiler had no OpenMP.
+    const std::string missing = "/tmp/transformer-test-no-folder-" + std::to_string(::getpid());
+    Make m = run_make("help NVCC=", "TMPDIR=" + missing);
+    CHECK(m.exit_code != 0);
+    CHECK_MESSAGE(lines_starting(m.out, "openmp:").empty(), m.out);
+    CHECK_MESSAGE(m.out.find("TMPDIR") != std::string::npos, m.out);
+    CHECK_MESSAGE(m.out.find(missing) != std::string::npos, m.out);
+    CHECK_MESSAGE(std::count(m.out.begin(), m.out.end(), '\n') == 1, m.out);
+    // A RUNNER that runs nothing: no program runs, an OpenMP one no more than any other.
+    m = make_help("RUNNER=false");
+    CHECK(m.exit_code != 0);
+    CHECK_MESSAGE(lines_starting(m.out, "openmp:").empty(), m.out);
+    CHECK_MESSAGE(m.out.find("not even an empty one") != std::string::npos, m.out);
 }
 
 TEST_CASE("build: a change of compiler flags rebuilds what it changes, and nothing else") {
