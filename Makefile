@@ -295,17 +295,25 @@ PORT_NOTE := openmp: $(CXX) cannot build an OpenMP program here, so this is an O
 endif
 PORT_OMP_CXXFLAGS := $(if $(call probe,int main() { return 0; }\n,-fopenmp-simd),-fopenmp-simd)
 endif
+# GCC 12 for an AVX-512 CPU builds some 32- and 64-byte constants as a broadcast of their first
+# 64-bit word at -O2: std::vector<int>{1,1,1,1,0,0,0,0} becomes eight 1s (tests/test_compiler.cpp
+# holds the known shapes). Told to move no general register into a vector one, it builds them
+# right; other compilers and CPUs need nothing.
+PORT_WORKAROUND := $(if $(shell $(CXX) $(ARCH_FLAGS) -dM -E -x c++ /dev/null 2>/dev/null | \
+  grep -cxE '\#define (__GNUC__ 12|__AVX512F__ 1)' | grep -x 2), \
+  -mtune-ctrl=^inter_unit_moves_to_vec)
 # The CPU the compiler targets (-march=native resolved): part of the float path the tests name.
 PORT_CPU := $(shell $(CXX) $(ARCH_FLAGS) -\#\#\# -c -x c++ /dev/null -o /dev/null 2>&1 | \
   grep -oE '"-march=[^"]*"|"-target-cpu" "[^"]*"' | tail -1 | sed -E 's/.*[=" ]([^"=]*)"$$/\1/')
 export PORT_CACHED_KEY := $(PORT_KEY)
-export PORT_OMP_CXXFLAGS PORT_OMP_LDFLAGS PORT_NEED PORT_NOTE PORT_CLANG PORT_CPU
+export PORT_OMP_CXXFLAGS PORT_OMP_LDFLAGS PORT_NEED PORT_NOTE PORT_CLANG PORT_CPU \
+  PORT_WORKAROUND
 ifneq ($(PORT_NOTE),)
 $(info $(PORT_NOTE))
 endif
 endif
 
-CXXFLAGS += $(PORT_OMP_CXXFLAGS)
+CXXFLAGS += $(PORT_OMP_CXXFLAGS) $(PORT_WORKAROUND)
 # clang warns of each `#pragma omp simd` loop it leaves scalar: attention's row maxima (LLVM
 # vectorises a float max only when told there are no NaNs), Adam's step (std::sqrt may set
 # errno), the backward of sin, cos and pow (library calls). GCC vectorises the maxima and leaves
@@ -384,8 +392,9 @@ $(TEST_OBJ): $(TEST_STAMP)
 # library's, at -O2. So they compile at -O1, which takes a third less time (and far less under
 # the sanitizers). The units that compare a kernel's bits with arithmetic of their own
 # (exp_fast's vector and scalar paths, attention's four products) keep -O2: at -O1 GCC fuses no
-# a*b+c, and their bits would differ from the library's.
-TEST_BITS := $(BUILD)/obj/tests/test_gemm.o $(BUILD)/obj/tests/test_attention.o
+# a*b+c, and their bits would differ from the library's. The compiler's own test keeps it too: the
+# constants it checks are miscompiled at -O2 (tests/test_compiler.cpp).
+TEST_BITS := $(addprefix $(BUILD)/obj/tests/,test_gemm.o test_attention.o test_compiler.o)
 $(filter-out $(TEST_BITS),$(TEST_OBJ)): private CXXFLAGS += -O1
 # The headers most test units include (tests/pch.h: doctest's, the standard library's) are
 # compiled once, with the units' own flags, into $(TEST_PCH).gch, which each unit includes
