@@ -233,9 +233,19 @@ comma := ,
 OMP_PROBE := \#include <omp.h>\nint main() {\n    int n = 0;\n\#pragma omp parallel for \
   schedule(dynamic) reduction(+ : n)\n    for (int i = 0; i < 64; i++) n += omp_get_thread_num() \
   >= 0;\n    return n == 64 ? 0 : 1;\n}\n
-# $(call probe,SOURCE,FLAGS): yes if $(CXX) FLAGS builds SOURCE into a program that runs.
-probe = $(shell d=$$(mktemp -d) && printf '$(1)' > $$d/p.cpp && $(CXX) $(2) $$d/p.cpp -o $$d/p \
-  >/dev/null 2>&1 && $(RUNNER) $$d/p && echo yes; rm -rf $$d)
+# $(call probe,SOURCE,FLAGS): yes if $(CXX) FLAGS builds SOURCE into a program that runs, empty
+# if it does not while an empty program builds and runs. Anything else (no temporary folder: a
+# TMPDIR that names none; a compiler or RUNNER that runs nothing) stops make, naming it, rather
+# than being taken for an answer about SOURCE.
+probe = $(call probe_answer,$(shell d=$$(mktemp -d 2>&1) || \
+  { echo "$$d: set TMPDIR to a folder that can be written"; exit; }; \
+  printf '$(1)' > $$d/p.cpp && printf 'int main() { return 0; }\n' > $$d/c.cpp && \
+  if $(CXX) $(2) $$d/p.cpp -o $$d/p >/dev/null 2>&1 && $(RUNNER) $$d/p; then echo yes; \
+  elif $(CXX) $$d/c.cpp -o $$d/c >$$d/log 2>&1 && $(RUNNER) $$d/c >>$$d/log 2>&1; then echo no; \
+  else echo "$(CXX) builds and runs no program, not even an empty one: $$(head -2 $$d/log)"; fi; \
+  rm -rf $$d))
+probe_answer = $(if $(filter-out yes no,$(1))$(if $(1),,x),$(error probe: $(or $(1),the shell \
+  answered nothing)),$(filter yes,$(1)))
 may_install = $(if $(shell command -v apt-get),$(shell [ "$$(id -u)" = 0 ] || sudo -n true \
   2>/dev/null && echo yes))
 
@@ -291,17 +301,25 @@ PORT_NOTE := openmp: $(CXX) cannot build an OpenMP program here, so this is an O
 endif
 PORT_OMP_CXXFLAGS := $(if $(call probe,int main() { return 0; }\n,-fopenmp-simd),-fopenmp-simd)
 endif
+# GCC 12 for an AVX-512 CPU builds some 32- and 64-byte constants as a broadcast of their first
+# 64-bit word at -O2: std::vector<int>{1,1,1,1,0,0,0,0} becomes eight 1s (tests/test_compiler.cpp
+# holds the known shapes). Told to move no general register into a vector one, it builds them
+# right; other compilers and CPUs need nothing.
+PORT_WORKAROUND := $(if $(shell $(CXX) $(ARCH_FLAGS) -dM -E -x c++ /dev/null 2>/dev/null | \
+  grep -cxE '\#define (__GNUC__ 12|__AVX512F__ 1)' | grep -x 2), \
+  -mtune-ctrl=^inter_unit_moves_to_vec)
 # The CPU the compiler targets (-march=native resolved): part of the float path the tests name.
 PORT_CPU := $(shell $(CXX) $(ARCH_FLAGS) -\#\#\# -c -x c++ /dev/null -o /dev/null 2>&1 | \
   grep -oE '"-march=[^"]*"|"-target-cpu" "[^"]*"' | tail -1 | sed -E 's/.*[=" ]([^"=]*)"$$/\1/')
 export PORT_CACHED_KEY := $(PORT_KEY)
-export PORT_OMP_CXXFLAGS PORT_OMP_LDFLAGS PORT_NEED PORT_NOTE PORT_CLANG PORT_CPU
+export PORT_OMP_CXXFLAGS PORT_OMP_LDFLAGS PORT_NEED PORT_NOTE PORT_CLANG PORT_CPU \
+  PORT_WORKAROUND
 ifneq ($(PORT_NOTE),)
 $(info $(PORT_NOTE))
 endif
 endif
 
-CXXFLAGS += $(PORT_OMP_CXXFLAGS)
+CXXFLAGS += $(PORT_OMP_CXXFLAGS) $(PORT_WORKAROUND)
 # clang warns of each `#pragma omp simd` loop it leaves scalar: attention's row maxima (LLVM
 # vectorises a float max only when told there are no NaNs), Adam's step (std::sqrt may set
 # errno), the backward of sin, cos and pow (library calls). GCC vectorises the maxima and leaves
@@ -310,11 +328,14 @@ CXXFLAGS += $(if $(PORT_CLANG),-Wno-pass-failed)
 LDFLAGS += $(PORT_OMP_LDFLAGS)
 NEEDS += $(PORT_NEED)
 # The tests name the float path they run on (tests/util.h: the CPU, and the flags that change
-# how the compiler orders and vectorises float arithmetic: `make sanitize` is another path), and
-# run the programs through RUNNER.
+# how the compiler orders and vectorises float arithmetic: `make sanitize` is another path), run
+# the programs through RUNNER, and find the checkout at PROJECT_ROOT_FROM_BIN from the folder of
+# their own program, where the programs are: a copied or moved checkout tests its own.
 FLOAT_FLAGS := $(strip $(OPT) $(ARCH_FLAGS) $(PORT_OMP_CXXFLAGS) $(EXTRA_CXXFLAGS))
-$(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_CPU='"$(PORT_CPU)"' -DPROJECT_RUNNER='"$(RUNNER)"' \
-    -DPROJECT_FLOAT_FLAGS='"$(subst ',,$(subst ",,$(subst \,,$(FLOAT_FLAGS))))"'
+TEST_DEFINES := -DPROJECT_CPU='"$(PORT_CPU)"' -DPROJECT_RUNNER='"$(RUNNER)"' \
+    -DPROJECT_FLOAT_FLAGS='"$(subst ',,$(subst ",,$(subst \,,$(FLOAT_FLAGS))))"' \
+    -DPROJECT_ROOT_FROM_BIN='"$(shell realpath -m --relative-to='$(BUILD)/bin' .)"'
+$(BUILD)/obj/tests/%.o: CXXFLAGS += $(TEST_DEFINES)
 
 # aarch64: Debian's cross compiler builds everything but the nvcc parts into $(CROSS_BUILD), and
 # the test suite runs under qemu-user, which also runs every program the tests start. It runs with
@@ -340,7 +361,24 @@ portability: ## build and test: clang 14 and 16, AVX2, no AVX2, aarch64 (qemu), 
 	@MAKE='$(MAKE)' PORT_DIR='$(PORT_DIR)' bash .ci/portability
 
 # ---- compile ---------------------------------------------------------------------------
-$(BUILD)/obj/%.o: %.cpp | deps
+# $(call stamp,NAME,TEXT): the file $(BUILD)/stamps/NAME holding TEXT, for what must be rebuilt
+# when, and only when, TEXT changes. Every object depends on the compiler and the flags it is
+# built with (FLAGS_STAMP: CXX, ARCH_FLAGS and the CPU it names, OpenMP, the sanitizers), the
+# test units also on theirs, the emulator's kernels on their instrumentation (cuda/cuda.mk); an
+# archive on the list of its members. The rule below rewrites the file when TEXT differs from
+# what it holds: so a dry run (make -n) lists what a change rebuilds, and writes nothing, nor
+# does a make that builds nothing (make help).
+stamp = $(eval STAMP_$(1) := $(subst ','\'',$(strip $(2))))$(if $(shell \
+  [ "$$(cat $(BUILD)/stamps/$(1) 2>/dev/null)" = '$(STAMP_$(1))' ] || echo changed), \
+  $(eval $(BUILD)/stamps/$(1): stamp-changed))$(BUILD)/stamps/$(1)
+.PHONY: stamp-changed
+stamp-changed:
+$(BUILD)/stamps/%:
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(STAMP_$*)' > $@
+FLAGS_STAMP := $(call stamp,cxx,$(CXX) $(CXXFLAGS) $(PORT_CPU))
+$(BUILD)/bin/peer-eigen-gemm: $(FLAGS_STAMP)
+$(BUILD)/obj/%.o: %.cpp $(FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
@@ -353,14 +391,16 @@ $(BUILD)/obj/chapters/2-scaling/%.o: CXXFLAGS += -ffp-contract=off
 # Adam's loop takes a square root: without errno to set, it is a vector loop (same results).
 $(BUILD)/obj/common/optim.o: CXXFLAGS += -fno-math-errno
 
-$(BUILD)/obj/tests/%.o: CXXFLAGS += -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -DPROJECT_ROOT='"$(CURDIR)"'
+TEST_STAMP := $(call stamp,tests,$(TEST_DEFINES))
+$(TEST_OBJ): $(TEST_STAMP)
 
 # The test units hold assertions, processes and files; the arithmetic under test is the
 # library's, at -O2. So they compile at -O1, which takes a third less time (and far less under
 # the sanitizers). The units that compare a kernel's bits with arithmetic of their own
 # (exp_fast's vector and scalar paths, attention's four products) keep -O2: at -O1 GCC fuses no
-# a*b+c, and their bits would differ from the library's.
-TEST_BITS := $(BUILD)/obj/tests/test_gemm.o $(BUILD)/obj/tests/test_attention.o
+# a*b+c, and their bits would differ from the library's. The compiler's own test keeps it too: the
+# constants it checks are miscompiled at -O2 (tests/test_compiler.cpp).
+TEST_BITS := $(addprefix $(BUILD)/obj/tests/,test_gemm.o test_attention.o test_compiler.o)
 $(filter-out $(TEST_BITS),$(TEST_OBJ)): private CXXFLAGS += -O1
 # The headers most test units include (tests/pch.h: doctest's, the standard library's) are
 # compiled once, with the units' own flags, into $(TEST_PCH).gch, which each unit includes
@@ -373,7 +413,7 @@ TEST_PCH := $(BUILD)/pch/tests/pch.h
 $(TEST_PCH): tests/pch.h
 	@mkdir -p $(dir $@)
 	@cp $< $@
-$(TEST_PCH).gch: $(TEST_PCH) | deps
+$(TEST_PCH).gch: $(TEST_PCH) $(FLAGS_STAMP) $(TEST_STAMP) | deps
 	$(CXX) $(CXXFLAGS) -O1 -isystem $(DOCTEST_INC) -x c++-header $< -o $@
 TEST_PCH_USERS := $(filter-out %/main.o $(TEST_BITS),$(TEST_OBJ))
 $(TEST_PCH_USERS): $(TEST_PCH).gch
@@ -381,16 +421,14 @@ $(TEST_PCH_USERS): private CXXFLAGS += -isystem $(DOCTEST_INC) -include $(TEST_P
 -include $(TEST_PCH).d
 endif
 
-# Each archive also depends on a file naming its members, rewritten only when the list changes,
-# so a source that is deleted or moved does not leave its old object inside the archive.
-members = $(shell mkdir -p $(BUILD); f=$(BUILD)/$(1).members; \
-            [ "$$(cat $$f 2>/dev/null)" = "$(2)" ] || echo "$(2)" > $$f; echo $$f)
-$(LIB): $(COMMON_OBJ) $(call members,libcommon,$(COMMON_OBJ))
+# Each archive also depends on a stamp naming its members, so a source that is deleted or moved
+# does not leave its old object inside the archive.
+$(LIB): $(COMMON_OBJ) $(call stamp,libcommon,$(COMMON_OBJ))
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $(filter %.o,$^)
 
-$(CHAPTER_LIB): $(CHAPTER_OBJ) $(call members,libchapters,$(CHAPTER_OBJ))
+$(CHAPTER_LIB): $(CHAPTER_OBJ) $(call stamp,libchapters,$(CHAPTER_OBJ))
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $(filter %.o,$^)

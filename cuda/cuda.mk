@@ -50,7 +50,7 @@ test: cuda-test
 # ptxas's report of each object (-Xptxas -v) goes beside it (.ptxas), for the emulator's
 # register table (below); the rest of nvcc's messages go to the terminal. An object without
 # its report beside it is compiled again.
-$(BUILD)/cuda/%.o: %.cu
+$(BUILD)/cuda/%.o: %.cu $(call stamp,nvcc,$(NVCC) $(NVCCFLAGS))
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -Xptxas -v -MMD -MP -c $< -o $@ 2>$(@:.o=.ptxas) || \
 	  { cat $(@:.o=.ptxas) >&2; rm -f $@; exit 1; }
@@ -79,14 +79,13 @@ EMU_REG_OBJ := $(BUILD)/emu/kernel_registers.o
 $(BUILD)/emu/kernel_registers.cpp: $(KERNEL_OBJ) cuda/emu/kernel_registers.pl
 	@mkdir -p $(dir $@)
 	perl cuda/emu/kernel_registers.pl $(KERNEL_OBJ:.o=.ptxas) > $@.tmp && mv $@.tmp $@
-$(EMU_REG_OBJ): $(BUILD)/emu/kernel_registers.cpp cuda/emu/checks.h | deps
+$(EMU_REG_OBJ): $(BUILD)/emu/kernel_registers.cpp cuda/emu/checks.h $(FLAGS_STAMP) | deps
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 # The test source compiled by g++ against the real runtime; the kernels come from nvcc.
-$(BUILD)/cuda/obj/tests/%.o: tests/%.cpp | deps
+$(BUILD)/cuda/obj/tests/%.o: tests/%.cpp $(FLAGS_STAMP) $(TEST_STAMP) | deps
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -DCUDA_DEVICE_BUILD -I$(CUDA_HOME)/include \
-	    -DPROJECT_BIN='"$(abspath $(BUILD))/bin"' -DPROJECT_ROOT='"$(CURDIR)"' -c $< -o $@
+	$(CXX) $(CXXFLAGS) $(TEST_DEFINES) -DCUDA_DEVICE_BUILD -I$(CUDA_HOME)/include -c $< -o $@
 
 $(BUILD)/bin/cuda-tests: $(BUILD)/cuda/obj/tests/test_cuda_kernels.o $(BUILD)/obj/tests/main.o $(KERNEL_OBJ) $(CHAPTER_LIB) $(LIB)
 	@mkdir -p $(dir $@)
@@ -136,16 +135,9 @@ EMU_HOOK_OBJ := $(BUILD)/obj/cuda/emu/racecheck.o
 EMU_CHECK_TESTS := $(BUILD)/obj/tests/test_emulator_checks.o
 endif
 
-# The instrumentation as the objects were last built with it: a file that changes only when
-# EMU_INSTRUMENT does (make EMU_RACECHECK=0, then 1), so that every object compiled with it is
-# rebuilt then, and only then.
-EMU_FLAGS_STAMP := $(BUILD)/emu/instrument-flags
-.PHONY: emu-flags-check
-emu-flags-check:
-$(EMU_FLAGS_STAMP): emu-flags-check
-	@mkdir -p $(dir $@)
-	@printf '%s\n' '$(strip $(EMU_INSTRUMENT))' | cmp -s - $@ || \
-	  printf '%s\n' '$(strip $(EMU_INSTRUMENT))' > $@
+# The instrumentation as the objects were last built with it (the Makefile's stamp), so that
+# every object compiled with it is rebuilt when it changes (make EMU_RACECHECK=0, then 1).
+EMU_FLAGS_STAMP := $(call stamp,emu,$(EMU_INSTRUMENT))
 
 # Each source is preprocessed first, with __launch_bounds__(args) a marker
 # (-DEMU_LAUNCH_BOUNDS_PASS, cuda/emu/emulator.h); cuda/emu/launch_bounds.pl turns every marker
@@ -166,11 +158,12 @@ define emu_lb_compile
 	$(CXX) $(filter-out -MMD -MP,$(EMU_LB_FLAGS)) -c $(@:.o=.lb.ii) -o $@
 	@rm -f $(@:.o=.ii) $(@:.o=.lb.ii)
 endef
-$(BUILD)/emu/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
+$(BUILD)/emu/cuda/%.o: cuda/%.cu cuda/emu/launch_bounds.pl cuda/cuda.mk $(FLAGS_STAMP) \
+        $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(emu_lb_compile)
 $(BUILD)/obj/tests/test_emulator_checks.o: tests/test_emulator_checks.cpp \
-        cuda/emu/launch_bounds.pl cuda/cuda.mk $(EMU_FLAGS_STAMP) | deps
+        cuda/emu/launch_bounds.pl cuda/cuda.mk $(FLAGS_STAMP) $(EMU_FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(emu_lb_compile)
 # The emulator's sgemm is its largest unit (every tile shape, instrumented): it compiles at -O1.

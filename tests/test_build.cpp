@@ -22,13 +22,14 @@ struct Make {
     std::string out;  // stdout and stderr together
 };
 
-// `make -s ARGS` in the project (or the copy of it at root), from an empty environment: a make
-// that runs the tests hands down its jobserver and its variables (OPENMP=0 among them, in that
-// build).
-Make run_make(const std::string& args, const std::string& root = PROJECT_ROOT) {
+// `make -s ARGS` in the project (or the copy of it at root), from an empty environment but ENV:
+// a make that runs the tests hands down its jobserver and its variables (OPENMP=0 among them, in
+// that build).
+Make run_make(const std::string& args, const std::string& env = "",
+              const std::string& root = PROJECT_ROOT) {
     const std::string out = "/tmp/transformer-test-make-" + std::to_string(::getpid()) + ".out";
-    const std::string cmd = "env -i PATH=\"$PATH\" make -s -C " + testutil::quote(root) + " " +
-                            args + " >" + out + " 2>&1";
+    const std::string cmd = "env -i PATH=\"$PATH\" " + env + " make -s -C " +
+                            testutil::quote(root) + " " + args + " >" + out + " 2>&1";
     const int status = std::system(cmd.c_str());
     Make m{WIFEXITED(status) ? WEXITSTATUS(status) : -1, testutil::read_file_abs(out)};
     std::remove(out.c_str());
@@ -111,6 +112,105 @@ TEST_CASE("build: a compiler without OpenMP is reported in one line") {
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("build: a probe that cannot run stops make, naming why, and blames no compiler") {
+    if (std::system("command -v make >/dev/null 2>&1") != 0) {
+        MESSAGE("not run: this machine has no make");
+        return;
+    }
+    // A TMPDIR that names no folder: the probe's mktemp fails. Taken for the compiler's answer,
+    // it made an OPENMP=0 build that said the compiler had no OpenMP.
+    const std::string missing = "/tmp/transformer-test-no-folder-" + std::to_string(::getpid());
+    Make m = run_make("help NVCC=", "TMPDIR=" + missing);
+    CHECK(m.exit_code != 0);
+    CHECK_MESSAGE(lines_starting(m.out, "openmp:").empty(), m.out);
+    CHECK_MESSAGE(m.out.find("TMPDIR") != std::string::npos, m.out);
+    CHECK_MESSAGE(m.out.find(missing) != std::string::npos, m.out);
+    CHECK_MESSAGE(std::count(m.out.begin(), m.out.end(), '\n') == 1, m.out);
+    // A RUNNER that runs nothing: no program runs, an OpenMP one no more than any other.
+    m = make_help("RUNNER=false");
+    CHECK(m.exit_code != 0);
+    CHECK_MESSAGE(lines_starting(m.out, "openmp:").empty(), m.out);
+    CHECK_MESSAGE(m.out.find("not even an empty one") != std::string::npos, m.out);
+}
+
+TEST_CASE("build: a change of compiler flags rebuilds what it changes, and nothing else") {
+    // No object depended on its flags: `make OPENMP=0 chapters` in a built tree linked objects
+    // built with OpenMP (undefined omp_get_num_threads), and ARCH_FLAGS or CXX rebuilt nothing.
+    // In an empty $(BUILD), the stamps of one configuration are made and two objects stand as
+    // if compiled with it: one of the library, and an emulator kernel, which also depends on its
+    // instrumentation. Dry runs with other flags then list what each change rebuilds.
+    if (std::system("command -v make >/dev/null 2>&1") != 0) {
+        MESSAGE("not run: this machine has no make");
+        return;
+    }
+    const std::string build = "/tmp/transformer-test-flags-" + std::to_string(::getpid());
+    const std::string library = build + "/obj/common/random.o",
+                      kernel = build + "/emu/cuda/softmax.o";
+    // OPENMP=0 as the configuration built: its probe is the quickest.
+    const Make made = run_make("NVCC= OPENMP=0 BUILD=" + build + " " + build + "/stamps/cxx " +
+                               build + "/stamps/emu");
+    REQUIRE_MESSAGE(made.exit_code == 0, made.out);
+    for (const std::string& o : {library, kernel}) {  // (newer than the stamps)
+        std::filesystem::create_directories(std::filesystem::path(o).parent_path());
+        std::ofstream(o).put('\n');
+    }
+    const auto rebuilt = [&](const std::string& vars) {  // which of the two make would compile
+        const Make m =
+            run_make("-n NVCC= BUILD=" + build + " " + vars + " " + library + " " + kernel);
+        REQUIRE_MESSAGE(m.exit_code == 0, m.out);
+        std::string which;
+        std::istringstream in(m.out);
+        for (std::string word, prev; in >> word; prev = word)
+            if (prev == "-o") which += word == library ? "lib " : word == kernel ? "kernel " : "";
+        return which;
+    };
+    CHECK(rebuilt("OPENMP=0") == "");
+    CHECK(rebuilt("OPENMP=0 EMU_RACECHECK=0") == "kernel ");
+    CHECK(rebuilt("OPENMP=0 ARCH_FLAGS=-march=x86-64") == "lib kernel ");
+    CHECK(rebuilt("") == "lib kernel ");  // OpenMP's
+    CHECK(rebuilt("OPENMP=0") == "");     // the dry runs changed nothing
+    std::filesystem::remove_all(build);
+}
+
+TEST_CASE("build: a copied checkout's tests run its own programs on its own files") {
+    // The tests ran the programs and read the files at paths compiled into them: in a copy whose
+    // chapter 3 was broken, chapter 3's test ran the original's program, and passed. Here a copy
+    // of this test program, in a copy of the checkout that holds a broken chapter 3 and its own
+    // expected output, runs that test: it fails, on the copy's program and the copy's file.
+    namespace fs = std::filesystem;
+    if (*PROJECT_RUNNER) {  // the broken chapter is a shell script, which a RUNNER cannot start
+        MESSAGE("skipped: under " PROJECT_RUNNER " a shell script cannot stand for a program");
+        return;
+    }
+    const fs::path self = fs::read_symlink("/proc/self/exe"), root = PROJECT_ROOT;
+    const fs::path in_root = fs::relative(self.parent_path(), root);
+    if (in_root.empty() || *in_root.begin() == "..") {
+        MESSAGE("not run: the build folder is outside the checkout, so no copy holds it");
+        return;
+    }
+    // In the build folder: one file system, where the test program can be linked, not copied.
+    const fs::path copy = self.parent_path().parent_path() /
+                          ("test-copy-" + std::to_string(::getpid())),
+                   bin = copy / in_root;
+    fs::create_directories(bin);
+    fs::create_directories(copy / "tests/expected");
+    std::error_code linked;
+    fs::create_hard_link(self, bin / self.filename(), linked);
+    if (linked) fs::copy_file(self, bin / self.filename());
+    std::ofstream(bin / "3-multi-head") << "#!/bin/sh\necho BROKEN\n";
+    fs::permissions(bin / "3-multi-head", fs::perms::owner_all);
+    std::ofstream(copy / "tests/expected/3-multi-head.txt") << "the copy's own expected output\n";
+    const std::string out = (copy / "out").string(),
+                      cmd = "cd '" + copy.string() + "' && '" + (bin / self.filename()).string() +
+                            "' -tc='chapter 3: default output*' >'" + out + "' 2>&1";
+    const int status = std::system(cmd.c_str());
+    const std::string said = testutil::read_file_abs(out);
+    CHECK_MESSAGE(!(WIFEXITED(status) && WEXITSTATUS(status) == 0), said);
+    CHECK_MESSAGE(said.find("BROKEN") != std::string::npos, said);
+    CHECK_MESSAGE(said.find("the copy's own expected output") != std::string::npos, said);
+    fs::remove_all(copy);
+}
+
 TEST_CASE("build: without OpenMP, one thread answers every question the kernels ask") {
     // common/kernels/parallel.h stands in for <omp.h> in an OPENMP=0 build; with OpenMP it is
     // <omp.h>.
@@ -178,7 +278,7 @@ TEST_CASE("build: in a checkout at a path with a space, the recipes quote the pa
                             "\"$PWD\"/common \"$PWD\"/chapters \"$PWD\"/cuda \"$PWD\"/bench " +
                             "\"$PWD\"/tests " + quoted;
     REQUIRE(std::system(cmd.c_str()) == 0);
-    const Make m = run_make("-n NVCC= sanitize emu-racecheck", root);
+    const Make m = run_make("-n NVCC= sanitize emu-racecheck", "", root);
     CHECK_MESSAGE(m.exit_code == 0, m.out);
     CHECK(m.out.find("report_path.o") != std::string::npos);  // (both recipes were reached)
     CHECK(m.out.find("emu/cuda/sgemm.lb.ii") != std::string::npos);

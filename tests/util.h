@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -32,6 +33,24 @@
 #endif
 
 namespace testutil {
+
+// The folder this test program is in, $(BUILD)/bin, where the build's programs are, and the
+// checkout's root, PROJECT_ROOT_FROM_BIN (the Makefile's) from there: found from the program
+// itself, not compiled in, so that the tests of a copied or moved checkout run its own programs
+// on its own files. PROJECT_BIN and PROJECT_ROOT name them.
+inline const std::string& bin_dir() {
+    static const std::string dir =
+        std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+    return dir;
+}
+inline const std::string& root_dir() {
+    static const std::string dir =
+        std::filesystem::weakly_canonical(std::filesystem::path(bin_dir()) / PROJECT_ROOT_FROM_BIN)
+            .string();
+    return dir;
+}
+#define PROJECT_BIN (::testutil::bin_dir())
+#define PROJECT_ROOT (::testutil::root_dir())
 
 // The float path this build runs on. A float32 sum's last bits depend on the order and the
 // rounding of its steps, and those are fixed at compile time: fused multiply-adds or not, how

@@ -28,7 +28,7 @@ $(BUILD)/bin/6-cost-cuda: $(EMU_CH6_OBJ) $(BUILD)/cuda/cuda/bench/cost_bench.o $
 endif
 
 # ---- on the emulator, on every machine ---------------------------------------------------------
-$(EMU_CH6_OBJ): chapters/6-cost/main.cpp | deps
+$(EMU_CH6_OBJ): chapters/6-cost/main.cpp $(FLAGS_STAMP) | deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -DWITH_CUDA -c $< -o $@
 
