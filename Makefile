@@ -395,27 +395,31 @@ TEST_STAMP := $(call stamp,tests,$(TEST_DEFINES))
 $(TEST_OBJ): $(TEST_STAMP)
 
 # The test units hold assertions, processes and files; the arithmetic under test is the
-# library's, at -O2. So they compile at -O1, which takes a third less time (and far less under
-# the sanitizers). The units that compare a kernel's bits with arithmetic of their own
-# (exp_fast's vector and scalar paths, attention's four products) keep -O2: at -O1 GCC fuses no
-# a*b+c, and their bits would differ from the library's. The compiler's own test keeps it too: the
+# library's, at -O2. So they compile at -O0, in half -O2's time, the suite a few percent slower
+# for it. The units that compare a kernel's bits with arithmetic of their own (exp_fast's vector
+# and scalar paths, attention's four products) keep -O2: below it GCC fuses no a*b+c, and their
+# bits would differ from the library's. The compiler's own test keeps it too: the
 # constants it checks are miscompiled at -O2 (tests/test_compiler.cpp).
 TEST_BITS := $(addprefix $(BUILD)/obj/tests/,test_gemm.o test_attention.o test_compiler.o)
-$(filter-out $(TEST_BITS),$(TEST_OBJ)): private CXXFLAGS += -O1
+# The emulator's tests' kernels keep -O1: the emulator names the source line of an access from
+# the frames GCC inlines into the kernel (a float4 load, an atomic), and -O0 inlines none.
+TEST_EMU := $(addprefix $(BUILD)/obj/tests/,emu_kernels.o test_emulator_checks.o)
+$(filter-out $(TEST_BITS) $(TEST_EMU),$(TEST_OBJ)): private CXXFLAGS += -O0
+$(TEST_EMU): private CXXFLAGS += -O1
 # The headers most test units include (tests/pch.h: doctest's, the standard library's) are
 # compiled once, with the units' own flags, into $(TEST_PCH).gch, which each unit includes
 # first (GCC takes the .gch beside the header named), so no unit parses them again. doctest is
 # a system header there, as it is in a unit. GCC only (clang refuses, not ignores, a PCH built
-# with other flags); main.o, which compiles doctest's implementation, and the -O2 units (GCC 12
-# can crash on a PCH built at another level) go without.
+# with other flags); main.o, which compiles doctest's implementation, and the units at -O1 or
+# -O2 (GCC 12 can crash on a PCH built at another level) go without.
 ifeq ($(PORT_CLANG),)
 TEST_PCH := $(BUILD)/pch/tests/pch.h
 $(TEST_PCH): tests/pch.h
 	@mkdir -p $(dir $@)
 	@cp $< $@
 $(TEST_PCH).gch: $(TEST_PCH) $(FLAGS_STAMP) $(TEST_STAMP) | deps
-	$(CXX) $(CXXFLAGS) -O1 -isystem $(DOCTEST_INC) -x c++-header $< -o $@
-TEST_PCH_USERS := $(filter-out %/main.o $(TEST_BITS),$(TEST_OBJ))
+	$(CXX) $(CXXFLAGS) -O0 -isystem $(DOCTEST_INC) -x c++-header $< -o $@
+TEST_PCH_USERS := $(filter-out %/main.o $(TEST_BITS) $(TEST_EMU),$(TEST_OBJ))
 $(TEST_PCH_USERS): $(TEST_PCH).gch
 $(TEST_PCH_USERS): private CXXFLAGS += -isystem $(DOCTEST_INC) -include $(TEST_PCH)
 -include $(TEST_PCH).d
