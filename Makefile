@@ -120,7 +120,14 @@ SAN_REPORT := ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:
 # linked into every program here, points both at SANITIZER_REPORT_PREFIX before main().
 SAN_FLAGS := -fsanitize=address,undefined
 SAN_REPORT_OBJ := $(SAN_BUILD)/san/report_path.o
+# One run at a time in a tree: a second would empty the first one's report folder (flock(1); 75:
+# the lock is held).
 sanitize: ## the whole suite built with AddressSanitizer + UBSan and run (minutes: build and suite)
+	@mkdir -p $(SAN_BUILD); flock -n -E 75 $(SAN_BUILD)/.lock $(MAKE) --no-print-directory \
+	  sanitize-run; s=$$?; [ $$s != 75 ] || echo "sanitize: another make sanitize runs in this" \
+	  "tree ($(SAN_BUILD)/.lock): wait for it to end" >&2; exit $$s
+.PHONY: sanitize-run
+sanitize-run:
 	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS) $(dir $(SAN_REPORT_OBJ))
 	$(CXX) -std=c++20 -O1 -Wall -Wextra -c tests/san/report_path.cpp -o $(SAN_REPORT_OBJ)
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) \

@@ -290,6 +290,20 @@ TEST_CASE("build: in a checkout at a path with a space, the recipes quote the pa
     }
 }
 
+// make sanitize empties its report folder first: a second run in one tree would empty the
+// first's. With its lock held (env runs flock, which runs make), a dry run is refused in one line.
+TEST_CASE("sanitize: a second make sanitize in one tree is refused, naming the first") {
+    const std::string dir = "/tmp/transformer-test-san-lock-" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const Make m = run_make("-n NVCC= sanitize SAN_BUILD=" + dir,
+                            "flock " + testutil::quote(dir + "/.lock"));
+    CHECK(m.exit_code != 0);
+    CHECK_MESSAGE(m.out.find("sanitize: another make sanitize runs in this tree (" + dir +
+                             "/.lock): wait for it to end\n") != std::string::npos,
+                  m.out);
+    std::filesystem::remove_all(dir);
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 // make sanitize only: tests/san/report_path.cpp, linked into its programs.
 extern "C" void san_report_path(const char* prefix);
