@@ -78,6 +78,18 @@ TEST_CASE("cli: an exception nobody catches ends the program with one line and e
     CHECK(err == "7-demo: error: cannot open weights.bin\n");
 }
 
+
+// That case's children end through exit(), after the test program has written the case before
+// it: the test program's report names each case once (tests/main.cpp).
+TEST_CASE("tests: a case before one that forks is reported once") {
+    const auto r = testutil::run("tests", "--duration=true -tc='cli: sizes that cannot fit in*,"
+                                          "cli: an exception nobody catches*'");
+    CHECK(r.exit_code == 0);
+    const std::string line = "s: cli: sizes that cannot fit in memory";
+    size_t n = 0;
+    for (size_t at = r.out.find(line); at != std::string::npos; at = r.out.find(line, at + 1)) n++;
+    CHECK_MESSAGE(n == 1, r.out);
+}
 TEST_CASE("cli: quote() keeps a value on one line and out of the terminal's control") {
     CHECK(cli::quote("causal") == "'causal'");
     CHECK(cli::quote("") == "''");
