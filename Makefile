@@ -405,8 +405,8 @@ $(TEST_OBJ): $(TEST_STAMP)
 # library's, at -O2. So they compile at -O0, in half -O2's time, the suite a few percent slower
 # for it. The units that compare a kernel's bits with arithmetic of their own (exp_fast's vector
 # and scalar paths, attention's four products) keep -O2: below it GCC fuses no a*b+c, and their
-# bits would differ from the library's. The compiler's own test keeps it too: the
-# constants it checks are miscompiled at -O2 (tests/test_compiler.cpp).
+# bits would differ from the library's. So does the compiler's own test, whose constants are
+# miscompiled at -O2 (tests/test_compiler.cpp).
 TEST_BITS := $(addprefix $(BUILD)/obj/tests/,test_gemm.o test_attention.o test_compiler.o)
 # The emulator's tests' kernels keep -O1: the emulator names the source line of an access from
 # the frames GCC inlines into the kernel (a float4 load, an atomic), and -O0 inlines none.
